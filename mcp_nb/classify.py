@@ -1,0 +1,124 @@
+"""From what came back (and what the server logged) to an outcome and a cause.
+
+Pure functions over SDK values. A crash and a ToolError look alike to the client
+(`Error executing tool NAME...` with isError), and resource and prompt failures
+share codes, so the server's log records for the call decide. The templates below
+are the SDK's own log messages (mcp 2.3); tests pin each case of the error model.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from .trace import ServerLog, ServerTrace
+
+_TOOL_REJECTED = "Tool %r rejected arguments: %r"
+_TOOL_FAILED = "Tool %r failed: %r"
+_TOOL_CRASHED = "Tool %r raised an unexpected exception"
+_RESOURCE_FAILED = "Resource %r failed: %r"
+_RESOURCE_CRASHED = "Resource %r raised an unexpected exception"
+_HANDLER_RAISED = "request handler raised"  # the dispatcher's boundary, where prompt errors are logged
+
+INVALID_PARAMS = -32602
+
+
+def _templates(logs: Iterable[ServerLog]) -> set[str]:
+    return {log.template for log in logs}
+
+
+def tool_result_cause(name: str, content: str, is_error: bool, logs: list[ServerLog]) -> tuple[str, str]:
+    if not is_error:
+        return "result", "ok"
+    seen = _templates(logs)
+    if _TOOL_REJECTED in seen:
+        return "tool_error", "invalid_arguments"
+    if _TOOL_CRASHED in seen:
+        return "tool_error", "crash"
+    if _TOOL_FAILED in seen:
+        if content == f"Unknown tool: {name}":
+            return "tool_error", "unknown_tool"
+        return "tool_error", "raised"
+    return "tool_error", "returned"
+
+
+def protocol_error_cause(target: str, code: int | None, logs: list[ServerLog]) -> str:
+    seen = _templates(logs)
+    if target == "resource":
+        if _RESOURCE_CRASHED in seen:
+            return "crash"
+        if _RESOURCE_FAILED in seen:
+            return "not_found" if code == INVALID_PARAMS else "resource_error"
+        return "mcp_error"
+    if target == "prompt":
+        for log in logs:
+            if log.template == _HANDLER_RAISED and log.exceptions:
+                return _prompt_failure(log.exceptions)
+        return "mcp_error"
+    return "mcp_error"
+
+
+def _prompt_failure(chain: tuple[tuple[str, str], ...]) -> str:
+    # The SDK wraps every prompt failure in ValueError(str(original)) from original.
+    for type_name, text in chain:
+        if text.startswith("Unknown prompt:"):
+            return "not_found"
+        if text.startswith("Missing required arguments") or type_name == "ValidationError":
+            return "invalid_arguments"
+    return "crash"
+
+
+def late_outcome(target: str, trace: ServerTrace) -> tuple[str, str]:
+    """Classify a handler that ended after the client stopped waiting, from how it ended."""
+    if trace.status == "returned":
+        if target == "tool" and trace.returned_error:
+            return "tool_error", "returned"
+        return "result", "ok"
+    kind = trace.error_type
+    if kind == "MCPError":
+        return "protocol_error", "mcp_error"
+    if target == "tool":
+        return ("tool_error", "raised") if kind in ("ToolError", "ResourceError", "ResourceNotFoundError") else (
+            "tool_error",
+            "crash",
+        )
+    if target == "resource":
+        if kind == "ResourceNotFoundError":
+            return "protocol_error", "not_found"
+        if kind == "ResourceError":
+            return "protocol_error", "resource_error"
+    return "protocol_error", "crash"
+
+
+def content_text(blocks: Iterable[Any]) -> str:
+    """The text a model reads from content blocks; other kinds are named, not dropped."""
+    parts = []
+    for block in blocks:
+        text = getattr(block, "text", None)
+        if text is not None:
+            parts.append(text)
+            continue
+        kind = getattr(block, "type", type(block).__name__)
+        if kind == "resource":
+            inner = getattr(block, "resource", None)
+            parts.append(getattr(inner, "text", None) or f"[resource {getattr(inner, 'uri', '')}]")
+        elif kind == "resource_link":
+            parts.append(f"[resource link {getattr(block, 'uri', '')}]")
+        else:
+            parts.append(f"[{kind} {getattr(block, 'mime_type', '') or ''}]".replace(" ]", "]"))
+    return "\n".join(parts)
+
+
+def resource_text(contents: Iterable[Any]) -> str:
+    parts = []
+    for item in contents:
+        text = getattr(item, "text", None)
+        if text is not None:
+            parts.append(text)
+        else:
+            blob = getattr(item, "blob", "") or ""
+            parts.append(f"[blob {getattr(item, 'mime_type', '')}, {len(blob) * 3 // 4} bytes]")
+    return "\n".join(parts)
+
+
+def prompt_text(messages: Iterable[Any]) -> str:
+    return "\n".join(f"{m.role}: {content_text([m.content])}" for m in messages)

@@ -1,0 +1,223 @@
+"""Calls: one coroutine does the work, with a sync and an async face around it.
+
+`perform` runs on mcp_nb's loop thread. It sends the request through the SDK's
+`Client` (connected in-process to the kernel's `MCPServer`), enforces the deadline
+itself, classifies what came back, and records the Outcome in the history before
+returning it — on every path, including timeouts and cancellation.
+
+Why the deadline is ours: the SDK's own `read_timeout_seconds` cancels through an
+anyio scope, and a sync handler's worker thread shields that scope, so in-process
+a sync tool is never timed out. A native task cancellation (`asyncio.timeout`)
+returns at the deadline for both kinds; the request is abandoned as the SDK would
+abandon it (async handlers are cancelled, a sync handler's thread runs on), and the
+probe in `trace.py` reports what the handler did afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import itertools
+import threading
+import time
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from mcp import Client, MCPError
+from mcp.server import MCPServer
+
+from . import classify
+from .config import check_timeout, settings
+from .history import History
+from .loop import LoopThread
+from .outcome import REQUEST_CANCELLED, REQUEST_TIMEOUT, Outcome
+from .registry import Registry
+from .trace import CURRENT_TRACE, ServerTrace, install_log_capture
+
+METHODS = {"tool": "tools/call", "resource": "resources/read", "prompt": "prompts/get"}
+_call_ids = itertools.count(1)  # process-wide, so ids stay unique across `reset()`
+
+
+class Engine:
+    """The in-kernel server, the client connected to it, and the call history."""
+
+    def __init__(self, name: str = "mcp_nb") -> None:
+        install_log_capture()  # before MCPServer(): keeps its basicConfig from printing to stderr
+        self.server = MCPServer(name)
+        self.registry = Registry(self.server)
+        self.history = History()
+        self._loop: LoopThread | None = None
+        self._loop_lock = threading.Lock()
+        self._client: Client | None = None
+        self._connecting: asyncio.Future[Client] | None = None
+        self._closing: asyncio.Event | None = None
+        self._listed_version = -1
+
+    # -- the loop and the client session --------------------------------------------------------
+
+    @property
+    def loop(self) -> LoopThread:
+        if self._loop is None:
+            with self._loop_lock:
+                if self._loop is None:
+                    self._loop = LoopThread()
+        return self._loop
+
+    async def _connected(self) -> Client:
+        if self._client is not None:
+            return self._client
+        if self._connecting is None:
+            self._connecting = asyncio.get_running_loop().create_future()
+            self._closing = asyncio.Event()
+            asyncio.get_running_loop().create_task(self._own_client(self._connecting, self._closing))
+        return await asyncio.shield(self._connecting)
+
+    async def _own_client(self, ready: asyncio.Future[Client], closing: asyncio.Event) -> None:
+        # The one task that enters and leaves the client's context, as anyio requires.
+        try:
+            async with Client(self.server, cache=None) as client:
+                self._client = client
+                ready.set_result(client)
+                await closing.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+                self._connecting = None
+            raise
+        finally:
+            self._client = None
+
+    def close(self) -> None:
+        """Leave the client session and stop the loop thread."""
+        loop = self._loop
+        if loop is None:
+            return
+        if self._closing is not None and loop.loop is not None:
+            loop.loop.call_soon_threadsafe(self._closing.set)
+            time.sleep(0.05)
+        loop.stop()
+        self._loop = None
+
+    # -- the one implementation -----------------------------------------------------------------
+
+    async def perform(
+        self, target: str, name: str, arguments: dict[str, Any] | None, timeout: float
+    ) -> Outcome:
+        client = self._client or await self._connected()
+        version = self.registry.version
+        if version != self._listed_version:
+            # A re-run cell may have changed a schema: re-list so this session validates
+            # against the new one (cheap, and only after a registration).
+            await client.list_tools()
+            self._listed_version = version
+        call_id = next(_call_ids)
+        started_at = time.time()
+        t0 = time.perf_counter()
+        trace = ServerTrace(t0)
+        token = CURRENT_TRACE.set(trace)
+        deadline = asyncio.timeout(timeout)
+        try:
+            try:
+                async with deadline:
+                    if target == "tool":
+                        raw = await client.call_tool(name, arguments)
+                    elif target == "resource":
+                        raw = await client.read_resource(name)
+                    else:
+                        raw = await client.get_prompt(name, arguments)
+            finally:
+                CURRENT_TRACE.reset(token)
+        except MCPError as err:
+            error = err.error
+            outcome = Outcome(
+                call_id, target, name, arguments, "protocol_error",
+                classify.protocol_error_cause(target, error.code, trace.logs),
+                None, None, None, error.code, error.message, error.data,
+                _utc(started_at), _ms(t0), timeout, trace,
+            )  # fmt: skip
+        except TimeoutError as err:
+            if not deadline.expired():
+                outcome = self._client_error(call_id, target, name, arguments, err, started_at, t0, timeout, trace)
+            else:
+                outcome = Outcome(
+                    call_id, target, name, arguments, "timeout", "deadline", None, None, None, REQUEST_TIMEOUT,
+                    f"Timed out after {timeout:g}s waiting for '{METHODS[target]}'", None,
+                    _utc(started_at), _ms(t0), timeout, trace, self.registry.observes(target, name),
+                )  # fmt: skip
+        except asyncio.CancelledError:
+            elapsed = _ms(t0)
+            self.history.record(
+                Outcome(
+                    call_id, target, name, arguments, "timeout", "cancelled", None, None, None, REQUEST_CANCELLED,
+                    f"Cancelled by the caller after {elapsed / 1000:.3g}s", None,
+                    _utc(started_at), elapsed, timeout, trace, self.registry.observes(target, name),
+                )  # fmt: skip
+            )
+            raise
+        except Exception as err:  # the client could not finish: still a call, still recorded
+            outcome = self._client_error(call_id, target, name, arguments, err, started_at, t0, timeout, trace)
+        else:
+            outcome = self._success(call_id, target, name, arguments, raw, started_at, t0, timeout, trace)
+        self.history.record(outcome)
+        return outcome
+
+    @staticmethod
+    def _success(call_id, target, name, arguments, raw, started_at, t0, timeout, trace) -> Outcome:
+        duration = _ms(t0)
+        if target == "tool":
+            content = classify.content_text(raw.content)
+            is_error = bool(raw.is_error)
+            kind, cause = classify.tool_result_cause(name, content, is_error, trace.logs)
+            return Outcome(
+                call_id, target, name, arguments, kind, cause, content, raw.structured_content, is_error,
+                None, None, None, _utc(started_at), duration, timeout, trace,
+            )  # fmt: skip
+        text = classify.resource_text(raw.contents) if target == "resource" else classify.prompt_text(raw.messages)
+        return Outcome(
+            call_id, target, name, arguments, "result", "ok", text, None, False,
+            None, None, None, _utc(started_at), duration, timeout, trace,
+        )  # fmt: skip
+
+    @staticmethod
+    def _client_error(call_id, target, name, arguments, err, started_at, t0, timeout, trace) -> Outcome:
+        return Outcome(
+            call_id, target, name, arguments, "protocol_error", "client_error", None, None, None, None,
+            f"{type(err).__name__}: {err}", None, _utc(started_at), _ms(t0), timeout, trace,
+        )  # fmt: skip
+
+    # -- the two faces --------------------------------------------------------------------------
+
+    def request(
+        self, target: str, name: str, arguments: Mapping[str, Any] | None, timeout: float | None
+    ) -> tuple[str, str, dict[str, Any] | None, float]:
+        """Check a call before anything is sent; bad input raises here and records nothing."""
+        what = "uri" if target == "resource" else "name"
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"{what} must be a non-empty string, got {name!r}")
+        if arguments is not None and not isinstance(arguments, Mapping):
+            raise TypeError(f"arguments must be a mapping (a dict of argument names to values), got {type(arguments).__name__}")
+        seconds = settings.timeout if timeout is None else check_timeout(timeout)
+        return target, name, None if arguments is None else dict(arguments), seconds
+
+    def run(self, target: str, name: str, arguments: Mapping[str, Any] | None = None, timeout: float | None = None) -> Outcome:
+        return self.loop.run(self.perform(*self.request(target, name, arguments, timeout)))
+
+    async def arun(
+        self, target: str, name: str, arguments: Mapping[str, Any] | None = None, timeout: float | None = None
+    ) -> Outcome:
+        return await self.loop.run_async(self.perform(*self.request(target, name, arguments, timeout)))
+
+    def submit(
+        self, target: str, name: str, arguments: Mapping[str, Any] | None = None, timeout: float | None = None
+    ) -> concurrent.futures.Future[Outcome]:
+        """Start a call without waiting (for callbacks that must not block the kernel)."""
+        return self.loop.submit(self.perform(*self.request(target, name, arguments, timeout)))
+
+
+def _utc(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc)
+
+
+def _ms(t0: float) -> float:
+    return (time.perf_counter() - t0) * 1000.0

@@ -1,0 +1,78 @@
+"""mcp_nb's own event loop, in a daemon thread.
+
+The SDK's client session is an anyio context manager whose cancel scopes must be
+entered and left by the same task. Jupyter's kernel already runs a loop, plain
+scripts run none, and `nest_asyncio` breaks exactly that rule, so mcp_nb gives the
+session one long-lived owner instead: a loop in a thread of its own (the shape of
+dask.distributed's `Client`). Every face (sync, `await`, widget callbacks) submits
+coroutines to it; nothing in the user's loop is patched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from typing import Any, Coroutine, TypeVar
+
+T = TypeVar("T")
+
+
+class LoopThread:
+    def __init__(self, name: str = "mcp_nb-loop") -> None:
+        self._ready = threading.Event()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._thread = threading.Thread(target=self._main, name=name, daemon=True)
+        self._thread.start()
+        self._ready.wait()
+
+    def _main(self) -> None:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        self.loop = loop
+        self._ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            loop.close()
+
+    @property
+    def thread(self) -> threading.Thread:
+        return self._thread
+
+    def in_loop(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        assert self.loop is not None
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run `coro` on the loop and block this thread for its result.
+
+        An interrupt (Ctrl-C, the kernel's stop button) cancels the coroutine and is
+        re-raised here; the coroutine gets to record what it was doing first.
+        """
+        if self.in_loop():
+            coro.close()
+            raise RuntimeError(
+                "this would block mcp_nb's own event loop; from a coroutine running there, use the "
+                "async form (for example `await mcp_nb.acall(...)`)"
+            )
+        future = self.submit(coro)
+        try:
+            return future.result()
+        except KeyboardInterrupt:
+            future.cancel()
+            raise
+
+    async def run_async(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Await `coro` from any event loop; runs it directly when already on this loop."""
+        if self.in_loop():
+            return await coro
+        return await asyncio.wrap_future(self.submit(coro))
+
+    def stop(self) -> None:
+        if self.loop is not None and self._thread.is_alive():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=5)

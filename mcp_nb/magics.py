@@ -1,0 +1,261 @@
+"""The IPython face: thin magics that parse a line and hand plain values to the API.
+
+User mistakes become one-line `UsageError`s and change nothing. The magics class is
+also the traitlets `Configurable` users know from JupySQL: `%config McpMagics` lists
+the settings, `%config McpMagics.timeout = 10` sets one, and it is the same setting
+`mcp_nb.configure(timeout=10)` changes.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from traitlets import link
+
+import mcp_nb
+
+from .arguments import ArgumentsError, parse_call_line, parse_pairs, parse_seconds
+from .cells import CellError, defined_function, function_name, restoring
+from .config import CONFIGURABLE, SharedTraits, settings
+from .history import summarize
+from .registry import check_tool_name, check_uri
+
+
+@contextmanager
+def usage_errors() -> Iterator[None]:
+    """Report the user's mistakes as one line, without a traceback."""
+    try:
+        yield
+    except (CellError, ArgumentsError, ValueError, TypeError) as err:
+        raise UsageError(str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__) from None
+
+
+@magics_class
+class McpMagics(Magics, SharedTraits):
+    """Register and call MCP tools, resources and prompts from notebook cells."""
+
+    def __init__(self, shell=None, **kwargs) -> None:
+        super().__init__(shell=shell, **kwargs)
+        # The magics' traits and the process settings are one setting seen from two places.
+        self._links = [link((self, name), (settings, name)) for name in CONFIGURABLE]
+
+    # -- registering ----------------------------------------------------------------------------
+
+    def _define(self, cell: str, check_name=None):
+        """Run the cell in the user's namespace and return (function name, function, restore guard)."""
+        source = self.shell.transform_cell(cell)
+        with usage_errors():
+            name = function_name(source)
+            if check_name is not None:
+                check_name(name)
+        return source, name
+
+    def _run(self, source: str) -> None:
+        filename = self.shell.compile.cache(source)
+        exec(compile(source, filename, "exec"), self.shell.user_ns)
+
+    def _register(self, cell: str, register, validate_default_name: bool):
+        source, fname = self._define(cell, check_tool_name if validate_default_name else None)
+        namespace = self.shell.user_ns
+        with restoring(namespace, fname):
+            self._run(source)
+            with usage_errors():
+                fn = defined_function(namespace, fname)
+                return register(fn)
+
+    @cell_magic
+    @magic_arguments()
+    @argument("--name", help="tool name (default: the function's name)")
+    @argument("--title", help="human-readable title")
+    @argument("--description", help="description for the model (default: the docstring)")
+    @argument("--read-only", action="store_true", help="annotation readOnlyHint: the tool changes nothing")
+    @argument("--idempotent", action="store_true", help="annotation idempotentHint: repeating a call is safe")
+    @argument("--destructive", action="store_true", help="annotation destructiveHint: the tool may destroy data")
+    @argument("--open-world", action="store_true", help="annotation openWorldHint: the tool reaches outside systems")
+    def mcp_tool(self, line: str, cell: str):
+        """Register the cell's function as a tool on the in-kernel MCP server.
+
+        The cell is ordinary Python run in your namespace; it must define exactly one
+        top-level function (sync or async). Re-running the cell replaces the earlier
+        version, also for clients already connected.
+
+            %%mcp_tool --read-only
+            def get_author(title: str) -> str:
+                '''Look up the author of a book in the catalog.'''
+                return CATALOG[title]
+        """
+        args = parse_argstring(self.mcp_tool, line)
+        with usage_errors():
+            if args.name is not None:
+                check_tool_name(args.name)
+        flags = {"read_only": args.read_only, "idempotent": args.idempotent, "destructive": args.destructive, "open_world": args.open_world}
+        registry = mcp_nb.engine().registry
+        return self._register(
+            cell,
+            lambda fn: registry.add_tool(fn, name=args.name, title=args.title, description=args.description, annotations=flags),
+            validate_default_name=args.name is None,
+        )
+
+    @cell_magic
+    @magic_arguments()
+    @argument("uri", help="a URI (books://catalog) or a URI template (books://{title})")
+    @argument("--name", help="resource name (default: the function's name)")
+    @argument("--title", help="human-readable title")
+    @argument("--description", help="description (default: the docstring)")
+    @argument("--mime-type", help="MIME type of the content (default: text/plain)")
+    def mcp_resource(self, line: str, cell: str):
+        """Register the cell's function as a resource, or a resource template when the URI has {variables}.
+
+            %%mcp_resource books://{title}
+            def book(title: str) -> str:
+                return f"{title} by {CATALOG[title]}"
+        """
+        args = parse_argstring(self.mcp_resource, line)
+        with usage_errors():
+            check_uri(args.uri)
+        registry = mcp_nb.engine().registry
+        return self._register(
+            cell,
+            lambda fn: registry.add_resource(
+                fn, args.uri, name=args.name, title=args.title, description=args.description, mime_type=args.mime_type
+            ),
+            validate_default_name=False,
+        )
+
+    @cell_magic
+    @magic_arguments()
+    @argument("--name", help="prompt name (default: the function's name)")
+    @argument("--title", help="human-readable title")
+    @argument("--description", help="description (default: the docstring)")
+    def mcp_prompt(self, line: str, cell: str):
+        """Register the cell's function as a prompt; its parameters become the prompt's arguments.
+
+            %%mcp_prompt
+            def review(title: str) -> str:
+                return f"Write a short review of {title}."
+        """
+        args = parse_argstring(self.mcp_prompt, line)
+        with usage_errors():
+            if args.name is not None:
+                check_tool_name(args.name)
+        registry = mcp_nb.engine().registry
+        return self._register(
+            cell,
+            lambda fn: registry.add_prompt(fn, name=args.name, title=args.title, description=args.description),
+            validate_default_name=args.name is None,
+        )
+
+    @line_magic
+    def mcp_list(self, line: str):
+        """Show what is registered: one row per tool, resource and prompt.
+
+            %mcp_list
+        """
+        if line.strip():
+            raise UsageError("%mcp_list takes no arguments")
+        return mcp_nb.registered()
+
+    @line_magic
+    @magic_arguments()
+    @argument("key", help="tool or prompt name, or resource URI")
+    @argument("--kind", choices=["tool", "resource", "prompt"], help="which kind, when a name is ambiguous")
+    def mcp_remove(self, line: str):
+        """Remove a registered tool, resource or prompt from the server.
+
+            %mcp_remove get_author
+        """
+        args = parse_argstring(self.mcp_remove, line)
+        with usage_errors():
+            entry = mcp_nb.remove(args.key, args.kind)
+        print(f"removed {entry.kind} {entry.key}")
+
+    # -- calling --------------------------------------------------------------------------------
+
+    def _call(self, target: str, line: str, takes_arguments: bool = True):
+        engine = mcp_nb.engine()
+        with usage_errors():
+            name, payload, options = parse_call_line(line, takes_arguments=takes_arguments)
+            if isinstance(payload, dict):
+                arguments = payload  # verbatim: wrong types can be sent on purpose
+            elif payload:
+                schema = engine.registry.input_schema(target, name)
+                arguments = parse_pairs(payload, schema, f"{target} {name!r}")
+            else:
+                arguments = None
+            timeout = parse_seconds(options["timeout"]) if "timeout" in options else None
+            request = engine.request(target, name, arguments, timeout)
+        return engine.loop.run(engine.perform(*request))
+
+    @no_var_expand
+    @line_magic
+    def mcp_call(self, line: str):
+        """Call a tool; returns its Outcome.
+
+            %mcp_call NAME [JSON-object | key=value ...] [--timeout S]
+
+        key=value strings are coerced with the tool's input schema (count=3 sends 3);
+        a JSON object is sent verbatim, so wrong types can be sent on purpose:
+
+            %mcp_call get_author title=Dune
+            %mcp_call get_author {"title": 42} --timeout 5
+        """
+        return self._call("tool", line)
+
+    @no_var_expand
+    @line_magic
+    def mcp_read(self, line: str):
+        """Read a resource; returns its Outcome.
+
+            %mcp_read URI [--timeout S]
+        """
+        return self._call("resource", line, takes_arguments=False)
+
+    @no_var_expand
+    @line_magic
+    def mcp_get_prompt(self, line: str):
+        """Get a prompt; returns its Outcome.
+
+            %mcp_get_prompt NAME [JSON-object | key=value ...] [--timeout S]
+        """
+        return self._call("prompt", line)
+
+    @line_magic
+    @magic_arguments()
+    @argument("--summary", action="store_true", help="counts per name and outcome, with totals")
+    @argument("--clear", action="store_true", help="forget every recorded call")
+    def mcp_history(self, line: str):
+        """Show the call history (the latest calls, outcomes coloured).
+
+            %mcp_history             # the latest calls; all of them: mcp_nb.history().to_frame()
+            %mcp_history --summary   # counts per name x outcome
+            %mcp_history --clear
+        """
+        args = parse_argstring(self.mcp_history, line)
+        history = mcp_nb.history()
+        if args.clear:
+            forgotten = len(history)
+            history.clear()
+            print(f"history cleared ({forgotten} calls forgotten)")
+            return None
+        if args.summary:
+            return summarize(history.to_frame())
+        return history
+
+
+def load(ipython) -> None:
+    magics = McpMagics(shell=ipython, config=ipython.config)
+    ipython.register_magics(magics)
+    if magics not in ipython.configurables:
+        ipython.configurables.append(magics)
+
+
+def unload(ipython) -> None:
+    for configurable in list(ipython.configurables):
+        if isinstance(configurable, McpMagics):
+            for each in configurable._links:
+                each.unlink()
+            ipython.configurables.remove(configurable)

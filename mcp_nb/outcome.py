@@ -1,0 +1,141 @@
+"""The record of one call: what the model, the host and the operator each saw.
+
+An `Outcome` is frozen. The one part of a call that can still change after the
+caller has its Outcome is the server side of a timed-out call (the handler may run
+on, then finish or be cancelled): the `server_fate*` properties and `server_logs`
+read it live from the call's trace, which is exactly the "unknown outcome" the
+error-model documents warn about, made visible.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Mapping
+
+from .trace import ServerLog, ServerTrace
+
+OUTCOMES = ("result", "tool_error", "protocol_error", "timeout")
+TARGETS = ("tool", "resource", "prompt")
+CAUSES = (
+    "ok",
+    "raised",
+    "crash",
+    "invalid_arguments",
+    "unknown_tool",
+    "returned",
+    "mcp_error",
+    "not_found",
+    "resource_error",
+    "client_error",
+    "deadline",
+    "cancelled",
+)
+FATES = ("running", "completed", "cancelled", "unobserved")
+
+# What each cause means, for docs and help; the table in docs/guide.md mirrors it.
+CAUSE_DOC = {
+    "ok": "the handler returned normally",
+    "raised": "the tool raised ToolError: its message is what the model reads",
+    "crash": "the handler raised another exception: the text stays on the server, the traceback goes to the log",
+    "invalid_arguments": "the arguments did not match the input schema (the function never ran)",
+    "unknown_tool": "no tool of that name is registered",
+    "returned": "the tool returned a result flagged isError itself",
+    "mcp_error": "the handler raised MCPError: code, message and data reach the host unchanged",
+    "not_found": "ResourceNotFoundError, an unknown URI, or an unknown prompt",
+    "resource_error": "the resource handler raised ResourceError",
+    "client_error": "the client failed to finish the request (for example a result it could not validate)",
+    "deadline": "the client stopped waiting at the deadline (code -32001)",
+    "cancelled": "the caller stopped waiting before the deadline (interrupt, cancel; code -32800)",
+}
+
+REQUEST_TIMEOUT = -32001
+REQUEST_CANCELLED = -32800
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Outcome:
+    """One call and how it ended. Never raised: every failure is a value of this type."""
+
+    call_id: int
+    target: str  # "tool" | "resource" | "prompt"
+    name: str  # tool or prompt name, or the URI read
+    arguments: Mapping[str, Any] | None
+    outcome: str  # one of OUTCOMES
+    cause: str  # one of CAUSES
+    content: str | None  # what the model reads: the text of the content blocks, joined
+    structured_content: Any
+    is_error: bool | None  # the result's isError flag; None when there was no result
+    code: int | None  # what the host sees, for protocol errors and timeouts
+    message: str | None
+    data: Any
+    started_at: datetime
+    duration_ms: float
+    timeout_s: float
+    trace: ServerTrace | None = field(default=None, repr=False)
+    observed: bool = field(default=True, repr=False)  # mcp_nb's probe wraps this handler
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "result"
+
+    @property
+    def server_logs(self) -> tuple[ServerLog, ...]:
+        """The server's log records for this call (level, logger, message, traceback)."""
+        return tuple(self.trace.logs) if self.trace is not None else ()
+
+    @property
+    def server_fate(self) -> str | None:
+        """For a timeout: what the server did with the abandoned request.
+
+        `running` (still going), `completed` (it finished after the client gave up;
+        see `fate_outcome`), `cancelled`, or `unobserved` (a handler mcp_nb did not
+        register, so nothing watched it). None for calls that did not time out.
+        """
+        if self.outcome != "timeout":
+            return None
+        trace = self.trace
+        if not self.observed or trace is None:
+            return "unobserved"
+        if trace.status is None:
+            # Never started means the request was dropped before the handler ran.
+            return "running" if trace.handler_started is not None else "cancelled"
+        return "cancelled" if trace.status == "cancelled" else "completed"
+
+    @property
+    def fate_outcome(self) -> str | None:
+        """The outcome the late handler would have produced, had anyone waited."""
+        return self._late()[0]
+
+    @property
+    def fate_cause(self) -> str | None:
+        return self._late()[1]
+
+    @property
+    def fate_after_ms(self) -> float | None:
+        """When the abandoned handler ended, in ms after the request was sent."""
+        if self.server_fate not in ("completed", "cancelled") or self.trace is None:
+            return None
+        if self.trace.handler_ended is None:
+            return None
+        return (self.trace.handler_ended - self.trace.t0) * 1000.0
+
+    def _late(self) -> tuple[str | None, str | None]:
+        if self.server_fate != "completed":
+            return (None, None)
+        from .classify import late_outcome
+
+        return late_outcome(self.target, self.trace)
+
+    def _repr_html_(self) -> str:
+        from .display import outcome_html
+
+        return outcome_html(self)
+
+    def __repr__(self) -> str:
+        from .display import outcome_text
+
+        return outcome_text(self)
+
+    def _repr_pretty_(self, printer, cycle) -> None:  # IPython's text/plain
+        printer.text(repr(self))

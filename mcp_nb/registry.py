@@ -1,0 +1,330 @@
+"""Functions to tools, resources and prompts on the in-kernel server, replacing on re-run.
+
+The SDK's managers stay the one registry of truth. This module adds what a
+notebook needs on top: a re-run cell *replaces* the earlier version (the SDK's
+`add_tool` silently keeps the first one), names are checked strictly, each handler
+is wrapped by `trace.probe` so a timed-out call's fate can be seen, and every
+change bumps `version` so connected clients re-list before their next call.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import pandas as pd
+from mcp.server import MCPServer
+from mcp.server.mcpserver.prompts import Prompt
+from mcp.server.mcpserver.tools import Tool
+from mcp.shared.tool_name_validation import validate_tool_name
+from mcp.shared.uri_template import UriTemplate
+from mcp_types import ToolAnnotations
+
+from .trace import probe
+
+KINDS = ("tool", "resource", "prompt")
+ANNOTATION_FLAGS = {
+    "read_only": "readOnlyHint",
+    "idempotent": "idempotentHint",
+    "destructive": "destructiveHint",
+    "open_world": "openWorldHint",
+}
+
+
+@dataclass(frozen=True, eq=False)
+class Registration:
+    """What one registration put on the server; shown as a card under the cell."""
+
+    kind: str
+    name: str
+    uri: str | None = None
+    title: str | None = None
+    description: str | None = None
+    annotations: dict[str, bool] = field(default_factory=dict)
+    input_schema: dict[str, Any] | None = None
+    output_schema: dict[str, Any] | None = None
+    mime_type: str | None = None
+    is_async: bool = False
+    replaced: bool = False
+    function: Callable[..., Any] | None = field(default=None, repr=False)
+
+    @property
+    def key(self) -> str:
+        return self.uri if self.kind == "resource" else self.name
+
+    def _repr_html_(self) -> str:
+        from .display import registration_html
+
+        return registration_html(self)
+
+    def __repr__(self) -> str:
+        from .display import registration_text
+
+        return registration_text(self)
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(repr(self))
+
+
+def check_tool_name(name: str) -> str:
+    result = validate_tool_name(name)
+    if not result.is_valid:
+        raise ValueError(f"invalid tool name {name!r}: {'; '.join(result.warnings)}")
+    return name
+
+
+def check_uri(uri: str) -> UriTemplate:
+    if not isinstance(uri, str) or "://" not in uri:
+        raise ValueError(f"invalid resource URI {uri!r}: expected scheme://path, e.g. books://{{title}}")
+    try:
+        return UriTemplate.parse(uri)
+    except ValueError as err:
+        raise ValueError(f"invalid URI template {uri!r}: {err}") from None
+
+
+def _annotations(flags: dict[str, bool] | None) -> tuple[ToolAnnotations | None, dict[str, bool]]:
+    chosen = {ANNOTATION_FLAGS[k]: True for k, v in (flags or {}).items() if v}
+    unknown = set(flags or {}) - set(ANNOTATION_FLAGS)
+    if unknown:
+        raise ValueError(f"unknown annotation(s) {sorted(unknown)}; known: {sorted(ANNOTATION_FLAGS)}")
+    if not chosen:
+        return None, {}
+    return ToolAnnotations.model_validate(chosen), chosen
+
+
+class Registry:
+    def __init__(self, server: MCPServer) -> None:
+        self.server = server
+        self._entries: dict[tuple[str, str], Registration] = {}
+        self._lock = threading.Lock()
+        self.version = 0
+        # The SDK keeps its registries in these managers; mcp_nb replaces entries in place
+        # (one dict assignment) so a concurrent call never finds the name missing.
+        self._tools = server._tool_manager
+        self._resources = server._resource_manager
+        self._prompts = server._prompt_manager
+
+    # -- registering ----------------------------------------------------------------------------
+
+    def add_tool(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: dict[str, bool] | None = None,
+    ) -> Registration:
+        _require_function(fn)
+        name = check_tool_name(name or fn.__name__)
+        hints, chosen = _annotations(annotations)
+        tool = Tool.from_function(
+            probe(fn), name=name, title=title, description=description or inspect.getdoc(fn), annotations=hints
+        )
+        with self._lock:
+            replaced = name in self._tools._tools
+            self._tools._tools[name] = tool
+            return self._remember(
+                Registration(
+                    kind="tool",
+                    name=name,
+                    title=title,
+                    description=tool.description,
+                    annotations=chosen,
+                    input_schema=tool.parameters,
+                    output_schema=tool.output_schema,
+                    is_async=inspect.iscoroutinefunction(fn),
+                    replaced=replaced,
+                    function=fn,
+                )
+            )
+
+    def add_resource(
+        self,
+        fn: Callable[..., Any],
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+    ) -> Registration:
+        _require_function(fn)
+        template = check_uri(uri)
+        with self._lock:
+            # The SDK's decorator holds the checks (template variables against parameters,
+            # defaults for query variables); a static URI it would keep first, so take the old
+            # entry out, and put it back if the new one is refused.
+            old_static = self._resources._resources.pop(uri, None)
+            old_template = self._resources._templates.get(uri)
+            try:
+                self.server.resource(
+                    uri, name=name, title=title, description=description or inspect.getdoc(fn), mime_type=mime_type
+                )(probe(fn))
+            except Exception:
+                if old_static is not None:
+                    self._resources._resources[uri] = old_static
+                raise
+            if template.variable_names:
+                self._resources._resources.pop(uri, None)
+            else:
+                self._resources._templates.pop(uri, None)
+            return self._remember(
+                Registration(
+                    kind="resource",
+                    name=name or fn.__name__,
+                    uri=uri,
+                    title=title,
+                    description=description or inspect.getdoc(fn),
+                    input_schema=_template_schema(template) if template.variable_names else None,
+                    mime_type=mime_type or "text/plain",
+                    is_async=inspect.iscoroutinefunction(fn),
+                    replaced=old_static is not None or old_template is not None,
+                    function=fn,
+                )
+            )
+
+    def add_prompt(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+    ) -> Registration:
+        _require_function(fn)
+        name = check_tool_name(name or fn.__name__)
+        prompt = Prompt.from_function(probe(fn), name=name, title=title, description=description or inspect.getdoc(fn))
+        with self._lock:
+            replaced = name in self._prompts._prompts
+            self._prompts._prompts[name] = prompt
+            arguments = prompt.arguments or []
+            schema = {
+                "type": "object",
+                "properties": {a.name: {"type": "string", **({"description": a.description} if a.description else {})} for a in arguments},
+                "required": [a.name for a in arguments if a.required],
+            }
+            return self._remember(
+                Registration(
+                    kind="prompt",
+                    name=name,
+                    title=title,
+                    description=prompt.description,
+                    input_schema=schema,
+                    is_async=inspect.iscoroutinefunction(fn),
+                    replaced=replaced,
+                    function=fn,
+                )
+            )
+
+    def _remember(self, entry: Registration) -> Registration:
+        self._entries[(entry.kind, entry.key)] = entry
+        self.version += 1
+        return entry
+
+    # -- removing and listing -------------------------------------------------------------------
+
+    def remove(self, key: str, kind: str | None = None) -> Registration:
+        """Remove what `key` (a tool or prompt name, or a resource URI) names on the server."""
+        if kind is not None and kind not in KINDS:
+            raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
+        with self._lock:
+            matches = [k for k in self._entries if k[1] == key and (kind is None or k[0] == kind)]
+            if not matches:
+                raise ValueError(f"nothing named {key!r} is registered" + (f" as a {kind}" if kind else ""))
+            if len(matches) > 1:
+                kinds = " and ".join(k[0] for k in matches)
+                raise ValueError(f"{key!r} names a {kinds}; say which with kind=")
+            entry_kind, _ = matches[0]
+            if entry_kind == "tool":
+                self._tools._tools.pop(key, None)
+            elif entry_kind == "prompt":
+                self._prompts._prompts.pop(key, None)
+            else:
+                self._resources._resources.pop(key, None)
+                self._resources._templates.pop(key, None)
+            self.version += 1
+            return self._entries.pop(matches[0])
+
+    def entries(self) -> list[Registration]:
+        with self._lock:
+            return list(self._entries.values())
+
+    def get(self, kind: str, key: str) -> Registration | None:
+        return self._entries.get((kind, key))
+
+    def to_frame(self) -> pd.DataFrame:
+        rows = [
+            {
+                "kind": e.kind,
+                "name": e.name,
+                "uri": e.uri,
+                "title": e.title,
+                "description": (e.description or "").strip().splitlines()[0] if e.description else None,
+                "annotations": ", ".join(sorted(e.annotations)) or None,
+                "parameters": ", ".join((e.input_schema or {}).get("properties", {})) or None,
+                "async": e.is_async,
+            }
+            for e in self.entries()
+        ]
+        columns = ["kind", "name", "uri", "title", "description", "annotations", "parameters", "async"]
+        return pd.DataFrame(rows, columns=columns)
+
+    # -- for the engine -------------------------------------------------------------------------
+
+    def observes(self, target: str, key: str) -> bool:
+        """Whether the handler a call to `key` reaches is one mcp_nb wrapped in its probe."""
+        if target == "tool":
+            tool = self._tools.get_tool(key)
+            return tool is not None and _probed(tool.fn)
+        if target == "prompt":
+            prompt = self._prompts.get_prompt(key)
+            return prompt is not None and _probed(prompt.fn)
+        resource = self._resources._resources.get(key)
+        if resource is not None:
+            return _probed(getattr(resource, "fn", None))
+        for template in self._resources._templates.values():
+            try:
+                if template.matches(key) is not None:
+                    return _probed(template.fn)
+            except Exception:
+                return False
+        return False
+
+    def input_schema(self, target: str, key: str) -> dict[str, Any] | None:
+        """The input schema the server holds now (for tools registered any way)."""
+        if target == "tool":
+            tool = self._tools.get_tool(key)
+            return None if tool is None else tool.parameters
+        if target == "prompt":
+            entry = self._entries.get(("prompt", key))
+            if entry is not None:
+                return entry.input_schema
+            prompt = self._prompts.get_prompt(key)
+            if prompt is None:
+                return None
+            return {"type": "object", "properties": {a.name: {"type": "string"} for a in prompt.arguments or []}}
+        return None
+
+
+def _probed(fn: Any) -> bool:
+    return bool(getattr(fn, "__mcp_nb_probe__", False))
+
+
+def _require_function(fn: Any) -> None:
+    if not callable(fn) or inspect.isclass(fn):
+        raise TypeError(f"expected a function, got {type(fn).__name__}")
+    if getattr(fn, "__name__", "") == "<lambda>":
+        raise TypeError("a lambda cannot be registered; give the function a name with `def`")
+
+
+def _template_schema(template: UriTemplate) -> dict[str, Any]:
+    names = list(template.variable_names)
+    query = set(getattr(template, "query_variable_names", ()) or ())
+    return {
+        "type": "object",
+        "properties": {n: {"type": "string"} for n in names},
+        "required": [n for n in names if n not in query],
+    }

@@ -34,6 +34,15 @@ def usage_errors() -> Iterator[None]:
         raise UsageError(str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__) from None
 
 
+def _parse(magic, line: str):
+    """`parse_argstring`, with the quotes IPython's splitter leaves on values removed."""
+    args = parse_argstring(magic, line)
+    for key, value in vars(args).items():
+        if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            setattr(args, key, value[1:-1])
+    return args
+
+
 @magics_class
 class McpMagics(Magics, SharedTraits):
     """Register and call MCP tools, resources and prompts from notebook cells."""
@@ -88,7 +97,7 @@ class McpMagics(Magics, SharedTraits):
                 '''Look up the author of a book in the catalog.'''
                 return CATALOG[title]
         """
-        args = parse_argstring(self.mcp_tool, line)
+        args = _parse(self.mcp_tool, line)
         with usage_errors():
             if args.name is not None:
                 check_tool_name(args.name)
@@ -114,7 +123,7 @@ class McpMagics(Magics, SharedTraits):
             def book(title: str) -> str:
                 return f"{title} by {CATALOG[title]}"
         """
-        args = parse_argstring(self.mcp_resource, line)
+        args = _parse(self.mcp_resource, line)
         with usage_errors():
             check_uri(args.uri)
         registry = mcp_nb.engine().registry
@@ -138,7 +147,7 @@ class McpMagics(Magics, SharedTraits):
             def review(title: str) -> str:
                 return f"Write a short review of {title}."
         """
-        args = parse_argstring(self.mcp_prompt, line)
+        args = _parse(self.mcp_prompt, line)
         with usage_errors():
             if args.name is not None:
                 check_tool_name(args.name)
@@ -168,7 +177,7 @@ class McpMagics(Magics, SharedTraits):
 
             %mcp_remove get_author
         """
-        args = parse_argstring(self.mcp_remove, line)
+        args = _parse(self.mcp_remove, line)
         with usage_errors():
             entry = mcp_nb.remove(args.key, args.kind)
         print(f"removed {entry.kind} {entry.key}")
@@ -234,7 +243,7 @@ class McpMagics(Magics, SharedTraits):
             %mcp_history --summary   # counts per name x outcome
             %mcp_history --clear
         """
-        args = parse_argstring(self.mcp_history, line)
+        args = _parse(self.mcp_history, line)
         history = mcp_nb.history()
         if args.clear:
             forgotten = len(history)

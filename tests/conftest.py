@@ -1,0 +1,34 @@
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+
+import mcp_nb
+from mcp_nb.config import DEFAULT_TIMEOUT, settings
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    """Every test starts with an empty server and history, and the default settings."""
+    mcp_nb.reset()
+    settings.timeout = DEFAULT_TIMEOUT
+    settings.show_server_logs = False
+    yield
+    mcp_nb.reset()
+    settings.timeout = DEFAULT_TIMEOUT
+    settings.show_server_logs = False
+
+
+@pytest.fixture(scope="session")
+def _shell():
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "mcp_nb")
+    return shell
+
+
+@pytest.fixture
+def shell(_shell):
+    return _shell
+
+
+def cell(shell, magic: str, line: str, body: str):
+    """Run a cell magic the way a notebook does, returning the ExecutionResult."""
+    return shell.run_cell(f"%%{magic} {line}\n{body}")

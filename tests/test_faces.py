@@ -1,0 +1,59 @@
+"""The same calls from a plain thread, from asyncio, and from a cell with top-level await."""
+
+import asyncio
+
+import mcp_nb
+
+
+def register():
+    @mcp_nb.tool()
+    async def add(a: int, b: int) -> int:
+        return a + b
+
+    @mcp_nb.resource("data://answer")
+    def answer() -> str:
+        return "42"
+
+    @mcp_nb.prompt()
+    def ask(q: str) -> str:
+        return q
+
+
+def test_async_faces_from_a_running_loop():
+    register()
+
+    async def main():
+        results = await asyncio.gather(
+            mcp_nb.acall("add", {"a": 1, "b": 2}), mcp_nb.aread("data://answer"), mcp_nb.aget_prompt("ask", {"q": "hi"})
+        )
+        return [r.content for r in results]
+
+    assert asyncio.run(main()) == ["3", "42", "user: hi"]
+
+
+def test_top_level_await_in_a_cell(shell):
+    register()
+    result = shell.run_cell("import mcp_nb\no = await mcp_nb.acall('add', {'a': 2, 'b': 3})\no.content")
+    assert result.success and result.result == "5"
+
+
+def test_server_is_the_sdk_server():
+    from mcp.server import MCPServer
+
+    assert isinstance(mcp_nb.server(), MCPServer)
+    register()
+    names = [t.name for t in asyncio.run(mcp_nb.server().list_tools())]
+    assert names == ["add"]
+
+
+def test_outcome_views_are_readable_and_stable():
+    register()
+    o = mcp_nb.call("add", {"a": 1, "b": "x"})
+    text = repr(o)
+    assert text.startswith(f'Outcome #{o.call_id}: tool_error (invalid_arguments) - tool add {{"a": 1, "b": "x"}}')
+    assert "0x" not in text and " ms" not in text
+    html = o._repr_html_()
+    for part in ("What the model sees", "What the host sees", "What the log says", "mcp-nb-tool_error"):
+        assert part in html
+    crash = mcp_nb.call("add", {"a": 1})
+    assert "rejected arguments: ['b']" in repr(crash)

@@ -1,0 +1,108 @@
+"""Every call is recorded; the frame, the summary and the exports."""
+
+import json
+import threading
+
+import pandas as pd
+import pytest
+
+import mcp_nb
+from mcp_nb.history import COLUMNS
+
+
+def register():
+    @mcp_nb.tool()
+    def square(x: int) -> int:
+        if x < 0:
+            raise ValueError("negative")
+        return x * x
+
+
+def test_eight_threads_times_250_calls_give_exactly_2000_rows():
+    register()
+    errors = []
+
+    def worker(k):
+        try:
+            for i in range(250):
+                mcp_nb.call("square", {"x": -1 if i % 10 == 0 else i})
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    frame = mcp_nb.history().to_frame()
+    assert len(frame) == 2000
+    assert frame["call_id"].is_unique
+    assert frame["outcome"].value_counts().to_dict() == {"result": 1800, "tool_error": 200, "protocol_error": 0, "timeout": 0}
+
+
+def test_frame_columns_and_types():
+    register()
+    mcp_nb.call("square", {"x": 3})
+    mcp_nb.call("square", {"x": -1})
+    mcp_nb.call("square", {"x": "a"})
+    mcp_nb.read("nothing://here")
+    frame = mcp_nb.history().to_frame()
+    assert list(frame.columns) == list(COLUMNS)
+    assert frame["outcome"].tolist() == ["result", "tool_error", "tool_error", "protocol_error"]
+    assert frame["cause"].tolist() == ["ok", "crash", "invalid_arguments", "not_found"]
+    assert frame["is_error"].tolist() == [False, True, True, pd.NA]
+    assert frame["code"].tolist() == [pd.NA, pd.NA, pd.NA, -32602]
+    assert str(frame["started_at"].dtype) == "datetime64[ns, UTC]"
+    assert frame["started_at"].is_monotonic_increasing
+    assert (frame["duration_ms"] > 0).all()
+    assert frame["arguments"].tolist()[:2] == [{"x": 3}, {"x": -1}]
+    assert [len(logs) for logs in frame["server_logs"]] == [0, 1, 1, 1]
+    assert frame["server_fate"].isna().all()
+
+
+def test_summary_counts_every_outcome_with_totals():
+    register()
+    for x in (1, 2, -1):
+        mcp_nb.call("square", {"x": x})
+    mcp_nb.call("missing")
+    summary = mcp_nb.history().summary()
+    assert list(summary.columns) == ["result", "tool_error", "protocol_error", "timeout", "total"]
+    assert summary.loc[("tool", "square")].tolist() == [2, 1, 0, 0, 3]
+    assert summary.loc[("tool", "missing")].tolist() == [0, 1, 0, 0, 1]
+    assert summary.loc[("total", "")].tolist() == [2, 2, 0, 0, 4]
+
+
+def test_clear_and_magic(shell, capsys):
+    register()
+    mcp_nb.call("square", {"x": 2})
+    h = shell.run_line_magic("mcp_history", "")
+    assert h is mcp_nb.history()
+    assert "mcp-nb-result" in h._repr_html_() and "History: 1 calls" in repr(h)
+    assert shell.run_line_magic("mcp_history", "--summary").loc[("total", ""), "total"] == 1
+    shell.run_line_magic("mcp_history", "--clear")
+    assert "1 calls forgotten" in capsys.readouterr().out
+    assert len(mcp_nb.history()) == 0 and mcp_nb.history().to_frame().empty
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+def test_exports_read_back(tmp_path, fmt):
+    register()
+    mcp_nb.call("square", {"x": 4})
+    mcp_nb.call("square", {"x": -4})
+    path = tmp_path / f"history.{fmt}"
+    getattr(mcp_nb.history(), f"to_{fmt}")(path)
+    back = {"csv": pd.read_csv, "json": pd.read_json, "parquet": pd.read_parquet}[fmt](path)
+    assert len(back) == 2 and list(back.columns) == list(COLUMNS)
+    assert back["outcome"].astype(str).tolist() == ["result", "tool_error"]
+    assert json.loads(back["arguments"].iloc[0]) == {"x": 4}
+    assert json.loads(back["server_logs"].iloc[1])[0]["level"] == "ERROR"
+
+
+def test_history_display_limits_rows():
+    register()
+    mcp_nb.configure(history_rows=3)
+    for x in range(5):
+        mcp_nb.call("square", {"x": x})
+    text = repr(mcp_nb.history())
+    assert "(last 3 of 5" in text and text.count("square") == 3

@@ -1,0 +1,201 @@
+"""Deadlines as the documents describe them, for sync and async handlers, and what happened after."""
+
+import asyncio
+import math
+import threading
+import time
+
+import pytest
+from traitlets import TraitError
+
+import mcp_nb
+from mcp_nb.config import settings
+
+LONG = 60.0  # a handler's own safety net; the tests release it long before
+
+
+def wait_until(predicate, limit=10.0):
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+@pytest.fixture
+def gate():
+    release = threading.Event()
+    yield release
+    release.set()  # never leave a worker thread blocked
+
+
+def test_sync_handler_times_out_at_the_deadline_and_its_late_result_is_recorded(gate):
+    @mcp_nb.tool()
+    def charge(amount: int) -> str:
+        if not gate.wait(LONG):
+            raise RuntimeError("the test never released the handler")
+        return f"charged {amount}"
+
+    o = mcp_nb.call("charge", {"amount": 5}, timeout=0.2)
+    # call() came back while the handler was still blocked: the deadline, not the handler, ended it
+    assert not gate.is_set()
+    assert (o.outcome, o.cause, o.code) == ("timeout", "deadline", -32001)
+    assert o.message == "Timed out after 0.2s waiting for 'tools/call'"
+    assert o.duration_ms >= 200 and o.timeout_s == 0.2
+    assert o.server_fate == "running" and o.fate_outcome is None
+    assert mcp_nb.history().to_frame()["server_fate"].tolist() == ["running"]
+
+    gate.set()
+    assert wait_until(lambda: o.server_fate == "completed")
+    assert (o.fate_outcome, o.fate_cause) == ("result", "ok")
+    assert o.fate_after_ms > o.duration_ms
+    row = mcp_nb.history().to_frame().iloc[0]
+    assert (row.server_fate, row.fate_outcome, row.fate_cause) == ("completed", "result", "ok")
+    assert row.fate_after_ms == pytest.approx(o.fate_after_ms)
+
+
+def test_late_crash_of_a_sync_handler(gate):
+    @mcp_nb.tool()
+    def explode() -> str:
+        gate.wait(LONG)
+        raise KeyError("late")
+
+    o = mcp_nb.call("explode", timeout=0.1)
+    gate.set()
+    assert wait_until(lambda: o.server_fate == "completed")
+    assert (o.fate_outcome, o.fate_cause) == ("tool_error", "crash")
+
+
+def test_async_handler_is_cancelled_at_the_deadline():
+    started = threading.Event()
+
+    @mcp_nb.tool()
+    async def wait_forever() -> str:
+        started.set()
+        await asyncio.sleep(LONG)
+        return "never"
+
+    o = mcp_nb.call("wait_forever", timeout=0.2)
+    assert started.is_set()
+    assert (o.outcome, o.cause, o.code) == ("timeout", "deadline", -32001)
+    assert wait_until(lambda: o.server_fate == "cancelled")
+    assert o.fate_outcome is None and o.fate_after_ms >= 200
+
+
+def test_resource_and_prompt_timeouts(gate):
+    @mcp_nb.resource("slow://thing")
+    def thing() -> str:
+        gate.wait(LONG)
+        return "thing"
+
+    @mcp_nb.prompt()
+    async def slow_prompt(topic: str) -> str:
+        await asyncio.sleep(LONG)
+        return topic
+
+    o = mcp_nb.read("slow://thing", timeout=0.1)
+    assert (o.outcome, o.message) == ("timeout", "Timed out after 0.1s waiting for 'resources/read'")
+    p = mcp_nb.get_prompt("slow_prompt", {"topic": "x"}, timeout=0.1)
+    assert (p.outcome, p.message) == ("timeout", "Timed out after 0.1s waiting for 'prompts/get'")
+    gate.set()
+    assert wait_until(lambda: o.server_fate == "completed" and p.server_fate == "cancelled")
+    assert o.fate_outcome == "result"
+
+
+def test_handler_registered_outside_mcp_nb_is_unobserved():
+    @mcp_nb.server().tool()
+    async def raw_tool() -> str:
+        await asyncio.sleep(LONG)
+        return "x"
+
+    o = mcp_nb.call("raw_tool", timeout=0.1)
+    assert (o.outcome, o.server_fate) == ("timeout", "unobserved")
+
+
+@pytest.mark.parametrize("bad", [0, -1, 0.0, float("nan"), float("inf"), "5", True, [1]])
+def test_non_positive_or_non_numeric_timeouts_raise_and_record_nothing(bad):
+    @mcp_nb.tool()
+    def ok() -> str:
+        return "ok"
+
+    with pytest.raises(ValueError, match="timeout must be a positive number of seconds"):
+        mcp_nb.call("ok", timeout=bad)
+    with pytest.raises(ValueError):
+        mcp_nb.read("x://y", timeout=bad)
+    with pytest.raises(ValueError):
+        mcp_nb.get_prompt("p", timeout=bad)
+    assert len(mcp_nb.history()) == 0
+
+
+def test_default_is_30_seconds_and_both_ways_of_configuring_change_one_setting(shell):
+    @mcp_nb.tool()
+    def ok() -> str:
+        return "ok"
+
+    assert mcp_nb.call("ok").timeout_s == 30.0
+    shell.run_line_magic("config", "McpMagics.timeout = 10")
+    assert settings.timeout == 10.0
+    assert mcp_nb.call("ok").timeout_s == 10.0
+    mcp_nb.configure(timeout=5)
+    magics = [c for c in shell.configurables if type(c).__name__ == "McpMagics"][0]
+    assert magics.timeout == 5.0
+    assert mcp_nb.call("ok").timeout_s == 5.0
+    assert mcp_nb.call("ok", timeout=2).timeout_s == 2.0  # per call wins
+    assert shell.run_line_magic("mcp_call", "ok --timeout 1.5").timeout_s == 1.5
+    assert settings.timeout == 5.0
+
+
+def test_bad_configuration_is_refused_and_changes_nothing(shell):
+    mcp_nb.configure(timeout=7)
+    for bad in (0, -3):
+        with pytest.raises(ValueError, match="positive"):
+            mcp_nb.configure(timeout=bad)
+    with pytest.raises(ValueError, match="unknown setting"):
+        mcp_nb.configure(timeout=3, tiemout=4)
+    assert settings.timeout == 7
+    magics = [c for c in shell.configurables if type(c).__name__ == "McpMagics"][0]
+    with pytest.raises(TraitError):
+        magics.timeout = 0
+    assert settings.timeout == 7 and magics.timeout == 7
+
+
+def test_caller_cancellation_is_recorded():
+    @mcp_nb.tool()
+    async def wait_forever() -> str:
+        await asyncio.sleep(LONG)
+        return "never"
+
+    async def cancel_soon():
+        task = asyncio.ensure_future(mcp_nb.acall("wait_forever"))
+        await asyncio.sleep(0.2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_soon())
+    assert wait_until(lambda: len(mcp_nb.history()) == 1)
+    row = mcp_nb.history().to_frame().iloc[0]
+    assert (row.outcome, row.cause, row.code) == ("timeout", "cancelled", -32800)
+
+
+def test_sync_face_is_refused_on_mcp_nbs_own_loop_but_the_async_face_nests():
+    @mcp_nb.tool()
+    def inner(x: int) -> int:
+        return x * 2
+
+    @mcp_nb.tool()
+    async def outer_blocking(x: int) -> int:
+        return mcp_nb.call("inner", {"x": x}).structured_content["result"]
+
+    @mcp_nb.tool()
+    async def outer(x: int) -> int:
+        o = await mcp_nb.acall("inner", {"x": x})
+        return o.structured_content["result"] + 1
+
+    bad = mcp_nb.call("outer_blocking", {"x": 1})
+    assert bad.cause == "crash"
+    assert "would block mcp_nb's own event loop" in bad.server_logs[0].traceback
+    good = mcp_nb.call("outer", {"x": 2})
+    assert good.content == "5"
+    assert mcp_nb.history().to_frame()["name"].tolist() == ["outer_blocking", "inner", "outer"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import itertools
 import threading
 import time
@@ -52,6 +53,7 @@ class Engine:
         self._client: Client | None = None
         self._connecting: asyncio.Future[Client] | None = None
         self._closing: asyncio.Event | None = None
+        self._owner: asyncio.Task[None] | None = None
         self._listed_version = -1
 
     # -- the loop and the client session --------------------------------------------------------
@@ -70,7 +72,7 @@ class Engine:
         if self._connecting is None:
             self._connecting = asyncio.get_running_loop().create_future()
             self._closing = asyncio.Event()
-            asyncio.get_running_loop().create_task(self._own_client(self._connecting, self._closing))
+            self._owner = asyncio.get_running_loop().create_task(self._own_client(self._connecting, self._closing))
         return await asyncio.shield(self._connecting)
 
     async def _own_client(self, ready: asyncio.Future[Client], closing: asyncio.Event) -> None:
@@ -89,45 +91,50 @@ class Engine:
             self._client = None
 
     def close(self) -> None:
-        """Leave the client session and stop the loop thread."""
+        """Leave the client session (in its owner task) and stop the loop thread."""
         loop = self._loop
         if loop is None:
             return
-        if self._closing is not None and loop.loop is not None:
-            loop.loop.call_soon_threadsafe(self._closing.set)
-            time.sleep(0.05)
-        loop.stop()
         self._loop = None
+        if self._owner is not None and not loop.in_loop():
+            try:
+                loop.run(self._shutdown())
+            except Exception:
+                pass  # closing is best effort: the loop thread stops below either way
+        loop.stop()
+
+    async def _shutdown(self) -> None:
+        if self._closing is not None:
+            self._closing.set()
+        if self._owner is not None:
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(self._owner, timeout=5)
 
     # -- the one implementation -----------------------------------------------------------------
 
     async def perform(
         self, target: str, name: str, arguments: dict[str, Any] | None, timeout: float
     ) -> Outcome:
-        client = self._client or await self._connected()
-        version = self.registry.version
-        if version != self._listed_version:
-            # A re-run cell may have changed a schema: re-list so this session validates
-            # against the new one (cheap, and only after a registration).
-            await client.list_tools()
-            self._listed_version = version
         call_id = next(_call_ids)
         started_at = time.time()
         t0 = time.perf_counter()
         trace = ServerTrace(t0)
-        token = CURRENT_TRACE.set(trace)
         deadline = asyncio.timeout(timeout)
         try:
-            try:
-                async with deadline:
+            async with deadline:
+                client = self._client or await self._connected()
+                if self.registry.version != self._listed_version:
+                    await self._relist(client)
+                token = CURRENT_TRACE.set(trace)
+                try:
                     if target == "tool":
                         raw = await client.call_tool(name, arguments)
                     elif target == "resource":
                         raw = await client.read_resource(name)
                     else:
                         raw = await client.get_prompt(name, arguments)
-            finally:
-                CURRENT_TRACE.reset(token)
+                finally:
+                    CURRENT_TRACE.reset(token)
         except MCPError as err:
             error = err.error
             outcome = Outcome(
@@ -161,6 +168,17 @@ class Engine:
             outcome = self._success(call_id, target, name, arguments, raw, started_at, t0, timeout, trace)
         self.history.record(outcome)
         return outcome
+
+    async def _relist(self, client: Client) -> None:
+        # A re-run cell may have changed a schema: re-list so this session validates
+        # against the new one (only after a registration, so calls stay cheap). Should it
+        # fail, the SDK still re-lists by itself when the server reports a stale schema.
+        version = self.registry.version
+        try:
+            await client.list_tools()
+        except Exception:
+            return
+        self._listed_version = version
 
     @staticmethod
     def _success(call_id, target, name, arguments, raw, started_at, t0, timeout, trace) -> Outcome:

@@ -32,7 +32,14 @@ class LoopThread:
         self.loop = loop
         self._ready.set()
         try:
-            loop.run_forever()
+            while True:
+                try:
+                    loop.run_forever()
+                    break  # stop() was called
+                except BaseException:  # noqa: BLE001
+                    # A SystemExit or KeyboardInterrupt escaping some task stops
+                    # run_forever; the loop itself is fine, so keep serving calls.
+                    continue
         finally:
             loop.close()
 

@@ -106,6 +106,20 @@ def _kind_of_error(exc: BaseException) -> str:
     return "Exception"
 
 
+class HandlerExit(RuntimeError):
+    """A handler raised SystemExit or KeyboardInterrupt: reported as a crash, not obeyed."""
+
+
+def _contained(exc: BaseException) -> BaseException:
+    # `sys.exit()` in a tool must not stop mcp_nb's loop (or the kernel): the SDK then
+    # treats it like any other unexpected exception, a crash with a traceback in the log.
+    if isinstance(exc, (SystemExit, KeyboardInterrupt)):
+        wrapped = HandlerExit(f"the handler raised {type(exc).__name__}({', '.join(map(repr, exc.args))})")
+        wrapped.__cause__ = exc
+        return wrapped
+    return exc
+
+
 def probe(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap a handler so its start and end are written to the current call's trace.
 
@@ -117,15 +131,17 @@ def probe(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
         async def probed_async(*args: Any, **kwargs: Any) -> Any:
             trace = CURRENT_TRACE.get()
-            if trace is None:
-                return await fn(*args, **kwargs)
-            trace.started()
+            if trace is not None:
+                trace.started()
             try:
                 value = await fn(*args, **kwargs)
             except BaseException as exc:
-                trace.ended(exc)
-                raise
-            trace.ended(None, value)
+                exc = _contained(exc)
+                if trace is not None:
+                    trace.ended(exc)
+                raise exc
+            if trace is not None:
+                trace.ended(None, value)
             return value
 
         probed_async.__mcp_nb_probe__ = True  # type: ignore[attr-defined]
@@ -134,15 +150,17 @@ def probe(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def probed(*args: Any, **kwargs: Any) -> Any:
         trace = CURRENT_TRACE.get()
-        if trace is None:
-            return fn(*args, **kwargs)
-        trace.started()
+        if trace is not None:
+            trace.started()
         try:
             value = fn(*args, **kwargs)
         except BaseException as exc:
-            trace.ended(exc)
-            raise
-        trace.ended(None, value)
+            exc = _contained(exc)
+            if trace is not None:
+                trace.ended(exc)
+            raise exc
+        if trace is not None:
+            trace.ended(None, value)
         return value
 
     probed.__mcp_nb_probe__ = True  # type: ignore[attr-defined]

@@ -57,3 +57,22 @@ def test_outcome_views_are_readable_and_stable():
         assert part in html
     crash = mcp_nb.call("add", {"a": 1})
     assert "rejected arguments: ['b']" in repr(crash)
+
+
+def test_a_tool_calling_sys_exit_is_a_crash_and_mcp_nb_keeps_working():
+    import sys
+
+    @mcp_nb.tool()
+    def bye() -> str:
+        sys.exit(3)
+
+    @mcp_nb.tool()
+    async def abye() -> str:
+        raise KeyboardInterrupt
+
+    for name in ("bye", "abye"):
+        o = mcp_nb.call(name)
+        assert (o.outcome, o.cause) == ("tool_error", "crash")
+        assert "HandlerExit" in [kind for kind, _ in o.server_logs[0].exceptions]
+    register()
+    assert mcp_nb.call("add", {"a": 1, "b": 1}).content == "2"

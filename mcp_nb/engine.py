@@ -55,6 +55,7 @@ class Engine:
         self._closing: asyncio.Event | None = None
         self._owner: asyncio.Task[None] | None = None
         self._listed_version = -1
+        _warm_up_in_background()
 
     # -- the loop and the client session --------------------------------------------------------
 
@@ -231,6 +232,28 @@ class Engine:
     ) -> concurrent.futures.Future[Outcome]:
         """Start a call without waiting (for callbacks that must not block the kernel)."""
         return self.loop.submit(self.perform(*self.request(target, name, arguments, timeout)))
+
+
+_warmed = threading.Event()
+
+
+def _warm_up_in_background() -> None:
+    """Import what the SDK's client imports lazily on the first tool result.
+
+    `jsonschema` (with its URI grammar) takes about a second to import; left lazy, that
+    second lands inside the first call of every kernel and skews its duration. Done
+    once, in a thread, while the user is still writing cells.
+    """
+    if _warmed.is_set():
+        return
+    _warmed.set()
+
+    def warm() -> None:
+        with contextlib.suppress(Exception):
+            import jsonschema  # noqa: F401
+            import jsonschema.exceptions  # noqa: F401
+
+    threading.Thread(target=warm, name="mcp_nb-warm-up", daemon=True).start()
 
 
 def _utc(epoch: float) -> datetime:

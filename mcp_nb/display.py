@@ -188,7 +188,10 @@ def _parameters(schema: dict[str, Any] | None) -> list[tuple[str, str, bool, str
     required = set(schema.get("required", []))
     rows = []
     for name, prop in (schema.get("properties") or {}).items():
-        rows.append((name, schema_type(prop, schema), name in required, prop.get("description", "")))
+        kind = schema_type(prop, schema)
+        if "default" in prop:
+            kind += " = " + json.dumps(prop["default"], default=str)
+        rows.append((name, kind, name in required, prop.get("description", "")))
     return rows
 
 
@@ -230,9 +233,10 @@ def registration_text(r) -> str:
 
 def registration_html(r) -> str:
     params = _parameters(r.input_schema)
+    td = 'style="text-align:left;padding:1px 10px 1px 0"'
     rows = "".join(
-        f'<tr><td><code>{_e(n)}</code></td><td><code>{_e(k)}</code></td><td>{"yes" if req else ""}</td>'
-        f'<td style="color:{_MUTED}">{_e(d)}</td></tr>'
+        f'<tr><td {td}><code>{_e(n)}</code></td><td {td}><code>{_e(k)}</code></td><td {td}>{"yes" if req else ""}</td>'
+        f'<td {td}><span style="color:{_MUTED}">{_e(d)}</span></td></tr>'
         for n, k, req, d in params
     )
     table = (

@@ -2,13 +2,12 @@
 
 `perform` runs on mcp_nb's loop thread. It sends the request through the SDK's
 `Client` (connected in-process to the kernel's `MCPServer`), enforces the deadline
-itself, classifies what came back, and records the Outcome in the history before
+itself (`deadline.py`), classifies what came back, and records the Outcome in the history before
 returning it — on every path, including timeouts and cancellation.
 
 Why the deadline is ours: the SDK's own `read_timeout_seconds` cancels through an
 anyio scope, and a sync handler's worker thread shields that scope, so in-process
-a sync tool is never timed out. A native task cancellation (`asyncio.timeout`)
-returns at the deadline for both kinds; the request is abandoned as the SDK would
+a sync tool is never timed out. A native task cancellation returns at the deadline for both kinds; the request is abandoned as the SDK would
 abandon it (async handlers are cancelled, a sync handler's thread runs on), and the
 probe in `trace.py` reports what the handler did afterwards.
 """
@@ -22,7 +21,6 @@ import itertools
 import threading
 import time
 from collections.abc import Mapping
-from datetime import datetime, timezone
 from typing import Any
 
 from mcp import Client, MCPError
@@ -30,6 +28,7 @@ from mcp.server import MCPServer
 
 from . import classify
 from .config import check_timeout, settings
+from .deadline import EXPIRED, Deadlines
 from .history import History
 from .loop import LoopThread
 from .outcome import REQUEST_CANCELLED, REQUEST_TIMEOUT, Outcome
@@ -54,6 +53,7 @@ class Engine:
         self._connecting: asyncio.Future[Client] | None = None
         self._closing: asyncio.Event | None = None
         self._owner: asyncio.Task[None] | None = None
+        self._deadlines: Deadlines | None = None
         self._listed_version = -1
         _warm_up_in_background()
 
@@ -120,9 +120,12 @@ class Engine:
         started_at = time.time()
         t0 = time.perf_counter()
         trace = ServerTrace(t0)
-        deadline = asyncio.timeout(timeout)
+        # The deadline cancels this task natively at expiry (see the module docstring).
+        task = asyncio.current_task()
+        deadlines = self._deadlines or self._new_deadlines()
+        deadline = deadlines.start(timeout, task)
         try:
-            async with deadline:
+            try:
                 client = self._client or await self._connected()
                 if self.registry.version != self._listed_version:
                     await self._relist(client)
@@ -136,39 +139,36 @@ class Engine:
                         raw = await client.get_prompt(name, arguments)
                 finally:
                     CURRENT_TRACE.reset(token)
+            finally:
+                deadlines.end(deadline)
+        except asyncio.CancelledError:
+            if not deadline[EXPIRED]:
+                self.history.record(self._cancelled(call_id, target, name, arguments, started_at, t0, timeout, trace))
+                raise
+            task.uncancel()
+            outcome = Outcome(
+                call_id, target, name, arguments, "timeout", "deadline", None, None, None, REQUEST_TIMEOUT,
+                f"Timed out after {timeout:g}s waiting for '{METHODS[target]}'", None,
+                started_at, _ms(t0), timeout, trace, self.registry.observes(target, name),
+            )  # fmt: skip
         except MCPError as err:
             error = err.error
             outcome = Outcome(
                 call_id, target, name, arguments, "protocol_error",
                 classify.protocol_error_cause(target, error.code, trace.logs),
                 None, None, None, error.code, error.message, error.data,
-                _utc(started_at), _ms(t0), timeout, trace,
+                started_at, _ms(t0), timeout, trace,
             )  # fmt: skip
-        except TimeoutError as err:
-            if not deadline.expired():
-                outcome = self._client_error(call_id, target, name, arguments, err, started_at, t0, timeout, trace)
-            else:
-                outcome = Outcome(
-                    call_id, target, name, arguments, "timeout", "deadline", None, None, None, REQUEST_TIMEOUT,
-                    f"Timed out after {timeout:g}s waiting for '{METHODS[target]}'", None,
-                    _utc(started_at), _ms(t0), timeout, trace, self.registry.observes(target, name),
-                )  # fmt: skip
-        except asyncio.CancelledError:
-            elapsed = _ms(t0)
-            self.history.record(
-                Outcome(
-                    call_id, target, name, arguments, "timeout", "cancelled", None, None, None, REQUEST_CANCELLED,
-                    f"Cancelled by the caller after {elapsed / 1000:.3g}s", None,
-                    _utc(started_at), elapsed, timeout, trace, self.registry.observes(target, name),
-                )  # fmt: skip
-            )
-            raise
         except Exception as err:  # the client could not finish: still a call, still recorded
             outcome = self._client_error(call_id, target, name, arguments, err, started_at, t0, timeout, trace)
         else:
             outcome = self._success(call_id, target, name, arguments, raw, started_at, t0, timeout, trace)
         self.history.record(outcome)
         return outcome
+
+    def _new_deadlines(self) -> Deadlines:
+        self._deadlines = Deadlines(asyncio.get_running_loop())
+        return self._deadlines
 
     async def _relist(self, client: Client) -> None:
         # A re-run cell may have changed a schema: re-list so this session validates
@@ -190,19 +190,27 @@ class Engine:
             kind, cause = classify.tool_result_cause(name, content, is_error, trace.logs)
             return Outcome(
                 call_id, target, name, arguments, kind, cause, content, raw.structured_content, is_error,
-                None, None, None, _utc(started_at), duration, timeout, trace,
+                None, None, None, started_at, duration, timeout, trace,
             )  # fmt: skip
         text = classify.resource_text(raw.contents) if target == "resource" else classify.prompt_text(raw.messages)
         return Outcome(
             call_id, target, name, arguments, "result", "ok", text, None, False,
-            None, None, None, _utc(started_at), duration, timeout, trace,
+            None, None, None, started_at, duration, timeout, trace,
+        )  # fmt: skip
+
+    def _cancelled(self, call_id, target, name, arguments, started_at, t0, timeout, trace) -> Outcome:
+        elapsed = _ms(t0)
+        return Outcome(
+            call_id, target, name, arguments, "timeout", "cancelled", None, None, None, REQUEST_CANCELLED,
+            f"Cancelled by the caller after {elapsed / 1000:.3g}s", None,
+            started_at, elapsed, timeout, trace, self.registry.observes(target, name),
         )  # fmt: skip
 
     @staticmethod
     def _client_error(call_id, target, name, arguments, err, started_at, t0, timeout, trace) -> Outcome:
         return Outcome(
             call_id, target, name, arguments, "protocol_error", "client_error", None, None, None, None,
-            f"{type(err).__name__}: {err}", None, _utc(started_at), _ms(t0), timeout, trace,
+            f"{type(err).__name__}: {err}", None, started_at, _ms(t0), timeout, trace,
         )  # fmt: skip
 
     # -- the two faces --------------------------------------------------------------------------
@@ -254,10 +262,6 @@ def _warm_up_in_background() -> None:
             import jsonschema.exceptions  # noqa: F401
 
     threading.Thread(target=warm, name="mcp_nb-warm-up", daemon=True).start()
-
-
-def _utc(epoch: float) -> datetime:
-    return datetime.fromtimestamp(epoch, tz=timezone.utc)
 
 
 def _ms(t0: float) -> float:

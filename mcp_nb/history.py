@@ -1,17 +1,17 @@
 """Every call, kept column by column, and the tidy DataFrame built from it.
 
-One row per call, one column per variable. Columns are stored as they arrive
-(typed arrays for numbers, small integer codes for the vocabularies) so that
-recording stays a few appends and `to_frame()` on a million calls is a matter of
-wrapping arrays, not of walking a million objects. Views such as `summary()` are
-computed from the frame; nothing is stored twice.
+One row per call, one column per variable. Recording a call is one append of its
+Outcome to a short pending list; every few thousand calls that list is turned into
+column chunks at once (typed arrays for numbers, small integer codes for the
+vocabularies, object arrays for the rest). So recording stays cheap on the call path,
+and `to_frame()` on a million calls concatenates arrays instead of walking a million
+objects. Views such as `summary()` are computed from the frame; nothing is stored twice.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from array import array
 from typing import Any
 
 import numpy as np
@@ -46,30 +46,65 @@ _OUTCOME_CODE = {name: i for i, name in enumerate(OUTCOMES)}
 _CAUSE_CODE = {name: i for i, name in enumerate(CAUSES)}
 _TARGET_CODE = {name: i for i, name in enumerate(TARGETS)}
 _NO_FLAG = 2  # is_error code for "no result, so no flag"
+CHUNK = 4096
+_STORED = ("call_id", "target", "name", "arguments", "outcome", "cause", "content", "structured",
+           "is_error", "code", "message", "data", "logs", "started", "duration", "timeout")  # fmt: skip
+_EMPTY: tuple = ()
+
+
+def _objects(values: list) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
 
 
 class _Store:
-    """The raw columns; replaced whole by `clear()` so a snapshot never sees a half-cleared store."""
+    """Column chunks, plus the calls not yet turned into columns.
+
+    Replaced whole by `clear()`, so a reader never sees a half-cleared store.
+    """
 
     def __init__(self) -> None:
-        self.call_id = array("q")
-        self.target = bytearray()
-        self.name = array("l")
+        self.chunks: dict[str, list[np.ndarray]] = {column: [] for column in _STORED}
+        self.rows = 0  # rows in the chunks
+        self.pending: list[Outcome] = []
         self.names: dict[str, int] = {}
-        self.arguments: list[Any] = []
-        self.outcome = bytearray()
-        self.cause = bytearray()
-        self.content: list[Any] = []
-        self.structured: list[Any] = []
-        self.is_error = bytearray()
-        self.code = array("d")
-        self.message: list[Any] = []
-        self.data: list[Any] = []
-        self.traces: list[Any] = []
-        self.started = array("d")
-        self.duration = array("d")
-        self.timeout = array("d")
         self.timeouts: dict[int, Outcome] = {}  # row -> Outcome, for the live server-fate columns
+
+    def flush(self) -> None:
+        calls, self.pending = self.pending, []
+        if not calls:
+            return
+        names = self.names
+        for row, o in enumerate(calls, self.rows):
+            if o.outcome == "timeout":
+                self.timeouts[row] = o
+        c = self.chunks
+        c["call_id"].append(np.array([o.call_id for o in calls], dtype=np.int64))
+        c["target"].append(np.array([_TARGET_CODE[o.target] for o in calls], dtype=np.int8))
+        c["name"].append(np.array([names.setdefault(o.name, len(names)) for o in calls], dtype=np.int64))
+        c["arguments"].append(_objects([o.arguments for o in calls]))
+        c["outcome"].append(np.array([_OUTCOME_CODE[o.outcome] for o in calls], dtype=np.int8))
+        c["cause"].append(np.array([_CAUSE_CODE[o.cause] for o in calls], dtype=np.int8))
+        c["content"].append(_objects([o.content for o in calls]))
+        c["structured"].append(_objects([o.structured_content for o in calls]))
+        c["is_error"].append(np.array([_NO_FLAG if o.is_error is None else o.is_error for o in calls], dtype=np.int8))
+        c["code"].append(np.array([np.nan if o.code is None else o.code for o in calls], dtype=np.float64))
+        c["message"].append(_objects([o.message for o in calls]))
+        c["data"].append(_objects([o.data for o in calls]))
+        # The log records are read now; only a timed-out call's trace can still grow, and
+        # its Outcome is kept above for exactly that.
+        c["logs"].append(_objects([tuple(o.trace.logs) if o.trace is not None and o.trace.logs else _EMPTY for o in calls]))
+        c["started"].append(np.array([o.started for o in calls], dtype=np.float64))
+        c["duration"].append(np.array([o.duration_ms for o in calls], dtype=np.float64))
+        c["timeout"].append(np.array([o.timeout_s for o in calls], dtype=np.float64))
+        self.rows += len(calls)
+
+    def column(self, name: str, dtype) -> np.ndarray:
+        parts = self.chunks[name]
+        if not parts:
+            return np.empty(0, dtype=dtype)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 class History:
@@ -80,107 +115,66 @@ class History:
         self._store = _Store()
 
     def record(self, o: Outcome) -> None:
-        # Keep a trace only where it says something: logs, or a timeout's late fate.
-        trace = o.trace if (o.trace is not None and (o.trace.logs or o.outcome == "timeout")) else None
         with self._lock:
-            s = self._store
-            name_code = s.names.get(o.name)
-            if name_code is None:
-                name_code = s.names[o.name] = len(s.names)
-            row = len(s.call_id)
-            s.call_id.append(o.call_id)
-            s.target.append(_TARGET_CODE[o.target])
-            s.name.append(name_code)
-            s.arguments.append(o.arguments)
-            s.outcome.append(_OUTCOME_CODE[o.outcome])
-            s.cause.append(_CAUSE_CODE[o.cause])
-            s.content.append(o.content)
-            s.structured.append(o.structured_content)
-            s.is_error.append(_NO_FLAG if o.is_error is None else int(o.is_error))
-            s.code.append(np.nan if o.code is None else o.code)
-            s.message.append(o.message)
-            s.data.append(o.data)
-            s.traces.append(trace)
-            s.started.append(o.started_at.timestamp())
-            s.duration.append(o.duration_ms)
-            s.timeout.append(o.timeout_s)
-            if o.outcome == "timeout":
-                s.timeouts[row] = o
+            store = self._store
+            store.pending.append(o)
+            if len(store.pending) >= CHUNK:
+                store.flush()
 
     def __len__(self) -> int:
-        return len(self._store.call_id)
+        store = self._store
+        return store.rows + len(store.pending)
 
     def clear(self) -> None:
         """Forget every recorded call."""
         with self._lock:
             self._store = _Store()
 
-    def _snapshot(self) -> _Store:
-        with self._lock:
-            s, copy = self._store, _Store()
-            n = len(s.call_id)
-            copy.call_id = s.call_id[:n]
-            copy.target, copy.name = s.target[:n], s.name[:n]
-            copy.names = dict(s.names)
-            copy.arguments, copy.outcome, copy.cause = s.arguments[:n], s.outcome[:n], s.cause[:n]
-            copy.content, copy.structured, copy.is_error = s.content[:n], s.structured[:n], s.is_error[:n]
-            copy.code, copy.message, copy.data = s.code[:n], s.message[:n], s.data[:n]
-            copy.traces = s.traces[:n]
-            copy.started, copy.duration, copy.timeout = s.started[:n], s.duration[:n], s.timeout[:n]
-            copy.timeouts = dict(s.timeouts)
-        return copy
-
     def to_frame(self) -> pd.DataFrame:
         """One row per call; the columns are listed in `mcp_nb.history.COLUMNS` and docs/guide.md."""
-        s = self._snapshot()
-        n = len(s.call_id)
-        names = list(s.names)
-        empty: tuple = ()
-
-        def codes(buf: bytearray | array, categories) -> pd.Categorical:
-            values = np.frombuffer(buf, dtype=np.int8 if isinstance(buf, bytearray) else np.int_) if n else []
-            return pd.Categorical.from_codes(np.asarray(values, dtype=np.int64), categories=categories)
-
-        def objects(values: list) -> np.ndarray:
-            out = np.empty(n, dtype=object)
-            out[:] = values
-            return out
-
-        flags = np.frombuffer(s.is_error, dtype=np.int8) if n else np.zeros(0, np.int8)
-        fate = objects([None] * n)
-        fate_outcome = objects([None] * n)
-        fate_cause = objects([None] * n)
+        with self._lock:
+            s = self._store
+            s.flush()
+            columns = {name: s.column(name, object) for name in _STORED}
+            names = list(s.names)
+            timeouts = dict(s.timeouts)
+        n = len(columns["call_id"])
+        if timeouts:
+            columns["logs"] = columns["logs"].copy()  # never write into the stored chunk
+        for row, o in timeouts.items():
+            # A timed-out call's server side may have logged more since it was recorded.
+            columns["logs"][row] = tuple(o.server_logs)
+        fate = np.full(n, None, dtype=object)
+        fate_outcome = np.full(n, None, dtype=object)
+        fate_cause = np.full(n, None, dtype=object)
         fate_after = np.full(n, np.nan)
-        for row, o in s.timeouts.items():
+        for row, o in timeouts.items():
             fate[row], fate_outcome[row], fate_cause[row] = o.server_fate, o.fate_outcome, o.fate_cause
             after = o.fate_after_ms
             fate_after[row] = np.nan if after is None else after
+        flags = columns["is_error"].astype(np.int8)
 
-        frame = pd.DataFrame(
+        def category(codes: np.ndarray, categories: list[str]) -> pd.Categorical:
+            return pd.Categorical.from_codes(codes.astype(np.int64), categories=categories)
+
+        return pd.DataFrame(
             {
-                "call_id": np.frombuffer(s.call_id, dtype=np.int64) if n else np.zeros(0, np.int64),
-                "target": codes(s.target, list(TARGETS)),
-                "name": pd.Categorical.from_codes(
-                    np.frombuffer(s.name, dtype=np.dtype(f"i{s.name.itemsize}")).astype(np.int64)
-                    if n
-                    else np.zeros(0, np.int64),
-                    categories=names,
-                ),
-                "arguments": objects(s.arguments),
-                "outcome": codes(s.outcome, list(OUTCOMES)),
-                "cause": codes(s.cause, list(CAUSES)),
-                "content": objects(s.content),
-                "structured_content": objects(s.structured),
+                "call_id": columns["call_id"].astype(np.int64),
+                "target": category(columns["target"], list(TARGETS)),
+                "name": category(columns["name"], names),
+                "arguments": columns["arguments"],
+                "outcome": category(columns["outcome"], list(OUTCOMES)),
+                "cause": category(columns["cause"], list(CAUSES)),
+                "content": columns["content"],
+                "structured_content": columns["structured"],
                 "is_error": pd.arrays.BooleanArray(flags == 1, flags == _NO_FLAG),
-                "code": pd.array(np.frombuffer(s.code, dtype=np.float64) if n else np.zeros(0), dtype="Int64"),
-                "message": objects(s.message),
-                "data": objects(s.data),
-                "server_logs": objects([tuple(t.logs) if t is not None else empty for t in s.traces]),
-                "started_at": pd.to_datetime(
-                    np.frombuffer(s.started, dtype=np.float64) if n else np.zeros(0), unit="s", utc=True
-                ),
-                "duration_ms": np.frombuffer(s.duration, dtype=np.float64) if n else np.zeros(0),
-                "timeout_s": np.frombuffer(s.timeout, dtype=np.float64) if n else np.zeros(0),
+                "code": pd.array(columns["code"].astype(np.float64), dtype="Int64"),
+                "message": columns["message"],
+                "data": columns["data"],
+                "server_logs": columns["logs"],
+                "started_at": pd.to_datetime(columns["started"].astype(np.float64), unit="s", utc=True),
+                "duration_ms": columns["duration"].astype(np.float64),
+                "timeout_s": columns["timeout"].astype(np.float64),
                 "server_fate": pd.Categorical(fate, categories=list(FATES)),
                 "fate_outcome": pd.Categorical(fate_outcome, categories=list(OUTCOMES)),
                 "fate_cause": pd.Categorical(fate_cause, categories=list(CAUSES)),
@@ -188,7 +182,6 @@ class History:
             },
             columns=list(COLUMNS),
         )
-        return frame
 
     def summary(self) -> pd.DataFrame:
         """Calls per target and name × outcome, with totals."""

@@ -10,7 +10,7 @@ error-model documents warn about, made visible.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Mapping
 
 from .trace import ServerLog, ServerTrace
@@ -69,11 +69,16 @@ class Outcome:
     code: int | None  # what the host sees, for protocol errors and timeouts
     message: str | None
     data: Any
-    started_at: datetime
+    started: float  # when the request was sent, in seconds since the epoch (see `started_at`)
     duration_ms: float
     timeout_s: float
     trace: ServerTrace | None = field(default=None, repr=False)
     observed: bool = field(default=True, repr=False)  # mcp_nb's probe wraps this handler
+
+    @property
+    def started_at(self) -> datetime:
+        """When the request was sent (UTC)."""
+        return datetime.fromtimestamp(self.started, tz=timezone.utc)
 
     @property
     def ok(self) -> bool:

@@ -8,7 +8,7 @@ are the SDK's own log messages (mcp 2.3); tests pin each case of the error model
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from .trace import ServerLog, ServerTrace
 
@@ -26,9 +26,12 @@ def _templates(logs: Iterable[ServerLog]) -> set[str]:
     return {log.template for log in logs}
 
 
+_OK = ("result", "ok")
+
+
 def tool_result_cause(name: str, content: str, is_error: bool, logs: list[ServerLog]) -> tuple[str, str]:
     if not is_error:
-        return "result", "ok"
+        return _OK
     seen = _templates(logs)
     if _TOOL_REJECTED in seen:
         return "tool_error", "invalid_arguments"
@@ -89,8 +92,10 @@ def late_outcome(target: str, trace: ServerTrace) -> tuple[str, str]:
     return "protocol_error", "crash"
 
 
-def content_text(blocks: Iterable[Any]) -> str:
+def content_text(blocks: Sequence[Any]) -> str:
     """The text a model reads from content blocks; other kinds are named, not dropped."""
+    if len(blocks) == 1 and getattr(blocks[0], "text", None) is not None:
+        return blocks[0].text  # the common case: one text block
     parts = []
     for block in blocks:
         text = getattr(block, "text", None)

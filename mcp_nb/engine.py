@@ -162,7 +162,21 @@ class Engine:
         except Exception as err:  # the client could not finish: still a call, still recorded
             outcome = self._client_error(call_id, target, name, arguments, err, started_at, t0, timeout, trace)
         else:
-            outcome = self._success(call_id, target, name, arguments, raw, started_at, t0, timeout, trace)
+            duration = (time.perf_counter() - t0) * 1000.0
+            if target == "tool":  # the hot path, kept inline
+                content = classify.content_text(raw.content)
+                is_error = bool(raw.is_error)
+                kind, cause = classify.tool_result_cause(name, content, is_error, trace.logs)
+                outcome = Outcome(
+                    call_id, target, name, arguments, kind, cause, content, raw.structured_content, is_error,
+                    None, None, None, started_at, duration, timeout, trace,
+                )  # fmt: skip
+            else:
+                text = classify.resource_text(raw.contents) if target == "resource" else classify.prompt_text(raw.messages)
+                outcome = Outcome(
+                    call_id, target, name, arguments, "result", "ok", text, None, False,
+                    None, None, None, started_at, duration, timeout, trace,
+                )  # fmt: skip
         self.history.record(outcome)
         return outcome
 
@@ -180,23 +194,6 @@ class Engine:
         except Exception:
             return
         self._listed_version = version
-
-    @staticmethod
-    def _success(call_id, target, name, arguments, raw, started_at, t0, timeout, trace) -> Outcome:
-        duration = _ms(t0)
-        if target == "tool":
-            content = classify.content_text(raw.content)
-            is_error = bool(raw.is_error)
-            kind, cause = classify.tool_result_cause(name, content, is_error, trace.logs)
-            return Outcome(
-                call_id, target, name, arguments, kind, cause, content, raw.structured_content, is_error,
-                None, None, None, started_at, duration, timeout, trace,
-            )  # fmt: skip
-        text = classify.resource_text(raw.contents) if target == "resource" else classify.prompt_text(raw.messages)
-        return Outcome(
-            call_id, target, name, arguments, "result", "ok", text, None, False,
-            None, None, None, started_at, duration, timeout, trace,
-        )  # fmt: skip
 
     def _cancelled(self, call_id, target, name, arguments, started_at, t0, timeout, trace) -> Outcome:
         elapsed = _ms(t0)

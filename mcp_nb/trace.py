@@ -67,7 +67,7 @@ class ServerTrace:
 
     def __init__(self, t0: float) -> None:
         self.t0 = t0  # perf_counter() when the request was sent
-        self.logs: list[ServerLog] = []
+        self.logs: list[ServerLog] | tuple[()] = ()  # a list from the first record on; most calls log nothing
         self.handler_started: float | None = None
         self.handler_ended: float | None = None
         self.status: str | None = None  # "returned" | "raised" | "cancelled"
@@ -173,7 +173,11 @@ class CaptureHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         trace = CURRENT_TRACE.get()
         if trace is not None:
-            trace.logs.append(log_from_record(record))
+            entry = log_from_record(record)
+            if trace.logs:
+                trace.logs.append(entry)
+            else:
+                trace.logs = [entry]
 
 
 _capture = CaptureHandler(level=logging.DEBUG)

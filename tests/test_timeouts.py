@@ -199,3 +199,37 @@ def test_sync_face_is_refused_on_mcp_nbs_own_loop_but_the_async_face_nests():
     good = mcp_nb.call("outer", {"x": 2})
     assert good.content == "5"
     assert mcp_nb.history().to_frame()["name"].tolist() == ["outer_blocking", "inner", "outer"]
+
+
+def test_an_earlier_deadline_is_honoured_while_a_later_one_is_pending(gate):
+    @mcp_nb.tool()
+    def hold() -> str:
+        gate.wait(LONG)
+        return "held"
+
+    @mcp_nb.tool()
+    async def stall() -> str:
+        await asyncio.sleep(LONG)
+        return "never"
+
+    async def both():
+        long_call = asyncio.ensure_future(mcp_nb.acall("hold", timeout=LONG))
+        await asyncio.sleep(0.1)
+        short = await mcp_nb.acall("stall", timeout=0.2)
+        running = not long_call.done()
+        gate.set()
+        return short, running, await long_call
+
+    short, running, long_outcome = asyncio.run(both())
+    assert (short.outcome, short.cause) == ("timeout", "deadline") and running
+    assert (long_outcome.outcome, long_outcome.content) == ("result", "held")
+
+
+def test_finished_calls_do_not_pile_up_in_the_deadline_heap():
+    @mcp_nb.tool()
+    async def quick() -> str:
+        return "x"
+
+    for _ in range(3000):
+        mcp_nb.call("quick")
+    assert len(mcp_nb.engine()._deadlines._heap) <= 1100

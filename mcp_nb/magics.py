@@ -54,27 +54,23 @@ class McpMagics(Magics, SharedTraits):
 
     # -- registering ----------------------------------------------------------------------------
 
-    def _define(self, cell: str, check_name=None):
-        """Run the cell in the user's namespace and return (function name, function, restore guard)."""
+    def _register(self, cell: str, register, validate_default_name: bool):
+        """Check the cell, run it in the user's namespace, register its function.
+
+        Checks that need no execution come first; if registering still fails, the name the
+        cell bound is put back as it was, so a bad cell changes nothing.
+        """
         source = self.shell.transform_cell(cell)
         with usage_errors():
-            name = function_name(source)
-            if check_name is not None:
-                check_name(name)
-        return source, name
-
-    def _run(self, source: str) -> None:
-        filename = self.shell.compile.cache(source)
-        exec(compile(source, filename, "exec"), self.shell.user_ns)
-
-    def _register(self, cell: str, register, validate_default_name: bool):
-        source, fname = self._define(cell, check_tool_name if validate_default_name else None)
+            fname = function_name(source)
+            if validate_default_name:
+                check_tool_name(fname)
         namespace = self.shell.user_ns
         with restoring(namespace, fname):
-            self._run(source)
+            # Compiled under a cached file name, so tracebacks show the cell's lines.
+            exec(compile(source, self.shell.compile.cache(source), "exec"), namespace)
             with usage_errors():
-                fn = defined_function(namespace, fname)
-                return register(fn)
+                return register(defined_function(namespace, fname))
 
     @cell_magic
     @magic_arguments()

@@ -76,3 +76,21 @@ def test_a_tool_calling_sys_exit_is_a_crash_and_mcp_nb_keeps_working():
         assert "HandlerExit" in [kind for kind, _ in o.server_logs[0].exceptions]
     register()
     assert mcp_nb.call("add", {"a": 1, "b": 1}).content == "2"
+
+
+def test_import_and_call_without_ipython():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "sys.modules['IPython'] = None  # any import of IPython now fails\n"
+        "import mcp_nb\n"
+        "@mcp_nb.tool()\n"
+        "def add(a: int, b: int) -> int:\n"
+        "    return a + b\n"
+        "print(mcp_nb.call('add', {'a': 2, 'b': 2}).content, len(mcp_nb.history()))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["4", "1"]

@@ -159,6 +159,7 @@ def load_ipython_extension(ipython) -> None:
     from .magics import load
 
     load(ipython)
+    engine()  # create the server now: its one-time imports then run while the user writes cells
 
 
 def unload_ipython_extension(ipython) -> None:

@@ -310,13 +310,15 @@ def history_html(frame: pd.DataFrame, rows: int) -> str:
     for r in tail.itertuples(index=False):
         shown = r.content if r.content is not None else (r.message or "")
         shown = "" if shown is None else str(shown)
+        cells = [
+            str(r.call_id), _e(r.target), f"<code>{_e(r.name)}</code>", badge(str(r.outcome)), _e(r.cause),
+            "" if pd.isna(r.code) else str(int(r.code)),
+        ]  # fmt: skip
+        left = "".join(f'<td style="text-align:left">{cell}</td>' for cell in cells)
         body.append(
-            f"<tr><td>{r.call_id}</td><td>{_e(r.target)}</td><td><code>{_e(r.name)}</code></td>"
-            f"<td>{badge(str(r.outcome))}</td><td>{_e(r.cause)}</td>"
-            f'<td>{"" if pd.isna(r.code) else int(r.code)}</td>'
-            f'<td style="text-align:right">{r.duration_ms:.1f}</td>'
-            f'<td style="max-width:420px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap" title="{_e(shown)}">'
-            f"{_e(shown[:200])}</td></tr>"
+            f'<tr>{left}<td style="text-align:right">{r.duration_ms:.1f}</td>'
+            f'<td style="text-align:left;max-width:420px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap" '
+            f'title="{_e(shown)}">{_e(shown[:200])}</td></tr>'
         )
     more = (
         f'<div style="color:{_MUTED};font-size:0.85em">last {rows} of {len(frame)} calls; '

@@ -197,7 +197,7 @@ def main() -> None:
         entry = {"median_us": {v: med[v] * 1e6 for v in VARIANTS}, "rounds_us": {v: [t * 1e6 for t in times[v]] for v in VARIANTS}}
         for v, target in TARGETS.items():
             # Paired per-round ratios show how much the noise moves the figure.
-            paired = [a / b for a, b in zip(times[v], times["raw"])]
+            paired = [a / b for a, b in zip(times[v], times["raw"], strict=False)]
             entry[f"{v}/raw"] = {
                 "ratio": med[v] / med["raw"],
                 "target": target,

@@ -16,7 +16,6 @@ import gc
 import random
 import time
 import tracemalloc
-from datetime import datetime, timezone
 
 from mcp_nb.history import History
 from mcp_nb.outcome import Outcome

@@ -1,7 +1,6 @@
 """Deadlines as the documents describe them, for sync and async handlers, and what happened after."""
 
 import asyncio
-import math
 import threading
 import time
 

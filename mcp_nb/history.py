@@ -11,6 +11,7 @@ objects. Views such as `summary()` are computed from the frame; nothing is store
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from typing import Any
 
@@ -113,6 +114,7 @@ class History:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._store = _Store()
+        self._listeners: list = []
 
     def record(self, o: Outcome) -> None:
         with self._lock:
@@ -120,6 +122,27 @@ class History:
             store.pending.append(o)
             if len(store.pending) >= CHUNK:
                 store.flush()
+        if self._listeners:
+            self._notify(o)
+
+    def subscribe(self, listener) -> None:
+        """Call `listener(outcome)` after every recorded call, and `listener(None)` after `clear()`.
+
+        Listeners run on the thread that recorded the call (mcp_nb's loop thread for calls):
+        keep them short, and hand any real work elsewhere.
+        """
+        self._listeners.append(listener)
+
+    def unsubscribe(self, listener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    def _notify(self, outcome: Outcome | None) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(outcome)
+            except Exception:  # a broken view must never lose a call or break the loop
+                logging.getLogger(__name__).exception("history listener failed")
 
     def __len__(self) -> int:
         store = self._store
@@ -129,6 +152,8 @@ class History:
         """Forget every recorded call."""
         with self._lock:
             self._store = _Store()
+        if self._listeners:
+            self._notify(None)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per call; the columns are listed in `mcp_nb.history.COLUMNS` and docs/guide.md."""

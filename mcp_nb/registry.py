@@ -10,6 +10,7 @@ change bumps `version` so connected clients re-list before their next call.
 from __future__ import annotations
 
 import inspect
+import logging
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -100,6 +101,7 @@ class Registry:
         self._entries: dict[tuple[str, str], Registration] = {}
         self._lock = threading.Lock()
         self.version = 0
+        self._listeners: list[Callable[[], None]] = []
         # The SDK keeps its registries in these managers; mcp_nb replaces entries in place
         # (one dict assignment) so a concurrent call never finds the name missing.
         self._tools = server._tool_manager
@@ -222,7 +224,25 @@ class Registry:
     def _remember(self, entry: Registration) -> Registration:
         self._entries[(entry.kind, entry.key)] = entry
         self.version += 1
+        self._notify()
         return entry
+
+    # -- listeners (a panel that re-reads the server when a cell is re-run) -------------------------
+
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        """Call `listener()` after every registration or removal."""
+        self._listeners.append(listener)
+
+    def unsubscribe(self, listener: Callable[[], None]) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    def _notify(self) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener()
+            except Exception:  # a broken view must not break registering
+                logging.getLogger(__name__).exception("registry listener failed")
 
     # -- removing and listing -------------------------------------------------------------------
 
@@ -246,7 +266,9 @@ class Registry:
                 self._resources._resources.pop(key, None)
                 self._resources._templates.pop(key, None)
             self.version += 1
-            return self._entries.pop(matches[0])
+            removed = self._entries.pop(matches[0])
+            self._notify()
+            return removed
 
     def entries(self) -> list[Registration]:
         with self._lock:

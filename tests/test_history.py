@@ -106,3 +106,29 @@ def test_history_display_limits_rows():
         mcp_nb.call("square", {"x": x})
     text = repr(mcp_nb.history())
     assert "(last 3 of 5" in text and text.count("square") == 3
+
+
+def test_listeners_hear_every_call_and_clear_and_a_broken_one_loses_nothing():
+    register()
+    heard = []
+
+    def broken(outcome):
+        raise RuntimeError("a view that fails")
+
+    mcp_nb.history().subscribe(broken)
+    mcp_nb.history().subscribe(lambda o: heard.append(None if o is None else o.call_id))
+    first = mcp_nb.call("square", {"x": 1})
+    mcp_nb.history().clear()
+    assert heard == [first.call_id, None]
+    assert len(mcp_nb.history()) == 0
+    mcp_nb.call("square", {"x": 2})
+    assert len(mcp_nb.history()) == 1
+
+
+def test_registry_listeners(shell):
+    changes = []
+    mcp_nb.engine().registry.subscribe(lambda: changes.append(len(mcp_nb.registered())))
+    shell.run_cell("%%mcp_tool\ndef a() -> int:\n    return 1\n")
+    shell.run_cell("%%mcp_tool\ndef a() -> int:\n    return 2\n")
+    mcp_nb.remove("a")
+    assert changes == [1, 1, 0]

@@ -128,7 +128,7 @@ class Registry:
         with self._lock:
             replaced = name in self._tools._tools
             self._tools._tools[name] = tool
-            return self._remember(
+            entry = self._remember(
                 Registration(
                     kind="tool",
                     name=name,
@@ -142,6 +142,8 @@ class Registry:
                     function=fn,
                 )
             )
+        self._notify()  # outside the lock: a listener may read the registry
+        return entry
 
     def add_resource(
         self,
@@ -173,7 +175,7 @@ class Registry:
                 self._resources._resources.pop(uri, None)
             else:
                 self._resources._templates.pop(uri, None)
-            return self._remember(
+            entry = self._remember(
                 Registration(
                     kind="resource",
                     name=name or fn.__name__,
@@ -187,6 +189,8 @@ class Registry:
                     function=fn,
                 )
             )
+        self._notify()  # outside the lock: a listener may read the registry
+        return entry
 
     def add_prompt(
         self,
@@ -208,7 +212,7 @@ class Registry:
                 "properties": {a.name: {"type": "string", **({"description": a.description} if a.description else {})} for a in arguments},
                 "required": [a.name for a in arguments if a.required],
             }
-            return self._remember(
+            entry = self._remember(
                 Registration(
                     kind="prompt",
                     name=name,
@@ -220,11 +224,12 @@ class Registry:
                     function=fn,
                 )
             )
+        self._notify()  # outside the lock: a listener may read the registry
+        return entry
 
     def _remember(self, entry: Registration) -> Registration:
         self._entries[(entry.kind, entry.key)] = entry
         self.version += 1
-        self._notify()
         return entry
 
     # -- listeners (a panel that re-reads the server when a cell is re-run) -------------------------
@@ -238,6 +243,7 @@ class Registry:
             self._listeners.remove(listener)
 
     def _notify(self) -> None:
+        # Called with the lock released, so a listener may read the registry.
         for listener in list(self._listeners):
             try:
                 listener()
@@ -267,8 +273,8 @@ class Registry:
                 self._resources._templates.pop(key, None)
             self.version += 1
             removed = self._entries.pop(matches[0])
-            self._notify()
-            return removed
+        self._notify()  # outside the lock: a listener may read the registry
+        return removed
 
     def entries(self) -> list[Registration]:
         with self._lock:

@@ -15,6 +15,7 @@ and `%%mcp_prompt` cell magics and the `%mcp_*` line magics over the same API.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from typing import Any, Callable, Mapping
 
@@ -22,16 +23,19 @@ from mcp.server import MCPServer
 
 from .config import configure, settings
 from .engine import Engine
+from .faults import Faults
 from .history import COLUMNS, History
 from .outcome import CAUSE_DOC, CAUSES, OUTCOMES, Outcome
 from .registry import Registration
+from .retry import Retry
 from .trace import ServerLog, show_live_logs
 
 __version__ = "0.1.0"
 __all__ = [
-    "CAUSES", "CAUSE_DOC", "COLUMNS", "OUTCOMES", "History", "Outcome", "Registration", "ServerLog",
-    "acall", "aget_prompt", "aread", "call", "configure", "get_prompt", "history", "load_ipython_extension",
-    "prompt", "read", "registered", "remove", "reset", "resource", "server", "settings", "tool",
+    "CAUSES", "CAUSE_DOC", "COLUMNS", "OUTCOMES", "Faults", "History", "Outcome", "Registration", "Retry",
+    "ServerLog", "acall", "aget_prompt", "aread", "asweep", "call", "configure", "get_prompt", "history",
+    "inject", "load_ipython_extension", "prompt", "read", "registered", "remove", "reset", "resource",
+    "server", "settings", "sweep", "tool",
 ]  # fmt: skip
 
 _engine: Engine | None = None
@@ -79,12 +83,17 @@ def tool(
     idempotent: bool = False,
     destructive: bool = False,
     open_world: bool = False,
+    inject: Faults | str | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Decorator: register the function as a tool, replacing any tool of the same name."""
+    """Decorator: register the function as a tool, replacing any tool of the same name.
+
+    `inject`: faults to inject on purpose (see `mcp_nb.inject`).
+    """
     flags = {"read_only": read_only, "idempotent": idempotent, "destructive": destructive, "open_world": open_world}
+    faults = Faults.parse(inject) if isinstance(inject, str) else inject
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        engine().registry.add_tool(fn, name=name, title=title, description=description, annotations=flags)
+        engine().registry.add_tool(fn, name=name, title=title, description=description, annotations=flags, inject=faults)
         return fn
 
     return register
@@ -126,33 +135,103 @@ def registered():
 
 # -- calling: one implementation, two faces ------------------------------------------------------
 
-
-def call(name: str, arguments: Mapping[str, Any] | None = None, *, timeout: float | None = None) -> Outcome:
-    """Call a tool and wait for its Outcome. Never raises for the four outcome types."""
-    return engine().run("tool", name, arguments, timeout)
+_NO_FALLBACK = object()
 
 
-async def acall(name: str, arguments: Mapping[str, Any] | None = None, *, timeout: float | None = None) -> Outcome:
+def call(
+    name: str, arguments: Mapping[str, Any] | None = None, *, timeout: float | None = None, retry: Retry | int | bool | None = None
+) -> Outcome:
+    """Call a tool and wait for its Outcome. Never raises for the four outcome types.
+
+    `retry`: a `Retry` policy, a number of retries, or True for the default (100, 200,
+    400 ms); only for tools annotated idempotent or read-only, unless `Retry(force=True)`.
+    """
+    return engine().run("tool", name, arguments, timeout, retry)
+
+
+async def acall(
+    name: str, arguments: Mapping[str, Any] | None = None, *, timeout: float | None = None, retry: Retry | int | bool | None = None
+) -> Outcome:
     """`await` form of `call`, usable from any event loop (top-level await in a cell too)."""
-    return await engine().arun("tool", name, arguments, timeout)
+    return await engine().arun("tool", name, arguments, timeout, retry)
 
 
-def read(uri: str, *, timeout: float | None = None) -> Outcome:
-    """Read a resource and wait for its Outcome."""
-    return engine().run("resource", uri, None, timeout)
+def _with_fallback(outcome: Outcome, fallback: Any) -> Outcome:
+    if fallback is _NO_FALLBACK or outcome.outcome == "result":
+        return outcome
+    # The failed attempt stays in the history as it was; the caller gets the fallback content,
+    # flagged, with the failure's outcome, cause and message still there to see.
+    return dataclasses.replace(outcome, content=fallback if isinstance(fallback, str) else repr(fallback), fallback=True)
 
 
-async def aread(uri: str, *, timeout: float | None = None) -> Outcome:
-    return await engine().arun("resource", uri, None, timeout)
+def read(uri: str, *, timeout: float | None = None, retry: Retry | int | bool | None = None, fallback: Any = _NO_FALLBACK) -> Outcome:
+    """Read a resource and wait for its Outcome.
+
+    `fallback`: content to use when the read fails (cached or default content); the
+    returned Outcome then has `fallback=True` and the failure's outcome and cause.
+    """
+    return _with_fallback(engine().run("resource", uri, None, timeout, retry), fallback)
 
 
-def get_prompt(name: str, arguments: Mapping[str, Any] | None = None, *, timeout: float | None = None) -> Outcome:
+async def aread(uri: str, *, timeout: float | None = None, retry: Retry | int | bool | None = None, fallback: Any = _NO_FALLBACK) -> Outcome:
+    return _with_fallback(await engine().arun("resource", uri, None, timeout, retry), fallback)
+
+
+def get_prompt(
+    name: str, arguments: Mapping[str, Any] | None = None, *, timeout: float | None = None, retry: Retry | int | bool | None = None
+) -> Outcome:
     """Get a prompt and wait for its Outcome."""
-    return engine().run("prompt", name, arguments, timeout)
+    return engine().run("prompt", name, arguments, timeout, retry)
 
 
-async def aget_prompt(name: str, arguments: Mapping[str, Any] | None = None, *, timeout: float | None = None) -> Outcome:
-    return await engine().arun("prompt", name, arguments, timeout)
+async def aget_prompt(
+    name: str, arguments: Mapping[str, Any] | None = None, *, timeout: float | None = None, retry: Retry | int | bool | None = None
+) -> Outcome:
+    return await engine().arun("prompt", name, arguments, timeout, retry)
+
+
+def sweep(
+    name: str,
+    grid,
+    *,
+    concurrency: int = 8,
+    timeout: float | None = None,
+    retry: Retry | int | bool | None = None,
+    progress: bool = True,
+):
+    """Call a tool over many argument sets, `concurrency` at a time; returns a DataFrame.
+
+    `grid` is a dict of value lists (every combination), a DataFrame (one call per row)
+    or a list of argument dicts. The frame has the argument columns, then call_id,
+    attempt, outcome, cause, duration_ms, content, code and message, in input order.
+    Interrupting stops the sweep promptly and returns the calls that finished.
+    """
+    from .sweeps import run_sweep
+
+    return run_sweep(engine(), name, grid, concurrency=concurrency, timeout=timeout, retry=retry, progress=progress)
+
+
+async def asweep(name: str, grid, *, concurrency: int = 8, timeout: float | None = None, retry=None):
+    """`await` form of `sweep` (no progress bar)."""
+    from .sweeps import arun_sweep
+
+    return await arun_sweep(engine(), name, grid, concurrency=concurrency, timeout=timeout, retry=retry)
+
+
+def inject(name: str, faults: Faults | str | Mapping[str, Any] | None) -> Faults | None:
+    """Make a registered tool slow or failing on purpose, reversibly; `None` ends it.
+
+    `faults`: `"latency=0.5,tool_error=0.1,crash=0.05,protocol_error=0.05,seed=1"`, a dict
+    of the same, or a `Faults`. Injected faults raise the way real ones do, so they
+    classify the same way; with a seed they are reproducible.
+    """
+    if isinstance(faults, str):
+        faults = Faults.parse(faults)
+    elif isinstance(faults, Mapping):
+        faults = Faults(**faults)
+    elif faults is not None and not isinstance(faults, Faults):
+        raise TypeError(f"faults must be a spec string, a dict, a Faults or None, got {type(faults).__name__}")
+    return engine().registry.inject(name, faults)
 
 
 def load_ipython_extension(ipython) -> None:

@@ -99,11 +99,18 @@ def parse_pairs(raw: str, schema: dict[str, Any] | None, what: str) -> dict[str,
     return arguments
 
 
-def parse_seconds(value: str) -> float:
+def parse_seconds(value: str, option: str = "--timeout") -> float:
     try:
         return float(value)
     except ValueError:
-        raise ArgumentsError(f"--timeout takes seconds, got {value!r}") from None
+        raise ArgumentsError(f"{option} takes seconds, got {value!r}") from None
+
+
+def parse_count(value: str, option: str) -> int:
+    try:
+        return int(value, 10)
+    except ValueError:
+        raise ArgumentsError(f"{option} takes a whole number, got {value!r}") from None
 
 
 _MISSING = object()

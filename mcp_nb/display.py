@@ -70,6 +70,8 @@ def _root_cause(log) -> str | None:
 
 def _model_view(o) -> tuple[str, list[str]]:
     """What the model reads, as (headline, details)."""
+    if o.fallback:
+        return o.content or "", ["fallback content: the read failed, this is the caller's fallback"]
     if o.outcome in ("protocol_error", "timeout"):
         return "nothing: there is no result", []
     details = []
@@ -105,7 +107,8 @@ def _fate_line(o) -> str | None:
 
 def _header_text(o) -> str:
     args = "" if o.target == "resource" or o.arguments is None else " " + compact_json(o.arguments, 80)
-    return f"Outcome #{o.call_id}: {o.outcome} ({o.cause}) - {o.target} {o.name}{args}"
+    attempt = f", attempt {o.attempt}" if o.attempt > 1 else ""
+    return f"Outcome #{o.call_id}{attempt}: {o.outcome} ({o.cause}) - {o.target} {o.name}{args}"
 
 
 def outcome_text(o) -> str:
@@ -157,6 +160,7 @@ def outcome_html(o) -> str:
             f"{title}</div>{body}</div>"
         )
 
+    attempt = f" attempt {o.attempt}" if o.attempt > 1 else ""
     fate = _fate_line(o)
     fate_html = ""
     if fate:
@@ -172,7 +176,7 @@ def outcome_html(o) -> str:
         f'<div style="display:flex;gap:8px;align-items:center;flex-wrap:wrap;margin-bottom:6px">{badge(o.outcome)}'
         f"<b>{_e(o.cause)}</b>{_kind_badge(o.target)}<code>{_e(o.name)}</code>"
         f'<code style="color:{_MUTED}">{_e(args)}</code>'
-        f'<span style="margin-left:auto;color:{_MUTED};font-size:0.85em">#{o.call_id} · {o.duration_ms:.1f} ms</span></div>'
+        f'<span style="margin-left:auto;color:{_MUTED};font-size:0.85em">#{o.call_id}{attempt} · {o.duration_ms:.1f} ms</span></div>'
         f'<div style="display:flex;gap:8px;flex-wrap:wrap">'
         f'{pane("What the model sees", model)}{pane("What the host sees", host)}{pane("What the log says", logs)}'
         f"</div>{fate_html}</div>"
@@ -221,6 +225,8 @@ def registration_text(r) -> str:
         lines.append("  " + r.description.strip().splitlines()[0])
     if r.annotations:
         lines.append("  annotations: " + ", ".join(sorted(r.annotations)))
+    if r.faults:
+        lines.append(f"  faults injected: {r.faults}")
     params = _parameters(r.input_schema)
     if params:
         lines.append("  parameters:")
@@ -251,6 +257,11 @@ def registration_html(r) -> str:
         f'<span style="border:1px solid {_BORDER};border-radius:10px;padding:0 6px;margin-right:4px;font-size:0.8em">{_e(a)}</span>'
         for a in sorted(r.annotations)
     )
+    if r.faults:
+        chips += (
+            f'<span style="border:1px solid {COLOURS["protocol_error"]};color:{COLOURS["protocol_error"]};'
+            f'border-radius:10px;padding:0 6px;font-size:0.8em">faults injected: {_e(r.faults)}</span>'
+        )
     schema = ""
     if r.input_schema:
         schema = (

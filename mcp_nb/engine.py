@@ -21,7 +21,7 @@ import itertools
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Coroutine
 
 from mcp import Client, MCPError
 from mcp.server import MCPServer
@@ -33,6 +33,7 @@ from .history import History
 from .loop import LoopThread
 from .outcome import REQUEST_CANCELLED, REQUEST_TIMEOUT, Outcome
 from .registry import Registry
+from .retry import Retry, check_idempotent, policy, with_retries
 from .trace import CURRENT_TRACE, ServerTrace, install_log_capture
 
 METHODS = {"tool": "tools/call", "resource": "resources/read", "prompt": "prompts/get"}
@@ -114,9 +115,18 @@ class Engine:
     # -- the one implementation -----------------------------------------------------------------
 
     async def perform(
-        self, target: str, name: str, arguments: dict[str, Any] | None, timeout: float
+        self,
+        target: str,
+        name: str,
+        arguments: dict[str, Any] | None,
+        timeout: float,
+        call_id: int | None = None,
+        attempt: int = 1,
+        backoff: float = 0.0,
     ) -> Outcome:
-        call_id = next(_call_ids)
+        """One attempt of one call, recorded whatever happens. Retries pass their call_id."""
+        if call_id is None:
+            call_id = next(_call_ids)
         started_at = time.time()
         t0 = time.perf_counter()
         trace = ServerTrace(t0)
@@ -143,13 +153,15 @@ class Engine:
                 deadlines.end(deadline)
         except asyncio.CancelledError:
             if not deadline[EXPIRED]:
-                self.history.record(self._cancelled(call_id, target, name, arguments, started_at, t0, timeout, trace))
+                self.history.record(
+                    self._cancelled(call_id, target, name, arguments, started_at, t0, timeout, trace, attempt, backoff)
+                )
                 raise
             task.uncancel()
             outcome = Outcome(
                 call_id, target, name, arguments, "timeout", "deadline", None, None, None, REQUEST_TIMEOUT,
                 f"Timed out after {timeout:g}s waiting for '{METHODS[target]}'", None,
-                started_at, _ms(t0), timeout, trace, self.registry.observes(target, name),
+                started_at, _ms(t0), timeout, trace, self.registry.observes(target, name), attempt, backoff,
             )  # fmt: skip
         except MCPError as err:
             error = err.error
@@ -157,10 +169,10 @@ class Engine:
                 call_id, target, name, arguments, "protocol_error",
                 classify.protocol_error_cause(target, error.code, trace.logs),
                 None, None, None, error.code, error.message, error.data,
-                started_at, _ms(t0), timeout, trace,
+                started_at, _ms(t0), timeout, trace, True, attempt, backoff,
             )  # fmt: skip
         except Exception as err:  # the client could not finish: still a call, still recorded
-            outcome = self._client_error(call_id, target, name, arguments, err, started_at, t0, timeout, trace)
+            outcome = self._client_error(call_id, target, name, arguments, err, started_at, t0, timeout, trace, attempt, backoff)
         else:
             duration = (time.perf_counter() - t0) * 1000.0
             if target == "tool":  # the hot path, kept inline
@@ -169,13 +181,13 @@ class Engine:
                 kind, cause = classify.tool_result_cause(name, content, is_error, trace.logs)
                 outcome = Outcome(
                     call_id, target, name, arguments, kind, cause, content, raw.structured_content, is_error,
-                    None, None, None, started_at, duration, timeout, trace,
+                    None, None, None, started_at, duration, timeout, trace, True, attempt, backoff,
                 )  # fmt: skip
             else:
                 text = classify.resource_text(raw.contents) if target == "resource" else classify.prompt_text(raw.messages)
                 outcome = Outcome(
                     call_id, target, name, arguments, "result", "ok", text, None, False,
-                    None, None, None, started_at, duration, timeout, trace,
+                    None, None, None, started_at, duration, timeout, trace, True, attempt, backoff,
                 )  # fmt: skip
         self.history.record(outcome)
         return outcome
@@ -195,19 +207,19 @@ class Engine:
             return
         self._listed_version = version
 
-    def _cancelled(self, call_id, target, name, arguments, started_at, t0, timeout, trace) -> Outcome:
+    def _cancelled(self, call_id, target, name, arguments, started_at, t0, timeout, trace, attempt, backoff) -> Outcome:
         elapsed = _ms(t0)
         return Outcome(
             call_id, target, name, arguments, "timeout", "cancelled", None, None, None, REQUEST_CANCELLED,
             f"Cancelled by the caller after {elapsed / 1000:.3g}s", None,
-            started_at, elapsed, timeout, trace, self.registry.observes(target, name),
+            started_at, elapsed, timeout, trace, self.registry.observes(target, name), attempt, backoff,
         )  # fmt: skip
 
     @staticmethod
-    def _client_error(call_id, target, name, arguments, err, started_at, t0, timeout, trace) -> Outcome:
+    def _client_error(call_id, target, name, arguments, err, started_at, t0, timeout, trace, attempt, backoff) -> Outcome:
         return Outcome(
             call_id, target, name, arguments, "protocol_error", "client_error", None, None, None, None,
-            f"{type(err).__name__}: {err}", None, started_at, _ms(t0), timeout, trace,
+            f"{type(err).__name__}: {err}", None, started_at, _ms(t0), timeout, trace, True, attempt, backoff,
         )  # fmt: skip
 
     # -- the two faces --------------------------------------------------------------------------
@@ -224,19 +236,33 @@ class Engine:
         seconds = settings.timeout if timeout is None else check_timeout(timeout)
         return target, name, None if arguments is None else dict(arguments), seconds
 
-    def run(self, target: str, name: str, arguments: Mapping[str, Any] | None = None, timeout: float | None = None) -> Outcome:
-        return self.loop.run(self.perform(*self.request(target, name, arguments, timeout)))
+    def prepare(
+        self,
+        target: str,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+        retry: Retry | int | bool | None = None,
+    ) -> Coroutine[Any, Any, Outcome]:
+        """The coroutine that makes a call (with its retries); every check runs here, first."""
+        request = self.request(target, name, arguments, timeout)
+        rule = policy(retry)
+        if rule is None:
+            return self.perform(*request)
+        check_idempotent(target, name, self.registry.annotations(name) if target == "tool" else None, rule)
+        return with_retries(self.perform, next(_call_ids), rule, request)
 
-    async def arun(
-        self, target: str, name: str, arguments: Mapping[str, Any] | None = None, timeout: float | None = None
-    ) -> Outcome:
-        return await self.loop.run_async(self.perform(*self.request(target, name, arguments, timeout)))
+    def run(self, target: str, name: str, arguments=None, timeout=None, retry=None) -> Outcome:
+        return self.loop.run(self.prepare(target, name, arguments, timeout, retry))
+
+    async def arun(self, target: str, name: str, arguments=None, timeout=None, retry=None) -> Outcome:
+        return await self.loop.run_async(self.prepare(target, name, arguments, timeout, retry))
 
     def submit(
-        self, target: str, name: str, arguments: Mapping[str, Any] | None = None, timeout: float | None = None
+        self, target: str, name: str, arguments=None, timeout=None, retry=None
     ) -> concurrent.futures.Future[Outcome]:
         """Start a call without waiting (for callbacks that must not block the kernel)."""
-        return self.loop.submit(self.perform(*self.request(target, name, arguments, timeout)))
+        return self.loop.submit(self.prepare(target, name, arguments, timeout, retry))
 
 
 _warmed = threading.Event()

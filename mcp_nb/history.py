@@ -22,6 +22,7 @@ from .outcome import CAUSES, FATES, OUTCOMES, TARGETS, Outcome
 
 COLUMNS = (
     "call_id",
+    "attempt",
     "target",
     "name",
     "arguments",
@@ -37,6 +38,7 @@ COLUMNS = (
     "started_at",
     "duration_ms",
     "timeout_s",
+    "backoff_s",
     "server_fate",
     "fate_outcome",
     "fate_cause",
@@ -48,7 +50,7 @@ _CAUSE_CODE = {name: i for i, name in enumerate(CAUSES)}
 _TARGET_CODE = {name: i for i, name in enumerate(TARGETS)}
 _NO_FLAG = 2  # is_error code for "no result, so no flag"
 CHUNK = 4096
-_STORED = ("call_id", "target", "name", "arguments", "outcome", "cause", "content", "structured",
+_STORED = ("call_id", "attempt", "backoff", "target", "name", "arguments", "outcome", "cause", "content", "structured",
            "is_error", "code", "message", "data", "logs", "started", "duration", "timeout")  # fmt: skip
 _EMPTY: tuple = ()
 
@@ -82,6 +84,8 @@ class _Store:
                 self.timeouts[row] = o
         c = self.chunks
         c["call_id"].append(np.array([o.call_id for o in calls], dtype=np.int64))
+        c["attempt"].append(np.array([o.attempt for o in calls], dtype=np.int32))
+        c["backoff"].append(np.array([o.backoff_s for o in calls], dtype=np.float64))
         c["target"].append(np.array([_TARGET_CODE[o.target] for o in calls], dtype=np.int8))
         c["name"].append(np.array([names.setdefault(o.name, len(names)) for o in calls], dtype=np.int64))
         c["arguments"].append(_objects([o.arguments for o in calls]))
@@ -185,6 +189,7 @@ class History:
         return pd.DataFrame(
             {
                 "call_id": columns["call_id"].astype(np.int64),
+                "attempt": columns["attempt"].astype(np.int32),
                 "target": category(columns["target"], list(TARGETS)),
                 "name": category(columns["name"], names),
                 "arguments": columns["arguments"],
@@ -200,6 +205,7 @@ class History:
                 "started_at": pd.to_datetime(columns["started"].astype(np.float64), unit="s", utc=True),
                 "duration_ms": columns["duration"].astype(np.float64),
                 "timeout_s": columns["timeout"].astype(np.float64),
+                "backoff_s": columns["backoff"].astype(np.float64),
                 "server_fate": pd.Categorical(fate, categories=list(FATES)),
                 "fate_outcome": pd.Categorical(fate_outcome, categories=list(OUTCOMES)),
                 "fate_cause": pd.Categorical(fate_cause, categories=list(CAUSES)),
@@ -211,6 +217,10 @@ class History:
     def summary(self) -> pd.DataFrame:
         """Calls per target and name × outcome, with totals."""
         return summarize(self.to_frame())
+
+    def health(self, last: int = 20) -> pd.DataFrame:
+        """Failure rate per name over its last `last` calls: which tools keep failing."""
+        return health(self.to_frame(), last)
 
     # -- export ---------------------------------------------------------------------------------
 
@@ -269,3 +279,28 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     counts["total"] = counts.sum(axis=1)
     totals = pd.DataFrame([counts.sum(axis=0)], index=pd.MultiIndex.from_tuples([("total", "")], names=["target", "name"]))
     return pd.concat([counts, totals]).astype("int64")
+
+
+def health(frame: pd.DataFrame, last: int = 20) -> pd.DataFrame:
+    """Per (target, name), over its latest `last` attempts: calls, failures, failure_rate,
+    and the latest outcome and cause; the worst first. A failure is anything but `result`."""
+    if not isinstance(last, int) or isinstance(last, bool) or last < 1:
+        raise ValueError(f"last must be a whole number >= 1, got {last!r}")
+    columns = ["target", "name", "calls", "failures", "failure_rate", "latest_outcome", "latest_cause"]
+    if frame.empty:
+        return pd.DataFrame(columns=columns).set_index(["target", "name"])
+    recent = frame.groupby(["target", "name"], observed=True, sort=False).tail(last)
+    failed = recent["outcome"].astype(str) != "result"
+    grouped = recent.assign(failed=failed).groupby(["target", "name"], observed=True)
+    table = pd.DataFrame(
+        {
+            "calls": grouped.size(),
+            "failures": grouped["failed"].sum().astype("int64"),
+            "latest_outcome": grouped["outcome"].last().astype(str),
+            "latest_cause": grouped["cause"].last().astype(str),
+        }
+    )
+    table["failure_rate"] = table["failures"] / table["calls"]
+    table.index = pd.MultiIndex.from_tuples([(str(t), str(n)) for t, n in table.index], names=["target", "name"])
+    table = table[["calls", "failures", "failure_rate", "latest_outcome", "latest_cause"]]
+    return table.sort_values(["failure_rate", "failures"], ascending=False, kind="stable")

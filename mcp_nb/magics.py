@@ -18,11 +18,15 @@ from traitlets import link
 
 import mcp_nb
 
-from .arguments import ArgumentsError, parse_call_line, parse_pairs, parse_seconds
+from .arguments import ArgumentsError, parse_call_line, parse_count, parse_pairs, parse_seconds
 from .cells import CellError, defined_function, function_name, restoring
 from .config import CONFIGURABLE, SharedTraits, settings
+from .faults import Faults
 from .history import summarize
 from .registry import check_tool_name, check_uri
+from .retry import Retry
+
+CALL_OPTIONS = ("timeout", "retries", "backoff")
 
 
 @contextmanager
@@ -81,6 +85,11 @@ class McpMagics(Magics, SharedTraits):
     @argument("--idempotent", action="store_true", help="annotation idempotentHint: repeating a call is safe")
     @argument("--destructive", action="store_true", help="annotation destructiveHint: the tool may destroy data")
     @argument("--open-world", action="store_true", help="annotation openWorldHint: the tool reaches outside systems")
+    @argument(
+        "--inject",
+        metavar="FAULTS",
+        help='inject faults on purpose, e.g. "latency=0.5,tool_error=0.1,crash=0.05,protocol_error=0.05,seed=1"',
+    )
     def mcp_tool(self, line: str, cell: str):
         """Register the cell's function as a tool on the in-kernel MCP server.
 
@@ -97,11 +106,14 @@ class McpMagics(Magics, SharedTraits):
         with usage_errors():
             if args.name is not None:
                 check_tool_name(args.name)
+            faults = Faults.parse(args.inject) if args.inject is not None else None
         flags = {"read_only": args.read_only, "idempotent": args.idempotent, "destructive": args.destructive, "open_world": args.open_world}
         registry = mcp_nb.engine().registry
         return self._register(
             cell,
-            lambda fn: registry.add_tool(fn, name=args.name, title=args.title, description=args.description, annotations=flags),
+            lambda fn: registry.add_tool(
+                fn, name=args.name, title=args.title, description=args.description, annotations=flags, inject=faults
+            ),
             validate_default_name=args.name is None,
         )
 
@@ -183,7 +195,7 @@ class McpMagics(Magics, SharedTraits):
     def _call(self, target: str, line: str, takes_arguments: bool = True):
         engine = mcp_nb.engine()
         with usage_errors():
-            name, payload, options = parse_call_line(line, takes_arguments=takes_arguments)
+            name, payload, options = parse_call_line(line, CALL_OPTIONS, takes_arguments=takes_arguments)
             if isinstance(payload, dict):
                 arguments = payload  # verbatim: wrong types can be sent on purpose
             elif payload:
@@ -192,17 +204,23 @@ class McpMagics(Magics, SharedTraits):
             else:
                 arguments = None
             timeout = parse_seconds(options["timeout"]) if "timeout" in options else None
-            request = engine.request(target, name, arguments, timeout)
-        return engine.loop.run(engine.perform(*request))
+            retry = None
+            if "retries" in options or "backoff" in options:
+                retries = parse_count(options.get("retries", "3"), "--retries")
+                backoff = parse_seconds(options["backoff"], "--backoff") if "backoff" in options else 0.1
+                retry = Retry(retries=retries, backoff=backoff)
+            call = engine.prepare(target, name, arguments, timeout, retry)
+        return engine.loop.run(call)
 
     @no_var_expand
     @line_magic
     def mcp_call(self, line: str):
         """Call a tool; returns its Outcome.
 
-            %mcp_call NAME [JSON-object | key=value ...] [--timeout S]
+            %mcp_call NAME [JSON-object | key=value ...] [--timeout S] [--retries N [--backoff S]]
 
-        key=value strings are coerced with the tool's input schema (count=3 sends 3);
+        --retries N retries a timeout up to N times, waiting S, 2S, 4S... (default 0.1 s); only
+        for tools annotated --idempotent or --read-only. key=value strings are coerced with the tool's input schema (count=3 sends 3);
         a JSON object is sent verbatim, so wrong types can be sent on purpose:
 
             %mcp_call get_author title=Dune
@@ -215,7 +233,7 @@ class McpMagics(Magics, SharedTraits):
     def mcp_read(self, line: str):
         """Read a resource; returns its Outcome.
 
-            %mcp_read URI [--timeout S]
+            %mcp_read URI [--timeout S] [--retries N [--backoff S]]
         """
         return self._call("resource", line, takes_arguments=False)
 
@@ -224,7 +242,7 @@ class McpMagics(Magics, SharedTraits):
     def mcp_get_prompt(self, line: str):
         """Get a prompt; returns its Outcome.
 
-            %mcp_get_prompt NAME [JSON-object | key=value ...] [--timeout S]
+            %mcp_get_prompt NAME [JSON-object | key=value ...] [--timeout S] [--retries N [--backoff S]]
         """
         return self._call("prompt", line)
 

@@ -74,6 +74,9 @@ class Outcome:
     timeout_s: float
     trace: ServerTrace | None = field(default=None, repr=False)
     observed: bool = field(default=True, repr=False)  # mcp_nb's probe wraps this handler
+    attempt: int = 1  # attempts of one call share its call_id; the final Outcome's is the count
+    backoff_s: float = 0.0  # the wait before this attempt
+    fallback: bool = False  # `content` is the caller's fallback, not what the server sent
 
     @property
     def started_at(self) -> datetime:

@@ -23,6 +23,7 @@ from mcp.shared.tool_name_validation import validate_tool_name
 from mcp.shared.uri_template import UriTemplate
 from mcp_types import ToolAnnotations
 
+from .faults import Faults
 from .trace import probe
 
 KINDS = ("tool", "resource", "prompt")
@@ -49,6 +50,7 @@ class Registration:
     mime_type: str | None = None
     is_async: bool = False
     replaced: bool = False
+    faults: str | None = None  # the faults injected when it was registered, e.g. "latency=0.5,crash=0.1"
     function: Callable[..., Any] | None = field(default=None, repr=False)
 
     @property
@@ -102,6 +104,7 @@ class Registry:
         self._lock = threading.Lock()
         self.version = 0
         self._listeners: list[Callable[[], None]] = []
+        self.faults: dict[str, Faults] = {}  # tool name -> faults injected on purpose
         # The SDK keeps its registries in these managers; mcp_nb replaces entries in place
         # (one dict assignment) so a concurrent call never finds the name missing.
         self._tools = server._tool_manager
@@ -118,16 +121,23 @@ class Registry:
         title: str | None = None,
         description: str | None = None,
         annotations: dict[str, bool] | None = None,
+        inject: Faults | None = None,
     ) -> Registration:
         _require_function(fn)
         name = check_tool_name(name or fn.__name__)
         hints, chosen = _annotations(annotations)
+        faults = self.faults
         tool = Tool.from_function(
-            probe(fn), name=name, title=title, description=description or inspect.getdoc(fn), annotations=hints
+            probe(fn, lambda: faults.get(name), name), name=name, title=title, description=description or inspect.getdoc(fn), annotations=hints
         )
         with self._lock:
             replaced = name in self._tools._tools
             self._tools._tools[name] = tool
+            # The cell is the source of truth: re-running it without --inject ends the injection.
+            if inject is None:
+                self.faults.pop(name, None)
+            else:
+                self.faults[name] = inject
             entry = self._remember(
                 Registration(
                     kind="tool",
@@ -139,6 +149,7 @@ class Registry:
                     output_schema=tool.output_schema,
                     is_async=inspect.iscoroutinefunction(fn),
                     replaced=replaced,
+                    faults=inject.describe() if inject is not None else None,
                     function=fn,
                 )
             )
@@ -266,6 +277,7 @@ class Registry:
             entry_kind, _ = matches[0]
             if entry_kind == "tool":
                 self._tools._tools.pop(key, None)
+                self.faults.pop(key, None)
             elif entry_kind == "prompt":
                 self._prompts._prompts.pop(key, None)
             else:
@@ -275,6 +287,19 @@ class Registry:
             removed = self._entries.pop(matches[0])
         self._notify()  # outside the lock: a listener may read the registry
         return removed
+
+    def inject(self, name: str, faults: Faults | None) -> Faults | None:
+        """Make a registered tool slow or failing on purpose; None ends it. Returns what was set."""
+        tool = self._tools.get_tool(name)
+        if tool is None:
+            raise ValueError(f"no tool named {name!r} is registered")
+        if not _probed(tool.fn):
+            raise ValueError(f"tool {name!r} was not registered through mcp_nb, so faults cannot be injected into it")
+        if faults is None:
+            self.faults.pop(name, None)
+        else:
+            self.faults[name] = faults
+        return faults
 
     def entries(self) -> list[Registration]:
         with self._lock:
@@ -294,10 +319,11 @@ class Registry:
                 "annotations": ", ".join(sorted(e.annotations)) or None,
                 "parameters": ", ".join((e.input_schema or {}).get("properties", {})) or None,
                 "async": e.is_async,
+                "faults": self.faults[e.name].describe() if e.kind == "tool" and e.name in self.faults else None,
             }
             for e in self.entries()
         ]
-        columns = ["kind", "name", "uri", "title", "description", "annotations", "parameters", "async"]
+        columns = ["kind", "name", "uri", "title", "description", "annotations", "parameters", "async", "faults"]
         return pd.DataFrame(rows, columns=columns)
 
     # -- for the engine -------------------------------------------------------------------------
@@ -320,6 +346,11 @@ class Registry:
             except Exception:
                 return False
         return False
+
+    def annotations(self, name: str):
+        """The tool's MCP annotations as the server holds them (None when it declares none)."""
+        tool = self._tools.get_tool(name)
+        return None if tool is None else tool.annotations
 
     def input_schema(self, target: str, key: str) -> dict[str, Any] | None:
         """The input schema the server holds now (for tools registered any way)."""

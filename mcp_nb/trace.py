@@ -9,6 +9,7 @@ the call they belong to, even after the client has stopped waiting.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import functools
 import inspect
@@ -90,8 +91,6 @@ class ServerTrace:
 
 
 def _is_cancellation(exc: BaseException) -> bool:
-    import asyncio
-
     return isinstance(exc, asyncio.CancelledError)
 
 
@@ -120,12 +119,16 @@ def _contained(exc: BaseException) -> BaseException:
     return exc
 
 
-def probe(fn: Callable[..., Any]) -> Callable[..., Any]:
+def probe(fn: Callable[..., Any], faults: Callable[[], Any] | None = None, label: str = "") -> Callable[..., Any]:
     """Wrap a handler so its start and end are written to the current call's trace.
 
     `functools.wraps` keeps the signature, annotations and docstring the SDK reads to
     build schemas. The user's own function object is left untouched in their namespace.
+    `faults()`, when given, returns the `faults.Faults` injected into this handler now
+    (or None): they act inside the handler, so they travel the path real faults take.
     """
+    from .faults import raise_fault
+
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
@@ -134,6 +137,11 @@ def probe(fn: Callable[..., Any]) -> Callable[..., Any]:
             if trace is not None:
                 trace.started()
             try:
+                injected = faults() if faults is not None else None
+                if injected is not None:
+                    if injected.latency:
+                        await asyncio.sleep(injected.latency)
+                    raise_fault(injected.draw(kwargs), label)
                 value = await fn(*args, **kwargs)
             except BaseException as exc:
                 exc = _contained(exc)
@@ -153,6 +161,11 @@ def probe(fn: Callable[..., Any]) -> Callable[..., Any]:
         if trace is not None:
             trace.started()
         try:
+            injected = faults() if faults is not None else None
+            if injected is not None:
+                if injected.latency:
+                    time.sleep(injected.latency)
+                raise_fault(injected.draw(kwargs), label)
             value = fn(*args, **kwargs)
         except BaseException as exc:
             exc = _contained(exc)

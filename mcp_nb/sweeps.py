@@ -1,0 +1,153 @@
+"""One tool over many argument sets, concurrently, with a progress bar and a tidy result.
+
+The calls run on mcp_nb's loop, `concurrency` at a time, each recorded in the history
+like any other call. The caller's thread only waits and moves the progress bar, so the
+bar (a widget in a notebook) is only ever touched from the kernel's own thread. An
+interrupt cancels what is in flight (those calls are recorded as cancelled) and the
+sweep returns what finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import itertools
+import math
+import threading
+from collections.abc import Mapping
+from typing import Any, Iterable
+
+import pandas as pd
+
+from .outcome import Outcome
+from .retry import Retry, check_idempotent, policy, with_retries
+
+RESULT_COLUMNS = ["call_id", "attempt", "outcome", "cause", "duration_ms", "content", "code", "message"]
+
+
+def argument_sets(grid: Mapping[str, Iterable[Any]] | pd.DataFrame | Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A grid (every combination of the listed values), a DataFrame (one call per row, empty
+    cells left out), or an iterable of argument dicts, as a list of argument dicts."""
+    if isinstance(grid, pd.DataFrame):
+        return [{k: v for k, v in row.items() if not _missing(v)} for row in grid.to_dict("records")]
+    if isinstance(grid, Mapping):
+        names = list(grid)
+        values = []
+        for name in names:
+            options = grid[name]
+            if isinstance(options, (str, bytes)) or not isinstance(options, Iterable):
+                raise TypeError(f"grid values must be lists of values; {name!r} is {type(options).__name__}")
+            values.append(list(options))
+        return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*values)]
+    sets = [dict(item) for item in grid]
+    return sets
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+class Sweep:
+    """The calls of one sweep: which finished, in input order."""
+
+    def __init__(self, engine, name: str, sets: list[dict[str, Any]], concurrency: int, timeout: float | None, retry) -> None:
+        if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
+            raise ValueError(f"concurrency must be a whole number >= 1, got {concurrency!r}")
+        self.engine = engine
+        self.name = name
+        self.sets = sets
+        self.concurrency = concurrency
+        self.rule = policy(retry)
+        # Every check before anything is sent: a bad timeout or a refused retry raises here.
+        self.requests = [engine.request("tool", name, arguments, timeout) for arguments in sets]
+        if self.rule is not None:
+            check_idempotent("tool", name, engine.registry.annotations(name), self.rule)
+        self.results: list[Outcome | None] = [None] * len(sets)
+        self.done = 0
+        self.finished = threading.Event()
+
+    async def run(self) -> None:
+        try:
+            positions = iter(range(len(self.requests)))
+            workers = [asyncio.ensure_future(self._worker(positions)) for _ in range(min(self.concurrency, len(self.requests)))]
+            try:
+                await asyncio.gather(*workers)
+            except BaseException:
+                for worker in workers:
+                    worker.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
+                raise
+        finally:
+            self.finished.set()
+
+    async def _worker(self, positions) -> None:
+        # Workers pull the next position: `concurrency` calls in flight, input order kept.
+        from .engine import _call_ids
+
+        for i in positions:
+            request = self.requests[i]
+            if self.rule is None:
+                outcome = await self.engine.perform(*request)
+            else:
+                outcome = await with_retries(self.engine.perform, next(_call_ids), self.rule, request)
+            self.results[i] = outcome
+            self.done += 1
+
+    def frame(self, interrupted: bool) -> pd.DataFrame:
+        rows = []
+        for arguments, outcome in zip(self.sets, self.results, strict=True):
+            if outcome is None:
+                continue
+            row = dict(arguments)
+            for column in RESULT_COLUMNS:
+                row[column] = getattr(outcome, column)
+            rows.append(row)
+        keys = list(dict.fromkeys(k for arguments in self.sets for k in arguments))
+        columns = [k for k in keys if k not in RESULT_COLUMNS] + RESULT_COLUMNS
+        frame = pd.DataFrame(rows, columns=columns)
+        frame["code"] = frame["code"].astype("Int64")
+        frame.attrs.update(tool=self.name, calls=len(self.sets), completed=len(rows), interrupted=interrupted)
+        return frame
+
+
+def run_sweep(engine, name, grid, *, concurrency=8, timeout=None, retry: Retry | int | bool | None = None, progress=True) -> pd.DataFrame:
+    sweep = Sweep(engine, name, argument_sets(grid), concurrency, timeout, retry)
+    bar = _progress_bar(len(sweep.sets), name) if progress else None
+    future: concurrent.futures.Future = engine.loop.submit(sweep.run())
+    interrupted = False
+    try:
+        while True:
+            try:
+                future.result(timeout=0.1)
+                break
+            except concurrent.futures.TimeoutError:
+                _advance(bar, sweep.done)
+    except KeyboardInterrupt:
+        # Stop promptly, but let the cancelled calls be recorded before answering.
+        interrupted = True
+        future.cancel()
+        sweep.finished.wait(timeout=10)
+    finally:
+        _advance(bar, sweep.done)
+        if bar is not None:
+            bar.close()
+    if interrupted:
+        print(f"sweep of {name!r} interrupted: {sweep.done} of {len(sweep.sets)} calls finished")
+    return sweep.frame(interrupted)
+
+
+async def arun_sweep(engine, name, grid, *, concurrency=8, timeout=None, retry=None) -> pd.DataFrame:
+    sweep = Sweep(engine, name, argument_sets(grid), concurrency, timeout, retry)
+    await engine.loop.run_async(sweep.run())
+    return sweep.frame(False)
+
+
+def _progress_bar(total: int, name: str):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=f"sweep {name}", unit="call")
+
+
+def _advance(bar, done: int) -> None:
+    if bar is not None and done > bar.n:
+        bar.update(done - bar.n)

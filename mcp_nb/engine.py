@@ -127,6 +127,19 @@ class Engine:
         """One attempt of one call, recorded whatever happens. Retries pass their call_id."""
         if call_id is None:
             call_id = next(_call_ids)
+        # Session set-up is mcp_nb's business, not the request's: it happens before the
+        # request's clock and deadline start (in-process it cannot hang).
+        try:
+            client = self._client or await self._connected()
+            if self.registry.version != self._listed_version:
+                await self._relist(client)
+        except Exception as err:
+            outcome = self._client_error(
+                call_id, target, name, arguments, err, time.time(), time.perf_counter(), timeout,
+                ServerTrace(time.perf_counter()), attempt, backoff,
+            )  # fmt: skip
+            self.history.record(outcome)
+            return outcome
         started_at = time.time()
         t0 = time.perf_counter()
         trace = ServerTrace(t0)
@@ -136,9 +149,6 @@ class Engine:
         deadline = deadlines.start(timeout, task)
         try:
             try:
-                client = self._client or await self._connected()
-                if self.registry.version != self._listed_version:
-                    await self._relist(client)
                 token = CURRENT_TRACE.set(trace)
                 try:
                     if target == "tool":

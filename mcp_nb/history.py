@@ -289,7 +289,10 @@ def health(frame: pd.DataFrame, last: int = 20) -> pd.DataFrame:
     columns = ["target", "name", "calls", "failures", "failure_rate", "latest_outcome", "latest_cause"]
     if frame.empty:
         return pd.DataFrame(columns=columns).set_index(["target", "name"])
-    recent = frame.groupby(["target", "name"], observed=True, sort=False).tail(last)
+    # Latest by start (call ids are given out as calls start), not by arrival: concurrent
+    # calls finish in any order, and the view should not depend on it.
+    ordered = frame.sort_values(["call_id", "attempt"], kind="stable")
+    recent = ordered.groupby(["target", "name"], observed=True, sort=False).tail(last)
     failed = recent["outcome"].astype(str) != "result"
     grouped = recent.assign(failed=failed).groupby(["target", "name"], observed=True)
     table = pd.DataFrame(

@@ -20,7 +20,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from .outcome import Outcome
-from .retry import Retry, check_idempotent, policy, with_retries
+from .retry import Retry, check_idempotent, policy
 
 RESULT_COLUMNS = ["call_id", "attempt", "outcome", "cause", "duration_ms", "content", "code", "message"]
 
@@ -57,19 +57,23 @@ class Sweep:
         self.name = name
         self.sets = sets
         self.concurrency = concurrency
-        self.rule = policy(retry)
-        # Every check before anything is sent: a bad timeout or a refused retry raises here.
-        self.requests = [engine.request("tool", name, arguments, timeout) for arguments in sets]
-        if self.rule is not None:
-            check_idempotent("tool", name, engine.registry.annotations(name), self.rule)
+        self.timeout = timeout
+        self.retry = retry
+        # Every check before anything is sent: bad arguments, a bad timeout or a refused retry
+        # raise here, and the sweep records nothing.
+        for arguments in sets:
+            engine.request("tool", name, arguments, timeout)
+        rule = policy(retry)
+        if rule is not None:
+            check_idempotent("tool", name, engine.registry.annotations(name), rule)
         self.results: list[Outcome | None] = [None] * len(sets)
         self.done = 0
         self.finished = threading.Event()
 
     async def run(self) -> None:
         try:
-            positions = iter(range(len(self.requests)))
-            workers = [asyncio.ensure_future(self._worker(positions)) for _ in range(min(self.concurrency, len(self.requests)))]
+            positions = iter(range(len(self.sets)))
+            workers = [asyncio.ensure_future(self._worker(positions)) for _ in range(min(self.concurrency, len(self.sets)))]
             try:
                 await asyncio.gather(*workers)
             except BaseException:
@@ -82,15 +86,8 @@ class Sweep:
 
     async def _worker(self, positions) -> None:
         # Workers pull the next position: `concurrency` calls in flight, input order kept.
-        from .engine import _call_ids
-
         for i in positions:
-            request = self.requests[i]
-            if self.rule is None:
-                outcome = await self.engine.perform(*request)
-            else:
-                outcome = await with_retries(self.engine.perform, next(_call_ids), self.rule, request)
-            self.results[i] = outcome
+            self.results[i] = await self.engine.prepare("tool", self.name, self.sets[i], self.timeout, self.retry)
             self.done += 1
 
     def frame(self, interrupted: bool) -> pd.DataFrame:

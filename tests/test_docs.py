@@ -1,0 +1,102 @@
+"""The documentation site builds offline, with warnings as errors, and has every page.
+
+The same build as `sphinx-build -W --keep-going -b html docs docs/_build/html`, into a
+temporary folder. Any attempt to reach the network goes to a closed local port, so a
+build that needed it (an intersphinx inventory, a remote image) fails here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+NO_NETWORK = "http://127.0.0.1:9"  # the discard port: nothing listens
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("docs") / "html"
+    env = dict(os.environ)
+    for key in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+        env[key] = NO_NETWORK
+    env.pop("no_proxy", None)
+    env.pop("NO_PROXY", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", str(DOCS), str(out)],
+        cwd=ROOT, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    if "No module named sphinx" in done.stderr:
+        pytest.fail("Sphinx is not installed: install the documentation dependencies (sphinx, myst-nb, furo)")
+    assert done.returncode == 0, "the documentation build failed:\n" + "\n".join((done.stdout + done.stderr).splitlines()[-40:])
+    return out
+
+
+def page(site: Path, name: str) -> str:
+    path = site / name
+    assert path.exists(), f"{name} was not built"
+    return path.read_text(encoding="utf-8")
+
+
+def test_the_pages_are_built_and_linked_from_the_index(site):
+    index = page(site, "index.html")
+    for name in ("guide", "notebooks", "error-model", "api", "design", "performance"):
+        page(site, f"{name}.html")
+        assert f'href="{name}.html"' in index, f"the index does not link {name}.html"
+    # Every other page in docs/ (added by later changes) is in the navigation too.
+    for extra in sorted(DOCS.glob("*.md")):
+        assert f'href="{extra.stem}.html"' in index or extra.stem == "index", f"{extra.name} is not in the navigation"
+
+
+def test_every_notebook_is_rendered_with_its_stored_outputs(site):
+    listing = page(site, "notebooks.html")
+    for notebook in NOTEBOOKS:
+        html = page(site, f"notebooks/{notebook.stem}.html")
+        assert f'href="notebooks/{notebook.stem}.html"' in listing
+        assert "cell_output" in html, f"{notebook.name} is rendered without outputs"
+    tool_errors = page(site, "notebooks/01-tool-errors.html")
+    assert 'class="mcp-nb-outcome"' in tool_errors  # the Outcome cards, as stored
+    assert "all 9 calls are as described" in tool_errors
+    analytics = page(site, "notebooks/06-analytics.html")
+    assert re.search(r'<img [^>]*src="\.\./_images/[^"]+\.png"', analytics), "the plots are missing"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[nb.name for nb in NOTEBOOKS])
+def test_notebooks_are_stored_executed_top_to_bottom(notebook):
+    """The site shows the stored outputs, and nbval compares only cells that have been run."""
+    import nbformat
+
+    counts = [cell.execution_count for cell in nbformat.read(notebook, as_version=4).cells if cell.cell_type == "code"]
+    assert counts == list(range(1, len(counts) + 1)), (
+        f"{notebook.name} is not stored as one run from a fresh kernel: jupyter execute --inplace {notebook.relative_to(ROOT)}"
+    )
+
+
+def test_the_api_reference_documents_the_public_api(site):
+    import mcp_nb
+
+    api = page(site, "api.html")
+    for name in ("call", "acall", "read", "aread", "get_prompt", "aget_prompt", "tool", "resource", "prompt",
+                 "remove", "registered", "history", "server", "configure", "reset",
+                 "Outcome", "History", "ServerLog", "Registration"):  # fmt: skip
+        assert f'id="mcp_nb.{name}"' in api, f"mcp_nb.{name} is not in the API reference"
+    assert "Call a tool and wait for its Outcome" in api  # from the docstring
+    for name in set(mcp_nb.__all__) - {"load_ipython_extension"}:
+        assert f'id="mcp_nb.{name}"' in api, f"mcp_nb.{name} is exported but not documented"
+
+
+def test_the_guide_has_the_vocabulary_and_the_error_model(site):
+    guide = page(site, "guide.html")
+    import mcp_nb
+
+    for cause in mcp_nb.CAUSES:
+        assert f"<code class=\"docutils literal notranslate\"><span class=\"pre\">{cause}</span></code>" in guide, cause
+    error_model = page(site, "error-model.html")
+    assert "ResourceNotFoundError" in error_model and "-32001" in error_model

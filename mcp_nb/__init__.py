@@ -34,7 +34,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CAUSES", "CAUSE_DOC", "COLUMNS", "OUTCOMES", "Faults", "History", "Outcome", "Registration", "Retry",
     "ServerLog", "acall", "aget_prompt", "aread", "asweep", "call", "configure", "get_prompt", "history",
-    "inject", "load_ipython_extension", "prompt", "read", "registered", "remove", "reset", "resource",
+    "inject", "load_ipython_extension", "panel", "prompt", "read", "registered", "remove", "reset", "resource",
     "server", "settings", "sweep", "tool",
 ]  # fmt: skip
 
@@ -232,6 +232,14 @@ def inject(name: str, faults: Faults | str | Mapping[str, Any] | None) -> Faults
     elif faults is not None and not isinstance(faults, Faults):
         raise TypeError(f"faults must be a spec string, a dict, a Faults or None, got {type(faults).__name__}")
     return engine().registry.inject(name, faults)
+
+
+def panel(engine: Engine | None = None):
+    """The client panel: pick a tool, resource or prompt, fill in the form built from its
+    schema, call it, and see the outcome and the history (needs ipywidgets: `mcp_nb[lab]`)."""
+    from .widgets import show
+
+    return show(engine)
 
 
 def load_ipython_extension(ipython) -> None:

@@ -247,6 +247,17 @@ class McpMagics(Magics, SharedTraits):
         return self._call("prompt", line)
 
     @line_magic
+    def mcp_panel(self, line: str):
+        """Show the client panel: pick, fill in and call the server's tools, resources and
+        prompts from forms built from their schemas, and watch outcomes and the history.
+
+            %mcp_panel
+        """
+        if line.strip():
+            raise UsageError("%mcp_panel takes no arguments")
+        return mcp_nb.panel()
+
+    @line_magic
     @magic_arguments()
     @argument("--summary", action="store_true", help="counts per name and outcome, with totals")
     @argument("--clear", action="store_true", help="forget every recorded call")

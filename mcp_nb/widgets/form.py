@@ -1,0 +1,1048 @@
+"""An input schema to a form: one small function per schema kind, one dispatch.
+
+The shape is ipywidgets' `interaction.py` (abbreviation -> widget), for JSON Schema:
+`field_for` looks at a schema, `kind_of` names its kind, and `MAPPERS` holds one
+builder per kind. Each builder returns a `Field`: a widget, `value()` to read what is
+on screen as the JSON value to send, and `load(value)` to put a value back (a call
+from the history).
+
+The ctx are what the MCP SDK builds from a signature (pydantic's JSON Schema):
+`X | None` is `anyOf [X, null]`, models are `$ref`s into `$defs`, tuples are
+`prefixItems`, `object` is `{}`. Whatever has no builder becomes a JSON field for
+that one value, so every schema gets a form.
+
+Two rules hold for every field (docs/panel.md has the full table):
+
+- What is on screen is what is sent. A pre-filled default is on screen, so it is
+  sent; an explicit null is sent as null.
+- An empty optional field is left out of the arguments (`OMIT`), so the server's
+  default applies. An empty required field is sent as its empty value where the
+  type has one (`""`, `[]`); otherwise the form reports it and nothing is sent.
+
+Nothing here knows about the engine or the panel: schema in, widgets and values out.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from typing import Any, Callable, Mapping
+
+import ipywidgets as w
+
+from ..display import COLOURS, schema_type
+
+
+class _Omit:
+    """The value of an empty optional field: leave the key out of the arguments."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "OMIT"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+OMIT = _Omit()
+
+Path = tuple  # keys and item indices from the arguments object down to a value
+
+
+class Invalid(ValueError):
+    """What keeps the form from being sent: (path, message) pairs, every problem at once."""
+
+    def __init__(self, problems: list[tuple[Path, str]]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(f"{dotted(p)}: {m}" for p, m in problems))
+
+
+def dotted(path: Path) -> str:
+    """`address.city`, `tags[2]`: a path as a person reads it."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "arguments"
+
+
+def css_name(path: Path) -> str:
+    """A stable CSS class per field (`mcp-nb-field-address-city`), for tests and styling."""
+    return "mcp-nb-field-" + ("-".join(re.sub(r"[^A-Za-z0-9_]", "_", str(p)) for p in path) or "root")
+
+
+_MUTED = "var(--jp-ui-font-color2, #59636e)"
+_ERROR = COLOURS["protocol_error"]
+_MONO = "var(--jp-code-font-family, ui-monospace, SFMono-Regular, Menlo, monospace)"
+_LONG_TEXT = 70  # characters per row before a text field grows another row
+_MAX_ROWS = 12
+_DEPTH = 12  # nested objects deeper than this (a recursive model) become JSON fields
+
+
+# -- resolving: $ref, allOf, nullable ------------------------------------------------------------
+
+
+class Looks:
+    """Layout and style models shared by the widgets of one form.
+
+    Every ipywidget owns a layout and a style model, each a comm of its own: two thirds
+    of a form's messages to the front end. The widgets of a form never change these per
+    widget, so they share one of each kind, which makes a form about twice as quick to
+    build (benchmarks/bench_panel.py) and to close.
+    """
+
+    def __init__(self) -> None:
+        self._models: dict[str, w.Widget] = {}
+
+    def _shared(self, key: str, make: Callable[[], w.Widget]) -> w.Widget:
+        model = self._models.get(key)
+        if model is None:
+            model = self._models[key] = make()
+            model._mcp_nb_shared = True  # close_tree leaves it to close()
+        return model
+
+    def input_layout(self) -> w.Layout:
+        return self._shared("input", lambda: w.Layout(width="auto", flex="1 1 auto"))
+
+    def fit_layout(self) -> w.Layout:
+        return self._shared("fit", lambda: w.Layout(width="auto"))
+
+    def label_layout(self) -> w.Layout:
+        return self._shared("label-layout", w.Layout)
+
+    def button_layout(self) -> w.Layout:
+        return self._shared("button-layout", lambda: w.Layout(width="auto", flex="0 0 auto", align_self="flex-start"))
+
+    def button_style(self) -> w.Widget:
+        return self._shared("button", _style_class(w.Button))
+
+    def text_style(self) -> w.Widget:
+        return self._shared("text", _style_class(w.Text))
+
+    def label_style(self) -> w.Widget:
+        return self._shared("label", _style_class(w.HTML))
+
+    def checkbox_style(self) -> w.Widget:
+        return self._shared("checkbox", _style_class(w.Checkbox))
+
+    def choice_style(self) -> w.Widget:
+        return self._shared("choice", _style_class(w.Dropdown))
+
+    def toggle_style(self) -> w.Widget:
+        return self._shared("toggle", _style_class(w.ToggleButton))
+
+    def close(self) -> None:
+        for model in self._models.values():
+            model.close()
+        self._models.clear()
+
+
+def _style_class(widget_class: type) -> type:
+    """The style model a widget class takes (ipywidgets exports few of them by name)."""
+    return widget_class.class_traits()["style"].klass
+
+
+def close_tree(widget: w.Widget) -> None:
+    """Close a widget, its children, and the layout and style models each one owns.
+
+    ipywidgets' `close()` closes the widget alone: its layout and style stay open in
+    the kernel (and the front end) until the kernel stops.
+    """
+    for child in getattr(widget, "children", ()) or ():
+        close_tree(child)
+    for part in (getattr(widget, "layout", None), getattr(widget, "style", None)):
+        if isinstance(part, w.Widget) and not getattr(part, "_mcp_nb_shared", False):
+            part.close()
+    widget.close()
+
+
+class Context:
+    """What the fields of one form share: the root schema (for `$ref`s into `$defs`, or the
+    older `definitions`) and the widget looks."""
+
+    def __init__(self, root: Mapping[str, Any]) -> None:
+        self.root = root
+        self.looks = Looks()
+
+    def resolve(self, schema: Mapping[str, Any]) -> dict[str, Any]:
+        """Follow `$ref`s and single-member `allOf`s; keywords next to them win (a default, a description)."""
+        schema = dict(schema)
+        for _ in range(_DEPTH):
+            if "$ref" in schema:
+                target = self._pointer(schema.pop("$ref"))
+                schema = {**target, **schema}
+            elif isinstance(schema.get("allOf"), list) and len(schema["allOf"]) == 1:
+                (only,) = schema.pop("allOf")
+                schema = {**only, **schema}
+            else:
+                break
+        return schema
+
+    def _pointer(self, ref: str) -> dict[str, Any]:
+        if not ref.startswith("#/"):
+            return {}  # a remote reference: nothing to resolve it against, so a JSON field
+        node: Any = self.root
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            if not isinstance(node, Mapping) or part not in node:
+                return {}
+            node = node[part]
+        return dict(node) if isinstance(node, Mapping) else {}
+
+
+_ANNOTATIONS = ("default", "description", "title", "examples")
+
+
+def split_nullable(schema: dict[str, Any], ctx: Context) -> tuple[dict[str, Any], bool]:
+    """`anyOf [X, null]` and `type: [X, "null"]` to (X, True); anything else to (schema, False).
+
+    The annotations of the outer schema (default, description) are kept on X. A default
+    of null is dropped: in a signature `= None` means "not given", so the field starts
+    empty and the null toggle stays off.
+    """
+    variants = schema.get("anyOf") or schema.get("oneOf")
+    inner: dict[str, Any] | None = None
+    if isinstance(variants, list):
+        rest = [v for v in variants if ctx.resolve(v).get("type") != "null"]
+        if len(rest) < len(variants):
+            if len(rest) == 1:
+                inner = ctx.resolve(rest[0])
+            else:  # X | Y | None: the value is a JSON field, null still a toggle
+                inner = {"anyOf": rest}
+    elif isinstance(schema.get("type"), list) and "null" in schema["type"]:
+        types = [t for t in schema["type"] if t != "null"]
+        inner = {k: v for k, v in schema.items() if k != "type"}
+        if types:
+            inner["type"] = types[0] if len(types) == 1 else types
+    elif "enum" in schema and None in schema["enum"]:
+        inner = {**schema, "enum": [v for v in schema["enum"] if v is not None]}
+    if inner is None:
+        return schema, False
+    for key in _ANNOTATIONS:
+        if key in schema and key not in inner:
+            inner[key] = schema[key]
+    if inner.get("default", 0) is None:
+        inner.pop("default")
+    return inner, True
+
+
+def kind_of(schema: Mapping[str, Any], ctx: Context) -> str:
+    """The builder a (resolved, non-null) schema gets; "json" for anything not mapped."""
+    if "enum" in schema or "const" in schema:
+        return "enum"
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = kind[0] if len(kind) == 1 else None
+    if kind is None and "properties" in schema:
+        kind = "object"
+    if kind == "string":
+        return "string"
+    if kind in ("integer", "number"):
+        return "number"
+    if kind == "boolean":
+        return "boolean"
+    if kind == "array":
+        items = schema.get("items")
+        if "prefixItems" in schema or not isinstance(items, Mapping):
+            return "json"  # tuples and item lists: one JSON value is clearer than a grid
+        items = ctx.resolve(items)
+        return "multiselect" if "enum" in items and None not in items["enum"] else "array"
+    if kind == "object" and isinstance(schema.get("properties"), Mapping) and schema["properties"]:
+        return "object"
+    return "json"  # {} (any), unions, dict[str, X], null alone, unknown keywords
+
+
+# -- the fields ----------------------------------------------------------------------------------
+
+
+class Field:
+    """One value of the arguments: its widget, how to read it, how to put a value back."""
+
+    kind = "json"
+
+    def __init__(self, schema: dict[str, Any], path: Path, required: bool, ctx: Context) -> None:
+        self.schema = schema
+        self.ctx = ctx
+        self.path = path
+        self.required = required
+        self.widget: w.Widget
+        self._listeners: list[Callable[[], None]] = []
+
+    # what the panel and the parent object use
+
+    def value(self) -> Any:
+        """The JSON value on screen, or OMIT for an empty optional field. Raises ValueError."""
+        raw = self.read()
+        if raw is OMIT and self.required:
+            return self.empty_required()
+        return raw
+
+    def read(self) -> Any:
+        """What the widgets hold (OMIT when empty); raises ValueError when it is not a value."""
+        raise NotImplementedError
+
+    def empty_required(self) -> Any:
+        raise ValueError("required")
+
+    def load(self, value: Any) -> None:
+        """Show `value` (OMIT clears the field). Raises ValueError when it does not fit this field."""
+        raise NotImplementedError
+
+    def set_enabled(self, enabled: bool) -> None:
+        if hasattr(self.widget, "disabled"):
+            self.widget.disabled = not enabled
+
+    def on_change(self, listener: Callable[[], None]) -> None:
+        self._listeners.append(listener)
+
+    def changed(self, _change: Any = None) -> None:
+        for listener in self._listeners:
+            listener()
+
+    def close(self) -> None:
+        close_tree(self.widget)
+
+    def _default(self) -> Any:
+        return self.schema.get("default", OMIT)
+
+
+def _placeholder(schema: Mapping[str, Any], fallback: str) -> str:
+    """What an empty field says: its default (which the server applies when it is left out)."""
+    default = schema.get("default")
+    if default is not None and default != "" and default != [] and default != {}:
+        return "default: " + _show(default)
+    return fallback
+
+
+def _show(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _rows_for(text: str) -> int:
+    lines = text.split("\n")
+    return max(1, min(_MAX_ROWS, sum(1 + len(line) // _LONG_TEXT for line in lines)))
+
+
+class TextField(Field):
+    """A string; a text area that grows with its content, unless the schema keeps it short."""
+
+    kind = "string"
+
+    def __init__(self, schema, path, required, ctx) -> None:
+        super().__init__(schema, path, required, ctx)
+        looks = ctx.looks
+        short = schema.get("maxLength", 1_000_000) <= _LONG_TEXT or "format" in schema or "pattern" in schema
+        hint = schema.get("format") or "text"
+        if short:
+            self.widget = w.Text(placeholder=_placeholder(schema, hint), layout=looks.input_layout(), style=looks.text_style())
+        else:
+            # A text area from the start, so a long value never swaps the widget (and the
+            # focus) from under the user; it is one row tall until the text needs more.
+            self.widget = w.Textarea(
+                placeholder=_placeholder(schema, hint), rows=1, layout=looks.input_layout(), style=looks.text_style()
+            )
+            self.widget.observe(self._grow, "value")
+        self.widget.add_class(css_name(path)).add_class("mcp-nb-string")
+        default = self._default()
+        if isinstance(default, str):
+            self.widget.value = default
+        self.widget.observe(self.changed, "value")
+
+    def _grow(self, change) -> None:
+        rows = _rows_for(change["new"])
+        if rows != self.widget.rows:
+            self.widget.rows = rows
+
+    def read(self) -> Any:
+        return self.widget.value if self.widget.value != "" else OMIT
+
+    def empty_required(self) -> Any:
+        return ""  # an empty box is the empty string: a value the tool may be asked about
+
+    def load(self, value: Any) -> None:
+        if value is OMIT:
+            self.widget.value = ""
+        elif isinstance(value, str):
+            self.widget.value = value
+        else:
+            raise ValueError(f"expected a string, got {_show(value)}")
+
+
+_INTEGER = re.compile(r"[+-]?\d+")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+class NumberField(Field):
+    """An integer or a number, typed as text so an optional one can be empty.
+
+    The text is parsed as JSON would be: `3` sends 3, `3.0` sends 3.0. An integer field
+    rejects decimals and exponents rather than rounding them; a value outside
+    minimum/maximum is reported, not clamped, so what is sent is what is on screen.
+    (The raw-JSON mode sends anything, for watching the server reject it.)
+    """
+
+    kind = "number"
+
+    def __init__(self, schema, path, required, ctx) -> None:
+        super().__init__(schema, path, required, ctx)
+        self.integer = schema.get("type") == "integer" or (isinstance(schema.get("type"), list) and "integer" in schema["type"])
+        bounds = self.bounds_text()
+        hint = ("integer" if self.integer else "number") + (f", {bounds}" if bounds else "")
+        self.widget = w.Text(
+            placeholder=_placeholder(schema, hint), layout=ctx.looks.input_layout(), style=ctx.looks.text_style()
+        )
+        self.widget.add_class(css_name(path)).add_class("mcp-nb-number")
+        default = self._default()
+        if isinstance(default, (int, float)) and not isinstance(default, bool):
+            self.widget.value = _show(default)
+        self.widget.observe(self.changed, "value")
+
+    def bounds_text(self) -> str:
+        s = self.schema
+        low = ("≥ ", s["minimum"]) if "minimum" in s else ("> ", s["exclusiveMinimum"]) if "exclusiveMinimum" in s else None
+        high = ("≤ ", s["maximum"]) if "maximum" in s else ("< ", s["exclusiveMaximum"]) if "exclusiveMaximum" in s else None
+        return ", ".join(op + _show(v) for op, v in (low, high) if op is not None and v is not None) if low or high else ""
+
+    def read(self) -> Any:
+        text = self.widget.value.strip()
+        if not text:
+            return OMIT
+        if self.integer:
+            if not _INTEGER.fullmatch(text):
+                raise ValueError(f"{text!r} is not an integer" + (" (no decimals)" if _NUMBER.fullmatch(text) else ""))
+            number: int | float = int(text)
+        else:
+            if not _NUMBER.fullmatch(text):
+                raise ValueError(f"{text!r} is not a number")
+            number = int(text) if _INTEGER.fullmatch(text) else float(text)
+            if number in (float("inf"), float("-inf")):
+                raise ValueError(f"{text!r} is too large for JSON")
+        s = self.schema
+        if "minimum" in s and number < s["minimum"]:
+            raise ValueError(f"must be ≥ {_show(s['minimum'])}")
+        if "exclusiveMinimum" in s and number <= s["exclusiveMinimum"]:
+            raise ValueError(f"must be > {_show(s['exclusiveMinimum'])}")
+        if "maximum" in s and number > s["maximum"]:
+            raise ValueError(f"must be ≤ {_show(s['maximum'])}")
+        if "exclusiveMaximum" in s and number >= s["exclusiveMaximum"]:
+            raise ValueError(f"must be < {_show(s['exclusiveMaximum'])}")
+        return number
+
+    def load(self, value: Any) -> None:
+        if value is OMIT:
+            self.widget.value = ""
+        elif isinstance(value, bool) or not isinstance(value, (int, float)) or (self.integer and isinstance(value, float)):
+            raise ValueError(f"expected {'an integer' if self.integer else 'a number'}, got {_show(value)}")
+        else:
+            self.widget.value = _show(value)
+
+
+_NOT_SENT = "— not sent —"
+
+
+class ChoiceField(Field):
+    """A dropdown over fixed values: an enum, a const, or an optional boolean.
+
+    An optional field gets a "not sent" choice first; a required one without a default
+    starts with nothing chosen, so the form asks rather than picking for the user.
+    """
+
+    kind = "enum"
+
+    def __init__(self, schema, path, required, ctx, values: list[Any] | None = None) -> None:
+        super().__init__(schema, path, required, ctx)
+        if values is None:
+            values = list(schema["enum"]) if "enum" in schema else [schema["const"]]
+        self.values = values
+        self.offset = 0 if required else 1
+        labels = ([] if required else [_NOT_SENT]) + [_show(v) for v in values]
+        self.widget = w.Dropdown(
+            options=[(label, i) for i, label in enumerate(labels)],
+            index=None,
+            layout=ctx.looks.fit_layout(),
+            style=ctx.looks.choice_style(),
+        )
+        self.widget.add_class(css_name(path)).add_class("mcp-nb-enum")
+        try:
+            self.load(self._default())
+        except ValueError:
+            self.load(OMIT)  # a default that is not one of the values: leave the choice open
+        self.widget.observe(self.changed, "index")
+
+    def read(self) -> Any:
+        index = self.widget.index
+        if index is None or index < self.offset:
+            return OMIT
+        return self.values[index - self.offset]
+
+    def empty_required(self) -> Any:
+        raise ValueError("choose a value")
+
+    def load(self, value: Any) -> None:
+        if value is OMIT:
+            self.widget.index = None if self.required else 0
+            return
+        for i, option in enumerate(self.values):
+            if option == value and type(option) is type(value):
+                self.widget.index = i + self.offset
+                return
+        raise ValueError(f"{_show(value)} is not one of the choices")
+
+
+class BooleanField(Field):
+    """A checkbox when the field always has a value (required, or a default to show)."""
+
+    kind = "boolean"
+
+    def __init__(self, schema, path, required, ctx) -> None:
+        super().__init__(schema, path, required, ctx)
+        self.widget = w.Checkbox(
+            value=self._default() is True, indent=False, layout=ctx.looks.fit_layout(), style=ctx.looks.checkbox_style()
+        )
+        self.widget.add_class(css_name(path)).add_class("mcp-nb-boolean")
+        self.widget.observe(self.changed, "value")
+
+    def read(self) -> Any:
+        return self.widget.value
+
+    def load(self, value: Any) -> None:
+        if value is OMIT:
+            # A checkbox has no empty state: an optional boolean that was not sent comes back
+            # as its default, which is what the server used.
+            self.widget.value = self._default() is True
+            if self.required or "default" not in self.schema:
+                raise ValueError("a checkbox cannot show 'not sent'")
+        elif isinstance(value, bool):
+            self.widget.value = value
+        else:
+            raise ValueError(f"expected true or false, got {_show(value)}")
+
+
+class MultiSelectField(Field):
+    """An array of enum values: pick any of them; sent in the order they are listed."""
+
+    kind = "multiselect"
+
+    def __init__(self, schema, path, required, ctx, values: list[Any]) -> None:
+        super().__init__(schema, path, required, ctx)
+        self.values = values
+        self.widget = w.SelectMultiple(
+            options=[(_show(v), i) for i, v in enumerate(values)],
+            rows=min(len(values), 6),
+            layout=ctx.looks.fit_layout(),
+            style=ctx.looks.choice_style(),
+        )
+        self.widget.add_class(css_name(path)).add_class("mcp-nb-multiselect")
+        default = self._default()
+        if isinstance(default, list):
+            try:
+                self.load(default)
+            except ValueError:
+                pass
+        self.widget.observe(self.changed, "value")
+
+    def read(self) -> Any:
+        chosen = sorted(self.widget.value)
+        return [self.values[i] for i in chosen] if chosen else OMIT
+
+    def empty_required(self) -> Any:
+        return []
+
+    def load(self, value: Any) -> None:
+        if value is OMIT:
+            self.widget.value = ()
+            return
+        if not isinstance(value, list):
+            raise ValueError(f"expected a list, got {_show(value)}")
+        indices = []
+        for item in value:
+            match = [i for i, v in enumerate(self.values) if v == item and type(v) is type(item)]
+            if not match:
+                raise ValueError(f"{_show(item)} is not one of the choices")
+            indices.append(match[0])
+        if indices != sorted(set(indices)):
+            raise ValueError("the list repeats or reorders the choices")
+        self.widget.value = tuple(indices)
+
+
+class JsonField(Field):
+    """Any value the form has no widget for, typed as JSON (`"text"`, `3`, `{"a": 1}`, `null`)."""
+
+    kind = "json"
+
+    def __init__(self, schema, path, required, ctx) -> None:
+        super().__init__(schema, path, required, ctx)
+        self.widget = w.Textarea(
+            placeholder=_placeholder(schema, "JSON value"), rows=1, layout=ctx.looks.input_layout(), style=ctx.looks.text_style()
+        )
+        self.widget.add_class(css_name(path)).add_class("mcp-nb-json")
+        default = self._default()
+        if default is not OMIT and default is not None:
+            self.widget.value = json.dumps(default, ensure_ascii=False)
+            self.widget.rows = _rows_for(self.widget.value)
+        self.widget.observe(self._grow, "value")
+        self.widget.observe(self.changed, "value")
+
+    def _grow(self, change) -> None:
+        rows = _rows_for(change["new"])
+        if rows != self.widget.rows:
+            self.widget.rows = rows
+
+    def read(self) -> Any:
+        text = self.widget.value
+        if not text.strip():
+            return OMIT
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"not valid JSON: {err.msg} (line {err.lineno}, column {err.colno})") from None
+
+    def load(self, value: Any) -> None:
+        self.widget.value = "" if value is OMIT else json.dumps(value, ensure_ascii=False)
+
+
+class NullableField(Field):
+    """`X | None`: the field for X, and a toggle that sends an explicit null instead."""
+
+    def __init__(self, inner: Field) -> None:
+        super().__init__(inner.schema, inner.path, inner.required, inner.ctx)
+        self.inner = inner
+        self.kind = inner.kind
+        self.null = w.ToggleButton(
+            value=False,
+            description="null",
+            tooltip="send null",
+            layout=inner.ctx.looks.button_layout(),
+            style=inner.ctx.looks.toggle_style(),
+        )
+        self.null.add_class("mcp-nb-null").add_class(css_name(inner.path) + "-null")
+        self.widget = w.HBox([inner.widget, self.null], layout=w.Layout(width="100%", align_items="flex-start"))
+        inner.widget.layout.flex = "1 1 auto"
+        self.null.observe(self._toggled, "value")
+        inner.on_change(self.changed)
+
+    def _toggled(self, change) -> None:
+        self.inner.set_enabled(not change["new"])
+        self.changed()
+
+    def read(self) -> Any:
+        return None if self.null.value else self.inner.read()
+
+    def value(self) -> Any:
+        return None if self.null.value else self.inner.value()
+
+    def load(self, value: Any) -> None:
+        if value is None:
+            self.null.value = True
+        else:
+            self.null.value = False
+            self.inner.load(value)
+
+    def set_enabled(self, enabled: bool) -> None:
+        self.null.disabled = not enabled
+        self.inner.set_enabled(enabled and not self.null.value)
+
+
+def _icon_button(icon: str, tooltip: str, css: str, looks: Looks) -> w.Button:
+    button = w.Button(icon=icon, tooltip=tooltip, layout=looks.button_layout(), style=looks.button_style())
+    button.add_class(css)
+    return button
+
+
+class ArrayField(Field):
+    """A list: one row per item (the item's own field) with remove, and an add button."""
+
+    kind = "array"
+
+    def __init__(self, schema, path, required, ctx: Context, depth: int) -> None:
+        super().__init__(schema, path, required, ctx)
+        self.ctx = ctx
+        self.depth = depth
+        self.items_schema = schema["items"]
+        self.items: list[Field] = []
+        self.rows = w.VBox(layout=w.Layout(width="100%"))
+        self.add = w.Button(description="add item", icon="plus", layout=ctx.looks.button_layout(), style=ctx.looks.button_style())
+        self.add.add_class("mcp-nb-add").add_class(css_name(path) + "-add")
+        self.add.on_click(lambda _: self._append())
+        self.widget = w.VBox([self.rows, self.add], layout=w.Layout(width="100%"))
+        self.widget.add_class(css_name(path)).add_class("mcp-nb-array")
+        default = self._default()
+        if isinstance(default, list):
+            try:
+                self.load(default)
+            except ValueError:
+                self.load(OMIT)
+
+    def _append(self, value: Any = OMIT) -> Field:
+        item = field_for(self.items_schema, self.ctx, self.path + (len(self.items),), True, self.depth + 1)
+        if value is not OMIT:
+            item.load(value)
+        item.on_change(self.changed)
+        remove = _icon_button("trash", "remove this item", "mcp-nb-remove", self.ctx.looks)
+        row = w.HBox([item.widget, remove], layout=w.Layout(width="100%", align_items="flex-start"))
+        item.widget.layout.flex = "1 1 auto"
+        remove.on_click(lambda _: self._remove(item, row))
+        self.items.append(item)
+        self.rows.children = (*self.rows.children, row)
+        self.changed()
+        return item
+
+    def _remove(self, item: Field, row: w.HBox) -> None:
+        index = self.items.index(item)
+        # The rows after it keep their widgets; only the paths in their messages shift.
+        self.items.pop(index)
+        self.rows.children = tuple(r for r in self.rows.children if r is not row)
+        close_tree(row)
+        self.changed()
+
+    def read(self) -> Any:
+        if not self.items:
+            return OMIT
+        values, problems = [], []
+        for i, item in enumerate(self.items):
+            try:
+                values.append(item.value())
+            except Invalid as err:
+                problems.extend(err.problems)  # item paths already run from the arguments down
+            except ValueError as err:
+                problems.append((self.path + (i,), str(err)))
+        if problems:
+            raise Invalid(problems)
+        self._check_length(len(values))
+        return values
+
+    def _check_length(self, n: int) -> None:
+        if "minItems" in self.schema and n < self.schema["minItems"]:
+            raise ValueError(f"needs at least {self.schema['minItems']} item(s)")
+        if "maxItems" in self.schema and n > self.schema["maxItems"]:
+            raise ValueError(f"takes at most {self.schema['maxItems']} item(s)")
+
+    def empty_required(self) -> Any:
+        self._check_length(0)
+        return []
+
+    def load(self, value: Any) -> None:
+        if value is not OMIT and not isinstance(value, list):
+            raise ValueError(f"expected a list, got {_show(value)}")
+        for row in self.rows.children:
+            close_tree(row)
+        self.items = []
+        self.rows.children = ()
+        for item_value in [] if value is OMIT else value:
+            self._append(item_value)
+        self.changed()
+
+    def set_enabled(self, enabled: bool) -> None:
+        self.widget.layout.display = None if enabled else "none"
+
+
+_STATE_NOT_SENT, _STATE_NULL, _STATE_SET = "not sent", "null", "set"
+
+
+class ObjectField(Field):
+    """A nested object: its properties in a grid of labels and fields.
+
+    An optional or nullable object says which it is with a small switch (not sent /
+    null / set); its grid is built the first time it is set, which keeps forms quick
+    and lets a recursive model (a tree of nodes) stop where the user stops.
+    """
+
+    kind = "object"
+
+    def __init__(self, schema, path, required, ctx: Context, depth: int, nullable: bool = False, root: bool = False) -> None:
+        super().__init__(schema, path, required, ctx)
+        self.depth = depth
+        self.root = root
+        self.fields: dict[str, Field] = {}
+        self.labels: dict[str, w.HTML] = {}
+        self.grid: w.GridBox | None = None
+        states = ([] if required else [_STATE_NOT_SENT]) + ([_STATE_NULL] if nullable else []) + [_STATE_SET]
+        self.state: w.ToggleButtons | None = None
+        if len(states) > 1:
+            default = self._default()
+            start = _STATE_SET if isinstance(default, Mapping) else states[0]
+            self.state = w.ToggleButtons(options=states, value=start, style={"button_width": "auto"})
+            self.state.add_class("mcp-nb-state").add_class(css_name(path) + "-state")
+            self.body = w.VBox(layout=w.Layout(width="100%"))
+            self.widget = w.VBox([self.state, self.body], layout=w.Layout(width="100%"))
+            self.state.observe(self._state_changed, "value")
+            if start == _STATE_SET:
+                self._build()
+        else:
+            self.body = None
+            self._build()
+            self.widget = self.grid
+        self.widget.add_class(css_name(path)).add_class("mcp-nb-object")
+
+    def _build(self) -> None:
+        if self.grid is not None:
+            return
+        required = set(self.schema.get("required", []))
+        cells: list[w.Widget] = []
+        for name, prop in self.schema["properties"].items():
+            field = field_for(prop, self.ctx, self.path + (name,), name in required, self.depth + 1)
+            label = w.HTML(
+                label_html(name, prop, name in required, self.ctx.root),
+                layout=self.ctx.looks.label_layout(),
+                style=self.ctx.looks.label_style(),
+            )
+            label.add_class("mcp-nb-label")
+            self.fields[name] = field
+            self.labels[name] = label
+            field.on_change(lambda name=name: self._live_check(name))
+            field.on_change(self.changed)
+            cells += [label, field.widget]
+        self.grid = w.GridBox(
+            cells,
+            layout=w.Layout(
+                width="100%",
+                grid_template_columns="minmax(120px, 30%) minmax(0, 1fr)",
+                grid_gap="6px 12px",
+                align_items="flex-start",
+                padding="0" if self.root else "2px 0 2px 10px",
+                border_left="" if self.root else "2px solid var(--jp-border-color2, #d1d9e0)",
+            ),
+        )
+        defaults = self._default()
+        if isinstance(defaults, Mapping):
+            # The object's own default is a concrete value (a model instance, dumped): it
+            # wins over its properties' defaults, nulls included.
+            for name, value in defaults.items():
+                if name in self.fields:
+                    try:
+                        self.fields[name].load(value)
+                    except ValueError:
+                        pass
+        if self.body is not None:
+            self.body.children = (self.grid,)
+
+    def _state_changed(self, change) -> None:
+        if change["new"] == _STATE_SET:
+            self._build()
+        if self.body is not None:
+            self.body.layout.display = None if change["new"] == _STATE_SET else "none"
+        self.changed()
+
+    def _live_check(self, name: str) -> None:
+        """Say at once when a typed value cannot be sent (`1.5` for an integer); `required` waits for Call."""
+        field = self.fields[name]
+        if isinstance(field, (ObjectField, ArrayField)):
+            return  # their own labels (or items) speak for them
+        try:
+            field.read()
+            self.note(name, None)
+        except ValueError as err:
+            self.note(name, str(err))
+
+    def note(self, name: str, problem: str | None) -> None:
+        field, label = self.fields[name], self.labels[name]
+        new = label_html(
+            name, self.schema["properties"][name], name in set(self.schema.get("required", [])), self.ctx.root, problem
+        )
+        if label.value != new:
+            label.value = new
+        target = field.inner.widget if isinstance(field, NullableField) else field.widget
+        if problem:
+            target.add_class("mcp-nb-invalid")
+        else:
+            target.remove_class("mcp-nb-invalid")
+
+    def read(self) -> Any:
+        if self.state is not None and self.state.value != _STATE_SET:
+            return None if self.state.value == _STATE_NULL else OMIT
+        values: dict[str, Any] = {}
+        problems: list[tuple[Path, str]] = []
+        for name, field in self.fields.items():
+            try:
+                value = field.value()
+                self.note(name, None)
+            except Invalid as err:
+                problems.extend(err.problems)
+                self.note(name, None)
+                continue
+            except ValueError as err:
+                problems.append((field.path, str(err)))
+                self.note(name, str(err))
+                continue
+            if value is not OMIT:
+                values[name] = value
+        if problems:
+            raise Invalid(problems)
+        return values
+
+    def load(self, value: Any) -> None:
+        if value is OMIT or value is None:
+            if self.state is None:
+                raise ValueError("this object is required" if value is OMIT else "this object cannot be null")
+            wanted = _STATE_NOT_SENT if value is OMIT else _STATE_NULL
+            if wanted not in self.state.options:
+                raise ValueError(f"this object cannot be {'left out' if value is OMIT else 'null'}")
+            self.state.value = wanted
+            return
+        if not isinstance(value, Mapping):
+            raise ValueError(f"expected an object, got {_show(value)}")
+        unknown = set(value) - set(self.schema["properties"])
+        if unknown:
+            raise ValueError(f"no field for {', '.join(sorted(unknown))}")
+        if self.state is not None:
+            self.state.value = _STATE_SET
+        self._build()
+        for name, field in self.fields.items():
+            field.load(value.get(name, OMIT))
+
+    def set_enabled(self, enabled: bool) -> None:
+        self.widget.layout.display = None if enabled else "none"
+
+
+def label_html(name: str, schema: Mapping[str, Any], required: bool, root: Mapping[str, Any], problem: str | None = None) -> str:
+    """Name, type and description of one property, and what is wrong with its value."""
+    # The dropdown lists an enum's values; the label only says it is one.
+    kind = re.sub(r"enum\([^)]*\)", "enum", schema_type(schema, dict(root)))
+    bounds = []
+    for key, op in (("minimum", "≥"), ("exclusiveMinimum", ">"), ("maximum", "≤"), ("exclusiveMaximum", "<")):
+        if key in schema:
+            bounds.append(f"{op} {_show(schema[key])}")
+    for key, what in (
+        ("minLength", "min length"),
+        ("maxLength", "max length"),
+        ("minItems", "min items"),
+        ("maxItems", "max items"),
+    ):
+        if key in schema:
+            bounds.append(f"{what} {schema[key]}")
+    star = f' <span title="required" style="color:{_ERROR}">*</span>' if required else ""
+    parts = [
+        f'<div style="line-height:1.3"><code style="font-weight:600;background:none;padding:0">{html.escape(name)}</code>{star}'
+        f' <span style="color:{_MUTED};font-size:0.85em">{html.escape(kind)}'
+        + (f" · {html.escape(', '.join(bounds))}" if bounds else "")
+        + "</span>"
+    ]
+    if schema.get("description"):
+        parts.append(
+            f'<div style="color:{_MUTED};font-size:0.85em;white-space:normal">{html.escape(schema["description"])}</div>'
+        )
+    if problem:
+        parts.append(f'<div class="mcp-nb-problem" style="color:{_ERROR};font-size:0.85em">{html.escape(problem)}</div>')
+    return "".join(parts) + "</div>"
+
+
+# -- the dispatch --------------------------------------------------------------------------------
+
+
+def string_field(schema, ctx, path, required, depth) -> Field:
+    return TextField(schema, path, required, ctx)
+
+
+def number_field(schema, ctx, path, required, depth) -> Field:
+    return NumberField(schema, path, required, ctx)
+
+
+def boolean_field(schema, ctx, path, required, depth) -> Field:
+    if required or isinstance(schema.get("default"), bool):
+        return BooleanField(schema, path, required, ctx)
+    return ChoiceField(schema, path, required, ctx, values=[True, False])  # optional, no default: "not sent" is a choice
+
+
+def enum_field(schema, ctx, path, required, depth) -> Field:
+    return ChoiceField(schema, path, required, ctx)
+
+
+def multiselect_field(schema, ctx, path, required, depth) -> Field:
+    return MultiSelectField(schema, path, required, ctx, list(ctx.resolve(schema["items"])["enum"]))
+
+
+def array_field(schema, ctx, path, required, depth) -> Field:
+    return ArrayField(schema, path, required, ctx, depth)
+
+
+def json_field(schema, ctx, path, required, depth) -> Field:
+    return JsonField(schema, path, required, ctx)
+
+
+MAPPERS: dict[str, Callable[..., Field]] = {
+    "string": string_field,
+    "number": number_field,
+    "boolean": boolean_field,
+    "enum": enum_field,
+    "multiselect": multiselect_field,
+    "array": array_field,
+    "json": json_field,
+}
+
+
+def field_for(schema: Mapping[str, Any], ctx: Context, path: Path, required: bool, depth: int = 0) -> Field:
+    """The field for one value: resolve the schema, peel off null, dispatch on its kind."""
+    resolved = ctx.resolve(schema if isinstance(schema, Mapping) else {})
+    inner, nullable = split_nullable(resolved, ctx)
+    kind = kind_of(inner, ctx)
+    if kind == "object" and depth >= _DEPTH:
+        kind = "json"
+    if kind == "object":  # objects say null and "not sent" with their own switch
+        return ObjectField(inner, path, required, ctx, depth, nullable=nullable)
+    field = MAPPERS[kind](inner, ctx, path, required, depth)
+    return NullableField(field) if nullable else field
+
+
+# -- the form ------------------------------------------------------------------------------------
+
+
+class Form:
+    """The form for one input schema: `widget`, `value()` (the arguments), `load(arguments)`."""
+
+    def __init__(self, schema: Mapping[str, Any] | None) -> None:
+        schema = dict(schema or {})
+        ctx = self.ctx = Context(schema)
+        resolved = ctx.resolve(schema)
+        self.root: ObjectField | None = None
+        if resolved.get("properties"):
+            self.root = ObjectField(resolved, (), True, ctx, 0, root=True)
+            self.widget = self.root.widget
+        else:
+            self.widget = w.HTML(f'<span style="color:{_MUTED}">no arguments</span>')
+        self.widget.add_class("mcp-nb-form")
+
+    @property
+    def fields(self) -> dict[str, Field]:
+        return self.root.fields if self.root is not None else {}
+
+    def value(self) -> dict[str, Any]:
+        """The arguments on screen. Raises `Invalid` with every problem when they cannot be sent."""
+        return {} if self.root is None else self.root.read()
+
+    def load(self, arguments: Mapping[str, Any]) -> bool:
+        """Put arguments on screen; False when the form cannot show them exactly (then use raw JSON)."""
+        if self.root is None:
+            return not arguments
+        try:
+            self.root.load(arguments)
+            shown = self.value()
+        except ValueError:
+            return False
+        return _same(shown, arguments)
+
+    def on_change(self, listener: Callable[[], None]) -> None:
+        if self.root is not None:
+            self.root.on_change(listener)
+
+    def close(self) -> None:
+        """Close every widget of the form, with the layout and style models they use."""
+        close_tree(self.widget)
+        self.ctx.looks.close()
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as JSON: `true` is not `1`, and `1` is not `1.0`."""
+    try:
+        return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    except (TypeError, ValueError):
+        return False
+
+
+def build_form(schema: Mapping[str, Any] | None) -> Form:
+    return Form(schema)

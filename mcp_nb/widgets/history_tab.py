@@ -1,0 +1,234 @@
+"""The history tab: the latest calls, and how each name's calls ended.
+
+Computed from `History.to_frame()`, like every other view of the history: the panel
+keeps no second store. A frame is not free on a long history, so the tab is rebuilt
+only while it is on screen, at most a few times a second, in a short-lived timer
+thread (never on mcp_nb's loop thread, where it would hold up calls); while hidden it
+only remembers that it is out of date.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import logging
+import threading
+from types import SimpleNamespace
+from typing import Any, Callable
+
+import ipywidgets as w
+import pandas as pd
+
+from ..display import COLOURS, badge, compact_json
+from ..outcome import OUTCOMES, Outcome
+from .form import close_tree
+from .style import BORDER, MUTED, note_html
+
+log = logging.getLogger(__name__)
+
+LATEST = 50  # rows in the list of calls
+DEBOUNCE_S = 0.3
+
+
+class HistoryTab:
+    """The widget of the tab, and `refresh()` from the history's frame."""
+
+    def __init__(self, history, choose: Callable[[Any], None]) -> None:
+        self.history = history
+        self.choose = choose  # called with the chosen call (a row of the frame, as attributes)
+        self.summary = w.HTML()
+        self.summary.add_class("mcp-nb-history-summary")
+        self.counts = w.HTML()
+        self.counts.add_class("mcp-nb-history-counts")
+        self.calls = w.Select(options=[], value=None, rows=12, layout=w.Layout(width="auto"))
+        self.calls.add_class("mcp-nb-history-calls")
+        self.calls.observe(self._chosen, "value")
+        self.widget = w.VBox(
+            [
+                self.summary,
+                self.counts,
+                w.HTML(note_html("The latest calls, newest first. Choose one to load its arguments into the form.")),
+                self.calls,
+            ],
+            layout=w.Layout(width="100%", padding="4px 2px"),
+        )
+        self.widget.add_class("mcp-nb-history")
+        self.visible = False
+        self.stale = True
+        self._rows: dict[int, Any] = {}
+        self._lock = threading.Lock()  # guards the timer
+        # The timer thread rebuilds the list while the kernel's thread may be choosing from
+        # it: one at a time, so a choice is never mistaken for (or lost in) a rebuild.
+        self._view = threading.RLock()
+        self._timer: threading.Timer | None = None
+        self._quiet = False
+        self.on_count: Callable[[int], None] | None = None  # the panel shows the count in the tab title
+
+    # -- when to rebuild ---------------------------------------------------------------------------
+
+    def recorded(self) -> None:
+        """A call was recorded (on mcp_nb's loop thread): note it, and rebuild soon if shown."""
+        self.stale = True
+        with self._lock:
+            if self._timer is not None:
+                return
+            self._timer = threading.Timer(DEBOUNCE_S, self._due)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _due(self) -> None:
+        with self._lock:
+            self._timer = None
+        try:
+            if self.on_count is not None:
+                self.on_count(len(self.history))
+            if self.visible:
+                self.refresh()
+        except Exception:  # a view must never take down a timer thread with a traceback
+            log.exception("refreshing the history tab failed")
+
+    def show(self, visible: bool) -> None:
+        self.visible = visible
+        if visible and self.stale:
+            self.refresh()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        close_tree(self.widget)
+
+    # -- the view ------------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        with self._view:
+            self._refresh()
+
+    def _refresh(self) -> None:
+        self.stale = False
+        frame = self.history.to_frame()
+        self.summary.value = _summary_html(frame)
+        self.counts.value = counts_html(frame)
+        latest = frame.tail(LATEST).iloc[::-1]
+        # Keyed by row, not call id: the attempts of a retried call share its id.
+        rows = dict(zip(latest.index.tolist(), latest.itertuples(index=False)))
+        options = [(call_label(r), row) for row, r in rows.items()]
+        self._rows = rows
+        if self.on_count is not None:
+            self.on_count(len(frame))
+        self._quiet = True  # replacing the options must not read as the user choosing a row
+        try:
+            self.calls.options = options
+            self.calls.value = None
+        finally:
+            self._quiet = False
+
+    def _chosen(self, change) -> None:
+        with self._view:
+            self._choose(change["new"])
+
+    def _choose(self, chosen) -> None:
+        if self._quiet or chosen is None:
+            return
+        row = self._rows.get(chosen)
+        if row is None:
+            return
+        try:
+            self.choose(as_call(row))
+        finally:
+            # Clear the choice, so choosing the same call again loads it again.
+            self._quiet = True
+            try:
+                self.calls.value = None
+            finally:
+                self._quiet = False
+
+
+def call_label(r) -> str:
+    """One line per call in a monospace list: id, time, outcome (cause), name, arguments, duration."""
+    when = r.started_at.tz_convert(None).strftime("%H:%M:%S") if pd.notna(r.started_at) else "--:--:--"
+    args = "" if r.target == "resource" or r.arguments is None else compact_json(r.arguments, 48)
+    what = f"{r.outcome} ({r.cause})"
+    attempt = getattr(r, "attempt", 1)
+    call = f"#{r.call_id}" + (f".{attempt}" if attempt and attempt > 1 else "")
+    # An <option> collapses runs of spaces: pad with no-break spaces to keep the columns.
+    head = f"{call:<6}{when}  {what:<33}{r.target:<9}".replace(" ", "\u00a0")
+    return f"{head}{r.name} {args}  {r.duration_ms:,.1f} ms"
+
+
+def _na(value: Any) -> Any:
+    try:
+        return None if value is None or pd.isna(value) else value
+    except (TypeError, ValueError):  # containers: pd.isna answers element-wise
+        return value
+
+
+class PastCall(SimpleNamespace):
+    """A call read back from the history's frame, with the attributes of an `Outcome`.
+
+    The frame's columns give the values; an `Outcome` field without a column takes its
+    default, and any other attribute reads None, so views written for `Outcome` keep
+    working as it grows.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return None
+
+
+_OUTCOME_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Outcome) if f.default is not dataclasses.MISSING}
+
+
+def as_call(r) -> PastCall:
+    """A row of the frame as a `PastCall`, for `outcome_html` and for loading the form."""
+    fields = dict(_OUTCOME_DEFAULTS)
+    fields.update({name: _na(getattr(r, name)) for name in r._fields})
+    for name in ("target", "name", "outcome", "cause", "server_fate", "fate_outcome", "fate_cause"):
+        if fields.get(name) is not None:
+            fields[name] = str(fields[name])
+    if fields.get("code") is not None:
+        fields["code"] = int(fields["code"])
+    if fields.get("is_error") is not None:
+        fields["is_error"] = bool(fields["is_error"])
+    fields["server_logs"] = tuple(fields.get("server_logs") or ())
+    return PastCall(**fields)
+
+
+def _summary_html(frame: pd.DataFrame) -> str:
+    if frame.empty:
+        return f'<div style="color:{MUTED}">No calls yet: call something from the Call tab, or from any cell.</div>'
+    counts = frame["outcome"].value_counts()
+    parts = " ".join(f"{badge(o)} {int(counts.get(o, 0))}" for o in OUTCOMES)
+    return f"<div><b>{len(frame)} call{'s' if len(frame) != 1 else ''}</b> &nbsp; {parts}</div>"
+
+
+def counts_html(frame: pd.DataFrame) -> str:
+    """Outcome counts per (target, name), busiest first; every outcome type is a column."""
+    if frame.empty:
+        return ""
+    table = (
+        frame.groupby(["target", "name", "outcome"], observed=True).size().unstack("outcome", fill_value=0)
+        .reindex(columns=list(OUTCOMES), fill_value=0)
+    )  # fmt: skip
+    table["total"] = table.sum(axis=1)
+    table = table.sort_values("total", ascending=False, kind="stable")
+    td = f'style="padding:2px 10px;text-align:right;border-top:1px solid {BORDER}"'
+    head = "".join(f'<th style="padding:2px 10px;text-align:right">{badge(o)}</th>' for o in OUTCOMES)
+    body = []
+    for (target, name), row in table.iterrows():
+        cells = "".join(
+            f'<td {td}><span style="color:{COLOURS[o] if row[o] else MUTED};font-weight:{600 if row[o] else 400}">{int(row[o])}</span></td>'
+            for o in OUTCOMES
+        )
+        body.append(
+            f'<tr><td style="padding:2px 10px 2px 0;border-top:1px solid {BORDER};color:{MUTED}">{html.escape(str(target))}</td>'
+            f'<td style="padding:2px 10px 2px 0;border-top:1px solid {BORDER}"><code>{html.escape(str(name))}</code></td>{cells}'
+            f"<td {td}><b>{int(row['total'])}</b></td></tr>"
+        )
+    return (
+        f'<table class="mcp-nb-counts" style="border-collapse:collapse;font-size:0.9em;margin:6px 0">'
+        f'<thead><tr><th style="text-align:left;padding-right:10px">target</th><th style="text-align:left">name</th>{head}'
+        f'<th style="padding:2px 10px;text-align:right">total</th></tr></thead><tbody>{"".join(body)}</tbody></table>'
+    )

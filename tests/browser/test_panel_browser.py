@@ -1,0 +1,218 @@
+"""The panel in a real JupyterLab and Chromium: a person's session, step by step.
+
+The notebook (panel_demo.ipynb) registers one tool per outcome type with the magics
+and shows the panel. The test fills the form, calls each tool, and reads what the
+panel shows. Screenshots of every step are kept in artifacts/browser/.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+PANEL = ".jp-OutputArea-output .mcp-nb-panel"
+OUTCOME = f"{PANEL} .mcp-nb-outcome-view"
+
+
+def open_and_run(page, lab: str) -> None:
+    page.goto(f"{lab}/lab/tree/panel_demo.ipynb?reset")
+    # The debugger button turns on once the kernel is connected (steadier than the "Idle" text).
+    page.wait_for_selector(".jp-NotebookPanel .jp-DebuggerBugButton[aria-disabled='false']", timeout=90_000)
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    page.wait_for_selector(f"{PANEL} .mcp-nb-picker select", timeout=60_000)
+
+
+def choose(page, select: str, text: str) -> None:
+    """Choose the option of a <select> whose text contains `text`."""
+    options = page.locator(f"{select} option")
+    labels = [" ".join(label.split()) for label in options.all_inner_texts()]  # no-break spaces pad the columns
+    matches = [i for i, label in enumerate(labels) if text in label]
+    assert matches, f"no option with {text!r} in {labels}"
+    page.locator(f"{select} select").select_option(index=matches[0])
+
+
+def pick(page, entry: str) -> None:
+    choose(page, f"{PANEL} .mcp-nb-picker", entry)
+    page.wait_for_function(
+        "name => document.querySelector('.mcp-nb-panel .mcp-nb-entry').textContent.includes(name)", arg=entry.split()[-1]
+    )
+
+
+def field(page, path: str):
+    """The input of a form field: its <input> or <textarea>."""
+    return page.locator(f"{PANEL} .mcp-nb-field-{path}").locator("input, textarea").first
+
+
+def call(page) -> None:
+    page.locator(f"{PANEL} button.mcp-nb-call").click()
+
+
+def outcome_badge(page, outcome: str, timeout: float = 20_000):
+    """Wait for a fresh outcome of this type: not the dimmed one of an earlier call."""
+    page.wait_for_function(
+        """([view, outcome]) => {
+            const el = document.querySelector(view);
+            return el && !el.querySelector('.mcp-nb-previous') && el.querySelector('.mcp-nb-badge.mcp-nb-' + outcome);
+        }""",
+        arg=[OUTCOME, outcome],
+        timeout=timeout,
+    )
+    return page.locator(f"{OUTCOME} .mcp-nb-badge.mcp-nb-{outcome}")
+
+
+def shot(page, artifacts, name: str) -> None:
+    panel = page.locator(PANEL)
+    panel.scroll_into_view_if_needed()
+    panel.screenshot(path=str(artifacts / f"{name}.png"))
+
+
+def set_timeout(page, seconds: str) -> None:
+    page.locator(f"{PANEL} .mcp-nb-timeout input").fill(seconds)
+
+
+def outcome_text(page) -> str:
+    return " ".join(page.locator(OUTCOME).inner_text().split())
+
+
+def run_cell(page, text: str) -> None:
+    """Run the notebook cell whose source contains `text` (Shift+Enter in its editor)."""
+    cell = page.locator(".jp-CodeCell", has_text=text)
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+
+
+def test_the_panel_calls_each_kind_of_tool_and_shows_each_outcome(page, lab, artifacts):
+    open_and_run(page, lab)
+    # A tool registered by a cell after the panel was shown is listed by itself.
+    page.locator(f"{PANEL} .mcp-nb-picker option", has_text="added_after_panel").wait_for()
+    shot(page, artifacts, "01-panel")
+
+    # result: fill the form, call, read what the model sees
+    pick(page, "tool get_author")
+    field(page, "title").fill("Dune")
+    call(page)
+    outcome_badge(page, "result")
+    text = outcome_text(page)
+    assert "Frank Herbert (1 copies)" in text  # the optional `copies` went out pre-filled with its default
+    assert "nothing to handle: the request succeeded" in text
+    assert re.search(r"#\d+ · [\d.]+ ms", text)
+    shot(page, artifacts, "02-result")
+
+    # tool_error: the ToolError's message is what the model reads
+    pick(page, "tool reserve")
+    field(page, "title").fill("Dune")
+    call(page)
+    outcome_badge(page, "tool_error")
+    text = outcome_text(page)
+    assert "raised" in text
+    assert "Error executing tool reserve: 'Dune' is already reserved." in text
+    shot(page, artifacts, "03-tool-error")
+
+    # protocol_error: code, message and data reach the host; the model sees nothing
+    pick(page, "tool catalog_status")
+    call(page)
+    outcome_badge(page, "protocol_error")
+    text = outcome_text(page)
+    assert "mcp_error" in text
+    assert "nothing: there is no result" in text
+    assert "-32050 The catalog is offline." in text
+    assert '"retry_after_s": 30' in text
+    shot(page, artifacts, "04-protocol-error")
+
+    # timeout: the deadline passes while the sync handler runs on; the panel then shows how it ended
+    pick(page, "tool reindex")
+    set_timeout(page, "1")
+    call(page)
+    page.locator(f"{PANEL} button.mcp-nb-cancel").wait_for(state="visible")
+    outcome_badge(page, "timeout")
+    text = outcome_text(page)
+    assert "deadline" in text
+    assert "-32001 Timed out after 1s waiting for 'tools/call'" in text
+    assert "still running on the server: the outcome is unknown" in text
+    shot(page, artifacts, "05-timeout")
+    page.locator(OUTCOME, has_text="completed after the client gave up: result (ok)").wait_for(timeout=15_000)
+    shot(page, artifacts, "06-timeout-fate")
+
+    # A call in flight leaves the kernel free: a cell runs meanwhile; then Cancel stops waiting.
+    field(page, "seconds").fill("8")
+    set_timeout(page, "30")
+    call(page)
+    cancel = page.locator(f"{PANEL} button.mcp-nb-cancel")
+    cancel.wait_for(state="visible")
+    run_cell(page, "ticks = globals()")
+    page.locator(".jp-CodeCell .jp-OutputArea-output", has_text="tick 2").wait_for(timeout=10_000)
+    assert cancel.is_visible()  # the call is still in flight
+    shot(page, artifacts, "07-running")
+    cancel.click()
+    outcome_badge(page, "timeout")
+    text = outcome_text(page)
+    assert "cancelled" in text and "-32800" in text
+    cancel.wait_for(state="hidden")
+    page.wait_for_function("() => document.querySelector('.mcp-nb-panel .mcp-nb-status').innerText.trim() === ''")
+    shot(page, artifacts, "08-cancelled")
+
+    # raw JSON: sent verbatim, so the schema can be watched rejecting a wrong type
+    pick(page, "tool get_author")
+    page.locator(f"{PANEL} .mcp-nb-mode button", has_text="raw JSON").click()
+    raw = page.locator(f"{PANEL} .mcp-nb-raw textarea")
+    raw.wait_for(state="visible")
+    assert '"title": "Dune"' in raw.input_value()  # started from what the form held
+    broken = '{"title": 42'
+    raw.fill(broken)
+    call(page)
+    page.locator(f"{PANEL} .mcp-nb-problems", has_text="the raw JSON is not valid").wait_for()
+    assert raw.input_value() == broken  # the user's text is never rewritten
+    shot(page, artifacts, "09-raw-invalid")
+    raw.fill('{"title": 42}')
+    call(page)
+    outcome_badge(page, "tool_error")
+    assert "invalid_arguments" in outcome_text(page)
+    assert page.locator(f"{PANEL} .mcp-nb-problems").inner_text().strip() == ""
+    shot(page, artifacts, "10-raw-invalid-arguments")
+
+    # The form says what cannot be sent, field by field, and sends nothing.
+    pick(page, "tool plan_trip")
+    field(page, "city").fill("Lisbon")
+    field(page, "nights").fill("2.5")
+    call(page)
+    page.locator(f"{PANEL} .mcp-nb-problems", has_text="nights: '2.5' is not an integer").wait_for()
+    shot(page, artifacts, "11-form-problems")
+    field(page, "nights").fill("3")
+    # The other kinds of fields: a null toggle, a multi-select, array rows, a nested model.
+    page.locator(f"{PANEL} .mcp-nb-field-budget-null").click()
+    page.locator(f"{PANEL} .mcp-nb-field-interests select").select_option(index=[0, 2])
+    page.locator(f"{PANEL} .mcp-nb-field-stops-add").click()
+    field(page, "stops-0").fill("Sintra")
+    page.locator(f"{PANEL} .mcp-nb-field-hotel-state button", has_text="set").click()
+    field(page, "hotel-name").fill("Casa Azul")
+    shot(page, artifacts, "12-form-kinds")
+    call(page)
+    outcome_badge(page, "result")
+    assert "plan_trip" in outcome_text(page)
+    model_sees = " ".join(page.locator(f"{OUTCOME} pre").first.inner_text().split())
+    expected = {
+        "city": "Lisbon", "nights": 3, "budget": None, "pace": "normal", "interests": ["food", "parks"],
+        "stops": ["Sintra"], "hotel": {"name": "Casa Azul", "stars": 3}, "refundable": True,
+    }  # fmt: skip
+    assert json.loads(model_sees) == expected, model_sees
+
+    # History: counts per name, and a chosen call goes back into the form.
+    page.locator(f"{PANEL} .mcp-nb-tabs .lm-TabBar-tab", has_text="History").click()
+    counts = page.locator(f"{PANEL} .mcp-nb-history-counts")
+    counts.locator("tr", has_text="get_author").wait_for()
+    row = " ".join(counts.locator("tr", has_text="get_author").inner_text().split())
+    assert row.endswith("1 1 0 0 2"), row  # result, tool_error, protocol_error, timeout, total
+    reindex = " ".join(counts.locator("tr", has_text="reindex").inner_text().split())
+    assert reindex.endswith("0 0 0 2 2"), reindex
+    shot(page, artifacts, "13-history")
+    choose(page, f"{PANEL} .mcp-nb-history-calls", "result (ok) tool get_author")
+    page.locator(f"{PANEL} .mcp-nb-entry", has_text="get_author").wait_for()
+    field(page, "title").wait_for(state="visible")
+    assert field(page, "title").input_value() == "Dune"
+    assert field(page, "copies").input_value() == "1"
+    page.locator(f"{PANEL} .mcp-nb-status", has_text="from the history").wait_for()
+    text = outcome_text(page)  # that call's own outcome, read back from the history
+    assert "get_author" in text and "Frank Herbert (1 copies)" in text, text
+    assert page.locator(f"{OUTCOME} .mcp-nb-badge.mcp-nb-result").count() == 1
+    shot(page, artifacts, "14-history-loaded")

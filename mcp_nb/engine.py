@@ -133,6 +133,14 @@ class Engine:
             client = self._client or await self._connected()
             if self.registry.version != self._listed_version:
                 await self._relist(client)
+        except asyncio.CancelledError:  # interrupted while connecting: still a call, still recorded
+            self.history.record(
+                self._cancelled(
+                    call_id, target, name, arguments, time.time(), time.perf_counter(), timeout,
+                    ServerTrace(time.perf_counter()), attempt, backoff,
+                )  # fmt: skip
+            )
+            raise
         except Exception as err:
             outcome = self._client_error(
                 call_id, target, name, arguments, err, time.time(), time.perf_counter(), timeout,

@@ -15,19 +15,13 @@ from mcp import MCPError
 from mcp.server.mcpserver.exceptions import ToolError
 
 import mcp_nb
+from helpers import wait_until
 from mcp_nb.config import settings
 from mcp_nb.widgets import Panel, show
 
 LONG = 60.0
 
 
-def wait_until(predicate, limit: float = 10.0) -> bool:
-    end = time.monotonic() + limit
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return False
 
 
 def shows(panel: Panel, *texts: str, limit: float = 10.0) -> str:

@@ -8,18 +8,12 @@ import pytest
 from traitlets import TraitError
 
 import mcp_nb
+from helpers import wait_until
 from mcp_nb.config import settings
 
 LONG = 60.0  # a handler's own safety net; the tests release it long before
 
 
-def wait_until(predicate, limit=10.0):
-    end = time.monotonic() + limit
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return False
 
 
 @pytest.fixture

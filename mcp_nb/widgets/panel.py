@@ -20,6 +20,8 @@ import json
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import ipywidgets as w
@@ -231,12 +233,9 @@ class Panel(w.VBox):
         choices = [c for c in self._choices if wanted in c[0].lower()] if wanted else list(self._choices)
         values = [value for _, value in choices]
         chosen = self._current if self._current in values else (values[0] if values else None)
-        self._quiet = True
-        try:
+        with self._quietly():
             self.picker.options = choices
             self.picker.value = chosen
-        finally:
-            self._quiet = False
         if chosen is not None and (chosen != self._current or reshow):
             self.select(*chosen)
         elif not self._choices:
@@ -257,26 +256,20 @@ class Panel(w.VBox):
             entry = self._entry(registration)
             self._current = (kind, key)
             if self.picker.value != (kind, key):
-                self._quiet = True
-                try:
+                with self._quietly():
                     if (kind, key) not in [v for _, v in self.picker.options]:
                         self.filter.value = ""
                         self.picker.options = self._choices
                     self.picker.value = (kind, key)
-                finally:
-                    self._quiet = False
             self.header.value = entry_html(registration)
             self.form_box.children = (entry.form.widget,)
             retired = self._retired
             if retired is not None:
                 self._retired = None
                 retired.close()
-            self._quiet = True
-            try:
+            with self._quietly():
                 self.raw.value = entry.raw_text
                 self.mode.value = entry.mode
-            finally:
-                self._quiet = False
             resource = registration.kind == "resource"
             self.mode.disabled = resource
             self.mode.tooltip = "a resource is read by its URI: it takes no arguments object" if resource else ""
@@ -347,11 +340,8 @@ class Panel(w.VBox):
             except Invalid:
                 seed = "{}"
             entry.raw_seed = seed
-            self._quiet = True
-            try:
+            with self._quietly():
                 self.raw.value = seed
-            finally:
-                self._quiet = False
         self.problems.value = ""
         self._show_mode(entry.mode)
 
@@ -549,24 +539,27 @@ class Panel(w.VBox):
             entry.form = self._new_entry(registration).form
             self.form_box.children = (entry.form.widget,)
             entry.raw_text = entry.raw_seed = text
-            self._quiet = True
-            try:
+            with self._quietly():
                 self.raw.value = text
-            finally:
-                self._quiet = False
             self._set_mode(entry, RAW)
             self.problems.value = note_html("These arguments do not fit the form, so they are in raw JSON, as they were sent.")
         self._show_uri()
         self.show_outcome(call)
         self.status.value = note_html(f"call #{call.call_id} from the history")
 
-    def _set_mode(self, entry: _Entry, mode: str) -> None:
-        entry.mode = mode
+    @contextmanager
+    def _quietly(self) -> Iterator[None]:
+        """While the panel itself rewrites a widget, its observers must not read it as the user's doing."""
         self._quiet = True
         try:
-            self.mode.value = mode
+            yield
         finally:
             self._quiet = False
+
+    def _set_mode(self, entry: _Entry, mode: str) -> None:
+        entry.mode = mode
+        with self._quietly():
+            self.mode.value = mode
         self._show_mode(mode)
 
     def _find(self, target: str, name: str) -> tuple[Registration, dict[str, str] | None] | None:

@@ -33,7 +33,33 @@ def machine() -> dict:
         "mcp_nb": version("mcp_nb"),
         "pandas": version("pandas"),
         "numpy": version("numpy"),
+        "cpuidle": cpuidle(),
     }
+
+
+def cpuidle() -> dict | None:
+    """How this machine's idle CPUs wait, read from sysfs on Linux (None elsewhere).
+
+    It decides what a thread hop costs: in a virtual machine whose idle vCPUs halt at
+    once (`guest_halt_poll_ns` 0), waking a sleeping thread is a trip through the
+    hypervisor, and the sync face's hop costs nearly three times what it does when the
+    idle vCPU polls for a while first (see docs/performance.md).
+    """
+    base = Path("/sys/devices/system/cpu/cpuidle")
+    if not base.is_dir():
+        return None
+
+    def read(path: Path) -> str | None:
+        try:
+            return path.read_text().strip()
+        except OSError:
+            return None
+
+    info = {"driver": read(base / "current_driver"), "governor": read(base / "current_governor_ro") or read(base / "current_governor")}
+    poll = read(Path("/sys/module/haltpoll/parameters/guest_halt_poll_ns"))
+    if poll is not None:
+        info["guest_halt_poll_ns"] = int(poll)
+    return info
 
 
 def median(values):

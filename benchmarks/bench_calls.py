@@ -220,6 +220,10 @@ def main() -> None:
         print(f"{name:<7}hopped {e['median_us']['hopped']:.1f} us: hopped/raw {e['hopped/raw']:.2f}, "
               f"sync/hopped {e['sync/hopped']:.3f} (what mcp_nb adds to the sync face beyond the hop)")
     print(f"thread hop alone (empty coroutine via loop.run): {median(hops) * 1e6:.1f} us")
+    idle = machine()["cpuidle"]
+    if idle:
+        # What a hop costs depends on how idle CPUs wait; say so next to the figure.
+        print("idle CPUs here: " + ", ".join(f"{k} {v}" for k, v in idle.items()))
     print()
     print(f"in-loop/raw, paired: {args.pairs} pairs of {args.pair_calls}-call blocks, median of per-pair ratios")
     for name in TOOLS:

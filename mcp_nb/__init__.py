@@ -53,7 +53,13 @@ def engine() -> Engine:
 
 
 def reset() -> None:
-    """Start over: a new empty server and an empty history (the settings stay)."""
+    """Start over: a new empty server and an empty history (the settings stay).
+
+    Calls still in flight on the old server are cancelled (each is recorded as
+    `cancelled` in the old history, and whoever waits for it gets an answer). From then
+    on the old engine refuses calls with a RuntimeError, and a panel of the old server
+    says it was replaced and sends nothing.
+    """
     global _engine
     with _engine_lock:
         old, _engine = _engine, None

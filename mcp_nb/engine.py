@@ -18,9 +18,10 @@ import asyncio
 import concurrent.futures
 import contextlib
 import itertools
+import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Coroutine
 
 from mcp import Client, MCPError
@@ -38,6 +39,10 @@ from .trace import CURRENT_TRACE, ServerTrace, install_log_capture
 
 METHODS = {"tool": "tools/call", "resource": "resources/read", "prompt": "prompts/get"}
 _call_ids = itertools.count(1)  # process-wide, so ids stay unique across `reset()`
+CLOSED = (
+    "this server was closed by mcp_nb.reset(); call the new one with mcp_nb.call(...) "
+    "(a panel of the old one cannot: show a new one with mcp_nb.panel())"
+)
 
 
 class Engine:
@@ -56,13 +61,23 @@ class Engine:
         self._owner: asyncio.Task[None] | None = None
         self._deadlines: Deadlines | None = None
         self._listed_version = -1
+        self._closed = False
+        self._calls: set[asyncio.Task] = set()  # the tasks performing a call right now
+        self._close_listeners: list[Callable[[], None]] = []
         _warm_up_in_background()
 
     # -- the loop and the client session --------------------------------------------------------
 
     @property
+    def closed(self) -> bool:
+        """True once `close()` (which `mcp_nb.reset()` calls) has run: no more calls."""
+        return self._closed
+
+    @property
     def loop(self) -> LoopThread:
         if self._loop is None:
+            if self._closed:
+                raise RuntimeError(CLOSED)
             with self._loop_lock:
                 if self._loop is None:
                     self._loop = LoopThread()
@@ -93,19 +108,46 @@ class Engine:
             self._client = None
 
     def close(self) -> None:
-        """Leave the client session (in its owner task) and stop the loop thread."""
-        loop = self._loop
-        if loop is None:
+        """Leave the client session (in its owner task), stop the loop thread, tell the listeners.
+
+        Calls still in flight are cancelled as the loop stops, so whoever waits for them
+        (a panel, a future) gets an answer instead of waiting forever.
+        """
+        if self._closed:
             return
-        self._loop = None
-        if self._owner is not None and not loop.in_loop():
-            try:
-                loop.run(self._shutdown())
-            except Exception:
-                pass  # closing is best effort: the loop thread stops below either way
-        loop.stop()
+        self._closed = True
+        loop, self._loop = self._loop, None
+        try:
+            if loop is not None:
+                if self._owner is not None and not loop.in_loop():
+                    try:
+                        loop.run(self._shutdown())
+                    except Exception:
+                        pass  # closing is best effort: the loop thread stops below either way
+                loop.stop()
+        finally:
+            for listener in list(self._close_listeners):
+                try:
+                    listener()
+                except Exception:  # a broken view must not stop a reset
+                    logging.getLogger(__name__).exception("close listener failed")
+
+    def on_close(self, listener: Callable[[], None], remove: bool = False) -> None:
+        """Call `listener()` once this engine is closed (`remove=True` takes it back)."""
+        if remove:
+            if listener in self._close_listeners:
+                self._close_listeners.remove(listener)
+        else:
+            self._close_listeners.append(listener)
 
     async def _shutdown(self) -> None:
+        # Calls in flight first: their callers stop waiting, so each is recorded as
+        # cancelled, before the session closes under it (which would fail it otherwise).
+        calls = [task for task in self._calls if not task.done()]
+        for task in calls:
+            task.cancel()
+        if calls:
+            await asyncio.wait(calls, timeout=5)
         if self._closing is not None:
             self._closing.set()
         if self._owner is not None:
@@ -125,90 +167,95 @@ class Engine:
         backoff: float = 0.0,
     ) -> Outcome:
         """One attempt of one call, recorded whatever happens. Retries pass their call_id."""
-        if call_id is None:
-            call_id = next(_call_ids)
-        # Session set-up is mcp_nb's business, not the request's: it happens before the
-        # request's clock and deadline start (in-process it cannot hang).
-        try:
-            client = self._client or await self._connected()
-            if self.registry.version != self._listed_version:
-                await self._relist(client)
-        except asyncio.CancelledError:  # interrupted while connecting: still a call, still recorded
-            self.history.record(
-                self._cancelled(
-                    call_id, target, name, arguments, time.time(), time.perf_counter(), timeout,
-                    ServerTrace(time.perf_counter()), attempt, backoff,
-                )  # fmt: skip
-            )
-            raise
-        except Exception as err:
-            outcome = self._client_error(
-                call_id, target, name, arguments, err, time.time(), time.perf_counter(), timeout,
-                ServerTrace(time.perf_counter()), attempt, backoff,
-            )  # fmt: skip
-            self.history.record(outcome)
-            return outcome
-        started_at = time.time()
-        t0 = time.perf_counter()
-        trace = ServerTrace(t0)
-        # The deadline cancels this task natively at expiry (see the module docstring).
         task = asyncio.current_task()
-        deadlines = self._deadlines or self._new_deadlines()
-        deadline = deadlines.start(timeout, task)
+        # Known while in flight, so that closing the engine can cancel it (see close()).
+        self._calls.add(task)
         try:
+            if call_id is None:
+                call_id = next(_call_ids)
+            # Session set-up is mcp_nb's business, not the request's: it happens before the
+            # request's clock and deadline start (in-process it cannot hang).
             try:
-                token = CURRENT_TRACE.set(trace)
-                try:
-                    if target == "tool":
-                        raw = await client.call_tool(name, arguments)
-                    elif target == "resource":
-                        raw = await client.read_resource(name)
-                    else:
-                        raw = await client.get_prompt(name, arguments)
-                finally:
-                    CURRENT_TRACE.reset(token)
-            finally:
-                deadlines.end(deadline)
-        except asyncio.CancelledError:
-            if not deadline[EXPIRED]:
+                client = self._client or await self._connected()
+                if self.registry.version != self._listed_version:
+                    await self._relist(client)
+            except asyncio.CancelledError:  # interrupted while connecting: still a call, still recorded
                 self.history.record(
-                    self._cancelled(call_id, target, name, arguments, started_at, t0, timeout, trace, attempt, backoff)
+                    self._cancelled(
+                        call_id, target, name, arguments, time.time(), time.perf_counter(), timeout,
+                        ServerTrace(time.perf_counter()), attempt, backoff,
+                    )  # fmt: skip
                 )
                 raise
-            task.uncancel()
-            outcome = Outcome(
-                call_id, target, name, arguments, "timeout", "deadline", None, None, None, REQUEST_TIMEOUT,
-                f"Timed out after {timeout:g}s waiting for '{METHODS[target]}'", None,
-                started_at, _ms(t0), timeout, trace, self.registry.observes(target, name), attempt, backoff,
-            )  # fmt: skip
-        except MCPError as err:
-            error = err.error
-            outcome = Outcome(
-                call_id, target, name, arguments, "protocol_error",
-                classify.protocol_error_cause(target, error.code, trace.logs),
-                None, None, None, error.code, error.message, error.data,
-                started_at, _ms(t0), timeout, trace, True, attempt, backoff,
-            )  # fmt: skip
-        except Exception as err:  # the client could not finish: still a call, still recorded
-            outcome = self._client_error(call_id, target, name, arguments, err, started_at, t0, timeout, trace, attempt, backoff)
-        else:
-            duration = (time.perf_counter() - t0) * 1000.0
-            if target == "tool":  # the hot path, kept inline
-                content = classify.content_text(raw.content)
-                is_error = bool(raw.is_error)
-                kind, cause = classify.tool_result_cause(name, content, is_error, trace.logs)
-                outcome = Outcome(
-                    call_id, target, name, arguments, kind, cause, content, raw.structured_content, is_error,
-                    None, None, None, started_at, duration, timeout, trace, True, attempt, backoff,
+            except Exception as err:
+                outcome = self._client_error(
+                    call_id, target, name, arguments, err, time.time(), time.perf_counter(), timeout,
+                    ServerTrace(time.perf_counter()), attempt, backoff,
                 )  # fmt: skip
+                self.history.record(outcome)
+                return outcome
+            started_at = time.time()
+            t0 = time.perf_counter()
+            trace = ServerTrace(t0)
+            # The deadline cancels this task natively at expiry (see the module docstring).
+            deadlines = self._deadlines or self._new_deadlines()
+            deadline = deadlines.start(timeout, task)
+            try:
+                try:
+                    token = CURRENT_TRACE.set(trace)
+                    try:
+                        if target == "tool":
+                            raw = await client.call_tool(name, arguments)
+                        elif target == "resource":
+                            raw = await client.read_resource(name)
+                        else:
+                            raw = await client.get_prompt(name, arguments)
+                    finally:
+                        CURRENT_TRACE.reset(token)
+                finally:
+                    deadlines.end(deadline)
+            except asyncio.CancelledError:
+                if not deadline[EXPIRED]:
+                    self.history.record(
+                        self._cancelled(call_id, target, name, arguments, started_at, t0, timeout, trace, attempt, backoff)
+                    )
+                    raise
+                task.uncancel()
+                outcome = Outcome(
+                    call_id, target, name, arguments, "timeout", "deadline", None, None, None, REQUEST_TIMEOUT,
+                    f"Timed out after {timeout:g}s waiting for '{METHODS[target]}'", None,
+                    started_at, _ms(t0), timeout, trace, self.registry.observes(target, name), attempt, backoff,
+                )  # fmt: skip
+            except MCPError as err:
+                error = err.error
+                outcome = Outcome(
+                    call_id, target, name, arguments, "protocol_error",
+                    classify.protocol_error_cause(target, error.code, trace.logs),
+                    None, None, None, error.code, error.message, error.data,
+                    started_at, _ms(t0), timeout, trace, True, attempt, backoff,
+                )  # fmt: skip
+            except Exception as err:  # the client could not finish: still a call, still recorded
+                outcome = self._client_error(call_id, target, name, arguments, err, started_at, t0, timeout, trace, attempt, backoff)
             else:
-                text = classify.resource_text(raw.contents) if target == "resource" else classify.prompt_text(raw.messages)
-                outcome = Outcome(
-                    call_id, target, name, arguments, "result", "ok", text, None, False,
-                    None, None, None, started_at, duration, timeout, trace, True, attempt, backoff,
-                )  # fmt: skip
-        self.history.record(outcome)
-        return outcome
+                duration = (time.perf_counter() - t0) * 1000.0
+                if target == "tool":  # the hot path, kept inline
+                    content = classify.content_text(raw.content)
+                    is_error = bool(raw.is_error)
+                    kind, cause = classify.tool_result_cause(name, content, is_error, trace.logs)
+                    outcome = Outcome(
+                        call_id, target, name, arguments, kind, cause, content, raw.structured_content, is_error,
+                        None, None, None, started_at, duration, timeout, trace, True, attempt, backoff,
+                    )  # fmt: skip
+                else:
+                    text = classify.resource_text(raw.contents) if target == "resource" else classify.prompt_text(raw.messages)
+                    outcome = Outcome(
+                        call_id, target, name, arguments, "result", "ok", text, None, False,
+                        None, None, None, started_at, duration, timeout, trace, True, attempt, backoff,
+                    )  # fmt: skip
+            self.history.record(outcome)
+            return outcome
+        finally:
+            self._calls.discard(task)
 
     def _new_deadlines(self) -> Deadlines:
         self._deadlines = Deadlines(asyncio.get_running_loop())
@@ -246,6 +293,8 @@ class Engine:
         self, target: str, name: str, arguments: Mapping[str, Any] | None, timeout: float | None
     ) -> tuple[str, str, dict[str, Any] | None, float]:
         """Check a call before anything is sent; bad input raises here and records nothing."""
+        if self._closed:
+            raise RuntimeError(CLOSED)
         what = "uri" if target == "resource" else "name"
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"{what} must be a non-empty string, got {name!r}")

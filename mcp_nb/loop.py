@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import inspect
 import threading
 from typing import Any, Coroutine, TypeVar
 
@@ -41,7 +42,10 @@ class LoopThread:
                     # run_forever; the loop itself is fine, so keep serving calls.
                     continue
         finally:
-            loop.close()
+            try:
+                _cancel_remaining(loop)
+            finally:
+                loop.close()
 
     @property
     def thread(self) -> threading.Thread:
@@ -83,3 +87,28 @@ class LoopThread:
         if self.loop is not None and self._thread.is_alive():
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(timeout=5)
+
+
+def _cancel_remaining(loop: asyncio.AbstractEventLoop) -> None:
+    # What asyncio.run() does on its way out: a task left pending when the loop closes
+    # would leave whoever waits on it (a future in another thread) waiting forever.
+    # Cancelled, each call records itself as cancelled and its waiters get an answer.
+    tasks = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    if not tasks:
+        return
+    if any(_not_started(task) for task in tasks):
+        # Cancelled before its first line, a call could not record itself: a call
+        # submitted just before the stop gets one step first (to its first `await`).
+        loop.run_until_complete(asyncio.sleep(0))
+        tasks = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in tasks:
+        task.cancel()
+    try:
+        loop.run_until_complete(asyncio.wait(tasks, timeout=5))
+    except BaseException:  # noqa: BLE001 - stopping is best effort; the loop closes either way
+        pass
+
+
+def _not_started(task: asyncio.Task) -> bool:
+    coro = task.get_coro()
+    return inspect.iscoroutine(coro) and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED

@@ -1,6 +1,10 @@
 """The same calls from a plain thread, from asyncio, and from a cell with top-level await."""
 
 import asyncio
+import concurrent.futures
+import time
+
+import pytest
 
 import mcp_nb
 
@@ -35,6 +39,50 @@ def test_top_level_await_in_a_cell(shell):
     register()
     result = shell.run_cell("import mcp_nb\no = await mcp_nb.acall('add', {'a': 2, 'b': 3})\no.content")
     assert result.success and result.result == "5"
+
+
+def test_reset_cancels_calls_in_flight_and_the_old_engine_refuses_new_ones():
+    started = []
+
+    @mcp_nb.tool()
+    async def wait_long() -> str:
+        started.append(True)
+        await asyncio.sleep(60)
+        return "never"
+
+    old = mcp_nb.engine()
+    future = old.submit("tool", "wait_long")
+    deadline = time.monotonic() + 10
+    while not started and time.monotonic() < deadline:
+        time.sleep(0.01)
+    mcp_nb.reset()
+    # Before, the future of a call in flight stayed pending forever and nothing was recorded.
+    with pytest.raises(concurrent.futures.CancelledError):
+        future.result(timeout=10)
+    assert old.closed and not mcp_nb.engine().closed
+    assert old.history.to_frame()["cause"].astype(str).tolist() == ["cancelled"]
+    for face in (lambda: old.run("tool", "wait_long"), lambda: old.submit("tool", "wait_long")):
+        with pytest.raises(RuntimeError, match=r"closed by mcp_nb\.reset\(\)"):
+            face()
+    with pytest.raises(RuntimeError, match="closed"):
+        asyncio.run(old.arun("tool", "wait_long"))
+    assert len(old.history) == 1  # refused calls record nothing
+    register()
+    assert mcp_nb.call("add", {"a": 1, "b": 1}).content == "2"  # the new engine is unaffected
+
+
+def test_close_listeners_run_once_and_can_be_removed():
+    eng = mcp_nb.engine()
+    heard, removed = [], []
+    eng.on_close(lambda: heard.append(1))
+    eng.on_close(removed.append, remove=True)  # removing one never added is fine
+    listener = lambda: removed.append(1)  # noqa: E731
+    eng.on_close(listener)
+    eng.on_close(listener, remove=True)
+    eng.on_close(lambda: 1 / 0)  # a broken listener does not stop the reset
+    mcp_nb.reset()
+    eng.close()
+    assert heard == [1] and removed == []
 
 
 def test_server_is_the_sdk_server():

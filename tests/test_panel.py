@@ -22,8 +22,6 @@ from mcp_nb.widgets import Panel, show
 LONG = 60.0
 
 
-
-
 def shows(panel: Panel, *texts: str, limit: float = 10.0) -> str:
     """Wait until the outcome view holds every text; return it."""
     assert wait_until(lambda: all(t in panel.outcome.value for t in texts), limit), panel.outcome.value
@@ -241,6 +239,22 @@ def test_a_call_in_flight_leaves_the_kernel_free_and_can_be_cancelled(panel, gat
     assert not panel.call_button.disabled and panel.status.value == ""
     frame = mcp_nb.history().to_frame()
     assert frame["cause"].astype(str).tolist() == ["ok", "cancelled"]
+
+
+def test_after_a_reset_the_old_panel_says_so_and_sends_nothing(panel, gate):
+    old = panel.engine
+    panel.select("tool", "reindex")
+    future = click_call(panel)
+    mcp_nb.reset()  # the call in flight is cancelled as the old loop stops: nobody waits forever
+    assert wait_until(future.done)
+    html = shows(panel, "mcp-nb-badge mcp-nb-timeout", "cancelled")
+    settled(panel)
+    assert panel.call_button.disabled
+    assert "closed by mcp_nb.reset()" in panel.problems.value and "mcp_nb.panel()" in panel.problems.value
+    assert panel.call() is None
+    assert old.history.to_frame()["cause"].astype(str).tolist() == ["cancelled"]  # the call in flight; nothing since
+    assert len(mcp_nb.history()) == 0
+    assert "Cancelled by the caller" in html
 
 
 def test_an_outcome_is_dimmed_while_a_call_runs_and_under_another_entry(panel, gate):

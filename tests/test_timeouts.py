@@ -2,7 +2,6 @@
 
 import asyncio
 import threading
-import time
 
 import pytest
 from traitlets import TraitError

@@ -21,7 +21,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import ipywidgets as w
@@ -179,6 +179,7 @@ class Panel(w.VBox):
         settings.observe(self._default_timeout_changed, "timeout")
         engine.registry.subscribe(self.refresh)
         engine.history.subscribe(self._recorded)
+        engine.on_close(self._server_closed)
         self.refresh()
 
     # -- what the server offers --------------------------------------------------------------------
@@ -396,6 +397,9 @@ class Panel(w.VBox):
         """Send what is on screen (the Call button). Returns the call's future, or None if nothing was sent."""
         if self._future is not None:
             return None
+        if self.engine.closed:
+            self._server_closed()
+            return None
         try:
             target, name, arguments, timeout = self.request()
         except Invalid as err:
@@ -450,8 +454,21 @@ class Panel(w.VBox):
     def _idle(self) -> None:
         self._future = None
         self._running = False
-        self.call_button.disabled = self._current is None
+        self.call_button.disabled = self._current is None or self.engine.closed
         self.cancel_button.layout.display = "none"
+
+    def _server_closed(self) -> None:
+        # The engine's close listener (`mcp_nb.reset()`): this panel's server is gone. Its
+        # widgets stay on screen, the history tab included, but it offers no more calls.
+        try:
+            self._unsubscribe()
+            self._idle()
+            self.problems.value = problems_html(
+                "This panel's server was closed by mcp_nb.reset().",
+                ["Show a panel of the new server with mcp_nb.panel() (or %mcp_panel)."],
+            )
+        except Exception:
+            log.exception("the panel's close listener failed")
 
     def _recorded(self, outcome) -> None:
         # The history's listener, on the thread that recorded the call (mcp_nb's loop).
@@ -590,14 +607,19 @@ class Panel(w.VBox):
         if self.timeout.value == _seconds(change["old"]):
             self.timeout.value = _seconds(change["new"])
 
+    def _unsubscribe(self) -> None:
+        self.engine.registry.unsubscribe(self.refresh)
+        self.engine.history.unsubscribe(self._recorded)
+        self.engine.on_close(self._server_closed, remove=True)
+        with suppress(ValueError):  # already stopped observing
+            settings.unobserve(self._default_timeout_changed, "timeout")
+
     def close(self) -> None:
         """Stop listening to the server, the history and the settings, and close every widget."""
         if self._closed:
             return
         self._closed = True
-        self.engine.registry.unsubscribe(self.refresh)
-        self.engine.history.unsubscribe(self._recorded)
-        settings.unobserve(self._default_timeout_changed, "timeout")
+        self._unsubscribe()
         self.history_tab.close()
         for entry in self._entries.values():
             entry.form.close()

@@ -252,6 +252,9 @@ def test_after_a_reset_the_old_panel_says_so_and_sends_nothing(panel, gate):
     assert panel.call_button.disabled
     assert "closed by mcp_nb.reset()" in panel.problems.value and "mcp_nb.panel()" in panel.problems.value
     assert panel.call() is None
+    assert "replaced by mcp_nb.reset()" in panel.title.value
+    panel.select("tool", "get_author")  # choosing another entry does not turn Call back on
+    assert panel.call_button.disabled and panel.call() is None
     assert old.history.to_frame()["cause"].astype(str).tolist() == ["cancelled"]  # the call in flight; nothing since
     assert len(mcp_nb.history()) == 0
     assert "Cancelled by the caller" in html

@@ -33,6 +33,7 @@ from ..registry import Registration
 from .form import Form, Invalid, close_tree, dotted
 from .history_tab import HistoryTab
 from .style import (
+    ERROR,
     STYLESHEET,
     entry_html,
     kind_label,
@@ -276,7 +277,7 @@ class Panel(w.VBox):
             self.mode.tooltip = "a resource is read by its URI: it takes no arguments object" if resource else ""
             self._show_mode(entry.mode)
             self.call_button.description = {"tool": "Call", "resource": "Read", "prompt": "Get"}[registration.kind]
-            self.call_button.disabled = self._future is not None
+            self.call_button.disabled = self._future is not None or self.engine.closed
             self.problems.value = ""
             self._show_uri()
             self._render_outcome()
@@ -463,6 +464,8 @@ class Panel(w.VBox):
         try:
             self._unsubscribe()
             self._idle()
+            self.refresh()  # once more, for the title: it now says the server was replaced
+            self.status.value = ""
             self.problems.value = problems_html(
                 "This panel's server was closed by mcp_nb.reset().",
                 ["Show a panel of the new server with mcp_nb.panel() (or %mcp_panel)."],
@@ -656,10 +659,15 @@ def _title_html(engine, entries: list[Registration]) -> str:
     order = ("tool", "resource", "template", "prompt")
     parts = ", ".join(f"{counts[k]} {k}{'s' if counts[k] != 1 else ''}" for k in order if k in counts) or "nothing registered"
     name = html.escape(str(getattr(engine.server, "name", "mcp_nb")))
+    replaced = (
+        f' · <b class="mcp-nb-replaced" style="color:{ERROR}">replaced by mcp_nb.reset(): show a new panel</b>'
+        if engine.closed
+        else ""
+    )
     return (
         f'<div style="display:flex;align-items:baseline;gap:10px;margin:0 0 4px">'
         f'<b style="font-size:1.1em">MCP panel</b><span style="color:var(--jp-ui-font-color2,#59636e)">'
-        f"in-kernel server <code>{name}</code> · {parts}</span></div>"
+        f"in-kernel server <code>{name}</code> · {parts}{replaced}</span></div>"
     )
 
 

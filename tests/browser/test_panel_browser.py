@@ -82,6 +82,16 @@ def run_cell(page, text: str) -> None:
     page.keyboard.press("Shift+Enter")
 
 
+def run_new_cell(page, code: str) -> None:
+    """Add a cell below the last one, type `code` into it and run it, as a person would."""
+    page.locator(".jp-CodeCell").last.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Escape")  # command mode
+    page.keyboard.press("b")  # insert a cell below
+    page.keyboard.press("Enter")  # edit it
+    page.keyboard.type(code)
+    page.keyboard.press("Shift+Enter")
+
+
 def test_the_panel_calls_each_kind_of_tool_and_shows_each_outcome(page, lab, artifacts):
     open_and_run(page, lab)
     # A tool registered by a cell after the panel was shown is listed by itself.
@@ -216,3 +226,12 @@ def test_the_panel_calls_each_kind_of_tool_and_shows_each_outcome(page, lab, art
     assert "get_author" in text and "Frank Herbert (1 copies)" in text, text
     assert page.locator(f"{OUTCOME} .mcp-nb-badge.mcp-nb-result").count() == 1
     shot(page, artifacts, "14-history-loaded")
+
+    # A reset replaces the server: this panel says so, and Call is off for good.
+    run_new_cell(page, "import mcp_nb; mcp_nb.reset()")
+    page.locator(f"{PANEL} .mcp-nb-problems", has_text="closed by mcp_nb.reset()").wait_for()
+    assert page.locator(f"{PANEL} button.mcp-nb-call").is_disabled()
+    page.locator(f"{PANEL} .mcp-nb-replaced").wait_for()
+    pick(page, "tool reserve")  # another entry: Call stays off
+    assert page.locator(f"{PANEL} button.mcp-nb-call").is_disabled()
+    shot(page, artifacts, "15-after-reset")

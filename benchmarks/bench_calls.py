@@ -220,7 +220,8 @@ def main() -> None:
         print(f"{name:<7}hopped {e['median_us']['hopped']:.1f} us: hopped/raw {e['hopped/raw']:.2f}, "
               f"sync/hopped {e['sync/hopped']:.3f} (what mcp_nb adds to the sync face beyond the hop)")
     print(f"thread hop alone (empty coroutine via loop.run): {median(hops) * 1e6:.1f} us")
-    idle = machine()["cpuidle"]
+    host = machine()
+    idle = host["cpuidle"]
     if idle:
         # What a hop costs depends on how idle CPUs wait; say so next to the figure.
         print("idle CPUs here: " + ", ".join(f"{k} {v}" for k, v in idle.items()))
@@ -244,7 +245,7 @@ def main() -> None:
         "calls.json",
         {
             "benchmark": "calls",
-            "machine": machine(),
+            "machine": host,
             "rounds": args.rounds,
             "calls_per_round": args.calls,
             "tools": results,

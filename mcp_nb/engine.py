@@ -110,8 +110,8 @@ class Engine:
     def close(self) -> None:
         """Leave the client session (in its owner task), stop the loop thread, tell the listeners.
 
-        Calls still in flight are cancelled as the loop stops, so whoever waits for them
-        (a panel, a future) gets an answer instead of waiting forever.
+        Calls still in flight are cancelled first (and whatever is left as the loop stops),
+        so whoever waits for them (a panel, a future) gets an answer instead of waiting forever.
         """
         if self._closed:
             return

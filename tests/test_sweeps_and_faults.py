@@ -97,7 +97,9 @@ def test_cancelling_a_sweep_keeps_what_finished():
     future.cancel()  # what a kernel interrupt does to a sync sweep
     assert sweep.finished.wait(10)
     frame = sweep.frame(interrupted=True)
-    assert frame["i"].tolist() == [0, 1, 2, 3]
+    # Every call that was made has its row: the four that finished, the four cancelled in flight.
+    assert frame["i"].tolist() == list(range(8))
+    assert frame["cause"].tolist() == ["ok"] * 4 + ["cancelled"] * 4
     assert frame.attrs["interrupted"] and frame.attrs["completed"] == 4
     history = mcp_nb.history().to_frame()
     assert (history["cause"].astype(str) == "ok").sum() == 4
@@ -125,7 +127,8 @@ def test_sync_sweep_returns_partial_results_on_interrupt(monkeypatch):
 
     monkeypatch.setattr(concurrent.futures.Future, "result", interrupting_result)
     frame = mcp_nb.sweep("step", {"i": list(range(6))}, concurrency=6, progress=False)
-    assert frame["i"].tolist() == [0, 1, 2] and frame.attrs["interrupted"]
+    assert frame["cause"].tolist() == ["ok"] * 3 + ["cancelled"] * 3 and frame.attrs["interrupted"]
+    assert frame.attrs["completed"] == 3
 
 
 def test_progress_bar_counts_every_call(capsys):

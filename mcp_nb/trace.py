@@ -116,14 +116,20 @@ class HandlerExit(RuntimeError):
     GeneratorExit, one of its own): reported as a crash, not obeyed."""
 
 
-def _contained(exc: BaseException) -> BaseException:
+def _contained(exc: BaseException, in_task: bool) -> BaseException:
     # The SDK answers an `Exception` from a handler; anything else (`sys.exit()`, a
     # KeyboardInterrupt, a BaseException subclass of the tool's own) would escape the
     # request, the call, and mcp_nb's loop. Wrapped, it is a crash like any other, with
-    # the original in the traceback. Cancellation is the one BaseException that must
-    # stay what it is: it is how deadlines and interrupts stop a handler.
-    if isinstance(exc, Exception) or isinstance(exc, asyncio.CancelledError):
+    # the original in the traceback. A real cancellation is the one BaseException that
+    # must stay what it is: it is how deadlines and interrupts stop a handler. It can only
+    # reach a handler running in a task that is being cancelled; one a handler raises by
+    # itself (or in a worker thread, which nothing can cancel) is a crash.
+    if isinstance(exc, Exception):
         return exc
+    if isinstance(exc, asyncio.CancelledError) and in_task:
+        task = asyncio.current_task()
+        if task is None or task.cancelling():
+            return exc
     wrapped = HandlerExit(f"the handler raised {type(exc).__name__}({', '.join(map(repr, exc.args))})")
     wrapped.__cause__ = exc
     return wrapped
@@ -263,7 +269,7 @@ def probe(
             try:
                 value = await _Stepped(run(trace, args, kwargs), named, trace, fn)
             except BaseException as exc:
-                exc = _contained(exc)
+                exc = _contained(exc, in_task=True)
                 if trace is not None:
                     trace.ended(exc)
                 raise exc
@@ -287,7 +293,7 @@ def probe(
                 raise_fault(injected.draw(kwargs), label)
             value = fn(*args, **kwargs)
         except BaseException as exc:
-            exc = _contained(exc)
+            exc = _contained(exc, in_task=False)
             if trace is not None:
                 trace.ended(exc)
             raise exc
@@ -302,60 +308,24 @@ def probe(
 # -- log records: filed under the call they belong to, and the user's logging left alone ----------
 
 # The SDK's INFO records carry half of the error model (a ToolError's "Tool 'x' failed"),
-# so they must be created. This level (just below INFO) is mcp_nb's mark on the SDK's
+# so they must be made. This level (just below INFO) is mcp_nb's mark on the SDK's
 # logger: it is only ever set where the user set no level, and recognised as not theirs.
 OWN_LEVEL = logging.INFO - 1
 
 
-def _file_record(record: logging.LogRecord) -> None:
-    trace = CURRENT_TRACE.get()
-    if trace is not None:
-        trace.add(log_from_record(record))
+def _is_sdk(name: str) -> bool:
+    return name == SDK_LOGGER or name.startswith(SDK_LOGGER + ".")
 
 
-class _RecordFiler:
-    """A log record factory that files every record created during a call under that call.
+class _UsersLevel(logging.Filter):
+    """Lets an SDK record on only where the user's own configuration would have made it.
 
-    A factory sees the records of every logger (the SDK's, the tool's own, the root's)
-    without a handler anywhere, so the root logger keeps no handler of mcp_nb's: the
-    user's `logging.basicConfig()` works, and records outside calls go where they would
-    have gone without mcp_nb. It wraps whatever factory was there before.
+    Records below that level exist only because of `OWN_LEVEL`, for the call's log; past
+    this filter (on the logger that made them) nobody sees them, as without mcp_nb.
     """
 
-    def __init__(self, inner: Callable[..., logging.LogRecord]) -> None:
-        self.inner = inner
-
-    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
-        record = self.inner(*args, **kwargs)
-        if CURRENT_TRACE.get() is not None:
-            _file_record(record)
-        return record
-
-
-class _SdkGate(logging.Handler):
-    """Passes the SDK's records on as plain propagation would have, minus the stderr fallback.
-
-    The SDK's logger stops propagating (so records created only because of `OWN_LEVEL`
-    reach nobody); this handler hands each record to the root logger's handlers when the
-    level the user's own configuration gives it lets it through. What it never does is
-    fall back to stderr when the user configured nothing: a crash of an in-kernel tool is
-    shown on the call's Outcome, not as stray lines in the cell.
-    """
-
-    def emit(self, record: logging.LogRecord) -> None:
-        sdk = logging.getLogger(SDK_LOGGER)
-        if sdk.propagate:  # the user turned propagation back on: their records flow as usual
-            return
-        if record.levelno < _plain_level(record.name):
-            return
-        for handler in logging.getLogger().handlers:
-            if record.levelno >= handler.level:
-                handler.handle(record)
-
-    def handle(self, record: logging.LogRecord) -> bool:
-        # No lock of our own: each handler we hand the record to takes its own.
-        self.emit(record)
-        return True
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= _plain_level(record.name)
 
 
 def _plain_level(name: str) -> int:
@@ -369,7 +339,42 @@ def _plain_level(name: str) -> int:
     return logging.WARNING
 
 
-_gate = _SdkGate()
+_users_level = _UsersLevel()
+_live: logging.Formatter | None = None  # set while show_server_logs is on
+
+
+class _RecordFiler:
+    """A log record factory: files every record made during a call under that call.
+
+    A factory sees the records of every logger (the SDK's, the tool's own, the root's)
+    when they are made, without a handler anywhere, so the root logger keeps no handler
+    of mcp_nb's: the user's `logging.basicConfig()` works, and their records go where
+    they would have gone without mcp_nb. It wraps whatever factory was there before.
+    It also puts `_UsersLevel` on each SDK logger the first time one makes a record (the
+    filter runs after the factory, so none is missed), and prints the SDK's records live
+    when `show_server_logs` is on.
+    """
+
+    def __init__(self, inner: Callable[..., logging.LogRecord]) -> None:
+        self.inner = inner
+
+    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = self.inner(*args, **kwargs)
+        trace = CURRENT_TRACE.get()
+        if trace is not None:
+            trace.add(log_from_record(record))
+        if _is_sdk(record.name):
+            logger = logging.getLogger(record.name)
+            if _users_level not in logger.filters:
+                logger.addFilter(_users_level)
+            live = _live
+            if live is not None:
+                import sys
+
+                print(live.format(record), file=sys.stderr)
+        return record
+
+
 _installed = False
 _install_lock = threading.Lock()
 
@@ -386,25 +391,15 @@ def install_log_capture() -> None:
         sdk = logging.getLogger(SDK_LOGGER)
         if sdk.level == logging.NOTSET:
             sdk.setLevel(OWN_LEVEL)
-        if _gate not in sdk.handlers:
-            sdk.addHandler(_gate)
-        sdk.propagate = False
+        # What a library adds to its own top logger: with no handler configured anywhere,
+        # a crash of an in-kernel tool is shown on its Outcome, not printed as stray lines
+        # in the cell by logging's last-resort handler.
+        if not any(isinstance(h, logging.NullHandler) for h in sdk.handlers):
+            sdk.addHandler(logging.NullHandler())
         _installed = True
-
-
-_live: logging.Handler | None = None
 
 
 def show_live_logs(enabled: bool) -> None:
     """Print the SDK's records as they happen, in addition to capturing them."""
     global _live
-    sdk = logging.getLogger(SDK_LOGGER)
-    if enabled and _live is None:
-        import sys
-
-        _live = logging.StreamHandler(sys.stderr)
-        _live.setFormatter(logging.Formatter("[mcp server] %(levelname)s %(name)s: %(message)s"))
-        sdk.addHandler(_live)
-    elif not enabled and _live is not None:
-        sdk.removeHandler(_live)
-        _live = None
+    _live = logging.Formatter("[mcp server] %(levelname)s %(name)s: %(message)s") if enabled else None

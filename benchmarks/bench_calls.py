@@ -7,8 +7,9 @@ machine lands on all of them alike:
 
   raw      `await client.call_tool(name, {})` with a plain `mcp.Client`, on mcp_nb's loop thread
   sync     `mcp_nb.call(name, {})` from ordinary code: includes the hop to the loop thread and back
-  in-loop  `await engine.perform("tool", name, {}, 30.0)` on mcp_nb's loop: what mcp_nb adds
-           per call (trace, deadline, classification, Outcome, history) without the hop
+  in-loop  `await engine.prepare("tool", name, {}, 30.0).run()` on mcp_nb's loop: what mcp_nb
+           adds per call (the Call, trace, deadline, classification, Outcome, history) without
+           the hop, as sweeps make calls
   hopped   the raw SDK call, but each one submitted from this thread to the loop thread and
            waited for: the floor for any sync face over a loop thread (read `sync` against it)
 
@@ -76,7 +77,7 @@ def in_loop(name: str, n: int) -> float:
     async def loop() -> float:
         t0 = time.perf_counter()
         for _ in range(n):
-            await eng.perform("tool", name, {}, 30.0)
+            await eng.prepare("tool", name, {}, 30.0).run()
         return (time.perf_counter() - t0) / n
 
     return eng.loop.run(loop())
@@ -97,7 +98,7 @@ def hop(n: int) -> float:
 
 def hopped(name: str, n: int) -> float:
     eng = mcp_nb.engine()
-    client = eng._client  # mcp_nb's own connected session: a plain SDK client, used bare here
+    client = eng.loop.run(eng.connection.ready())  # mcp_nb's own session: a plain SDK client, used bare here
     run = eng.loop.run
     t0 = time.perf_counter()
     for _ in range(n):
@@ -127,7 +128,7 @@ def paired_in_loop(name: str, pairs: int, n: int) -> dict:
             async def mcp_nb_block() -> float:
                 t0 = time.perf_counter()
                 for _ in range(n):
-                    await eng.perform("tool", name, {}, 30.0)
+                    await eng.prepare("tool", name, {}, 30.0).run()
                 return (time.perf_counter() - t0) / n
 
             await raw_block()

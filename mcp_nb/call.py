@@ -58,7 +58,7 @@ class Call:
     """One call: what was asked, its attempts, and the Outcomes they recorded."""
 
     __slots__ = (
-        "id", "target", "name", "arguments", "timeout", "rule", "parent", "depth", "engine",
+        "id", "target", "name", "arguments", "timeout", "rule", "parent", "depth", "engine", "connection",
         "attempt", "backoff", "trace", "started", "t0", "task", "outcome", "expected_by",
         "_future", "_lock", "_settled", "_ended", "_cancel_asked", "_phase", "children",
     )  # fmt: skip
@@ -72,8 +72,10 @@ class Call:
         timeout: float,
         rule: Any = None,
         parent: Call | None = None,
+        connection: Any = None,
     ) -> None:
-        self.engine = engine
+        self.engine = engine  # the loop, the deadlines, the history, the calls in flight
+        self.connection = connection if connection is not None else engine.connection  # the server it talks to
         self.id = next(_ids)
         self.target = target
         self.name = name
@@ -170,7 +172,7 @@ class Call:
 
     async def _send(self) -> Outcome:
         task = self.task
-        connection = self.engine.connection
+        connection = self.connection
         # Session set-up is mcp_nb's business, not the request's: it happens before the
         # request's clock starts (in-process it cannot hang).
         try:
@@ -292,7 +294,7 @@ class Call:
         message = TIMED_OUT.format(seconds=self.timeout, method=METHODS[self.target]) + note
         return self._outcome(
             "timeout", "deadline", self._elapsed_ms(), code=REQUEST_TIMEOUT, message=message,
-            observed=self.engine.connection.observes(self.target, self.name),
+            observed=self.connection.observes(self.target, self.name),
         )  # fmt: skip
 
     def _cancelled(self) -> Outcome:
@@ -300,7 +302,7 @@ class Call:
         return self._outcome(
             "timeout", "cancelled", elapsed, code=REQUEST_CANCELLED,
             message=f"Cancelled by the caller after {elapsed / 1000:.3g}s",
-            observed=self.engine.connection.observes(self.target, self.name),
+            observed=self.connection.observes(self.target, self.name),
         )  # fmt: skip
 
     def _unsent(self, attempt: int) -> Outcome:

@@ -253,21 +253,18 @@ def probe(
 
     if inspect.iscoroutinefunction(fn):
 
-        async def run(trace: ServerTrace | None, args: tuple, kwargs: dict) -> Any:
-            injected = faults() if faults is not None else None
-            if injected is not None:
-                if injected.latency:
-                    await asyncio.sleep(injected.latency)
-                raise_fault(injected.draw(kwargs), label)
-            return await fn(*args, **kwargs)
-
         @functools.wraps(fn)
         async def probed_async(*args: Any, **kwargs: Any) -> Any:
             trace = CURRENT_TRACE.get()
             if trace is not None:
                 trace.started()
             try:
-                value = await _Stepped(run(trace, args, kwargs), named, trace, fn)
+                injected = faults() if faults is not None else None
+                if injected is not None:
+                    if injected.latency:
+                        await asyncio.sleep(injected.latency)
+                    raise_fault(injected.draw(kwargs), label)
+                value = await _Stepped(fn(*args, **kwargs), named, trace, fn)
             except BaseException as exc:
                 exc = _contained(exc, in_task=True)
                 if trace is not None:

@@ -81,8 +81,11 @@ class McpMagics(Magics, SharedTraits):
                 check_tool_name(fname)
         namespace = self.shell.user_ns
         with restoring(namespace, fname):
-            # Compiled under a cached file name, so tracebacks show the cell's lines.
-            exec(compile(source, self.shell.compile.cache(source), "exec"), namespace)
+            # Compiled as IPython compiles a cell: under a cached file name (tracebacks show the
+            # cell's lines), with the user's __future__ imports and not this module's.
+            compiler = self.shell.compile
+            filename = compiler.cache(source)
+            exec(compiler(compiler.ast_parse(source, filename), filename, "exec"), namespace)
             with usage_errors():
                 return register(defined_function(namespace, fname))
 

@@ -24,6 +24,7 @@ from mcp.shared.uri_template import UriTemplate
 from mcp_types import ToolAnnotations
 
 from .faults import Faults
+from .signatures import check_function, sdk_refusals
 from .trace import probe
 
 KINDS = ("tool", "resource", "prompt")
@@ -123,13 +124,14 @@ class Registry:
         annotations: dict[str, bool] | None = None,
         inject: Faults | None = None,
     ) -> Registration:
-        _require_function(fn)
+        _require_function(fn, "tool")
         name = check_tool_name(name or fn.__name__)
         hints, chosen = _annotations(annotations)
         faults = self.faults
-        tool = Tool.from_function(
-            probe(fn, lambda: faults.get(name), name), name=name, title=title, description=description or inspect.getdoc(fn), annotations=hints
-        )
+        with sdk_refusals(fn, "tool"):
+            tool = Tool.from_function(
+                probe(fn, lambda: faults.get(name), name), name=name, title=title, description=description or inspect.getdoc(fn), annotations=hints
+            )
         with self._lock:
             replaced = name in self._tools._tools
             self._tools._tools[name] = tool
@@ -166,7 +168,7 @@ class Registry:
         description: str | None = None,
         mime_type: str | None = None,
     ) -> Registration:
-        _require_function(fn)
+        _require_function(fn, "resource")
         template = check_uri(uri)
         with self._lock:
             # The SDK's decorator holds the checks (template variables against parameters,
@@ -175,9 +177,10 @@ class Registry:
             old_static = self._resources._resources.pop(uri, None)
             old_template = self._resources._templates.get(uri)
             try:
-                self.server.resource(
-                    uri, name=name, title=title, description=description or inspect.getdoc(fn), mime_type=mime_type
-                )(probe(fn))
+                with sdk_refusals(fn, "resource"):
+                    self.server.resource(
+                        uri, name=name, title=title, description=description or inspect.getdoc(fn), mime_type=mime_type
+                    )(probe(fn))
             except Exception:
                 if old_static is not None:
                     self._resources._resources[uri] = old_static
@@ -211,9 +214,10 @@ class Registry:
         title: str | None = None,
         description: str | None = None,
     ) -> Registration:
-        _require_function(fn)
+        _require_function(fn, "prompt")
         name = check_tool_name(name or fn.__name__)
-        prompt = Prompt.from_function(probe(fn), name=name, title=title, description=description or inspect.getdoc(fn))
+        with sdk_refusals(fn, "prompt"):
+            prompt = Prompt.from_function(probe(fn), name=name, title=title, description=description or inspect.getdoc(fn))
         with self._lock:
             replaced = name in self._prompts._prompts
             self._prompts._prompts[name] = prompt
@@ -372,11 +376,9 @@ def _probed(fn: Any) -> bool:
     return bool(getattr(fn, "__mcp_nb_probe__", False))
 
 
-def _require_function(fn: Any) -> None:
-    if not callable(fn) or inspect.isclass(fn):
-        raise TypeError(f"expected a function, got {type(fn).__name__}")
-    if getattr(fn, "__name__", "") == "<lambda>":
-        raise TypeError("a lambda cannot be registered; give the function a name with `def`")
+def _require_function(fn: Any, kind: str) -> None:
+    # Before anything changes: a function the SDK would misread is refused in one line.
+    check_function(fn, kind)
 
 
 def _template_schema(template: UriTemplate) -> dict[str, Any]:

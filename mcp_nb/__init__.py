@@ -236,7 +236,7 @@ def inject(name: str, faults: Faults | str | Mapping[str, Any] | None) -> Faults
 
 def panel(engine: Engine | None = None):
     """The client panel: pick a tool, resource or prompt, fill in the form built from its
-    schema, call it, and see the outcome and the history (needs ipywidgets: `mcp_nb[lab]`)."""
+    schema, call it, and see the outcome and the history (ipywidgets, imported on first use)."""
     from .widgets import show
 
     return show(engine)

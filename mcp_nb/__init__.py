@@ -89,14 +89,14 @@ def tool(
     idempotent: bool = False,
     destructive: bool = False,
     open_world: bool = False,
-    inject: Faults | str | None = None,
+    inject: Faults | str | Mapping[str, Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: register the function as a tool, replacing any tool of the same name.
 
-    `inject`: faults to inject on purpose (see `mcp_nb.inject`).
+    `inject`: faults to inject on purpose, spelled as for `mcp_nb.inject`.
     """
     flags = {"read_only": read_only, "idempotent": idempotent, "destructive": destructive, "open_world": open_world}
-    faults = Faults.parse(inject) if isinstance(inject, str) else inject
+    faults = None if inject is None else Faults.from_spec(inject)
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         engine().registry.add_tool(fn, name=name, title=title, description=description, annotations=flags, inject=faults)
@@ -231,18 +231,12 @@ def inject(name: str, faults: Faults | str | Mapping[str, Any] | None) -> Faults
     of the same, or a `Faults`. Injected faults raise the way real ones do, so they
     classify the same way; with a seed they are reproducible.
     """
-    if isinstance(faults, str):
-        faults = Faults.parse(faults)
-    elif isinstance(faults, Mapping):
-        faults = Faults(**faults)
-    elif faults is not None and not isinstance(faults, Faults):
-        raise TypeError(f"faults must be a spec string, a dict, a Faults or None, got {type(faults).__name__}")
-    return engine().registry.inject(name, faults)
+    return engine().registry.inject(name, None if faults is None else Faults.from_spec(faults))
 
 
 def panel(engine: Engine | None = None):
     """The client panel: pick a tool, resource or prompt, fill in the form built from its
-    schema, call it, and see the outcome and the history (needs ipywidgets: `mcp_nb[lab]`)."""
+    schema, call it, and see the outcome and the history (ipywidgets, imported on first use)."""
     from .widgets import show
 
     return show(engine)

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from typing import Any
+
+from .lines import LineError, split
 
 _OPTION = re.compile(r"--([a-z][a-z-]*)(?:=(\S+))?$")
 
 
-class ArgumentsError(ValueError):
+class ArgumentsError(LineError):
     """A one-line description of what is wrong with the line."""
 
 
@@ -24,35 +25,38 @@ def parse_call_line(line: str, options: tuple[str, ...] = ("timeout",), takes_ar
     """Split `NAME [JSON | key=value ...] [--option VALUE ...]` into its three parts.
 
     Returns the name, then either the decoded JSON object or the raw key=value text
-    (a string), then the options.
+    (a string), then the options. The words are split by `lines.split`: a trailing
+    `# comment` is dropped, and JSON (the object, or a value after `key=`) is kept as typed.
     """
-    text = line.strip()
-    if not text:
+    try:
+        words = split(line, keep_json=takes_arguments)
+    except LineError as err:
+        raise ArgumentsError(str(err)) from None
+    if not words:
         raise ArgumentsError("missing the name to call")
-    name, _, rest = text.partition(" ")
+    name, rest = words[0], words[1:]
     if name.startswith("-"):
         raise ArgumentsError(f"the name comes first, got option {name!r}")
-    rest = rest.strip()
+    if name.startswith(("{", "[")):
+        raise ArgumentsError("the name comes first, then the JSON arguments")
     payload: str | dict = ""
-    if rest.startswith("{"):
+    if rest and rest[0].startswith("["):
+        raise ArgumentsError("JSON arguments must be an object ({...}), not an array")
+    if rest and rest[0].startswith("{"):
         try:
-            decoded, end = json.JSONDecoder().raw_decode(rest)
+            decoded = json.loads(rest[0])
         except json.JSONDecodeError as err:
             raise ArgumentsError(f"invalid JSON arguments: {err.msg} at column {err.colno}") from None
+        except RecursionError:
+            raise ArgumentsError("invalid JSON arguments: nested too deeply") from None
         if not isinstance(decoded, dict):
             raise ArgumentsError("JSON arguments must be an object")
-        payload, rest = decoded, rest[end:]
-    elif rest.startswith("["):
-        raise ArgumentsError("JSON arguments must be an object ({...}), not an array")
-    try:
-        tokens = shlex.split(rest)
-    except ValueError as err:
-        raise ArgumentsError(f"cannot split the arguments: {err}") from None
+        payload, rest = decoded, rest[1:]
     found: dict[str, str] = {}
     pairs: list[str] = []
     i = 0
-    while i < len(tokens):
-        token = tokens[i]
+    while i < len(rest):
+        token = rest[i]
         match = _OPTION.match(token)
         if match:
             key = match.group(1)
@@ -61,9 +65,9 @@ def parse_call_line(line: str, options: tuple[str, ...] = ("timeout",), takes_ar
                 raise ArgumentsError(f"unknown option --{key} (known: {known})")
             value = match.group(2)
             if value is None:
-                if i + 1 >= len(tokens):
+                if i + 1 >= len(rest):
                     raise ArgumentsError(f"--{key} needs a value")
-                value = tokens[i + 1]
+                value = rest[i + 1]
                 i += 1
             found[key] = value
         elif isinstance(payload, dict):

@@ -11,36 +11,52 @@ outcomes whatever order its concurrent calls arrive in.
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import random
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 INJECTED_CODE = -32050  # an application code (-32000..-32099): "busy, try again"
 KINDS = ("tool_error", "crash", "protocol_error")
+FIELDS = ("latency", *KINDS, "seed")
+# Long enough for any deadline worth teaching with; short enough that the worker thread a
+# sync tool sleeps in comes back (time.sleep itself overflows near 1e10 s).
+MAX_LATENCY = 3600.0
 
 
-@dataclass
+@dataclass(frozen=True)
 class Faults:
+    """Faults to inject, checked when made and never changed after: a value, equal to another
+    when it describes the same faults (what a seeded spec has drawn so far is not part of it)."""
+
     latency: float = 0.0  # seconds added before the handler runs
     tool_error: float = 0.0  # probability of raising ToolError
     crash: float = 0.0  # probability of raising an ordinary exception
     protocol_error: float = 0.0  # probability of raising MCPError(INJECTED_CODE)
     seed: int | None = None
-    _seen: dict[str, int] = field(default_factory=dict, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _seen: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.latency, (int, float)) or isinstance(self.latency, bool) or self.latency < 0:
-            raise ValueError(f"latency must be a number of seconds >= 0, got {self.latency!r}")
+        latency = _finite("latency", self.latency)
+        if not 0 <= latency <= MAX_LATENCY:
+            raise ValueError(f"latency must be seconds between 0 and {MAX_LATENCY:g}, got {self.latency!r}")
+        object.__setattr__(self, "latency", latency)
         for kind in KINDS:
-            p = getattr(self, kind)
-            if not isinstance(p, (int, float)) or isinstance(p, bool) or not 0 <= p <= 1:
-                raise ValueError(f"{kind} must be a probability between 0 and 1, got {p!r}")
-        if self.tool_error + self.crash + self.protocol_error > 1:
+            p = _finite(kind, getattr(self, kind))
+            if not 0 <= p <= 1:
+                raise ValueError(f"{kind} must be a probability between 0 and 1, got {getattr(self, kind)!r}")
+            object.__setattr__(self, kind, p)
+        # A little slack, so that 0.7 + 0.2 + 0.1 (0.9999999999999999 or 1.0000000000000002) is 1.
+        if self.tool_error + self.crash + self.protocol_error > 1 + 1e-9:
             raise ValueError("the fault probabilities add up to more than 1")
-        if self.seed is not None and (not isinstance(self.seed, int) or isinstance(self.seed, bool)):
-            raise ValueError(f"seed must be an integer, got {self.seed!r}")
+        if self.seed is not None:
+            if not isinstance(self.seed, numbers.Integral) or isinstance(self.seed, bool):
+                raise ValueError(f"seed must be a whole number, got {self.seed!r}")
+            object.__setattr__(self, "seed", int(self.seed))
 
     @classmethod
     def parse(cls, spec: str) -> Faults:
@@ -51,13 +67,28 @@ class Faults:
             key = key.strip()
             if not sep:
                 raise ValueError(f"expected key=value in the fault spec, got {part!r}")
-            if key not in ("latency", "seed", *KINDS):
-                raise ValueError(f"unknown fault {key!r}; known: latency, tool_error, crash, protocol_error, seed")
+            _known(key)
+            if key in values:
+                raise ValueError(f"{key} is given twice in the fault spec")
             try:
                 values[key] = int(raw) if key == "seed" else float(raw)
             except ValueError:
-                raise ValueError(f"{key} takes a number, got {raw!r}") from None
+                kind = "a whole number" if key == "seed" else "a number"
+                raise ValueError(f"{key} takes {kind}, got {raw.strip()!r}") from None
         return cls(**values)
+
+    @classmethod
+    def from_spec(cls, spec: Faults | str | Mapping[str, Any]) -> Faults:
+        """Faults from any spelling a user may give: a Faults, a spec string or a dict of the same."""
+        if isinstance(spec, Faults):
+            return spec
+        if isinstance(spec, str):
+            return cls.parse(spec)
+        if isinstance(spec, Mapping):
+            for key in spec:
+                _known(key)
+            return cls(**spec)
+        raise TypeError(f"faults must be a spec string, a dict, a Faults or None, got {type(spec).__name__}")
 
     def describe(self) -> str:
         parts = [f"latency={self.latency:g}"] if self.latency else []
@@ -101,3 +132,18 @@ def raise_fault(kind: str | None, tool: str) -> None:
 
 class InjectedCrash(RuntimeError):
     """An ordinary exception, as an unexpected bug would raise."""
+
+
+def _known(key: Any) -> None:
+    # Only the public fields: `_seen` and `_lock` are the spec's own bookkeeping.
+    if key not in FIELDS:
+        raise ValueError(f"unknown fault {key!r}; known: {', '.join(FIELDS)}")
+
+
+def _finite(name: str, value: Any) -> float:
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return number

@@ -1,6 +1,9 @@
 """The IPython face: thin magics that parse a line and hand plain values to the API.
 
-User mistakes become one-line `UsageError`s and change nothing. The magics class is
+Every magic gets its line as typed (`no_var_expand`: `{title}` in a URI template and
+`$` in JSON are never IPython variables) and splits it by the same rules (`lines.py`:
+shell quoting, JSON kept whole, a trailing `# comment` dropped). User mistakes become
+one-line `UsageError`s and change nothing. The magics class is
 also the traitlets `Configurable` users know from JupySQL: `%config McpMagics` lists
 the settings, `%config McpMagics.timeout = 10` sets one, and it is the same setting
 `mcp_nb.configure(timeout=10)` changes.
@@ -13,7 +16,7 @@ from typing import Iterator
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 from traitlets import link
 
 import mcp_nb
@@ -23,6 +26,7 @@ from .cells import CellError, defined_function, function_name, restoring
 from .config import CONFIGURABLE, SharedTraits, settings
 from .faults import Faults
 from .history import summarize
+from .lines import split
 from .registry import check_tool_name, check_uri
 from .retry import Retry
 
@@ -39,12 +43,18 @@ def usage_errors() -> Iterator[None]:
 
 
 def _parse(magic, line: str):
-    """`parse_argstring`, with the quotes IPython's splitter leaves on values removed."""
-    args = parse_argstring(magic, line)
-    for key, value in vars(args).items():
-        if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            setattr(args, key, value[1:-1])
-    return args
+    """The magic's options from its line, split by the rules every mcp_nb magic shares
+    (`lines.split`: shell quoting, a trailing `# comment` dropped)."""
+    with usage_errors():
+        words = split(line)
+    return magic.parser.parse_args(words)  # its errors are UsageErrors already
+
+
+def _no_arguments(magic: str, line: str) -> None:
+    with usage_errors():
+        words = split(line)
+    if words:
+        raise UsageError(f"%{magic} takes no arguments")
 
 
 @magics_class
@@ -71,11 +81,15 @@ class McpMagics(Magics, SharedTraits):
                 check_tool_name(fname)
         namespace = self.shell.user_ns
         with restoring(namespace, fname):
-            # Compiled under a cached file name, so tracebacks show the cell's lines.
-            exec(compile(source, self.shell.compile.cache(source), "exec"), namespace)
+            # Compiled as IPython compiles a cell: under a cached file name (tracebacks show the
+            # cell's lines), with the user's __future__ imports and not this module's.
+            compiler = self.shell.compile
+            filename = compiler.cache(source)
+            exec(compiler(compiler.ast_parse(source, filename), filename, "exec"), namespace)
             with usage_errors():
                 return register(defined_function(namespace, fname))
 
+    @no_var_expand
     @cell_magic
     @magic_arguments()
     @argument("--name", help="tool name (default: the function's name)")
@@ -117,6 +131,7 @@ class McpMagics(Magics, SharedTraits):
             validate_default_name=args.name is None,
         )
 
+    @no_var_expand
     @cell_magic
     @magic_arguments()
     @argument("uri", help="a URI (books://catalog) or a URI template (books://{title})")
@@ -143,6 +158,7 @@ class McpMagics(Magics, SharedTraits):
             validate_default_name=False,
         )
 
+    @no_var_expand
     @cell_magic
     @magic_arguments()
     @argument("--name", help="prompt name (default: the function's name)")
@@ -166,16 +182,17 @@ class McpMagics(Magics, SharedTraits):
             validate_default_name=args.name is None,
         )
 
+    @no_var_expand
     @line_magic
     def mcp_list(self, line: str):
         """Show what is registered: one row per tool, resource and prompt.
 
             %mcp_list
         """
-        if line.strip():
-            raise UsageError("%mcp_list takes no arguments")
+        _no_arguments("mcp_list", line)
         return mcp_nb.registered()
 
+    @no_var_expand
     @line_magic
     @magic_arguments()
     @argument("key", help="tool or prompt name, or resource URI")
@@ -246,6 +263,7 @@ class McpMagics(Magics, SharedTraits):
         """
         return self._call("prompt", line)
 
+    @no_var_expand
     @line_magic
     def mcp_panel(self, line: str):
         """Show the client panel: pick, fill in and call the server's tools, resources and
@@ -253,10 +271,10 @@ class McpMagics(Magics, SharedTraits):
 
             %mcp_panel
         """
-        if line.strip():
-            raise UsageError("%mcp_panel takes no arguments")
+        _no_arguments("mcp_panel", line)
         return mcp_nb.panel()
 
+    @no_var_expand
     @line_magic
     @magic_arguments()
     @argument("--summary", action="store_true", help="counts per name and outcome, with totals")

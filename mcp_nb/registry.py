@@ -25,6 +25,7 @@ from mcp_types import ToolAnnotations
 
 from . import sdk_compat
 from .faults import Faults
+from .signatures import check_function, sdk_refusals
 from .trace import probe
 
 KINDS = ("tool", "resource", "prompt")
@@ -126,17 +127,18 @@ class Registry:
         annotations: dict[str, bool] | None = None,
         inject: Faults | None = None,
     ) -> Registration:
-        _require_function(fn)
+        _require_function(fn, "tool")
         name = check_tool_name(name or fn.__name__)
         hints, chosen = _annotations(annotations)
         faults = self.faults
-        tool = Tool.from_function(
-            probe(fn, lambda: faults.get(name), name, "tool"),
-            name=name,
-            title=title,
-            description=description or inspect.getdoc(fn),
-            annotations=hints,
-        )
+        with sdk_refusals(fn, "tool"):
+            tool = Tool.from_function(
+                probe(fn, lambda: faults.get(name), name, "tool"),
+                name=name,
+                title=title,
+                description=description or inspect.getdoc(fn),
+                annotations=hints,
+            )
         with self._lock:
             replaced = name in self._tools
             self._tools[name] = tool
@@ -173,18 +175,19 @@ class Registry:
         description: str | None = None,
         mime_type: str | None = None,
     ) -> Registration:
-        _require_function(fn)
+        _require_function(fn, "resource")
         template = check_uri(uri)
         # Built first (the SDK's decorator checks template variables against parameters),
         # then swapped in with one assignment: a reader never finds the URI missing.
-        built = sdk_compat.build_resource(
-            probe(fn, label=uri, kind="resource"),
-            uri,
-            name=name,
-            title=title,
-            description=description or inspect.getdoc(fn),
-            mime_type=mime_type,
-        )
+        with sdk_refusals(fn, "resource"):
+            built = sdk_compat.build_resource(
+                probe(fn, label=uri, kind="resource"),
+                uri,
+                name=name,
+                title=title,
+                description=description or inspect.getdoc(fn),
+                mime_type=mime_type,
+            )
         with self._lock:
             installed, other = (self._templates, self._resources) if sdk_compat.is_template(built) else (self._resources, self._templates)
             replaced = uri in installed or uri in other
@@ -215,11 +218,12 @@ class Registry:
         title: str | None = None,
         description: str | None = None,
     ) -> Registration:
-        _require_function(fn)
+        _require_function(fn, "prompt")
         name = check_tool_name(name or fn.__name__)
-        prompt = Prompt.from_function(
-            probe(fn, label=name, kind="prompt"), name=name, title=title, description=description or inspect.getdoc(fn)
-        )
+        with sdk_refusals(fn, "prompt"):
+            prompt = Prompt.from_function(
+                probe(fn, label=name, kind="prompt"), name=name, title=title, description=description or inspect.getdoc(fn)
+            )
         with self._lock:
             replaced = name in self._prompts
             self._prompts[name] = prompt
@@ -378,11 +382,9 @@ def _probed(fn: Any) -> bool:
     return bool(getattr(fn, "__mcp_nb_probe__", False))
 
 
-def _require_function(fn: Any) -> None:
-    if not callable(fn) or inspect.isclass(fn):
-        raise TypeError(f"expected a function, got {type(fn).__name__}")
-    if getattr(fn, "__name__", "") == "<lambda>":
-        raise TypeError("a lambda cannot be registered; give the function a name with `def`")
+def _require_function(fn: Any, kind: str) -> None:
+    # Before anything changes: a function the SDK would misread is refused in one line.
+    check_function(fn, kind)
 
 
 def _template_schema(template: UriTemplate) -> dict[str, Any]:

@@ -24,22 +24,50 @@ from .retry import Retry
 RESULT_COLUMNS = ["call_id", "attempt", "outcome", "cause", "duration_ms", "content", "code", "message"]
 
 
+GRID_RULE = "a grid is a dict of value lists, a DataFrame, or a list of argument dicts"
+
+
 def argument_sets(grid: Mapping[str, Iterable[Any]] | pd.DataFrame | Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """A grid (every combination of the listed values), a DataFrame (one call per row, empty
-    cells left out), or an iterable of argument dicts, as a list of argument dicts."""
+    cells left out), or an iterable of argument dicts, as a list of argument dicts.
+
+    Anything else raises TypeError (ValueError for a DataFrame with a repeated column),
+    saying what a grid must be, before any call is made."""
     if isinstance(grid, pd.DataFrame):
+        for column in grid.columns:
+            if not isinstance(column, str):
+                raise TypeError(f"argument names are strings; the DataFrame has column {column!r}")
+        repeated = grid.columns[grid.columns.duplicated()]
+        if len(repeated):
+            raise ValueError(f"the DataFrame has the column {repeated[0]!r} twice")
         return [{k: v for k, v in row.items() if not _missing(v)} for row in grid.to_dict("records")]
     if isinstance(grid, Mapping):
-        names = list(grid)
         values = []
-        for name in names:
-            options = grid[name]
-            if isinstance(options, (str, bytes)) or not isinstance(options, Iterable):
-                raise TypeError(f"grid values must be lists of values; {name!r} is {type(options).__name__}")
+        for name, options in grid.items():
+            if not isinstance(name, str):
+                raise TypeError(f"argument names are strings; the grid has {name!r}")
+            if isinstance(options, (str, bytes, Mapping)) or not isinstance(options, Iterable):
+                raise TypeError(f"grid values must be lists of values to try; {name!r} is {_a(options)}")
             values.append(list(options))
-        return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*values)]
-    sets = [dict(item) for item in grid]
+        return [dict(zip(grid, combo, strict=True)) for combo in itertools.product(*values)]
+    if isinstance(grid, (str, bytes, pd.Series)) or not isinstance(grid, Iterable):
+        raise TypeError(f"{GRID_RULE}, not {_a(grid)}")
+    sets = []
+    for i, item in enumerate(grid):
+        if not isinstance(item, Mapping):
+            raise TypeError(f"{GRID_RULE}: item {i} is {type(item).__name__}")
+        for name in item:
+            if not isinstance(name, str):
+                raise TypeError(f"argument names are strings; item {i} has {name!r}")
+        sets.append(dict(item))
     return sets
+
+
+def _a(value: Any) -> str:
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    return f"an {name}" if name[:1].lower() in "aeiou" else f"a {name}"
 
 
 def _missing(value: Any) -> bool:

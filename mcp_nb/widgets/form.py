@@ -1,15 +1,15 @@
-"""An input schema to a form: one small function per schema kind, one dispatch.
+"""An input schema to a form: one small builder per schema kind, one dispatch.
 
 The shape is ipywidgets' `interaction.py` (abbreviation -> widget), for JSON Schema:
-`field_for` looks at a schema, `kind_of` names its kind, and `MAPPERS` holds one
-builder per kind. Each builder returns a `Field`: a widget, `value()` to read what is
-on screen as the JSON value to send, and `load(value)` to put a value back (a call
-from the history).
+`field_for` resolves a schema, `kind_of` names its kind, and `MAPPERS` maps each kind
+straight to its builder. Every builder takes `(schema, ctx, path, required, depth)` and
+returns a `Field`: a widget, `value()` to read what is on screen as the JSON value to
+send, and `load(value)` to put a value back (a call from the history).
 
-The ctx are what the MCP SDK builds from a signature (pydantic's JSON Schema):
-`X | None` is `anyOf [X, null]`, models are `$ref`s into `$defs`, tuples are
-`prefixItems`, `object` is `{}`. Whatever has no builder becomes a JSON field for
-that one value, so every schema gets a form.
+The schemas are the ones the MCP SDK builds from a function's signature, which is
+pydantic's JSON Schema: `X | None` is `anyOf [X, null]`, models are `$ref`s into
+`$defs`, tuples are `prefixItems`, `object` is `{}`. A schema with no builder becomes a
+JSON field for that one value, so every schema gets a form.
 
 Two rules hold for every field (docs/panel.md has the full table):
 
@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping
 
 import ipywidgets as w
 
-from ..display import COLOURS, schema_type
+from ..display import BORDER, ERROR, MUTED, schema_type
 
 
 class _Omit:
@@ -77,9 +77,6 @@ def css_name(path: Path) -> str:
     return "mcp-nb-field-" + ("-".join(re.sub(r"[^A-Za-z0-9_]", "_", str(p)) for p in path) or "root")
 
 
-_MUTED = "var(--jp-ui-font-color2, #59636e)"
-_ERROR = COLOURS["protocol_error"]
-_MONO = "var(--jp-code-font-family, ui-monospace, SFMono-Regular, Menlo, monospace)"
 _LONG_TEXT = 70  # characters per row before a text field grows another row
 _MAX_ROWS = 12
 _DEPTH = 12  # nested objects deeper than this (a recursive model) become JSON fields
@@ -266,11 +263,12 @@ class Field:
 
     kind = "json"
 
-    def __init__(self, schema: dict[str, Any], path: Path, required: bool, ctx: Context) -> None:
+    def __init__(self, schema: dict[str, Any], ctx: Context, path: Path, required: bool, depth: int = 0) -> None:
         self.schema = schema
         self.ctx = ctx
         self.path = path
         self.required = required
+        self.depth = depth
         self.widget: w.Widget
         self._listeners: list[Callable[[], None]] = []
 
@@ -334,8 +332,8 @@ class TextField(Field):
 
     kind = "string"
 
-    def __init__(self, schema, path, required, ctx) -> None:
-        super().__init__(schema, path, required, ctx)
+    def __init__(self, schema, ctx, path, required, depth=0) -> None:
+        super().__init__(schema, ctx, path, required, depth)
         looks = ctx.looks
         short = schema.get("maxLength", 1_000_000) <= _LONG_TEXT or "format" in schema or "pattern" in schema
         hint = schema.get("format") or "text"
@@ -389,8 +387,8 @@ class NumberField(Field):
 
     kind = "number"
 
-    def __init__(self, schema, path, required, ctx) -> None:
-        super().__init__(schema, path, required, ctx)
+    def __init__(self, schema, ctx, path, required, depth=0) -> None:
+        super().__init__(schema, ctx, path, required, depth)
         self.integer = schema.get("type") == "integer" or (isinstance(schema.get("type"), list) and "integer" in schema["type"])
         bounds = self.bounds_text()
         hint = ("integer" if self.integer else "number") + (f", {bounds}" if bounds else "")
@@ -446,6 +444,15 @@ class NumberField(Field):
 _NOT_SENT = "— not sent —"
 
 
+def choices(schema: Mapping[str, Any]) -> list[Any]:
+    """The fixed values a schema allows: its enum, its const, or true and false."""
+    if "enum" in schema:
+        return list(schema["enum"])
+    if "const" in schema:
+        return [schema["const"]]
+    return [True, False] if schema.get("type") == "boolean" else []
+
+
 class ChoiceField(Field):
     """A dropdown over fixed values: an enum, a const, or an optional boolean.
 
@@ -455,11 +462,9 @@ class ChoiceField(Field):
 
     kind = "enum"
 
-    def __init__(self, schema, path, required, ctx, values: list[Any] | None = None) -> None:
-        super().__init__(schema, path, required, ctx)
-        if values is None:
-            values = list(schema["enum"]) if "enum" in schema else [schema["const"]]
-        self.values = values
+    def __init__(self, schema, ctx, path, required, depth=0) -> None:
+        super().__init__(schema, ctx, path, required, depth)
+        self.values = values = choices(schema)
         self.offset = 0 if required else 1
         labels = ([] if required else [_NOT_SENT]) + [_show(v) for v in values]
         self.widget = w.Dropdown(
@@ -500,8 +505,8 @@ class BooleanField(Field):
 
     kind = "boolean"
 
-    def __init__(self, schema, path, required, ctx) -> None:
-        super().__init__(schema, path, required, ctx)
+    def __init__(self, schema, ctx, path, required, depth=0) -> None:
+        super().__init__(schema, ctx, path, required, depth)
         self.widget = w.Checkbox(
             value=self._default() is True, indent=False, layout=ctx.looks.fit_layout(), style=ctx.looks.checkbox_style()
         )
@@ -529,9 +534,9 @@ class MultiSelectField(Field):
 
     kind = "multiselect"
 
-    def __init__(self, schema, path, required, ctx, values: list[Any]) -> None:
-        super().__init__(schema, path, required, ctx)
-        self.values = values
+    def __init__(self, schema, ctx, path, required, depth=0) -> None:
+        super().__init__(schema, ctx, path, required, depth)
+        self.values = values = choices(ctx.resolve(schema["items"]))
         self.widget = w.SelectMultiple(
             options=[(_show(v), i) for i, v in enumerate(values)],
             rows=min(len(values), 6),
@@ -576,8 +581,8 @@ class JsonField(Field):
 
     kind = "json"
 
-    def __init__(self, schema, path, required, ctx) -> None:
-        super().__init__(schema, path, required, ctx)
+    def __init__(self, schema, ctx, path, required, depth=0) -> None:
+        super().__init__(schema, ctx, path, required, depth)
         self.widget = w.Textarea(
             placeholder=_placeholder(schema, "JSON value"), rows=1, layout=ctx.looks.input_layout(), style=ctx.looks.text_style()
         )
@@ -611,7 +616,7 @@ class NullableField(Field):
     """`X | None`: the field for X, and a toggle that sends an explicit null instead."""
 
     def __init__(self, inner: Field) -> None:
-        super().__init__(inner.schema, inner.path, inner.required, inner.ctx)
+        super().__init__(inner.schema, inner.ctx, inner.path, inner.required, inner.depth)
         self.inner = inner
         self.kind = inner.kind
         self.null = w.ToggleButton(
@@ -660,10 +665,8 @@ class ArrayField(Field):
 
     kind = "array"
 
-    def __init__(self, schema, path, required, ctx: Context, depth: int) -> None:
-        super().__init__(schema, path, required, ctx)
-        self.ctx = ctx
-        self.depth = depth
+    def __init__(self, schema, ctx, path, required, depth=0) -> None:
+        super().__init__(schema, ctx, path, required, depth)
         self.items_schema = schema["items"]
         self.items: list[Field] = []
         self.rows = w.VBox(layout=w.Layout(width="100%"))
@@ -755,9 +758,8 @@ class ObjectField(Field):
 
     kind = "object"
 
-    def __init__(self, schema, path, required, ctx: Context, depth: int, nullable: bool = False, root: bool = False) -> None:
-        super().__init__(schema, path, required, ctx)
-        self.depth = depth
+    def __init__(self, schema, ctx, path, required, depth=0, nullable: bool = False, root: bool = False) -> None:
+        super().__init__(schema, ctx, path, required, depth)
         self.root = root
         self.fields: dict[str, Field] = {}
         self.labels: dict[str, w.HTML] = {}
@@ -806,7 +808,7 @@ class ObjectField(Field):
                 grid_gap="6px 12px",
                 align_items="flex-start",
                 padding="0" if self.root else "2px 0 2px 10px",
-                border_left="" if self.root else "2px solid var(--jp-border-color2, #d1d9e0)",
+                border_left="" if self.root else f"2px solid {BORDER}",
             ),
         )
         defaults = self._default()
@@ -916,63 +918,41 @@ def label_html(name: str, schema: Mapping[str, Any], required: bool, root: Mappi
     ):
         if key in schema:
             bounds.append(f"{what} {schema[key]}")
-    star = f' <span title="required" style="color:{_ERROR}">*</span>' if required else ""
+    star = f' <span title="required" style="color:{ERROR}">*</span>' if required else ""
     parts = [
         f'<div style="line-height:1.3"><code style="font-weight:600;background:none;padding:0">{html.escape(name)}</code>{star}'
-        f' <span style="color:{_MUTED};font-size:0.85em">{html.escape(kind)}'
+        f' <span style="color:{MUTED};font-size:0.85em">{html.escape(kind)}'
         + (f" · {html.escape(', '.join(bounds))}" if bounds else "")
         + "</span>"
     ]
     if schema.get("description"):
         parts.append(
-            f'<div style="color:{_MUTED};font-size:0.85em;white-space:normal">{html.escape(schema["description"])}</div>'
+            f'<div style="color:{MUTED};font-size:0.85em;white-space:normal">{html.escape(schema["description"])}</div>'
         )
     if problem:
-        parts.append(f'<div class="mcp-nb-problem" style="color:{_ERROR};font-size:0.85em">{html.escape(problem)}</div>')
+        parts.append(f'<div class="mcp-nb-problem" style="color:{ERROR};font-size:0.85em">{html.escape(problem)}</div>')
     return "".join(parts) + "</div>"
 
 
 # -- the dispatch --------------------------------------------------------------------------------
 
 
-def string_field(schema, ctx, path, required, depth) -> Field:
-    return TextField(schema, path, required, ctx)
-
-
-def number_field(schema, ctx, path, required, depth) -> Field:
-    return NumberField(schema, path, required, ctx)
-
-
-def boolean_field(schema, ctx, path, required, depth) -> Field:
+def boolean_field(schema, ctx, path, required, depth=0) -> Field:
+    """A checkbox, or a choice when "not sent" must be possible (optional, no default)."""
     if required or isinstance(schema.get("default"), bool):
-        return BooleanField(schema, path, required, ctx)
-    return ChoiceField(schema, path, required, ctx, values=[True, False])  # optional, no default: "not sent" is a choice
+        return BooleanField(schema, ctx, path, required, depth)
+    return ChoiceField(schema, ctx, path, required, depth)
 
 
-def enum_field(schema, ctx, path, required, depth) -> Field:
-    return ChoiceField(schema, path, required, ctx)
-
-
-def multiselect_field(schema, ctx, path, required, depth) -> Field:
-    return MultiSelectField(schema, path, required, ctx, list(ctx.resolve(schema["items"])["enum"]))
-
-
-def array_field(schema, ctx, path, required, depth) -> Field:
-    return ArrayField(schema, path, required, ctx, depth)
-
-
-def json_field(schema, ctx, path, required, depth) -> Field:
-    return JsonField(schema, path, required, ctx)
-
-
-MAPPERS: dict[str, Callable[..., Field]] = {
-    "string": string_field,
-    "number": number_field,
+# Every builder takes (schema, ctx, path, required, depth), so the table maps straight to them.
+MAPPERS: dict[str, Callable[[dict[str, Any], Context, Path, bool, int], Field]] = {
+    "string": TextField,
+    "number": NumberField,
     "boolean": boolean_field,
-    "enum": enum_field,
-    "multiselect": multiselect_field,
-    "array": array_field,
-    "json": json_field,
+    "enum": ChoiceField,
+    "multiselect": MultiSelectField,
+    "array": ArrayField,
+    "json": JsonField,
 }
 
 
@@ -984,7 +964,7 @@ def field_for(schema: Mapping[str, Any], ctx: Context, path: Path, required: boo
     if kind == "object" and depth >= _DEPTH:
         kind = "json"
     if kind == "object":  # objects say null and "not sent" with their own switch
-        return ObjectField(inner, path, required, ctx, depth, nullable=nullable)
+        return ObjectField(inner, ctx, path, required, depth, nullable=nullable)
     field = MAPPERS[kind](inner, ctx, path, required, depth)
     return NullableField(field) if nullable else field
 
@@ -1001,10 +981,10 @@ class Form:
         resolved = ctx.resolve(schema)
         self.root: ObjectField | None = None
         if resolved.get("properties"):
-            self.root = ObjectField(resolved, (), True, ctx, 0, root=True)
+            self.root = ObjectField(resolved, ctx, (), True, root=True)
             self.widget = self.root.widget
         else:
-            self.widget = w.HTML(f'<span style="color:{_MUTED}">no arguments</span>')
+            self.widget = w.HTML(f'<span style="color:{MUTED}">no arguments</span>')
         self.widget.add_class("mcp-nb-form")
 
     @property

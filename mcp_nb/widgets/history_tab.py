@@ -19,10 +19,10 @@ from typing import Any, Callable
 import ipywidgets as w
 import pandas as pd
 
-from ..display import COLOURS, badge, compact_json
+from ..display import BORDER, COLOURS, MUTED, badge, compact_json
 from ..outcome import OUTCOMES, Outcome
 from .form import close_tree
-from .style import BORDER, MUTED, note_html
+from .style import note_html
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from typing import Any
 import ipywidgets as w
 
 from ..config import check_timeout, settings
-from ..display import outcome_html
+from ..display import MUTED, outcome_html
 from ..outcome import Outcome
 from ..registry import Registration
 from .form import Form, Invalid, close_tree, dotted
@@ -666,7 +666,7 @@ def _title_html(engine, entries: list[Registration]) -> str:
     )
     return (
         f'<div style="display:flex;align-items:baseline;gap:10px;margin:0 0 4px">'
-        f'<b style="font-size:1.1em">MCP panel</b><span style="color:var(--jp-ui-font-color2,#59636e)">'
+        f'<b style="font-size:1.1em">MCP panel</b><span style="color:{MUTED}">'
         f"in-kernel server <code>{name}</code> · {parts}{replaced}</span></div>"
     )
 

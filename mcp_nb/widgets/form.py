@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
+from decimal import Decimal, InvalidOperation
 from typing import Any, Callable, Mapping
 
 import ipywidgets as w
@@ -167,16 +169,19 @@ class Context:
         self.root = root
         self.looks = Looks()
 
-    def resolve(self, schema: Mapping[str, Any]) -> dict[str, Any]:
-        """Follow `$ref`s and single-member `allOf`s; keywords next to them win (a default, a description)."""
-        schema = dict(schema)
+    def resolve(self, schema: Any) -> dict[str, Any]:
+        """Follow `$ref`s and single-member `allOf`s; keywords next to them win (a default, a description).
+
+        The result is `readable`: every keyword the builders read has the shape they expect.
+        """
+        schema = readable(schema)
         for _ in range(_DEPTH):
             if "$ref" in schema:
                 target = self._pointer(schema.pop("$ref"))
-                schema = {**target, **schema}
-            elif isinstance(schema.get("allOf"), list) and len(schema["allOf"]) == 1:
+                schema = readable({**target, **schema})
+            elif len(schema.get("allOf", ())) == 1:
                 (only,) = schema.pop("allOf")
-                schema = {**only, **schema}
+                schema = readable({**only, **schema})
             else:
                 break
         return schema
@@ -191,6 +196,90 @@ class Context:
                 return {}
             node = node[part]
         return dict(node) if isinstance(node, Mapping) else {}
+
+
+# -- reading a schema whatever its shape -----------------------------------------------------------
+#
+# A server may publish any JSON Schema, and a keyword of an unexpected shape (`"minimum":
+# null`, `"enum": "a"`, `"required": true`) must not break the form: a keyword the form
+# cannot read is left out of what it reads (the server still checks what is sent). Each
+# keyword the builders read is listed here with the shape they expect.
+
+
+def _real(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+_SHAPES: dict[str, Callable[[Any], bool]] = {
+    "minimum": _real,
+    "maximum": _real,
+    "exclusiveMinimum": _real,
+    "exclusiveMaximum": _real,
+    "multipleOf": lambda v: _real(v) and v > 0,
+    "minLength": _count,
+    "maxLength": _count,
+    "minItems": _count,
+    "maxItems": _count,
+    "enum": lambda v: isinstance(v, list),
+    "prefixItems": lambda v: isinstance(v, list),
+    "properties": lambda v: isinstance(v, Mapping),
+    "$ref": lambda v: isinstance(v, str),
+    "format": lambda v: isinstance(v, str),
+    "pattern": lambda v: isinstance(v, str),
+    "description": lambda v: isinstance(v, str),
+    "title": lambda v: isinstance(v, str),
+}
+
+
+def readable(schema: Any, depth: int = 0) -> dict[str, Any]:
+    """A copy of `schema` holding only keywords of the shape the form reads.
+
+    `true` and `false` are schemas too (anything, nothing). The subschemas a label
+    describes (`items`, `anyOf`...) are made readable as well; `properties` are made
+    readable one at a time, when their fields are built.
+    """
+    if schema is False:
+        return {"not": {}}
+    if not isinstance(schema, Mapping):
+        return {}  # `true`, or something that is no schema at all: anything goes
+    out = dict(schema)
+    # Draft 4 wrote an exclusive limit as a flag on `minimum`/`maximum`.
+    for limit, exclusive in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
+        if isinstance(out.get(exclusive), bool):
+            if out.pop(exclusive) and limit in out:
+                out[exclusive] = out.pop(limit)
+    for key, fits in _SHAPES.items():
+        if key in out and not fits(out[key]):
+            del out[key]
+    kind = out.get("type")
+    if "type" in out and not isinstance(kind, str):
+        kinds = [k for k in kind if isinstance(k, str)] if isinstance(kind, list) else []
+        if kinds:
+            out["type"] = kinds
+        else:
+            del out["type"]
+    if "required" in out:
+        required = out["required"]
+        out["required"] = [n for n in required if isinstance(n, str)] if isinstance(required, list) else []
+    if "items" in out:
+        items = out["items"]
+        if isinstance(items, (Mapping, bool)) and depth < _DEPTH:
+            out["items"] = readable(items, depth + 1)
+        else:
+            del out["items"]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in out:
+            members = out[key] if isinstance(out[key], list) and depth < _DEPTH else []
+            members = [readable(m, depth + 1) for m in members if isinstance(m, (Mapping, bool))]
+            if members:
+                out[key] = members
+            else:
+                del out[key]
+    return out
 
 
 _ANNOTATIONS = ("default", "description", "title", "examples")
@@ -376,13 +465,39 @@ _INTEGER = re.compile(r"[+-]?\d+")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
+_LIMITS: tuple[tuple[str, str, Callable[[Any, Any], bool]], ...] = (
+    ("minimum", "≥", lambda n, limit: n >= limit),
+    ("exclusiveMinimum", ">", lambda n, limit: n > limit),
+    ("maximum", "≤", lambda n, limit: n <= limit),
+    ("exclusiveMaximum", "<", lambda n, limit: n < limit),
+)
+
+
+def number_limits(schema: Mapping[str, Any]) -> list[str]:
+    """A number's limits as a person reads them: `≥ 1`, `< 5`, `multiple of 0.5`."""
+    limits = [f"{says} {_show(schema[key])}" for key, says, _ in _LIMITS if key in schema]
+    if "multipleOf" in schema:
+        limits.append(f"multiple of {_show(schema['multipleOf'])}")
+    return limits
+
+
+def _multiple(text: str, step: float) -> bool:
+    """Whether the number typed is a multiple of `step`, in decimal: 0.3 is a multiple of 0.1
+    to a person and to pydantic (which allows for float error), though not in binary."""
+    try:
+        return Decimal(text) % Decimal(repr(step)) == 0
+    except (InvalidOperation, ValueError):  # beyond Decimal's precision: let the server judge
+        return True
+
+
 class NumberField(Field):
     """An integer or a number, typed as text so an optional one can be empty.
 
     The text is parsed as JSON would be: `3` sends 3, `3.0` sends 3.0. An integer field
-    rejects decimals and exponents rather than rounding them; a value outside
-    minimum/maximum is reported, not clamped, so what is sent is what is on screen.
-    (The raw-JSON mode sends anything, for watching the server reject it.)
+    rejects decimals and exponents rather than rounding them; a value outside its limits
+    (minimum, maximum, exclusive or not, multipleOf) is reported, not clamped, so what is
+    sent is what is on screen. (The raw-JSON mode sends anything, for watching the server
+    reject it.)
     """
 
     kind = "number"
@@ -390,8 +505,7 @@ class NumberField(Field):
     def __init__(self, schema, ctx, path, required, depth=0) -> None:
         super().__init__(schema, ctx, path, required, depth)
         self.integer = schema.get("type") == "integer" or (isinstance(schema.get("type"), list) and "integer" in schema["type"])
-        bounds = self.bounds_text()
-        hint = ("integer" if self.integer else "number") + (f", {bounds}" if bounds else "")
+        hint = ", ".join(["integer" if self.integer else "number", *number_limits(schema)])
         self.widget = w.Text(
             placeholder=_placeholder(schema, hint), layout=ctx.looks.input_layout(), style=ctx.looks.text_style()
         )
@@ -400,12 +514,6 @@ class NumberField(Field):
         if isinstance(default, (int, float)) and not isinstance(default, bool):
             self.widget.value = _show(default)
         self.widget.observe(self.changed, "value")
-
-    def bounds_text(self) -> str:
-        s = self.schema
-        low = ("≥ ", s["minimum"]) if "minimum" in s else ("> ", s["exclusiveMinimum"]) if "exclusiveMinimum" in s else None
-        high = ("≤ ", s["maximum"]) if "maximum" in s else ("< ", s["exclusiveMaximum"]) if "exclusiveMaximum" in s else None
-        return ", ".join(op + _show(v) for op, v in (low, high) if op is not None and v is not None) if low or high else ""
 
     def read(self) -> Any:
         text = self.widget.value.strip()
@@ -421,15 +529,12 @@ class NumberField(Field):
             number = int(text) if _INTEGER.fullmatch(text) else float(text)
             if number in (float("inf"), float("-inf")):
                 raise ValueError(f"{text!r} is too large for JSON")
-        s = self.schema
-        if "minimum" in s and number < s["minimum"]:
-            raise ValueError(f"must be ≥ {_show(s['minimum'])}")
-        if "exclusiveMinimum" in s and number <= s["exclusiveMinimum"]:
-            raise ValueError(f"must be > {_show(s['exclusiveMinimum'])}")
-        if "maximum" in s and number > s["maximum"]:
-            raise ValueError(f"must be ≤ {_show(s['maximum'])}")
-        if "exclusiveMaximum" in s and number >= s["exclusiveMaximum"]:
-            raise ValueError(f"must be < {_show(s['exclusiveMaximum'])}")
+        for key, says, holds in _LIMITS:
+            if key in self.schema and not holds(number, self.schema[key]):
+                raise ValueError(f"must be {says} {_show(self.schema[key])}")
+        step = self.schema.get("multipleOf")
+        if step is not None and not _multiple(text, step):
+            raise ValueError(f"must be a multiple of {_show(step)}")
         return number
 
     def load(self, value: Any) -> None:
@@ -905,19 +1010,21 @@ class ObjectField(Field):
 def label_html(name: str, schema: Mapping[str, Any], required: bool, root: Mapping[str, Any], problem: str | None = None) -> str:
     """Name, type and description of one property, and what is wrong with its value."""
     # The dropdown lists an enum's values; the label only says it is one.
+    schema = readable(schema)
     kind = re.sub(r"enum\([^)]*\)", "enum", schema_type(schema, dict(root)))
-    bounds = []
-    for key, op in (("minimum", "≥"), ("exclusiveMinimum", ">"), ("maximum", "≤"), ("exclusiveMaximum", "<")):
-        if key in schema:
-            bounds.append(f"{op} {_show(schema[key])}")
+    # The limits of `X | None` are X's.
+    variants = schema.get("anyOf") or schema.get("oneOf") or []
+    values = [v for v in variants if v.get("type") != "null"]
+    limited = values[0] if len(values) == 1 < len(variants) else schema
+    bounds = number_limits(limited)
     for key, what in (
         ("minLength", "min length"),
         ("maxLength", "max length"),
         ("minItems", "min items"),
         ("maxItems", "max items"),
     ):
-        if key in schema:
-            bounds.append(f"{what} {schema[key]}")
+        if key in limited:
+            bounds.append(f"{what} {limited[key]}")
     star = f' <span title="required" style="color:{ERROR}">*</span>' if required else ""
     parts = [
         f'<div style="line-height:1.3"><code style="font-weight:600;background:none;padding:0">{html.escape(name)}</code>{star}'

@@ -161,13 +161,23 @@ def close_tree(widget: w.Widget) -> None:
     widget.close()
 
 
+# What wraps each widget callback of a form: (what it does, the function) to the callback.
+# A form on its own uses the function as it is; the panel passes its guard.
+Callback = Callable[[str, Callable[..., Any]], Callable[..., Any]]
+
+
+def _as_is(what: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    return fn
+
+
 class Context:
     """What the fields of one form share: the root schema (for `$ref`s into `$defs`, or the
     older `definitions`) and the widget looks."""
 
-    def __init__(self, root: Mapping[str, Any]) -> None:
+    def __init__(self, root: Mapping[str, Any], callback: Callback | None = None) -> None:
         self.root = root
         self.looks = Looks()
+        self.callback = callback or _as_is
 
     def resolve(self, schema: Any) -> dict[str, Any]:
         """Follow `$ref`s and single-member `allOf`s; keywords next to them win (a default, a description).
@@ -388,6 +398,10 @@ class Field:
     def on_change(self, listener: Callable[[], None]) -> None:
         self._listeners.append(listener)
 
+    def callback(self, doing: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """`fn` as a widget callback, through the form's wrapper (the panel's guard)."""
+        return self.ctx.callback(f"{doing} ({dotted(self.path)})", fn)
+
     def changed(self, _change: Any = None) -> None:
         for listener in self._listeners:
             listener()
@@ -434,12 +448,12 @@ class TextField(Field):
             self.widget = w.Textarea(
                 placeholder=_placeholder(schema, hint), rows=1, layout=looks.input_layout(), style=looks.text_style()
             )
-            self.widget.observe(self._grow, "value")
+            self.widget.observe(self.callback("typing", self._grow), "value")
         self.widget.add_class(css_name(path)).add_class("mcp-nb-string")
         default = self._default()
         if isinstance(default, str):
             self.widget.value = default
-        self.widget.observe(self.changed, "value")
+        self.widget.observe(self.callback("typing", self.changed), "value")
 
     def _grow(self, change) -> None:
         rows = _rows_for(change["new"])
@@ -513,7 +527,7 @@ class NumberField(Field):
         default = self._default()
         if isinstance(default, (int, float)) and not isinstance(default, bool):
             self.widget.value = _show(default)
-        self.widget.observe(self.changed, "value")
+        self.widget.observe(self.callback("typing", self.changed), "value")
 
     def read(self) -> Any:
         text = self.widget.value.strip()
@@ -583,7 +597,7 @@ class ChoiceField(Field):
             self.load(self._default())
         except ValueError:
             self.load(OMIT)  # a default that is not one of the values: leave the choice open
-        self.widget.observe(self.changed, "index")
+        self.widget.observe(self.callback("choosing", self.changed), "index")
 
     def read(self) -> Any:
         index = self.widget.index
@@ -616,7 +630,7 @@ class BooleanField(Field):
             value=self._default() is True, indent=False, layout=ctx.looks.fit_layout(), style=ctx.looks.checkbox_style()
         )
         self.widget.add_class(css_name(path)).add_class("mcp-nb-boolean")
-        self.widget.observe(self.changed, "value")
+        self.widget.observe(self.callback("ticking", self.changed), "value")
 
     def read(self) -> Any:
         return self.widget.value
@@ -655,7 +669,7 @@ class MultiSelectField(Field):
                 self.load(default)
             except ValueError:
                 pass
-        self.widget.observe(self.changed, "value")
+        self.widget.observe(self.callback("choosing", self.changed), "value")
 
     def read(self) -> Any:
         chosen = sorted(self.widget.value)
@@ -696,8 +710,8 @@ class JsonField(Field):
         if default is not OMIT and default is not None:
             self.widget.value = json.dumps(default, ensure_ascii=False)
             self.widget.rows = _rows_for(self.widget.value)
-        self.widget.observe(self._grow, "value")
-        self.widget.observe(self.changed, "value")
+        self.widget.observe(self.callback("typing", self._grow), "value")
+        self.widget.observe(self.callback("typing", self.changed), "value")
 
     def _grow(self, change) -> None:
         rows = _rows_for(change["new"])
@@ -734,11 +748,15 @@ class NullableField(Field):
         self.null.add_class("mcp-nb-null").add_class(css_name(inner.path) + "-null")
         self.widget = w.HBox([inner.widget, self.null], layout=w.Layout(width="100%", align_items="flex-start"))
         inner.widget.layout.flex = "1 1 auto"
-        self.null.observe(self._toggled, "value")
+        self.null.observe(self.callback("switching null", self._toggled), "value")
         inner.on_change(self.changed)
 
     def _toggled(self, change) -> None:
-        self.inner.set_enabled(not change["new"])
+        try:
+            self.inner.set_enabled(not change["new"])
+        except BaseException:
+            self.null.value = change["old"]  # the toggle says what is sent
+            raise
         self.changed()
 
     def read(self) -> Any:
@@ -777,7 +795,7 @@ class ArrayField(Field):
         self.rows = w.VBox(layout=w.Layout(width="100%"))
         self.add = w.Button(description="add item", icon="plus", layout=ctx.looks.button_layout(), style=ctx.looks.button_style())
         self.add.add_class("mcp-nb-add").add_class(css_name(path) + "-add")
-        self.add.on_click(lambda _: self._append())
+        self.add.on_click(self.callback("adding an item", lambda _: self._append()))
         self.widget = w.VBox([self.rows, self.add], layout=w.Layout(width="100%"))
         self.widget.add_class(css_name(path)).add_class("mcp-nb-array")
         default = self._default()
@@ -795,7 +813,7 @@ class ArrayField(Field):
         remove = _icon_button("trash", "remove this item", "mcp-nb-remove", self.ctx.looks)
         row = w.HBox([item.widget, remove], layout=w.Layout(width="100%", align_items="flex-start"))
         item.widget.layout.flex = "1 1 auto"
-        remove.on_click(lambda _: self._remove(item, row))
+        remove.on_click(self.callback("removing an item", lambda _: self._remove(item, row)))
         self.items.append(item)
         self.rows.children = (*self.rows.children, row)
         self.changed()
@@ -878,7 +896,7 @@ class ObjectField(Field):
             self.state.add_class("mcp-nb-state").add_class(css_name(path) + "-state")
             self.body = w.VBox(layout=w.Layout(width="100%"))
             self.widget = w.VBox([self.state, self.body], layout=w.Layout(width="100%"))
-            self.state.observe(self._state_changed, "value")
+            self.state.observe(self.callback("switching", self._state_changed), "value")
             if start == _STATE_SET:
                 self._build()
         else:
@@ -892,19 +910,30 @@ class ObjectField(Field):
             return
         required = set(self.schema.get("required", []))
         cells: list[w.Widget] = []
-        for name, prop in self.schema["properties"].items():
-            field = field_for(prop, self.ctx, self.path + (name,), name in required, self.depth + 1)
-            label = w.HTML(
-                label_html(name, prop, name in required, self.ctx.root),
-                layout=self.ctx.looks.label_layout(),
-                style=self.ctx.looks.label_style(),
-            )
-            label.add_class("mcp-nb-label")
-            self.fields[name] = field
-            self.labels[name] = label
+        fields: dict[str, Field] = {}
+        try:
+            for name, prop in self.schema["properties"].items():
+                field = fields[name] = field_for(prop, self.ctx, self.path + (name,), name in required, self.depth + 1)
+                label = w.HTML(
+                    label_html(name, prop, name in required, self.ctx.root),
+                    layout=self.ctx.looks.label_layout(),
+                    style=self.ctx.looks.label_style(),
+                )
+                label.add_class("mcp-nb-label")
+                self.labels[name] = label
+                cells += [label, field.widget]
+        except BaseException:
+            # Built in part: none of it is shown, and the object stays unbuilt.
+            for field in fields.values():
+                field.close()
+            for label in self.labels.values():
+                label.close()
+            self.labels = {}
+            raise
+        self.fields = fields
+        for name, field in fields.items():
             field.on_change(lambda name=name: self._live_check(name))
             field.on_change(self.changed)
-            cells += [label, field.widget]
         self.grid = w.GridBox(
             cells,
             layout=w.Layout(
@@ -931,7 +960,11 @@ class ObjectField(Field):
 
     def _state_changed(self, change) -> None:
         if change["new"] == _STATE_SET:
-            self._build()
+            try:
+                self._build()
+            except BaseException:
+                self.state.value = change["old"]  # the switch says what the object holds
+                raise
         if self.body is not None:
             self.body.layout.display = None if change["new"] == _STATE_SET else "none"
         self.changed()
@@ -1082,9 +1115,9 @@ def field_for(schema: Mapping[str, Any], ctx: Context, path: Path, required: boo
 class Form:
     """The form for one input schema: `widget`, `value()` (the arguments), `load(arguments)`."""
 
-    def __init__(self, schema: Mapping[str, Any] | None) -> None:
+    def __init__(self, schema: Mapping[str, Any] | None, callback: Callback | None = None) -> None:
         schema = dict(schema or {})
-        ctx = self.ctx = Context(schema)
+        ctx = self.ctx = Context(schema, callback)
         resolved = ctx.resolve(schema)
         self.root: ObjectField | None = None
         if resolved.get("properties"):
@@ -1131,5 +1164,5 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
-def build_form(schema: Mapping[str, Any] | None) -> Form:
-    return Form(schema)
+def build_form(schema: Mapping[str, Any] | None, callback: Callback | None = None) -> Form:
+    return Form(schema, callback)

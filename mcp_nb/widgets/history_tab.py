@@ -2,16 +2,15 @@
 
 Computed from `History.to_frame()`, like every other view of the history: the panel
 keeps no second store. A frame is not free on a long history, so the tab is rebuilt
-only while it is on screen, at most a few times a second, in a short-lived timer
-thread (never on mcp_nb's loop thread, where it would hold up calls); while hidden it
-only remembers that it is out of date.
+only while it is on screen, at most a few times a second, on the kernel's thread after
+a short delay (never on mcp_nb's loop thread, where it would hold up calls); while
+hidden it only remembers that it is out of date.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import html
-import logging
 import threading
 from types import SimpleNamespace
 from typing import Any, Callable
@@ -21,10 +20,9 @@ import pandas as pd
 
 from ..display import BORDER, COLOURS, MUTED, badge, compact_json
 from ..outcome import OUTCOMES, Outcome
+from .callbacks import Guard
 from .form import close_tree
 from .style import note_html
-
-log = logging.getLogger(__name__)
 
 LATEST = 50  # rows in the list of calls
 DEBOUNCE_S = 0.3
@@ -33,16 +31,17 @@ DEBOUNCE_S = 0.3
 class HistoryTab:
     """The widget of the tab, and `refresh()` from the history's frame."""
 
-    def __init__(self, history, choose: Callable[[Any], None]) -> None:
+    def __init__(self, history, choose: Callable[[Any], None], guard: Guard) -> None:
         self.history = history
         self.choose = choose  # called with the chosen call (a row of the frame, as attributes)
+        self.guard = guard
         self.summary = w.HTML()
         self.summary.add_class("mcp-nb-history-summary")
         self.counts = w.HTML()
         self.counts.add_class("mcp-nb-history-counts")
         self.calls = w.Select(options=[], value=None, rows=12, layout=w.Layout(width="auto"))
         self.calls.add_class("mcp-nb-history-calls")
-        self.calls.observe(self._chosen, "value")
+        self.calls.observe(guard("choosing a call from the history", self._chosen), "value")
         self.widget = w.VBox(
             [
                 self.summary,
@@ -56,36 +55,45 @@ class HistoryTab:
         self.visible = False
         self.stale = True
         self._rows: dict[int, Any] = {}
-        self._lock = threading.Lock()  # guards the timer
-        # The timer thread rebuilds the list while the kernel's thread may be choosing from
-        # it: one at a time, so a choice is never mistaken for (or lost in) a rebuild.
-        self._view = threading.RLock()
-        self._timer: threading.Timer | None = None
+        self._lock = threading.Lock()  # guards the timer: calls are recorded on any thread
+        self._cancel_timer: Callable[[], None] | None = None
+        self._armed = False  # a rebuild is due
         self._quiet = False
         self.on_count: Callable[[int], None] | None = None  # the panel shows the count in the tab title
 
     # -- when to rebuild ---------------------------------------------------------------------------
 
     def recorded(self) -> None:
-        """A call was recorded (on mcp_nb's loop thread): note it, and rebuild soon if shown."""
+        """A call was recorded (on any thread, mostly mcp_nb's loop): rebuild soon if shown.
+
+        However many calls end meanwhile, one rebuild is due at a time, on the kernel's thread.
+        """
         self.stale = True
         with self._lock:
-            if self._timer is not None:
+            if self._armed:
                 return
-            self._timer = threading.Timer(DEBOUNCE_S, self._due)
-            self._timer.daemon = True
-            self._timer.start()
+            self._armed = True
+        self.guard.enter("noting a recorded call", self._arm)
+
+    def _arm(self) -> None:
+        try:
+            self._cancel_timer = self.guard.thread.later(DEBOUNCE_S, self._due)
+        except BaseException:
+            with self._lock:
+                self._armed = False  # the next recorded call tries again
+            raise
 
     def _due(self) -> None:
         with self._lock:
-            self._timer = None
-        try:
-            if self.on_count is not None:
-                self.on_count(len(self.history))
-            if self.visible:
-                self.refresh()
-        except Exception:  # a view must never take down a timer thread with a traceback
-            log.exception("refreshing the history tab failed")
+            self._armed = False
+        self._cancel_timer = None
+        self.guard.run("refreshing the history", self._rebuild)
+
+    def _rebuild(self) -> None:
+        if self.on_count is not None:
+            self.on_count(len(self.history))
+        if self.visible:
+            self.refresh()
 
     def show(self, visible: bool) -> None:
         self.visible = visible
@@ -93,19 +101,14 @@ class HistoryTab:
             self.refresh()
 
     def close(self) -> None:
-        with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+        if self._cancel_timer is not None:
+            self._cancel_timer()
+            self._cancel_timer = None
         close_tree(self.widget)
 
     # -- the view ------------------------------------------------------------------------------
 
     def refresh(self) -> None:
-        with self._view:
-            self._refresh()
-
-    def _refresh(self) -> None:
         self.stale = False
         frame = self.history.to_frame()
         self.summary.value = _summary_html(frame)
@@ -125,24 +128,24 @@ class HistoryTab:
             self._quiet = False
 
     def _chosen(self, change) -> None:
-        with self._view:
-            self._choose(change["new"])
-
-    def _choose(self, chosen) -> None:
+        chosen = change["new"]
         if self._quiet or chosen is None:
             return
         row = self._rows.get(chosen)
         if row is None:
             return
+        self.choose(as_call(row))
+        self.clear_choice()
+
+    def clear_choice(self) -> None:
+        """Clear the chosen row, so choosing the same call again loads it again."""
+        if self.calls.value is None:
+            return
+        self._quiet = True
         try:
-            self.choose(as_call(row))
+            self.calls.value = None
         finally:
-            # Clear the choice, so choosing the same call again loads it again.
-            self._quiet = True
-            try:
-                self.calls.value = None
-            finally:
-                self._quiet = False
+            self._quiet = False
 
 
 def call_label(r) -> str:

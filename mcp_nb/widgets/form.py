@@ -746,16 +746,23 @@ class NullableField(Field):
             style=inner.ctx.looks.toggle_style(),
         )
         self.null.add_class("mcp-nb-null").add_class(css_name(inner.path) + "-null")
+        self._reverting = False
         self.widget = w.HBox([inner.widget, self.null], layout=w.Layout(width="100%", align_items="flex-start"))
         inner.widget.layout.flex = "1 1 auto"
         self.null.observe(self.callback("switching null", self._toggled), "value")
         inner.on_change(self.changed)
 
     def _toggled(self, change) -> None:
+        if self._reverting:
+            return
         try:
             self.inner.set_enabled(not change["new"])
         except BaseException:
-            self.null.value = change["old"]  # the toggle says what is sent
+            self._reverting = True  # the toggle says what is sent
+            try:
+                self.null.value = change["old"]
+            finally:
+                self._reverting = False
             raise
         self.changed()
 

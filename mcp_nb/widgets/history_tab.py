@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import html
-import threading
 from types import SimpleNamespace
 from typing import Any, Callable
 
@@ -55,37 +54,20 @@ class HistoryTab:
         self.visible = False
         self.stale = True
         self._rows: dict[int, Any] = {}
-        self._lock = threading.Lock()  # guards the timer: calls are recorded on any thread
-        self._cancel_timer: Callable[[], None] | None = None
-        self._armed = False  # a rebuild is due
+        self._cancel_timer: Callable[[], None] | None = None  # set while a rebuild is due
         self._quiet = False
         self.on_count: Callable[[int], None] | None = None  # the panel shows the count in the tab title
 
     # -- when to rebuild ---------------------------------------------------------------------------
 
     def recorded(self) -> None:
-        """A call was recorded (on any thread, mostly mcp_nb's loop): rebuild soon if shown.
-
-        However many calls end meanwhile, one rebuild is due at a time, on the kernel's thread.
-        """
+        """A call was recorded: rebuild soon if shown. However many calls end meanwhile, one
+        rebuild is due at a time."""
         self.stale = True
-        with self._lock:
-            if self._armed:
-                return
-            self._armed = True
-        self.guard.enter("noting a recorded call", self._arm)
-
-    def _arm(self) -> None:
-        try:
+        if self._cancel_timer is None:
             self._cancel_timer = self.guard.thread.later(DEBOUNCE_S, self._due)
-        except BaseException:
-            with self._lock:
-                self._armed = False  # the next recorded call tries again
-            raise
 
     def _due(self) -> None:
-        with self._lock:
-            self._armed = False
         self._cancel_timer = None
         self.guard.run("refreshing the history", self._rebuild)
 

@@ -527,9 +527,11 @@ class Panel(w.VBox):
     def _recorded(self, outcome) -> None:
         # The history's listener, on the thread that recorded the call (mcp_nb's loop). The
         # mark is read here, in the call's own context; the rest happens on the kernel's thread.
-        mark = _PANEL_CALL.get()
+        self._guard.enter("noting a recorded call", self._note_recorded, outcome, _PANEL_CALL.get())
+
+    def _note_recorded(self, outcome, mark) -> None:
         if mark is not None:
-            self._guard.enter("showing the cancelled call", self._show_cancelled, outcome, mark)
+            self._show_cancelled(outcome, mark)
         self.history_tab.recorded()
 
     def _show_cancelled(self, outcome, mark) -> None:

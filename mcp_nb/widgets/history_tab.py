@@ -131,15 +131,20 @@ class HistoryTab:
 
 
 def call_label(r) -> str:
-    """One line per call in a monospace list: id, time, outcome (cause), name, arguments, duration."""
+    """One line per call in a monospace list: id, time, duration, outcome (cause), target, name, arguments.
+
+    The columns of fixed width come first; the name and the arguments, as long as they
+    are, come last, so a narrow list cuts off only the end of the arguments.
+    """
     when = r.started_at.tz_convert(None).strftime("%H:%M:%S") if pd.notna(r.started_at) else "--:--:--"
     args = "" if r.target == "resource" or r.arguments is None else compact_json(r.arguments, 48)
     what = f"{r.outcome} ({r.cause})"
     attempt = getattr(r, "attempt", 1)
     call = f"#{r.call_id}" + (f".{attempt}" if attempt and attempt > 1 else "")
     # An <option> collapses runs of spaces: pad with no-break spaces to keep the columns.
-    head = f"{call:<6}{when}  {what:<33}{r.target:<9}".replace(" ", "\u00a0")
-    return f"{head}{r.name} {args}  {r.duration_ms:,.1f} ms"
+    took = f"{r.duration_ms:,.1f} ms"
+    head = f"{call:<6}{when} {took:>11}  {what:<33}{r.target:<9}".replace(" ", "\u00a0")
+    return f"{head}{r.name} {args}".rstrip()
 
 
 def _na(value: Any) -> Any:

@@ -15,11 +15,14 @@ import pandas as pd
 
 COLOURS = {"result": "#1a7f37", "tool_error": "#b35900", "protocol_error": "#cf222e", "timeout": "#6f42c1"}
 KIND_COLOURS = {"tool": "#0969da", "resource": "#1a7f37", "prompt": "#8250df"}
-_FG = "var(--jp-ui-font-color1, #1f2328)"
-_MUTED = "var(--jp-ui-font-color2, #59636e)"
-_BORDER = "var(--jp-border-color2, #d1d9e0)"
-_PANEL = "var(--jp-layout-color2, #f6f8fa)"
-_MONO = "var(--jp-code-font-family, ui-monospace, SFMono-Regular, Menlo, monospace)"
+# The theme, defined here once for every view (the panel's widgets import it): JupyterLab's
+# variables, with the light theme's values where a front end has none.
+FG = "var(--jp-ui-font-color1, #1f2328)"
+MUTED = "var(--jp-ui-font-color2, #59636e)"
+BORDER = "var(--jp-border-color2, #d1d9e0)"
+SURFACE = "var(--jp-layout-color2, #f6f8fa)"
+MONO = "var(--jp-code-font-family, ui-monospace, SFMono-Regular, Menlo, monospace)"
+ERROR = COLOURS["protocol_error"]
 
 
 def _e(value: Any) -> str:
@@ -52,8 +55,8 @@ def _kind_badge(kind: str) -> str:
 
 def _pre(text: str) -> str:
     return (
-        f'<pre style="margin:0;white-space:pre-wrap;word-break:break-word;font-family:{_MONO};'
-        f'font-size:0.9em;background:none;color:{_FG}">{_e(text)}</pre>'
+        f'<pre style="margin:0;white-space:pre-wrap;word-break:break-word;font-family:{MONO};'
+        f'font-size:0.9em;background:none;color:{FG}">{_e(text)}</pre>'
     )
 
 
@@ -135,13 +138,13 @@ def outcome_text(o) -> str:
 
 def outcome_html(o) -> str:
     headline, details = _model_view(o)
-    model = _pre(headline) + "".join(f'<div style="color:{_MUTED};font-size:0.85em">{_e(d)}</div>' for d in details)
+    model = _pre(headline) + "".join(f'<div style="color:{MUTED};font-size:0.85em">{_e(d)}</div>' for d in details)
     host = _pre(_host_view(o))
     if o.server_logs:
         items = []
         for log in o.server_logs:
-            colour = "#cf222e" if log.level in ("ERROR", "CRITICAL") else _MUTED
-            item = f'<div><b style="color:{colour}">{_e(log.level)}</b> <span style="color:{_MUTED}">{_e(log.logger)}</span>{_pre(log.message)}'
+            colour = ERROR if log.level in ("ERROR", "CRITICAL") else MUTED
+            item = f'<div><b style="color:{colour}">{_e(log.level)}</b> <span style="color:{MUTED}">{_e(log.logger)}</span>{_pre(log.message)}'
             if log.traceback:
                 item += (
                     f'<details><summary style="cursor:pointer">{_e(_root_cause(log) or "traceback")}</summary>'
@@ -150,13 +153,13 @@ def outcome_html(o) -> str:
             items.append(item + "</div>")
         logs = "".join(items)
     else:
-        logs = f'<span style="color:{_MUTED}">nothing</span>'
+        logs = f'<span style="color:{MUTED}">nothing</span>'
     args = "" if o.target == "resource" or o.arguments is None else compact_json(o.arguments, 80)
 
     def pane(title: str, body: str) -> str:
         return (
-            f'<div style="flex:1 1 220px;min-width:0;border:1px solid {_BORDER};border-radius:6px;padding:6px 8px">'
-            f'<div style="font-size:0.8em;text-transform:uppercase;letter-spacing:.04em;color:{_MUTED};margin-bottom:4px">'
+            f'<div style="flex:1 1 220px;min-width:0;border:1px solid {BORDER};border-radius:6px;padding:6px 8px">'
+            f'<div style="font-size:0.8em;text-transform:uppercase;letter-spacing:.04em;color:{MUTED};margin-bottom:4px">'
             f"{title}</div>{body}</div>"
         )
 
@@ -167,16 +170,16 @@ def outcome_html(o) -> str:
         after = o.fate_after_ms
         when = f" at {after / 1000:.2f} s" if after is not None else ""
         fate_html = (
-            f'<div style="margin-top:6px;padding:4px 8px;border-left:3px solid {COLOURS["timeout"]};background:{_PANEL}">'
+            f'<div style="margin-top:6px;padding:4px 8px;border-left:3px solid {COLOURS["timeout"]};background:{SURFACE}">'
             f"<b>Server side:</b> {_e(fate)}{_e(when)}</div>"
         )
     return (
-        f'<div class="mcp-nb-outcome" style="font-family:var(--jp-ui-font-family,system-ui,sans-serif);color:{_FG};'
-        f'border:1px solid {_BORDER};border-radius:8px;padding:8px 10px;margin:2px 0;max-width:1100px">'
+        f'<div class="mcp-nb-outcome" style="font-family:var(--jp-ui-font-family,system-ui,sans-serif);color:{FG};'
+        f'border:1px solid {BORDER};border-radius:8px;padding:8px 10px;margin:2px 0;max-width:1100px">'
         f'<div style="display:flex;gap:8px;align-items:center;flex-wrap:wrap;margin-bottom:6px">{badge(o.outcome)}'
         f"<b>{_e(o.cause)}</b>{_kind_badge(o.target)}<code>{_e(o.name)}</code>"
-        f'<code style="color:{_MUTED}">{_e(args)}</code>'
-        f'<span style="margin-left:auto;color:{_MUTED};font-size:0.85em">#{o.call_id}{attempt} · {o.duration_ms:.1f} ms</span></div>'
+        f'<code style="color:{MUTED}">{_e(args)}</code>'
+        f'<span style="margin-left:auto;color:{MUTED};font-size:0.85em">#{o.call_id}{attempt} · {o.duration_ms:.1f} ms</span></div>'
         f'<div style="display:flex;gap:8px;flex-wrap:wrap">'
         f'{pane("What the model sees", model)}{pane("What the host sees", host)}{pane("What the log says", logs)}'
         f"</div>{fate_html}</div>"
@@ -242,7 +245,7 @@ def registration_html(r) -> str:
     td = 'style="text-align:left;padding:1px 10px 1px 0"'
     rows = "".join(
         f'<tr><td {td}><code>{_e(n)}</code></td><td {td}><code>{_e(k)}</code></td><td {td}>{"yes" if req else ""}</td>'
-        f'<td {td}><span style="color:{_MUTED}">{_e(d)}</span></td></tr>'
+        f'<td {td}><span style="color:{MUTED}">{_e(d)}</span></td></tr>'
         for n, k, req, d in params
     )
     table = (
@@ -251,10 +254,10 @@ def registration_html(r) -> str:
         f"<th style=\"text-align:left\">required</th><th style=\"text-align:left\">description</th></tr></thead>"
         f"<tbody>{rows}</tbody></table>"
         if params
-        else f'<div style="color:{_MUTED};font-size:0.9em">no parameters</div>'
+        else f'<div style="color:{MUTED};font-size:0.9em">no parameters</div>'
     )
     chips = "".join(
-        f'<span style="border:1px solid {_BORDER};border-radius:10px;padding:0 6px;margin-right:4px;font-size:0.8em">{_e(a)}</span>'
+        f'<span style="border:1px solid {BORDER};border-radius:10px;padding:0 6px;margin-right:4px;font-size:0.8em">{_e(a)}</span>'
         for a in sorted(r.annotations)
     )
     if r.faults:
@@ -265,19 +268,19 @@ def registration_html(r) -> str:
     schema = ""
     if r.input_schema:
         schema = (
-            f'<details><summary style="cursor:pointer;color:{_MUTED};font-size:0.85em">input schema</summary>'
+            f'<details><summary style="cursor:pointer;color:{MUTED};font-size:0.85em">input schema</summary>'
             f"{_pre(json.dumps(r.input_schema, indent=2))}</details>"
         )
     desc = _e((r.description or "").strip())
     state = "replaced the earlier version" if r.replaced else "registered"
     return (
-        f'<div class="mcp-nb-registration" style="font-family:var(--jp-ui-font-family,system-ui,sans-serif);color:{_FG};'
-        f'border:1px solid {_BORDER};border-left:4px solid {KIND_COLOURS.get(r.kind, "#59636e")};border-radius:6px;'
+        f'<div class="mcp-nb-registration" style="font-family:var(--jp-ui-font-family,system-ui,sans-serif);color:{FG};'
+        f'border:1px solid {BORDER};border-left:4px solid {KIND_COLOURS.get(r.kind, "#59636e")};border-radius:6px;'
         f'padding:6px 10px;max-width:900px">'
         f'<div style="display:flex;gap:8px;align-items:center;flex-wrap:wrap">{_kind_badge(r.kind)}<b><code>{_e(r.name)}</code></b>'
         + (f"<code>{_e(r.uri)}</code>" if r.uri else "")
         + (f"<span>{_e(r.title)}</span>" if r.title else "")
-        + f"{chips}<span style=\"margin-left:auto;color:{_MUTED};font-size:0.85em\">{state}"
+        + f"{chips}<span style=\"margin-left:auto;color:{MUTED};font-size:0.85em\">{state}"
         f"{' · async' if r.is_async else ''}</span></div>"
         + (f'<div style="white-space:pre-wrap;margin:4px 0">{desc}</div>' if desc else "")
         + f"{table}{schema}</div>"
@@ -315,7 +318,7 @@ def history_text(frame: pd.DataFrame, rows: int) -> str:
 
 def history_html(frame: pd.DataFrame, rows: int) -> str:
     if frame.empty:
-        return f'<div style="color:{_MUTED}">History: no calls yet</div>'
+        return f'<div style="color:{MUTED}">History: no calls yet</div>'
     tail = frame.tail(rows)
     body = []
     for r in tail.itertuples(index=False):
@@ -332,7 +335,7 @@ def history_html(frame: pd.DataFrame, rows: int) -> str:
             f'title="{_e(shown)}">{_e(shown[:200])}</td></tr>'
         )
     more = (
-        f'<div style="color:{_MUTED};font-size:0.85em">last {rows} of {len(frame)} calls; '
+        f'<div style="color:{MUTED};font-size:0.85em">last {rows} of {len(frame)} calls; '
         f"the whole history: <code>mcp_nb.history().to_frame()</code></div>"
         if len(frame) > rows
         else ""
@@ -342,7 +345,7 @@ def history_html(frame: pd.DataFrame, rows: int) -> str:
         for h in ["call", "target", "name", "outcome", "cause", "code", "ms", "content / message"]
     )
     return (
-        f'<div class="mcp-nb-history" style="font-family:var(--jp-ui-font-family,system-ui,sans-serif);color:{_FG}">'
+        f'<div class="mcp-nb-history" style="font-family:var(--jp-ui-font-family,system-ui,sans-serif);color:{FG}">'
         f"<div><b>History</b>: {len(frame)} calls ({_e(_counts(frame))})</div>"
         f'<table style="border-collapse:collapse;font-size:0.9em"><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table>{more}</div>"

@@ -321,17 +321,19 @@ class Registry:
         return self._entries.get((kind, key))
 
     def to_frame(self) -> pd.DataFrame:
+        """One row per entry. Every text column holds "" where there is nothing to say (a
+        tool's `uri`, no title, no annotations, no parameters, no faults), never NaN."""
         rows = [
             {
                 "kind": e.kind,
                 "name": e.name,
-                "uri": e.uri,
-                "title": e.title,
-                "description": (e.description or "").strip().splitlines()[0] if e.description else None,
-                "annotations": ", ".join(sorted(e.annotations)) or None,
-                "parameters": ", ".join((e.input_schema or {}).get("properties", {})) or None,
+                "uri": e.uri or "",
+                "title": e.title or "",
+                "description": (e.description or "").strip().splitlines()[0] if (e.description or "").strip() else "",
+                "annotations": ", ".join(sorted(e.annotations)),
+                "parameters": ", ".join((e.input_schema or {}).get("properties", {})),
                 "async": e.is_async,
-                "faults": self.faults[e.name].describe() if e.kind == "tool" and e.name in self.faults else None,
+                "faults": self.faults[e.name].describe() if e.kind == "tool" and e.name in self.faults else "",
             }
             for e in self.entries()
         ]

@@ -394,7 +394,7 @@ def test_the_history_tab_counts_per_name_and_lists_the_latest_calls(panel):
     counts = panel.history_tab.counts.value
     assert "get_author" in counts and "reserve" in counts
     rows = [" ".join(label.split()) for label, _ in panel.history_tab.calls.options]
-    assert re.match(r"#\d+ \d\d:\d\d:\d\d tool_error \(raised\) tool reserve", rows[0]), rows[0]
+    assert re.match(r"#\d+ \d\d:\d\d:\d\d [\d,]+\.\d ms tool_error \(raised\) tool reserve", rows[0]), rows[0]
     assert "result (ok) tool get_author" in rows[2]
     assert "3 calls" in panel.history_tab.summary.value
     assert wait_until(lambda: panel.tabs.titles[1] == "History (3)")

@@ -1,15 +1,15 @@
-"""An input schema to a form: one small function per schema kind, one dispatch.
+"""An input schema to a form: one small builder per schema kind, one dispatch.
 
 The shape is ipywidgets' `interaction.py` (abbreviation -> widget), for JSON Schema:
-`field_for` looks at a schema, `kind_of` names its kind, and `MAPPERS` holds one
-builder per kind. Each builder returns a `Field`: a widget, `value()` to read what is
-on screen as the JSON value to send, and `load(value)` to put a value back (a call
-from the history).
+`field_for` resolves a schema, `kind_of` names its kind, and `MAPPERS` maps each kind
+straight to its builder. Every builder takes `(schema, ctx, path, required, depth)` and
+returns a `Field`: a widget, `value()` to read what is on screen as the JSON value to
+send, and `load(value)` to put a value back (a call from the history).
 
-The ctx are what the MCP SDK builds from a signature (pydantic's JSON Schema):
-`X | None` is `anyOf [X, null]`, models are `$ref`s into `$defs`, tuples are
-`prefixItems`, `object` is `{}`. Whatever has no builder becomes a JSON field for
-that one value, so every schema gets a form.
+The schemas are the ones the MCP SDK builds from a function's signature, which is
+pydantic's JSON Schema: `X | None` is `anyOf [X, null]`, models are `$ref`s into
+`$defs`, tuples are `prefixItems`, `object` is `{}`. A schema with no builder becomes a
+JSON field for that one value, so every schema gets a form.
 
 Two rules hold for every field (docs/panel.md has the full table):
 
@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
+from decimal import Decimal, InvalidOperation
 from typing import Any, Callable, Mapping
 
 import ipywidgets as w
 
-from ..display import COLOURS, schema_type
+from ..display import BORDER, ERROR, MUTED, schema_type
 
 
 class _Omit:
@@ -77,9 +79,6 @@ def css_name(path: Path) -> str:
     return "mcp-nb-field-" + ("-".join(re.sub(r"[^A-Za-z0-9_]", "_", str(p)) for p in path) or "root")
 
 
-_MUTED = "var(--jp-ui-font-color2, #59636e)"
-_ERROR = COLOURS["protocol_error"]
-_MONO = "var(--jp-code-font-family, ui-monospace, SFMono-Regular, Menlo, monospace)"
 _LONG_TEXT = 70  # characters per row before a text field grows another row
 _MAX_ROWS = 12
 _DEPTH = 12  # nested objects deeper than this (a recursive model) become JSON fields
@@ -162,24 +161,37 @@ def close_tree(widget: w.Widget) -> None:
     widget.close()
 
 
+# What wraps each widget callback of a form: (what it does, the function) to the callback.
+# A form on its own uses the function as it is; the panel passes its guard.
+Callback = Callable[[str, Callable[..., Any]], Callable[..., Any]]
+
+
+def _as_is(what: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    return fn
+
+
 class Context:
     """What the fields of one form share: the root schema (for `$ref`s into `$defs`, or the
     older `definitions`) and the widget looks."""
 
-    def __init__(self, root: Mapping[str, Any]) -> None:
+    def __init__(self, root: Mapping[str, Any], callback: Callback | None = None) -> None:
         self.root = root
         self.looks = Looks()
+        self.callback = callback or _as_is
 
-    def resolve(self, schema: Mapping[str, Any]) -> dict[str, Any]:
-        """Follow `$ref`s and single-member `allOf`s; keywords next to them win (a default, a description)."""
-        schema = dict(schema)
+    def resolve(self, schema: Any) -> dict[str, Any]:
+        """Follow `$ref`s and single-member `allOf`s; keywords next to them win (a default, a description).
+
+        The result is `readable`: every keyword the builders read has the shape they expect.
+        """
+        schema = readable(schema)
         for _ in range(_DEPTH):
             if "$ref" in schema:
                 target = self._pointer(schema.pop("$ref"))
-                schema = {**target, **schema}
-            elif isinstance(schema.get("allOf"), list) and len(schema["allOf"]) == 1:
+                schema = readable({**target, **schema})
+            elif len(schema.get("allOf", ())) == 1:
                 (only,) = schema.pop("allOf")
-                schema = {**only, **schema}
+                schema = readable({**only, **schema})
             else:
                 break
         return schema
@@ -194,6 +206,90 @@ class Context:
                 return {}
             node = node[part]
         return dict(node) if isinstance(node, Mapping) else {}
+
+
+# -- reading a schema whatever its shape -----------------------------------------------------------
+#
+# A server may publish any JSON Schema, and a keyword of an unexpected shape (`"minimum":
+# null`, `"enum": "a"`, `"required": true`) must not break the form: a keyword the form
+# cannot read is left out of what it reads (the server still checks what is sent). Each
+# keyword the builders read is listed here with the shape they expect.
+
+
+def _real(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+_SHAPES: dict[str, Callable[[Any], bool]] = {
+    "minimum": _real,
+    "maximum": _real,
+    "exclusiveMinimum": _real,
+    "exclusiveMaximum": _real,
+    "multipleOf": lambda v: _real(v) and v > 0,
+    "minLength": _count,
+    "maxLength": _count,
+    "minItems": _count,
+    "maxItems": _count,
+    "enum": lambda v: isinstance(v, list),
+    "prefixItems": lambda v: isinstance(v, list),
+    "properties": lambda v: isinstance(v, Mapping),
+    "$ref": lambda v: isinstance(v, str),
+    "format": lambda v: isinstance(v, str),
+    "pattern": lambda v: isinstance(v, str),
+    "description": lambda v: isinstance(v, str),
+    "title": lambda v: isinstance(v, str),
+}
+
+
+def readable(schema: Any, depth: int = 0) -> dict[str, Any]:
+    """A copy of `schema` holding only keywords of the shape the form reads.
+
+    `true` and `false` are schemas too (anything, nothing). The subschemas a label
+    describes (`items`, `anyOf`...) are made readable as well; `properties` are made
+    readable one at a time, when their fields are built.
+    """
+    if schema is False:
+        return {"not": {}}
+    if not isinstance(schema, Mapping):
+        return {}  # `true`, or something that is no schema at all: anything goes
+    out = dict(schema)
+    # Draft 4 wrote an exclusive limit as a flag on `minimum`/`maximum`.
+    for limit, exclusive in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
+        if isinstance(out.get(exclusive), bool):
+            if out.pop(exclusive) and limit in out:
+                out[exclusive] = out.pop(limit)
+    for key, fits in _SHAPES.items():
+        if key in out and not fits(out[key]):
+            del out[key]
+    kind = out.get("type")
+    if "type" in out and not isinstance(kind, str):
+        kinds = [k for k in kind if isinstance(k, str)] if isinstance(kind, list) else []
+        if kinds:
+            out["type"] = kinds
+        else:
+            del out["type"]
+    if "required" in out:
+        required = out["required"]
+        out["required"] = [n for n in required if isinstance(n, str)] if isinstance(required, list) else []
+    if "items" in out:
+        items = out["items"]
+        if isinstance(items, (Mapping, bool)) and depth < _DEPTH:
+            out["items"] = readable(items, depth + 1)
+        else:
+            del out["items"]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in out:
+            members = out[key] if isinstance(out[key], list) and depth < _DEPTH else []
+            members = [readable(m, depth + 1) for m in members if isinstance(m, (Mapping, bool))]
+            if members:
+                out[key] = members
+            else:
+                del out[key]
+    return out
 
 
 _ANNOTATIONS = ("default", "description", "title", "examples")
@@ -266,11 +362,12 @@ class Field:
 
     kind = "json"
 
-    def __init__(self, schema: dict[str, Any], path: Path, required: bool, ctx: Context) -> None:
+    def __init__(self, schema: dict[str, Any], ctx: Context, path: Path, required: bool, depth: int = 0) -> None:
         self.schema = schema
         self.ctx = ctx
         self.path = path
         self.required = required
+        self.depth = depth
         self.widget: w.Widget
         self._listeners: list[Callable[[], None]] = []
 
@@ -300,6 +397,10 @@ class Field:
 
     def on_change(self, listener: Callable[[], None]) -> None:
         self._listeners.append(listener)
+
+    def callback(self, doing: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """`fn` as a widget callback, through the form's wrapper (the panel's guard)."""
+        return self.ctx.callback(f"{doing} ({dotted(self.path)})", fn)
 
     def changed(self, _change: Any = None) -> None:
         for listener in self._listeners:
@@ -334,8 +435,8 @@ class TextField(Field):
 
     kind = "string"
 
-    def __init__(self, schema, path, required, ctx) -> None:
-        super().__init__(schema, path, required, ctx)
+    def __init__(self, schema, ctx, path, required, depth=0) -> None:
+        super().__init__(schema, ctx, path, required, depth)
         looks = ctx.looks
         short = schema.get("maxLength", 1_000_000) <= _LONG_TEXT or "format" in schema or "pattern" in schema
         hint = schema.get("format") or "text"
@@ -347,12 +448,12 @@ class TextField(Field):
             self.widget = w.Textarea(
                 placeholder=_placeholder(schema, hint), rows=1, layout=looks.input_layout(), style=looks.text_style()
             )
-            self.widget.observe(self._grow, "value")
+            self.widget.observe(self.callback("typing", self._grow), "value")
         self.widget.add_class(css_name(path)).add_class("mcp-nb-string")
         default = self._default()
         if isinstance(default, str):
             self.widget.value = default
-        self.widget.observe(self.changed, "value")
+        self.widget.observe(self.callback("typing", self.changed), "value")
 
     def _grow(self, change) -> None:
         rows = _rows_for(change["new"])
@@ -378,22 +479,47 @@ _INTEGER = re.compile(r"[+-]?\d+")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
+_LIMITS: tuple[tuple[str, str, Callable[[Any, Any], bool]], ...] = (
+    ("minimum", "≥", lambda n, limit: n >= limit),
+    ("exclusiveMinimum", ">", lambda n, limit: n > limit),
+    ("maximum", "≤", lambda n, limit: n <= limit),
+    ("exclusiveMaximum", "<", lambda n, limit: n < limit),
+)
+
+
+def number_limits(schema: Mapping[str, Any]) -> list[str]:
+    """A number's limits as a person reads them: `≥ 1`, `< 5`, `multiple of 0.5`."""
+    limits = [f"{says} {_show(schema[key])}" for key, says, _ in _LIMITS if key in schema]
+    if "multipleOf" in schema:
+        limits.append(f"multiple of {_show(schema['multipleOf'])}")
+    return limits
+
+
+def _multiple(text: str, step: float) -> bool:
+    """Whether the number typed is a multiple of `step`, in decimal: 0.3 is a multiple of 0.1
+    to a person and to pydantic (which allows for float error), though not in binary."""
+    try:
+        return Decimal(text) % Decimal(repr(step)) == 0
+    except (InvalidOperation, ValueError):  # beyond Decimal's precision: let the server judge
+        return True
+
+
 class NumberField(Field):
     """An integer or a number, typed as text so an optional one can be empty.
 
     The text is parsed as JSON would be: `3` sends 3, `3.0` sends 3.0. An integer field
-    rejects decimals and exponents rather than rounding them; a value outside
-    minimum/maximum is reported, not clamped, so what is sent is what is on screen.
-    (The raw-JSON mode sends anything, for watching the server reject it.)
+    rejects decimals and exponents rather than rounding them; a value outside its limits
+    (minimum, maximum, exclusive or not, multipleOf) is reported, not clamped, so what is
+    sent is what is on screen. (The raw-JSON mode sends anything, for watching the server
+    reject it.)
     """
 
     kind = "number"
 
-    def __init__(self, schema, path, required, ctx) -> None:
-        super().__init__(schema, path, required, ctx)
+    def __init__(self, schema, ctx, path, required, depth=0) -> None:
+        super().__init__(schema, ctx, path, required, depth)
         self.integer = schema.get("type") == "integer" or (isinstance(schema.get("type"), list) and "integer" in schema["type"])
-        bounds = self.bounds_text()
-        hint = ("integer" if self.integer else "number") + (f", {bounds}" if bounds else "")
+        hint = ", ".join(["integer" if self.integer else "number", *number_limits(schema)])
         self.widget = w.Text(
             placeholder=_placeholder(schema, hint), layout=ctx.looks.input_layout(), style=ctx.looks.text_style()
         )
@@ -401,13 +527,7 @@ class NumberField(Field):
         default = self._default()
         if isinstance(default, (int, float)) and not isinstance(default, bool):
             self.widget.value = _show(default)
-        self.widget.observe(self.changed, "value")
-
-    def bounds_text(self) -> str:
-        s = self.schema
-        low = ("≥ ", s["minimum"]) if "minimum" in s else ("> ", s["exclusiveMinimum"]) if "exclusiveMinimum" in s else None
-        high = ("≤ ", s["maximum"]) if "maximum" in s else ("< ", s["exclusiveMaximum"]) if "exclusiveMaximum" in s else None
-        return ", ".join(op + _show(v) for op, v in (low, high) if op is not None and v is not None) if low or high else ""
+        self.widget.observe(self.callback("typing", self.changed), "value")
 
     def read(self) -> Any:
         text = self.widget.value.strip()
@@ -423,15 +543,12 @@ class NumberField(Field):
             number = int(text) if _INTEGER.fullmatch(text) else float(text)
             if number in (float("inf"), float("-inf")):
                 raise ValueError(f"{text!r} is too large for JSON")
-        s = self.schema
-        if "minimum" in s and number < s["minimum"]:
-            raise ValueError(f"must be ≥ {_show(s['minimum'])}")
-        if "exclusiveMinimum" in s and number <= s["exclusiveMinimum"]:
-            raise ValueError(f"must be > {_show(s['exclusiveMinimum'])}")
-        if "maximum" in s and number > s["maximum"]:
-            raise ValueError(f"must be ≤ {_show(s['maximum'])}")
-        if "exclusiveMaximum" in s and number >= s["exclusiveMaximum"]:
-            raise ValueError(f"must be < {_show(s['exclusiveMaximum'])}")
+        for key, says, holds in _LIMITS:
+            if key in self.schema and not holds(number, self.schema[key]):
+                raise ValueError(f"must be {says} {_show(self.schema[key])}")
+        step = self.schema.get("multipleOf")
+        if step is not None and not _multiple(text, step):
+            raise ValueError(f"must be a multiple of {_show(step)}")
         return number
 
     def load(self, value: Any) -> None:
@@ -446,6 +563,15 @@ class NumberField(Field):
 _NOT_SENT = "— not sent —"
 
 
+def choices(schema: Mapping[str, Any]) -> list[Any]:
+    """The fixed values a schema allows: its enum, its const, or true and false."""
+    if "enum" in schema:
+        return list(schema["enum"])
+    if "const" in schema:
+        return [schema["const"]]
+    return [True, False] if schema.get("type") == "boolean" else []
+
+
 class ChoiceField(Field):
     """A dropdown over fixed values: an enum, a const, or an optional boolean.
 
@@ -455,11 +581,9 @@ class ChoiceField(Field):
 
     kind = "enum"
 
-    def __init__(self, schema, path, required, ctx, values: list[Any] | None = None) -> None:
-        super().__init__(schema, path, required, ctx)
-        if values is None:
-            values = list(schema["enum"]) if "enum" in schema else [schema["const"]]
-        self.values = values
+    def __init__(self, schema, ctx, path, required, depth=0) -> None:
+        super().__init__(schema, ctx, path, required, depth)
+        self.values = values = choices(schema)
         self.offset = 0 if required else 1
         labels = ([] if required else [_NOT_SENT]) + [_show(v) for v in values]
         self.widget = w.Dropdown(
@@ -473,7 +597,7 @@ class ChoiceField(Field):
             self.load(self._default())
         except ValueError:
             self.load(OMIT)  # a default that is not one of the values: leave the choice open
-        self.widget.observe(self.changed, "index")
+        self.widget.observe(self.callback("choosing", self.changed), "index")
 
     def read(self) -> Any:
         index = self.widget.index
@@ -500,13 +624,13 @@ class BooleanField(Field):
 
     kind = "boolean"
 
-    def __init__(self, schema, path, required, ctx) -> None:
-        super().__init__(schema, path, required, ctx)
+    def __init__(self, schema, ctx, path, required, depth=0) -> None:
+        super().__init__(schema, ctx, path, required, depth)
         self.widget = w.Checkbox(
             value=self._default() is True, indent=False, layout=ctx.looks.fit_layout(), style=ctx.looks.checkbox_style()
         )
         self.widget.add_class(css_name(path)).add_class("mcp-nb-boolean")
-        self.widget.observe(self.changed, "value")
+        self.widget.observe(self.callback("ticking", self.changed), "value")
 
     def read(self) -> Any:
         return self.widget.value
@@ -529,9 +653,9 @@ class MultiSelectField(Field):
 
     kind = "multiselect"
 
-    def __init__(self, schema, path, required, ctx, values: list[Any]) -> None:
-        super().__init__(schema, path, required, ctx)
-        self.values = values
+    def __init__(self, schema, ctx, path, required, depth=0) -> None:
+        super().__init__(schema, ctx, path, required, depth)
+        self.values = values = choices(ctx.resolve(schema["items"]))
         self.widget = w.SelectMultiple(
             options=[(_show(v), i) for i, v in enumerate(values)],
             rows=min(len(values), 6),
@@ -545,7 +669,7 @@ class MultiSelectField(Field):
                 self.load(default)
             except ValueError:
                 pass
-        self.widget.observe(self.changed, "value")
+        self.widget.observe(self.callback("choosing", self.changed), "value")
 
     def read(self) -> Any:
         chosen = sorted(self.widget.value)
@@ -576,8 +700,8 @@ class JsonField(Field):
 
     kind = "json"
 
-    def __init__(self, schema, path, required, ctx) -> None:
-        super().__init__(schema, path, required, ctx)
+    def __init__(self, schema, ctx, path, required, depth=0) -> None:
+        super().__init__(schema, ctx, path, required, depth)
         self.widget = w.Textarea(
             placeholder=_placeholder(schema, "JSON value"), rows=1, layout=ctx.looks.input_layout(), style=ctx.looks.text_style()
         )
@@ -586,8 +710,8 @@ class JsonField(Field):
         if default is not OMIT and default is not None:
             self.widget.value = json.dumps(default, ensure_ascii=False)
             self.widget.rows = _rows_for(self.widget.value)
-        self.widget.observe(self._grow, "value")
-        self.widget.observe(self.changed, "value")
+        self.widget.observe(self.callback("typing", self._grow), "value")
+        self.widget.observe(self.callback("typing", self.changed), "value")
 
     def _grow(self, change) -> None:
         rows = _rows_for(change["new"])
@@ -611,7 +735,7 @@ class NullableField(Field):
     """`X | None`: the field for X, and a toggle that sends an explicit null instead."""
 
     def __init__(self, inner: Field) -> None:
-        super().__init__(inner.schema, inner.path, inner.required, inner.ctx)
+        super().__init__(inner.schema, inner.ctx, inner.path, inner.required, inner.depth)
         self.inner = inner
         self.kind = inner.kind
         self.null = w.ToggleButton(
@@ -622,13 +746,24 @@ class NullableField(Field):
             style=inner.ctx.looks.toggle_style(),
         )
         self.null.add_class("mcp-nb-null").add_class(css_name(inner.path) + "-null")
+        self._reverting = False
         self.widget = w.HBox([inner.widget, self.null], layout=w.Layout(width="100%", align_items="flex-start"))
         inner.widget.layout.flex = "1 1 auto"
-        self.null.observe(self._toggled, "value")
+        self.null.observe(self.callback("switching null", self._toggled), "value")
         inner.on_change(self.changed)
 
     def _toggled(self, change) -> None:
-        self.inner.set_enabled(not change["new"])
+        if self._reverting:
+            return
+        try:
+            self.inner.set_enabled(not change["new"])
+        except BaseException:
+            self._reverting = True  # the toggle says what is sent
+            try:
+                self.null.value = change["old"]
+            finally:
+                self._reverting = False
+            raise
         self.changed()
 
     def read(self) -> Any:
@@ -660,16 +795,14 @@ class ArrayField(Field):
 
     kind = "array"
 
-    def __init__(self, schema, path, required, ctx: Context, depth: int) -> None:
-        super().__init__(schema, path, required, ctx)
-        self.ctx = ctx
-        self.depth = depth
+    def __init__(self, schema, ctx, path, required, depth=0) -> None:
+        super().__init__(schema, ctx, path, required, depth)
         self.items_schema = schema["items"]
         self.items: list[Field] = []
         self.rows = w.VBox(layout=w.Layout(width="100%"))
         self.add = w.Button(description="add item", icon="plus", layout=ctx.looks.button_layout(), style=ctx.looks.button_style())
         self.add.add_class("mcp-nb-add").add_class(css_name(path) + "-add")
-        self.add.on_click(lambda _: self._append())
+        self.add.on_click(self.callback("adding an item", lambda _: self._append()))
         self.widget = w.VBox([self.rows, self.add], layout=w.Layout(width="100%"))
         self.widget.add_class(css_name(path)).add_class("mcp-nb-array")
         default = self._default()
@@ -687,7 +820,7 @@ class ArrayField(Field):
         remove = _icon_button("trash", "remove this item", "mcp-nb-remove", self.ctx.looks)
         row = w.HBox([item.widget, remove], layout=w.Layout(width="100%", align_items="flex-start"))
         item.widget.layout.flex = "1 1 auto"
-        remove.on_click(lambda _: self._remove(item, row))
+        remove.on_click(self.callback("removing an item", lambda _: self._remove(item, row)))
         self.items.append(item)
         self.rows.children = (*self.rows.children, row)
         self.changed()
@@ -755,9 +888,8 @@ class ObjectField(Field):
 
     kind = "object"
 
-    def __init__(self, schema, path, required, ctx: Context, depth: int, nullable: bool = False, root: bool = False) -> None:
-        super().__init__(schema, path, required, ctx)
-        self.depth = depth
+    def __init__(self, schema, ctx, path, required, depth=0, nullable: bool = False, root: bool = False) -> None:
+        super().__init__(schema, ctx, path, required, depth)
         self.root = root
         self.fields: dict[str, Field] = {}
         self.labels: dict[str, w.HTML] = {}
@@ -771,7 +903,7 @@ class ObjectField(Field):
             self.state.add_class("mcp-nb-state").add_class(css_name(path) + "-state")
             self.body = w.VBox(layout=w.Layout(width="100%"))
             self.widget = w.VBox([self.state, self.body], layout=w.Layout(width="100%"))
-            self.state.observe(self._state_changed, "value")
+            self.state.observe(self.callback("switching", self._state_changed), "value")
             if start == _STATE_SET:
                 self._build()
         else:
@@ -785,19 +917,30 @@ class ObjectField(Field):
             return
         required = set(self.schema.get("required", []))
         cells: list[w.Widget] = []
-        for name, prop in self.schema["properties"].items():
-            field = field_for(prop, self.ctx, self.path + (name,), name in required, self.depth + 1)
-            label = w.HTML(
-                label_html(name, prop, name in required, self.ctx.root),
-                layout=self.ctx.looks.label_layout(),
-                style=self.ctx.looks.label_style(),
-            )
-            label.add_class("mcp-nb-label")
-            self.fields[name] = field
-            self.labels[name] = label
+        fields: dict[str, Field] = {}
+        try:
+            for name, prop in self.schema["properties"].items():
+                field = fields[name] = field_for(prop, self.ctx, self.path + (name,), name in required, self.depth + 1)
+                label = w.HTML(
+                    label_html(name, prop, name in required, self.ctx.root),
+                    layout=self.ctx.looks.label_layout(),
+                    style=self.ctx.looks.label_style(),
+                )
+                label.add_class("mcp-nb-label")
+                self.labels[name] = label
+                cells += [label, field.widget]
+        except BaseException:
+            # Built in part: none of it is shown, and the object stays unbuilt.
+            for field in fields.values():
+                field.close()
+            for label in self.labels.values():
+                label.close()
+            self.labels = {}
+            raise
+        self.fields = fields
+        for name, field in fields.items():
             field.on_change(lambda name=name: self._live_check(name))
             field.on_change(self.changed)
-            cells += [label, field.widget]
         self.grid = w.GridBox(
             cells,
             layout=w.Layout(
@@ -806,7 +949,7 @@ class ObjectField(Field):
                 grid_gap="6px 12px",
                 align_items="flex-start",
                 padding="0" if self.root else "2px 0 2px 10px",
-                border_left="" if self.root else "2px solid var(--jp-border-color2, #d1d9e0)",
+                border_left="" if self.root else f"2px solid {BORDER}",
             ),
         )
         defaults = self._default()
@@ -824,7 +967,11 @@ class ObjectField(Field):
 
     def _state_changed(self, change) -> None:
         if change["new"] == _STATE_SET:
-            self._build()
+            try:
+                self._build()
+            except BaseException:
+                self.state.value = change["old"]  # the switch says what the object holds
+                raise
         if self.body is not None:
             self.body.layout.display = None if change["new"] == _STATE_SET else "none"
         self.changed()
@@ -903,76 +1050,56 @@ class ObjectField(Field):
 def label_html(name: str, schema: Mapping[str, Any], required: bool, root: Mapping[str, Any], problem: str | None = None) -> str:
     """Name, type and description of one property, and what is wrong with its value."""
     # The dropdown lists an enum's values; the label only says it is one.
+    schema = readable(schema)
     kind = re.sub(r"enum\([^)]*\)", "enum", schema_type(schema, dict(root)))
-    bounds = []
-    for key, op in (("minimum", "≥"), ("exclusiveMinimum", ">"), ("maximum", "≤"), ("exclusiveMaximum", "<")):
-        if key in schema:
-            bounds.append(f"{op} {_show(schema[key])}")
+    # The limits of `X | None` are X's.
+    variants = schema.get("anyOf") or schema.get("oneOf") or []
+    values = [v for v in variants if v.get("type") != "null"]
+    limited = values[0] if len(values) == 1 < len(variants) else schema
+    bounds = number_limits(limited)
     for key, what in (
         ("minLength", "min length"),
         ("maxLength", "max length"),
         ("minItems", "min items"),
         ("maxItems", "max items"),
     ):
-        if key in schema:
-            bounds.append(f"{what} {schema[key]}")
-    star = f' <span title="required" style="color:{_ERROR}">*</span>' if required else ""
+        if key in limited:
+            bounds.append(f"{what} {limited[key]}")
+    star = f' <span title="required" style="color:{ERROR}">*</span>' if required else ""
     parts = [
         f'<div style="line-height:1.3"><code style="font-weight:600;background:none;padding:0">{html.escape(name)}</code>{star}'
-        f' <span style="color:{_MUTED};font-size:0.85em">{html.escape(kind)}'
+        f' <span style="color:{MUTED};font-size:0.85em">{html.escape(kind)}'
         + (f" · {html.escape(', '.join(bounds))}" if bounds else "")
         + "</span>"
     ]
     if schema.get("description"):
         parts.append(
-            f'<div style="color:{_MUTED};font-size:0.85em;white-space:normal">{html.escape(schema["description"])}</div>'
+            f'<div style="color:{MUTED};font-size:0.85em;white-space:normal">{html.escape(schema["description"])}</div>'
         )
     if problem:
-        parts.append(f'<div class="mcp-nb-problem" style="color:{_ERROR};font-size:0.85em">{html.escape(problem)}</div>')
+        parts.append(f'<div class="mcp-nb-problem" style="color:{ERROR};font-size:0.85em">{html.escape(problem)}</div>')
     return "".join(parts) + "</div>"
 
 
 # -- the dispatch --------------------------------------------------------------------------------
 
 
-def string_field(schema, ctx, path, required, depth) -> Field:
-    return TextField(schema, path, required, ctx)
-
-
-def number_field(schema, ctx, path, required, depth) -> Field:
-    return NumberField(schema, path, required, ctx)
-
-
-def boolean_field(schema, ctx, path, required, depth) -> Field:
+def boolean_field(schema, ctx, path, required, depth=0) -> Field:
+    """A checkbox, or a choice when "not sent" must be possible (optional, no default)."""
     if required or isinstance(schema.get("default"), bool):
-        return BooleanField(schema, path, required, ctx)
-    return ChoiceField(schema, path, required, ctx, values=[True, False])  # optional, no default: "not sent" is a choice
+        return BooleanField(schema, ctx, path, required, depth)
+    return ChoiceField(schema, ctx, path, required, depth)
 
 
-def enum_field(schema, ctx, path, required, depth) -> Field:
-    return ChoiceField(schema, path, required, ctx)
-
-
-def multiselect_field(schema, ctx, path, required, depth) -> Field:
-    return MultiSelectField(schema, path, required, ctx, list(ctx.resolve(schema["items"])["enum"]))
-
-
-def array_field(schema, ctx, path, required, depth) -> Field:
-    return ArrayField(schema, path, required, ctx, depth)
-
-
-def json_field(schema, ctx, path, required, depth) -> Field:
-    return JsonField(schema, path, required, ctx)
-
-
-MAPPERS: dict[str, Callable[..., Field]] = {
-    "string": string_field,
-    "number": number_field,
+# Every builder takes (schema, ctx, path, required, depth), so the table maps straight to them.
+MAPPERS: dict[str, Callable[[dict[str, Any], Context, Path, bool, int], Field]] = {
+    "string": TextField,
+    "number": NumberField,
     "boolean": boolean_field,
-    "enum": enum_field,
-    "multiselect": multiselect_field,
-    "array": array_field,
-    "json": json_field,
+    "enum": ChoiceField,
+    "multiselect": MultiSelectField,
+    "array": ArrayField,
+    "json": JsonField,
 }
 
 
@@ -984,7 +1111,7 @@ def field_for(schema: Mapping[str, Any], ctx: Context, path: Path, required: boo
     if kind == "object" and depth >= _DEPTH:
         kind = "json"
     if kind == "object":  # objects say null and "not sent" with their own switch
-        return ObjectField(inner, path, required, ctx, depth, nullable=nullable)
+        return ObjectField(inner, ctx, path, required, depth, nullable=nullable)
     field = MAPPERS[kind](inner, ctx, path, required, depth)
     return NullableField(field) if nullable else field
 
@@ -995,16 +1122,16 @@ def field_for(schema: Mapping[str, Any], ctx: Context, path: Path, required: boo
 class Form:
     """The form for one input schema: `widget`, `value()` (the arguments), `load(arguments)`."""
 
-    def __init__(self, schema: Mapping[str, Any] | None) -> None:
+    def __init__(self, schema: Mapping[str, Any] | None, callback: Callback | None = None) -> None:
         schema = dict(schema or {})
-        ctx = self.ctx = Context(schema)
+        ctx = self.ctx = Context(schema, callback)
         resolved = ctx.resolve(schema)
         self.root: ObjectField | None = None
         if resolved.get("properties"):
-            self.root = ObjectField(resolved, (), True, ctx, 0, root=True)
+            self.root = ObjectField(resolved, ctx, (), True, root=True)
             self.widget = self.root.widget
         else:
-            self.widget = w.HTML(f'<span style="color:{_MUTED}">no arguments</span>')
+            self.widget = w.HTML(f'<span style="color:{MUTED}">no arguments</span>')
         self.widget.add_class("mcp-nb-form")
 
     @property
@@ -1044,5 +1171,5 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
-def build_form(schema: Mapping[str, Any] | None) -> Form:
-    return Form(schema)
+def build_form(schema: Mapping[str, Any] | None, callback: Callback | None = None) -> Form:
+    return Form(schema, callback)

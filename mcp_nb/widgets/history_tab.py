@@ -2,29 +2,26 @@
 
 Computed from `History.to_frame()`, like every other view of the history: the panel
 keeps no second store. A frame is not free on a long history, so the tab is rebuilt
-only while it is on screen, at most a few times a second, in a short-lived timer
-thread (never on mcp_nb's loop thread, where it would hold up calls); while hidden it
-only remembers that it is out of date.
+only while it is on screen, at most a few times a second, on the kernel's thread after
+a short delay (never on mcp_nb's loop thread, where it would hold up calls); while
+hidden it only remembers that it is out of date.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import html
-import logging
-import threading
 from types import SimpleNamespace
 from typing import Any, Callable
 
 import ipywidgets as w
 import pandas as pd
 
-from ..display import COLOURS, badge, compact_json
+from ..display import BORDER, COLOURS, MUTED, badge, compact_json
 from ..outcome import OUTCOMES, Outcome
+from .callbacks import Guard
 from .form import close_tree
-from .style import BORDER, MUTED, note_html
-
-log = logging.getLogger(__name__)
+from .style import note_html
 
 LATEST = 50  # rows in the list of calls
 DEBOUNCE_S = 0.3
@@ -33,16 +30,17 @@ DEBOUNCE_S = 0.3
 class HistoryTab:
     """The widget of the tab, and `refresh()` from the history's frame."""
 
-    def __init__(self, history, choose: Callable[[Any], None]) -> None:
+    def __init__(self, history, choose: Callable[[Any], None], guard: Guard) -> None:
         self.history = history
         self.choose = choose  # called with the chosen call (a row of the frame, as attributes)
+        self.guard = guard
         self.summary = w.HTML()
         self.summary.add_class("mcp-nb-history-summary")
         self.counts = w.HTML()
         self.counts.add_class("mcp-nb-history-counts")
         self.calls = w.Select(options=[], value=None, rows=12, layout=w.Layout(width="auto"))
         self.calls.add_class("mcp-nb-history-calls")
-        self.calls.observe(self._chosen, "value")
+        self.calls.observe(guard("choosing a call from the history", self._chosen), "value")
         self.widget = w.VBox(
             [
                 self.summary,
@@ -56,36 +54,28 @@ class HistoryTab:
         self.visible = False
         self.stale = True
         self._rows: dict[int, Any] = {}
-        self._lock = threading.Lock()  # guards the timer
-        # The timer thread rebuilds the list while the kernel's thread may be choosing from
-        # it: one at a time, so a choice is never mistaken for (or lost in) a rebuild.
-        self._view = threading.RLock()
-        self._timer: threading.Timer | None = None
+        self._cancel_timer: Callable[[], None] | None = None  # set while a rebuild is due
         self._quiet = False
         self.on_count: Callable[[int], None] | None = None  # the panel shows the count in the tab title
 
     # -- when to rebuild ---------------------------------------------------------------------------
 
     def recorded(self) -> None:
-        """A call was recorded (on mcp_nb's loop thread): note it, and rebuild soon if shown."""
+        """A call was recorded: rebuild soon if shown. However many calls end meanwhile, one
+        rebuild is due at a time."""
         self.stale = True
-        with self._lock:
-            if self._timer is not None:
-                return
-            self._timer = threading.Timer(DEBOUNCE_S, self._due)
-            self._timer.daemon = True
-            self._timer.start()
+        if self._cancel_timer is None:
+            self._cancel_timer = self.guard.thread.later(DEBOUNCE_S, self._due)
 
     def _due(self) -> None:
-        with self._lock:
-            self._timer = None
-        try:
-            if self.on_count is not None:
-                self.on_count(len(self.history))
-            if self.visible:
-                self.refresh()
-        except Exception:  # a view must never take down a timer thread with a traceback
-            log.exception("refreshing the history tab failed")
+        self._cancel_timer = None
+        self.guard.run("refreshing the history", self._rebuild)
+
+    def _rebuild(self) -> None:
+        if self.on_count is not None:
+            self.on_count(len(self.history))
+        if self.visible:
+            self.refresh()
 
     def show(self, visible: bool) -> None:
         self.visible = visible
@@ -93,19 +83,14 @@ class HistoryTab:
             self.refresh()
 
     def close(self) -> None:
-        with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+        if self._cancel_timer is not None:
+            self._cancel_timer()
+            self._cancel_timer = None
         close_tree(self.widget)
 
     # -- the view ------------------------------------------------------------------------------
 
     def refresh(self) -> None:
-        with self._view:
-            self._refresh()
-
-    def _refresh(self) -> None:
         self.stale = False
         frame = self.history.to_frame()
         self.summary.value = _summary_html(frame)
@@ -125,36 +110,41 @@ class HistoryTab:
             self._quiet = False
 
     def _chosen(self, change) -> None:
-        with self._view:
-            self._choose(change["new"])
-
-    def _choose(self, chosen) -> None:
+        chosen = change["new"]
         if self._quiet or chosen is None:
             return
         row = self._rows.get(chosen)
         if row is None:
             return
+        self.choose(as_call(row))
+        self.clear_choice()
+
+    def clear_choice(self) -> None:
+        """Clear the chosen row, so choosing the same call again loads it again."""
+        if self.calls.value is None:
+            return
+        self._quiet = True
         try:
-            self.choose(as_call(row))
+            self.calls.value = None
         finally:
-            # Clear the choice, so choosing the same call again loads it again.
-            self._quiet = True
-            try:
-                self.calls.value = None
-            finally:
-                self._quiet = False
+            self._quiet = False
 
 
 def call_label(r) -> str:
-    """One line per call in a monospace list: id, time, outcome (cause), name, arguments, duration."""
+    """One line per call in a monospace list: id, time, duration, outcome (cause), target, name, arguments.
+
+    The columns of fixed width come first; the name and the arguments, as long as they
+    are, come last, so a narrow list cuts off only the end of the arguments.
+    """
     when = r.started_at.tz_convert(None).strftime("%H:%M:%S") if pd.notna(r.started_at) else "--:--:--"
     args = "" if r.target == "resource" or r.arguments is None else compact_json(r.arguments, 48)
     what = f"{r.outcome} ({r.cause})"
     attempt = getattr(r, "attempt", 1)
     call = f"#{r.call_id}" + (f".{attempt}" if attempt and attempt > 1 else "")
     # An <option> collapses runs of spaces: pad with no-break spaces to keep the columns.
-    head = f"{call:<6}{when}  {what:<33}{r.target:<9}".replace(" ", "\u00a0")
-    return f"{head}{r.name} {args}  {r.duration_ms:,.1f} ms"
+    took = f"{r.duration_ms:,.1f} ms"
+    head = f"{call:<6}{when} {took:>11}  {what:<33}{r.target:<9}".replace(" ", "\u00a0")
+    return f"{head}{r.name} {args}".rstrip()
 
 
 def _na(value: Any) -> Any:

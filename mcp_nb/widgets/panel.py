@@ -4,12 +4,17 @@ Wiring only; the parts live next door: `form.py` turns a schema into fields,
 `history_tab.py` shows the history, `style.py` holds the looks, and
 `mcp_nb.display.outcome_html` renders an outcome as everywhere else.
 
-Threads. Widget callbacks (a click, a choice) run on the kernel's thread. A call is
-started with `Engine.submit`, which returns the `Call` at once, so the kernel runs other
-cells while it is in flight; its future resolves (on mcp_nb's loop thread) to the
-recorded Outcome however the call ended, cancelled included, and the panel only sets a
-few widget values there and never lets an exception escape. Registry changes arrive on
-the thread that registered.
+Threads. The kernel's thread owns every widget update. Widget callbacks (a click, a
+choice) run there already. A call is started with `Engine.submit`, which returns the
+`Call` at once, so the kernel runs other cells while the call is in flight; its future
+resolves, on mcp_nb's loop thread, to the recorded Outcome however the call ended (a
+cancellation included), and registry changes arrive on the thread that registered:
+every such entry point only hands over to the kernel's thread (`callbacks.KernelThread`).
+
+Failures. Every callback goes through one `callbacks.Guard`: an exception is shown in
+the panel, and the widgets are put back in step with the panel's state. To keep that
+state whole, a change is computed first (the new form, its header, its outcome view) and
+only then put on screen.
 """
 
 from __future__ import annotations
@@ -18,7 +23,6 @@ import asyncio
 import html
 import json
 import logging
-import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -27,9 +31,10 @@ from typing import Any
 import ipywidgets as w
 
 from ..config import check_timeout, settings
-from ..display import outcome_html
+from ..display import MUTED, outcome_html
 from ..outcome import Outcome
 from ..registry import Registration
+from .callbacks import FailureView, Guard, KernelThread
 from .form import Form, Invalid, close_tree, dotted
 from .history_tab import HistoryTab
 from .style import (
@@ -76,9 +81,13 @@ def picker_label(entry: Registration) -> str:
 
 
 class Panel(w.VBox):
-    """The MCP panel of an engine (`mcp_nb.widgets.show()` makes one for the kernel's engine)."""
+    """The MCP panel of an engine (`mcp_nb.widgets.show()` makes one for the kernel's engine).
 
-    def __init__(self, engine, **kwargs: Any) -> None:
+    `kernel_thread`: where its widget updates run; by default the kernel's main thread
+    (outside a kernel, whichever thread brings them, one at a time).
+    """
+
+    def __init__(self, engine, *, kernel_thread: KernelThread | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.engine = engine
         self.add_class("mcp-nb-panel")
@@ -86,13 +95,19 @@ class Panel(w.VBox):
         self._current: tuple[str, str] | None = None
         self._choices: list[tuple[str, tuple[str, str]]] = []
         self._quiet = False  # set while the panel itself rewrites the picker
-        self._lock = threading.RLock()
+        self._thread = kernel_thread or KernelThread.of_kernel()
+        self._lock = self._thread.lock
         self._call = None  # the Call in flight
         self.last_call = None  # the latest Call the panel started, kept once done
         self._shown = None  # the outcome on screen (its server-side fate may still change)
         self._retired: Form | None = None  # a replaced entry's form, closed once the new one shows
         self._running = False
+        self._running_status = ""
         self._closed = False
+        self.failure = w.HTML()
+        self.failure.add_class("mcp-nb-failure")
+        self._guard = Guard(self._thread, FailureView(self.failure), self._recover, lambda: self._closed)
+        on = self._guard
 
         # -- the picker
         self.filter = w.Text(placeholder="filter by name", layout=w.Layout(width="auto"))
@@ -151,28 +166,34 @@ class Panel(w.VBox):
         call_page = w.HBox([picker_box, call_box], layout=w.Layout(width="100%", flex_flow="row wrap", padding="6px 2px"))
 
         # -- the history
-        self.history_tab = HistoryTab(engine.history, self._load_call)
+        self.history_tab = HistoryTab(engine.history, self._load_call, self._guard)
         self.history_tab.on_count = self._count_calls
         self.tabs = w.Tab(
             children=[call_page, self.history_tab.widget], titles=["Call", self._history_title(len(engine.history))]
         )
         self.tabs.add_class("mcp-nb-tabs")
-        self.tabs.observe(self._tab_changed, "selected_index")
+        self.tabs.observe(on("switching tabs", self._tab_changed), "selected_index")
 
         self.title = w.HTML()
-        self.children = [w.HTML(STYLESHEET), self.title, self.tabs]
+        self.children = [w.HTML(STYLESHEET), self.title, self.failure, self.tabs]
 
-        # -- wiring
-        self.filter.observe(lambda _: self._show_choices(), "value")
-        self.picker.observe(self._picked, "value")
-        self.mode.observe(self._mode_changed, "value")
-        self.raw.observe(self._raw_edited, "value")
-        self.call_button.on_click(lambda _: self.call())
-        self.cancel_button.on_click(lambda _: self.cancel())
-        settings.observe(self._default_timeout_changed, "timeout")
-        engine.registry.subscribe(self.refresh)
+        # -- wiring: every callback and listener through the guard (the two call listeners,
+        # `_finished` and `_recorded`, hand over to it themselves)
+        self.filter.observe(on("filtering the list", lambda _: self._show_choices()), "value")
+        self.picker.observe(on("choosing an entry", self._picked), "value")
+        self.mode.observe(on("switching between form and raw JSON", self._mode_changed), "value")
+        self.raw.observe(on("editing the raw JSON", self._raw_edited), "value")
+        self.call_button.on_click(on("calling", lambda _: self.call()))
+        self.cancel_button.on_click(on("cancelling", lambda _: self.cancel()))
+        self._listeners = {
+            "timeout": on("following the default timeout", self._default_timeout_changed, user=False),
+            "registry": on("re-reading the server", self.refresh, user=False),
+            "closed": on("closing with the server", self._server_closed, user=False),
+        }
+        settings.observe(self._listeners["timeout"], "timeout")
+        engine.registry.subscribe(self._listeners["registry"])
         engine.history.subscribe(self._recorded)
-        engine.on_close(self._server_closed)
+        engine.on_close(self._listeners["closed"])
         self.refresh()
 
     # -- what the server offers --------------------------------------------------------------------
@@ -184,39 +205,46 @@ class Panel(w.VBox):
         with self._lock:
             entries = sorted(self.engine.registry.entries(), key=lambda e: KIND_ORDER.get(e.kind, 9))
             current = {entry_key(e): e for e in entries}
-            replaced = False
+            title = _title_html(self.engine, entries)
+            chosen = self._entries.get(self._current) if self._current else None
+            carried = None
+            if chosen is not None and self._current in current and current[self._current] is not chosen.registration:
+                carried = self._carry_over(chosen, current[self._current])  # may fail: nothing changed yet
             for key in list(self._entries):
                 kept = self._entries[key]
                 if current.get(key) is not kept.registration:
                     # Removed, or replaced by a re-run cell: the old form describes an old schema.
                     self._entries.pop(key)
-                    if key == self._current and key in current:
-                        self._carry_over(kept, current[key])
-                        replaced = True
+                    if kept is chosen and carried is not None:
+                        self._entries[key] = carried
+                        self._retired = kept.form  # closed once the new form is on screen
                     else:
                         kept.form.close()
             self._choices = [(picker_label(e), entry_key(e)) for e in entries]
-            self.title.value = _title_html(self.engine, entries)
+            self.title.value = title
             if self._current not in current:
                 self._current = None
-            self._show_choices(reshow=replaced)
+            self._show_choices(reshow=carried is not None)
 
-    def _carry_over(self, old: _Entry, registration: Registration) -> None:
+    def _carry_over(self, old: _Entry, registration: Registration) -> _Entry:
         """A re-run cell keeps what was typed, where the new schema still takes it."""
         new = self._new_entry(registration)
         try:
-            values = old.form.value()
-        except Invalid:
-            values = None
-        if values is not None and not new.form.load(values):
+            try:
+                values = old.form.value()
+            except Invalid:
+                values = None
+            if values is not None and not new.form.load(values):
+                new.form.close()
+                new = self._new_entry(registration)
+        except BaseException:
             new.form.close()
-            new = self._new_entry(registration)
+            raise
         new.mode, new.raw_text, new.raw_seed = old.mode, old.raw_text, old.raw_seed
-        self._entries[entry_key(registration)] = new
-        self._retired = old.form  # closed once the new form is on screen
+        return new
 
-    def _new_entry(self, registration: Registration) -> _Entry:
-        entry = _Entry(registration, Form(registration.input_schema))
+    def _new_entry(self, registration: Registration, form: Form | None = None) -> _Entry:
+        entry = _Entry(registration, form or Form(registration.input_schema, self._guard))
         key = entry_key(registration)
         entry.form.on_change(lambda: self._form_changed(key))
         return entry
@@ -227,12 +255,14 @@ class Panel(w.VBox):
         choices = [c for c in self._choices if wanted in c[0].lower()] if wanted else list(self._choices)
         values = [value for _, value in choices]
         chosen = self._current if self._current in values else (values[0] if values else None)
+        registration = self.engine.registry.get(*chosen) if chosen is not None else None
+        if registration is not None and (chosen != self._current or reshow):
+            self._switch(self._prepare(registration), options=choices)
+            return
         with self._quietly():
             self.picker.options = choices
             self.picker.value = chosen
-        if chosen is not None and (chosen != self._current or reshow):
-            self.select(*chosen)
-        elif not self._choices:
+        if not self._choices:
             self._show_nothing()
 
     def _picked(self, change) -> None:
@@ -246,47 +276,67 @@ class Panel(w.VBox):
         if registration is None:
             raise ValueError(f"no {kind} {key!r} is registered")
         with self._lock:
-            self._leave_current()
-            entry = self._entry(registration)
-            self._current = (kind, key)
-            if self.picker.value != (kind, key):
-                with self._quietly():
-                    if (kind, key) not in [v for _, v in self.picker.options]:
-                        self.filter.value = ""
-                        self.picker.options = self._choices
-                    self.picker.value = (kind, key)
-            self.header.value = entry_html(registration)
-            self.form_box.children = (entry.form.widget,)
-            retired = self._retired
-            if retired is not None:
-                self._retired = None
-                retired.close()
-            with self._quietly():
-                self.raw.value = entry.raw_text
-                self.mode.value = entry.mode
-            resource = registration.kind == "resource"
-            self.mode.disabled = resource
-            self.mode.tooltip = "a resource is read by its URI: it takes no arguments object" if resource else ""
-            self._show_mode(entry.mode)
-            self.call_button.description = {"tool": "Call", "resource": "Read", "prompt": "Get"}[registration.kind]
-            self.call_button.disabled = self._call is not None or self.engine.closed
-            self.problems.value = ""
-            self._show_uri()
-            self._render_outcome()
+            self._switch(self._prepare(registration))
 
-    def _entry(self, registration: Registration) -> _Entry:
+    def _prepare(self, registration: Registration) -> _Entry:
+        """The entry to show, its form built when new; nothing on screen changes yet."""
+        entry = self._entries.get(entry_key(registration))
+        return entry if entry is not None else self._new_entry(registration)
+
+    def _switch(self, entry: _Entry, options: list | None = None, shown: Any = None) -> None:
+        """Show `entry` (and `shown`, an outcome, when given). What can fail is computed first;
+        then the widgets change together, so a failure never leaves the panel half-switched."""
+        registration = entry.registration
         key = entry_key(registration)
-        entry = self._entries.get(key)
-        if entry is None:
-            entry = self._entries[key] = self._new_entry(registration)
-            while len(self._entries) > CACHED_FORMS:
-                oldest, dropped = next(iter(self._entries.items()))
-                if oldest == self._current:
-                    break
-                self._entries.pop(oldest)
-                dropped.form.close()
+        header = entry_html(registration)
+        uri = self._uri_html(entry)
+        outcome = self._outcome_html(shown if shown is not None else self._shown, key)
+        button = {"tool": "Call", "resource": "Read", "prompt": "Get"}[registration.kind]
+        # -- from here on, only widgets change
+        self._leave_current()
+        replaced = self._remember(key, entry)
+        self._current = key
+        with self._quietly():
+            if options is not None:
+                self.picker.options = options
+            elif key not in [v for _, v in self.picker.options]:
+                self.filter.value = ""
+                self.picker.options = self._choices
+            if self.picker.value != key:
+                self.picker.value = key
+        self.header.value = header
+        self.form_box.children = (entry.form.widget,)
+        for retired in (self._retired, replaced):
+            if retired is not None:
+                retired.close()
+        self._retired = None
+        with self._quietly():
+            self.raw.value = entry.raw_text
+            self.mode.value = entry.mode
+        resource = registration.kind == "resource"
+        self.mode.disabled = resource
+        self.mode.tooltip = "a resource is read by its URI: it takes no arguments object" if resource else ""
+        self._show_mode(entry.mode)
+        self.call_button.description = button
+        self.call_button.disabled = self._call is not None or self.engine.closed
+        self.problems.value = ""
+        self.uri.value = uri
+        if shown is not None:
+            self._shown = shown
+        self._set_outcome(outcome)
+
+    def _remember(self, key: tuple[str, str], entry: _Entry) -> Form | None:
+        """Keep `entry` among the last forms visited; returns the form it replaces, if any."""
+        old = self._entries.get(key)
+        self._entries[key] = entry
         self._entries.move_to_end(key)
-        return entry
+        while len(self._entries) > CACHED_FORMS:
+            oldest, dropped = next(iter(self._entries.items()))
+            if oldest in (self._current, key):
+                break
+            self._entries.pop(oldest)
+            dropped.form.close()
+        return old.form if old is not None and old is not entry else None
 
     def _leave_current(self) -> None:
         entry = self._entries.get(self._current) if self._current else None
@@ -310,14 +360,15 @@ class Panel(w.VBox):
 
     def _show_uri(self) -> None:
         entry = self._entries.get(self._current) if self._current else None
-        if entry is None or entry.registration.kind != "resource":
-            self.uri.value = ""
-            return
+        self.uri.value = self._uri_html(entry) if entry is not None else ""
+
+    def _uri_html(self, entry: _Entry) -> str:
+        if entry.registration.kind != "resource":
+            return ""
         try:
-            uri = self._uri(entry)
-            self.uri.value = note_html(f"reads {uri}")
+            return note_html(f"reads {self._uri(entry)}")
         except Invalid:
-            self.uri.value = note_html(f"reads {entry.registration.uri} once its variables are filled in")
+            return note_html(f"reads {entry.registration.uri} once its variables are filled in")
 
     # -- form and raw JSON ---------------------------------------------------------------------------
 
@@ -325,14 +376,16 @@ class Panel(w.VBox):
         if self._quiet or self._current is None:
             return
         entry = self._entries[self._current]
-        entry.mode = change["new"]
-        if entry.mode == RAW and self.raw.value == entry.raw_seed:
+        seed = None
+        if change["new"] == RAW and self.raw.value == entry.raw_seed:
             # Untouched so far: start from what the form holds. Text the user wrote is
             # never replaced, nor reformatted.
             try:
                 seed = json.dumps(entry.form.value(), indent=2, ensure_ascii=False)
             except Invalid:
                 seed = "{}"
+        entry.mode = change["new"]
+        if seed is not None:
             entry.raw_seed = seed
             with self._quietly():
                 self.raw.value = seed
@@ -398,6 +451,7 @@ class Panel(w.VBox):
         except Invalid as err:
             self.problems.value = problems_html("Nothing was sent:", [f"{dotted(p)}: {m}" if p else m for p, m in err.problems])
             return None
+        running = running_html(target, name, timeout)
         try:
             call = self.engine.submit(target, name, arguments, timeout)
         except (ValueError, TypeError) as err:  # the engine's own checks, before anything is sent
@@ -407,7 +461,7 @@ class Panel(w.VBox):
         self._call = self.last_call = call
         self.call_button.disabled = True
         self.cancel_button.layout.display = None
-        self.status.value = running_html(target, name, timeout)
+        self.status.value = self._running_status = running
         self._running = True
         self._render_outcome()  # the last outcome stays for reference, dimmed: it is not this call's
         call.future.add_done_callback(self._finished)
@@ -424,18 +478,18 @@ class Panel(w.VBox):
             self.status.value = ""  # it had just finished; its outcome shows as usual
 
     def _finished(self, future) -> None:
-        # On mcp_nb's loop thread: set widgets, raise nothing. The future holds the recorded
-        # Outcome however the call ended, a cancellation included.
-        try:
-            self._idle()
-            error = future.exception()
-            if error is not None:
-                self.problems.value = problems_html("The call failed inside mcp_nb:", [f"{type(error).__name__}: {error}"])
-                self.status.value = ""
-                return
-            self.show_outcome(future.result())
-        except Exception:
-            log.exception("showing a call's outcome failed")
+        # The call's done-callback, on mcp_nb's loop thread: hand over to the kernel's thread.
+        # The future holds the recorded Outcome however the call ended, a cancellation included.
+        self._guard.enter("showing the call's outcome", self._show_finished, future)
+
+    def _show_finished(self, future) -> None:
+        self._idle()
+        error = future.exception()
+        if error is not None:
+            self.problems.value = problems_html("The call failed inside mcp_nb:", [f"{type(error).__name__}: {error}"])
+            self.status.value = ""
+            return
+        self.show_outcome(future.result())
 
     def _idle(self) -> None:
         self._call = None
@@ -446,56 +500,55 @@ class Panel(w.VBox):
     def _server_closed(self) -> None:
         # The engine's close listener (`mcp_nb.reset()`): this panel's server is gone. Its
         # widgets stay on screen, the history tab included, but it offers no more calls.
-        try:
-            self._unsubscribe()
-            self._idle()
-            self.refresh()  # once more, for the title: it now says the server was replaced
-            self.status.value = ""
-            self.problems.value = problems_html(
-                "This panel's server was closed by mcp_nb.reset().",
-                ["Show a panel of the new server with mcp_nb.panel() (or %mcp_panel)."],
-            )
-        except Exception:
-            log.exception("the panel's close listener failed")
+        self._unsubscribe()
+        self._idle()
+        self.refresh()  # once more, for the title: it now says the server was replaced
+        self.status.value = ""
+        self.problems.value = problems_html(
+            "This panel's server was closed by mcp_nb.reset().",
+            ["Show a panel of the new server with mcp_nb.panel() (or %mcp_panel)."],
+        )
 
     def _recorded(self, outcome) -> None:
         # The history's listener, on the thread that recorded the call (mcp_nb's loop).
-        try:
-            self.history_tab.recorded()
-        except Exception:
-            log.exception("the panel's history listener failed")
+        self._guard.enter("noting a recorded call", self.history_tab.recorded)
 
     def show_outcome(self, outcome) -> None:
         """Show an outcome: badge, the three views, the duration, and a timeout's server-side fate."""
+        view = self._outcome_html(outcome, self._current)
         self._shown = outcome
-        self._render_outcome()
+        self._set_outcome(view)
         self.status.value = ""
         if isinstance(outcome, Outcome) and outcome.outcome == "timeout" and outcome.server_fate == "running":
             self.engine.loop.submit(self._watch_fate(outcome))
 
     def _render_outcome(self) -> None:
         """The outcome on screen, dimmed while a call runs or when it is another entry's."""
-        shown = self._shown
+        self._set_outcome(self._outcome_html(self._shown, self._current))
+
+    def _outcome_html(self, shown, current: tuple[str, str] | None) -> str:
         if shown is None:
-            self.outcome.value = ""
-            return
+            return ""
         html_ = outcome_html(shown)
         found = self._find(shown.target, shown.name)
-        if self._running or found is None or entry_key(found[0]) != self._current:
+        if self._running or found is None or entry_key(found[0]) != current:
             html_ = f'<div class="mcp-nb-previous" style="opacity:.45">{html_}</div>'
+        return html_
+
+    def _set_outcome(self, html_: str) -> None:
         if self.outcome.value != html_:
             self.outcome.value = html_
 
     async def _watch_fate(self, outcome) -> None:
         """The handler of a timed-out call may still finish: show how, once it does."""
-        try:
-            while self._shown is outcome and not self._closed and outcome.server_fate == "running":
-                await asyncio.sleep(FATE_POLL_S)
-            if self._shown is outcome and not self._closed:
-                self._render_outcome()
-                self.history_tab.recorded()  # the history's fate columns changed too
-        except Exception:
-            log.exception("watching a timed-out call failed")
+        while self._shown is outcome and not self._closed and outcome.server_fate == "running":
+            await asyncio.sleep(FATE_POLL_S)
+        self._guard.enter("showing what the server did", self._fate_known, outcome)
+
+    def _fate_known(self, outcome) -> None:
+        if self._shown is outcome:
+            self._render_outcome()
+            self.history_tab.recorded()  # the history's fate columns changed too
 
     # -- the history tab -----------------------------------------------------------------------------
 
@@ -516,32 +569,39 @@ class Panel(w.VBox):
     def _load_call(self, call) -> None:
         """A call chosen in the history: its entry, its arguments in the form, its outcome."""
         found = self._find(call.target, call.name)
-        self.tabs.selected_index = 0
         if found is None:
+            view = self._outcome_html(call, self._current)
+            self.tabs.selected_index = 0
             self.problems.value = problems_html(f"{call.target} {call.name} is no longer registered.", [])
-            self.show_outcome(call)
+            self._shown = call
+            self._set_outcome(view)
+            self.status.value = ""
             return
         registration, variables = found
         # A template read comes back as its URI's variables; a static read has none.
         arguments = variables if registration.kind == "resource" else dict(call.arguments or {})
-        self.select(registration.kind, registration.key)
-        entry = self._entries[self._current]
-        if arguments is None or entry.form.load(arguments):
-            self._set_mode(entry, FORM)
-        else:
-            # Arguments the form cannot show exactly (wrong types, extra keys): raw JSON can.
-            text = json.dumps(arguments, indent=2, ensure_ascii=False)
-            entry.form.close()
-            entry.form = self._new_entry(registration).form
-            self.form_box.children = (entry.form.widget,)
-            entry.raw_text = entry.raw_seed = text
-            with self._quietly():
-                self.raw.value = text
-            self._set_mode(entry, RAW)
+        # A fresh form, so the entry's own changes only once this one is ready.
+        form = Form(registration.input_schema, self._guard)
+        try:
+            fits = arguments is None or form.load(arguments)
+            if not fits:
+                form.close()
+                form = Form(registration.input_schema, self._guard)
+            entry = self._new_entry(registration, form)
+            if not fits:
+                # Arguments the form cannot show exactly (wrong types, extra keys): raw JSON can.
+                entry.mode = RAW
+                entry.raw_text = entry.raw_seed = json.dumps(arguments, indent=2, ensure_ascii=False)
+            note = note_html(f"call #{call.call_id} from the history")
+            self._switch(entry, shown=call)
+        except BaseException:
+            if entry_key(registration) not in self._entries or self._entries[entry_key(registration)].form is not form:
+                form.close()
+            raise
+        self.tabs.selected_index = 0
+        if not fits:
             self.problems.value = note_html("These arguments do not fit the form, so they are in raw JSON, as they were sent.")
-        self._show_uri()
-        self.show_outcome(call)
-        self.status.value = note_html(f"call #{call.call_id} from the history")
+        self.status.value = note
 
     @contextmanager
     def _quietly(self) -> Iterator[None]:
@@ -552,11 +612,26 @@ class Panel(w.VBox):
         finally:
             self._quiet = False
 
-    def _set_mode(self, entry: _Entry, mode: str) -> None:
-        entry.mode = mode
+    def _recover(self) -> None:
+        """After a failed callback: what the user moved goes back to what the panel holds."""
+        entry = self._entries.get(self._current) if self._current else None
         with self._quietly():
-            self.mode.value = mode
-        self._show_mode(mode)
+            if self._current in [v for _, v in self.picker.options]:
+                self.picker.value = self._current
+            if entry is not None:
+                self.mode.value = entry.mode
+                if self.form_box.children != (entry.form.widget,):
+                    self.form_box.children = (entry.form.widget,)
+        if entry is not None:
+            self._show_mode(entry.mode)
+        self.history_tab.clear_choice()
+        running = self._call is not None
+        self.call_button.disabled = running or self._current is None or self.engine.closed
+        self.cancel_button.layout.display = None if running else "none"
+        if running:
+            self.status.value = self._running_status
+        elif self.status.value == self._running_status:
+            self.status.value = ""  # its outcome arrived, though showing it failed
 
     def _find(self, target: str, name: str) -> tuple[Registration, dict[str, str] | None] | None:
         """The entry a past call reached, and for a template read the variables of its URI."""
@@ -587,11 +662,11 @@ class Panel(w.VBox):
             self.timeout.value = _seconds(change["new"])
 
     def _unsubscribe(self) -> None:
-        self.engine.registry.unsubscribe(self.refresh)
+        self.engine.registry.unsubscribe(self._listeners["registry"])
         self.engine.history.unsubscribe(self._recorded)
-        self.engine.on_close(self._server_closed, remove=True)
+        self.engine.on_close(self._listeners["closed"], remove=True)
         with suppress(ValueError):  # already stopped observing
-            settings.unobserve(self._default_timeout_changed, "timeout")
+            settings.unobserve(self._listeners["timeout"], "timeout")
 
     def close(self) -> None:
         """Stop listening to the server, the history and the settings, and close every widget."""
@@ -642,7 +717,7 @@ def _title_html(engine, entries: list[Registration]) -> str:
     )
     return (
         f'<div style="display:flex;align-items:baseline;gap:10px;margin:0 0 4px">'
-        f'<b style="font-size:1.1em">MCP panel</b><span style="color:var(--jp-ui-font-color2,#59636e)">'
+        f'<b style="font-size:1.1em">MCP panel</b><span style="color:{MUTED}">'
         f"in-kernel server <code>{name}</code> · {parts}{replaced}</span></div>"
     )
 

@@ -12,13 +12,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from ..display import COLOURS, KIND_COLOURS
-
-MUTED = "var(--jp-ui-font-color2, #59636e)"
-BORDER = "var(--jp-border-color2, #d1d9e0)"
-SURFACE = "var(--jp-layout-color2, #f6f8fa)"
-MONO = "var(--jp-code-font-family, ui-monospace, SFMono-Regular, Menlo, monospace)"
-ERROR = COLOURS["protocol_error"]
+from ..display import BORDER, ERROR, FG, KIND_COLOURS, MONO, MUTED
 
 STYLESHEET = f"""<style>
 .mcp-nb-panel {{
@@ -90,7 +84,7 @@ def entry_html(entry) -> str:
     also = f'<span style="color:{MUTED};font-size:0.85em">name {_e(entry.name)}</span>' if entry.kind == "resource" else ""
     description = (entry.description or "").strip()
     body = (
-        f'<div style="white-space:pre-wrap;margin-top:3px;color:var(--jp-ui-font-color1,#1f2328)">{_e(description)}</div>'
+        f'<div style="white-space:pre-wrap;margin-top:3px;color:{FG}">{_e(description)}</div>'
         if description
         else ""
     )

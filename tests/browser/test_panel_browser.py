@@ -183,6 +183,8 @@ def test_the_panel_calls_each_kind_of_tool_and_shows_each_outcome(page, lab, art
 
     # The form says what cannot be sent, field by field, and sends nothing.
     pick(page, "tool plan_trip")
+    nights = " ".join(page.locator(f"{PANEL} .mcp-nb-label", has_text="nights").inner_text().split())
+    assert "≥ 1" in nights and "≤" not in nights, nights  # a field with one limit builds, and says it
     field(page, "city").fill("Lisbon")
     field(page, "nights").fill("2.5")
     call(page)
@@ -227,6 +229,21 @@ def test_the_panel_calls_each_kind_of_tool_and_shows_each_outcome(page, lab, art
     assert page.locator(f"{OUTCOME} .mcp-nb-badge.mcp-nb-result").count() == 1
     shot(page, artifacts, "14-history-loaded")
 
+    # A bug inside a callback shows in the panel (not only in the browser's log console),
+    # and the panel stays on what it showed.
+    run_new_cell(page, "import mcp_nb.widgets.panel as _p; _keep = _p.entry_html; _p.entry_html = lambda entry: 1/0")
+    choose(page, f"{PANEL} .mcp-nb-tabs .mcp-nb-picker", "tool reserve")
+    failure = page.locator(f"{PANEL} .mcp-nb-failure summary")
+    failure.wait_for()
+    line = " ".join(failure.inner_text().split())
+    assert "The panel failed while choosing an entry: ZeroDivisionError: division by zero" in line, line
+    assert page.locator(f"{PANEL} .mcp-nb-failure details").get_attribute("open") is None  # the traceback is folded
+    assert "get_author" in page.locator(f"{PANEL} .mcp-nb-entry").inner_text()
+    selected = page.locator(f"{PANEL} .mcp-nb-picker select").evaluate("s => s.options[s.selectedIndex].text")
+    assert "get_author" in selected, selected
+    shot(page, artifacts, "15-callback-failed")
+    run_new_cell(page, "_p.entry_html = _keep")
+
     # A reset replaces the server: this panel says so, and Call is off for good.
     run_new_cell(page, "import mcp_nb; mcp_nb.reset()")
     page.locator(f"{PANEL} .mcp-nb-problems", has_text="closed by mcp_nb.reset()").wait_for()
@@ -234,4 +251,4 @@ def test_the_panel_calls_each_kind_of_tool_and_shows_each_outcome(page, lab, art
     page.locator(f"{PANEL} .mcp-nb-replaced").wait_for()
     pick(page, "tool reserve")  # another entry: Call stays off
     assert page.locator(f"{PANEL} button.mcp-nb-call").is_disabled()
-    shot(page, artifacts, "15-after-reset")
+    shot(page, artifacts, "16-after-reset")

@@ -1,0 +1,206 @@
+"""Every way into the panel: a callback runs on the kernel's thread, and a failure shows.
+
+Widget callbacks (a click, a choice) arrive on the kernel's thread, but a panel also
+hears from mcp_nb's loop thread (a call's done-callback, the history's listener) and
+from timers. `KernelThread.hand_over` moves every one of them onto the kernel's thread,
+so the widgets change on one thread only (docs/panel.md, "Threads", has the measurements
+behind this choice).
+
+`Guard` wraps every callback: an exception is shown in the panel (one line, the
+traceback behind a disclosure) instead of reaching only the browser's log console, and
+the panel is put back in step with its own state. A failure inside a callback the panel
+itself set off (a widget it rewrote) belongs to the outer one, which handles it whole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import logging
+import threading
+import traceback
+from typing import Any, Callable
+
+from ..display import ERROR, MONO, MUTED
+
+log = logging.getLogger(__name__)
+
+
+def _kernel_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop of the kernel's main thread, where ipykernel runs every cell and every
+    message from the front end; None outside a kernel."""
+    try:
+        from ipykernel.kernelbase import Kernel
+    except ImportError:
+        return None
+    if not Kernel.initialized():
+        return None
+    io_loop = getattr(Kernel.instance(), "io_loop", None)
+    return getattr(io_loop, "asyncio_loop", None)
+
+
+class KernelThread:
+    """Where the widget updates of a panel run.
+
+    In a kernel: on its main thread, through its event loop. While a cell runs, what is
+    handed over waits for the cell to end (or to `await`), as clicks from the front end
+    do. Outside a kernel (a script, pytest) there is no such thread: updates run at
+    once on the thread that brings them, one at a time under `lock`.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        self.loop = loop
+        self.lock = threading.RLock()
+
+    @classmethod
+    def of_kernel(cls) -> KernelThread:
+        return cls(_kernel_loop())
+
+    def here(self) -> bool:
+        """Whether a widget may be changed from the calling thread now."""
+        if self.loop is None:
+            return True
+        try:
+            return asyncio.get_running_loop() is self.loop
+        except RuntimeError:  # no loop runs in this thread
+            return False
+
+    def hand_over(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run `fn(*args)` on the kernel's thread: now when called there, else as soon as it is free."""
+        if self.here():
+            with self.lock:
+                fn(*args)
+            return
+        try:
+            self.loop.call_soon_threadsafe(self._run, fn, args)
+        except RuntimeError:  # the loop is closed: the kernel is shutting down, nobody is watching
+            log.debug("the kernel's loop is closed; a widget update was dropped")
+
+    def _run(self, fn: Callable[..., Any], args: tuple) -> None:
+        with self.lock:
+            fn(*args)
+
+    def later(self, delay: float, fn: Callable[[], Any]) -> Callable[[], None]:
+        """Run `fn()` on the kernel's thread after `delay` seconds; returns a function that cancels it."""
+        if self.loop is None:
+            timer = threading.Timer(delay, self.hand_over, (fn,))
+            timer.daemon = True
+            timer.start()
+            return timer.cancel
+        handle: list[asyncio.TimerHandle] = []
+        cancelled = threading.Event()
+
+        def arm() -> None:
+            if not cancelled.is_set():
+                handle.append(self.loop.call_later(delay, self._run, fn, ()))
+
+        def cancel() -> None:
+            cancelled.set()
+            self.hand_over(lambda: [h.cancel() for h in handle])
+
+        self.hand_over(arm)
+        return cancel
+
+
+class Guard:
+    """The one wrapper of every callback of a panel: hand over to the kernel's thread, run,
+    and show whatever it raises.
+
+    `recover()` runs after a failure, to put the widgets back in step with the panel's
+    state; `closed()` says the panel is gone (a late callback then does nothing).
+    """
+
+    def __init__(
+        self,
+        thread: KernelThread,
+        view: FailureView,
+        recover: Callable[[], None],
+        closed: Callable[[], bool],
+    ) -> None:
+        self.thread = thread
+        self.view = view
+        self.recover = recover
+        self.closed = closed
+        self.depth = 0
+
+    def __call__(self, what: str, fn: Callable[..., Any], user: bool = True) -> Callable[..., None]:
+        """`fn` as a callback: `what` says what it does ("choosing an entry") when it fails.
+
+        `user`: it answers something the user did, so once it succeeds, an earlier
+        failure on screen is out of date.
+        """
+
+        def callback(*args: Any) -> None:
+            self.thread.hand_over(self.run, what, fn, args, user)
+
+        callback.__name__ = getattr(fn, "__name__", "callback")
+        return callback
+
+    def enter(self, what: str, fn: Callable[..., Any], *args: Any) -> None:
+        """From any thread: run `fn(*args)` on the kernel's thread, guarded (a listener's way in)."""
+        self.thread.hand_over(self.run, what, fn, args, False)
+
+    def run(self, what: str, fn: Callable[..., Any], args: tuple = (), user: bool = False) -> None:
+        """Run `fn(*args)` now (on the kernel's thread); show a failure instead of raising it."""
+        if self.closed():
+            return
+        if self.depth:
+            fn(*args)  # set off by an outer callback: it fails (and recovers) as a whole
+            return
+        self.depth += 1
+        try:
+            fn(*args)
+        except Exception as err:  # noqa: BLE001  shown in the panel: that is the point
+            self.depth -= 1
+            self._failed(what, err)
+        else:
+            self.depth -= 1
+            if user:
+                self.view.clear()
+
+    def _failed(self, what: str, err: Exception) -> None:
+        log.debug("the panel failed while %s", what, exc_info=err)
+        self.view.show(what, err)
+        self.depth += 1  # what recovering rewrites must not read as the user's doing
+        try:
+            self.recover()
+        except Exception as again:  # noqa: BLE001
+            log.debug("putting the panel back in step failed too", exc_info=again)
+            self.view.show(what, err, again)
+        finally:
+            self.depth -= 1
+
+
+class FailureView:
+    """One line saying what failed, with the traceback behind a disclosure."""
+
+    def __init__(self, widget) -> None:
+        self.widget = widget
+        self.last: Exception | None = None
+
+    def show(self, what: str, err: Exception, also: Exception | None = None) -> None:
+        self.last = err
+        self.widget.value = failure_html(what, err, also)
+
+    def clear(self) -> None:
+        if self.last is not None:
+            self.last = None
+            self.widget.value = ""
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def failure_html(what: str, err: BaseException, also: BaseException | None = None) -> str:
+    trace = "".join(traceback.format_exception(err))
+    if also is not None:
+        trace += "\nand then, putting the panel back in step:\n" + "".join(traceback.format_exception(also))
+    line = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+    return (
+        f'<details class="mcp-nb-failure-box" style="border:1px solid {ERROR};border-left-width:4px;border-radius:6px;'
+        f'padding:3px 10px;margin:2px 0 6px;color:{ERROR};background:rgba(207,34,46,0.06)">'
+        f'<summary style="cursor:pointer"><b>The panel failed while {_e(what)}:</b> {_e(line)}'
+        f' <span style="color:{MUTED}">(a bug in the panel: open for the traceback)</span></summary>'
+        f'<pre style="margin:4px 0;white-space:pre-wrap;font-family:{MONO};font-size:11px">{_e(trace)}</pre></details>'
+    )

@@ -289,6 +289,7 @@ def probe(
                     time.sleep(injected.latency)
                 raise_fault(injected.draw(kwargs), label)
             value = fn(*args, **kwargs)
+            _check_returned(value, named)
         except BaseException as exc:
             exc = _contained(exc, in_task=False)
             if trace is not None:
@@ -300,6 +301,23 @@ def probe(
 
     probed.__mcp_nb_probe__ = True  # type: ignore[attr-defined]
     return probed
+
+
+class NotAResult(TypeError):
+    """A sync handler returned something to await or to iterate, not a result."""
+
+
+def _check_returned(value: Any, named: str) -> None:
+    # A plain `def` returning a coroutine or a generator would "succeed" with the object's
+    # repr as its text (and the coroutine would never run). Said at once, as a crash.
+    if inspect.isawaitable(value) or inspect.isgenerator(value) or inspect.isasyncgen(value):
+        kind = "a generator" if inspect.isgenerator(value) or inspect.isasyncgen(value) else "an awaitable"
+        if inspect.iscoroutine(value):
+            value.close()  # never awaited: closed here, so Python does not warn about it later
+        raise NotAResult(
+            f"{named} returned {kind} ({type(value).__name__}), not a result: "
+            "write it as `async def` and await inside, or return the value itself"
+        )
 
 
 # -- log records: filed under the call they belong to, and the user's logging left alone ----------

@@ -435,3 +435,24 @@ def test_an_async_tool_that_awaits_is_not_reported():
 
 def test_the_depth_error_is_a_runtime_error_for_code_that_catches_it():
     assert issubclass(CallDepthError, RuntimeError)
+
+
+def test_a_sync_tool_returning_a_coroutine_or_a_generator_is_a_crash_that_says_why():
+    async def later() -> str:
+        return "never run"
+
+    @mcp_nb.tool()
+    def returns_coroutine() -> str:
+        return later()
+
+    @mcp_nb.tool()
+    def returns_generator() -> str:
+        return (c for c in "abc")
+
+    for name, kind in (("returns_coroutine", "an awaitable"), ("returns_generator", "a generator")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # "coroutine ... was never awaited" would fail here
+            o = mcp_nb.call(name)
+        assert (o.outcome, o.cause) == ("tool_error", "crash"), o
+        kinds = dict(o.server_logs[0].exceptions)
+        assert f"tool '{name}' returned {kind}" in kinds["NotAResult"]

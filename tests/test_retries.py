@@ -6,6 +6,8 @@ import time
 import pytest
 from IPython.core.error import UsageError
 from mcp import MCPError
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent
 
 import mcp_nb
 from mcp_nb import Retry
@@ -22,24 +24,31 @@ class FakeClock:
 
 
 def flaky_tool(fail_times, how="timeout", read_only=True):
-    """A tool that fails `fail_times` times (as `how`), then answers."""
+    """A tool that fails `fail_times` times (as `how`), then answers; returns its call counter."""
     calls = {"n": 0}
 
     @mcp_nb.tool(read_only=read_only)
     async def flaky(x: int) -> str:
         calls["n"] += 1
         if calls["n"] <= fail_times:
+            fail(how, calls["n"])
             if how == "timeout":
                 await asyncio.sleep(30)
-            if how == "busy":
-                raise MCPError(code=-32050, message="busy")
-            if how == "tool_error":
-                from mcp.server.mcpserver.exceptions import ToolError
-
-                raise ToolError("not yet")
+            if how == "returned":
+                return CallToolResult(content=[TextContent(type="text", text="not yet")], is_error=True)
         return f"ok after {calls['n']}"
 
     return calls
+
+
+def fail(how, n):
+    """Raise the failure `how` (the ones a handler raises; the others are up to the caller)."""
+    if how == "busy":
+        raise MCPError(code=-32050, message=f"busy ({n})")
+    if how == "tool_error":
+        raise ToolError(f"not yet ({n})")
+    if how == "crash":
+        raise KeyError(n)
 
 
 def test_default_backoff_is_100_200_400_ms():
@@ -88,13 +97,43 @@ def test_chosen_protocol_codes_are_retried_others_are_not():
     assert (once.outcome, once.code, once.attempt) == ("protocol_error", -32050, 1)
 
 
-def test_tool_errors_are_not_retried_unless_asked():
-    flaky_tool(1, how="tool_error")
+# Every way a tool reports a tool error, and the cause each is recorded with.
+TOOL_ERRORS = [("tool_error", "raised"), ("crash", "crash"), ("returned", "returned")]
+
+
+@pytest.mark.parametrize("how, cause", TOOL_ERRORS)
+def test_tool_errors_are_not_retried_unless_asked(how, cause):
+    calls = flaky_tool(1, how=how)
     clock = FakeClock()
     first = mcp_nb.call("flaky", {"x": 1}, retry=Retry(sleep=clock))
-    assert (first.outcome, first.attempt) == ("tool_error", 1)
-    again = mcp_nb.call("flaky", {"x": 1}, retry=Retry(tool_errors=True, sleep=clock))
-    assert (again.outcome, again.attempt) == ("result", 1)  # the tool already failed its one time
+    assert (first.outcome, first.cause, first.attempt) == ("tool_error", cause, 1)
+    assert calls["n"] == 1 and clock.waits == []
+    assert len(mcp_nb.history()) == 1
+
+
+@pytest.mark.parametrize("how, cause", TOOL_ERRORS)
+def test_tool_errors_are_retried_when_asked(how, cause):
+    calls = flaky_tool(2, how=how)
+    clock = FakeClock()
+    final = mcp_nb.call("flaky", {"x": 1}, retry=Retry(tool_errors=True, sleep=clock))
+    assert (final.outcome, final.content, final.attempt) == ("result", "ok after 3", 3)
+    assert calls["n"] == 3 and clock.waits == pytest.approx([0.1, 0.2])
+    frame = mcp_nb.history().to_frame()
+    assert frame["call_id"].tolist() == [final.call_id] * 3
+    assert frame["attempt"].tolist() == [1, 2, 3]
+    assert frame["outcome"].astype(str).tolist() == ["tool_error", "tool_error", "result"]
+    assert frame["cause"].astype(str).tolist() == [cause, cause, "ok"]
+    assert frame["backoff_s"].tolist() == pytest.approx([0.0, 0.1, 0.2])
+
+
+def test_a_tool_error_that_persists_uses_every_attempt_and_is_the_answer():
+    calls = flaky_tool(10, how="tool_error")
+    clock = FakeClock()
+    final = mcp_nb.call("flaky", {"x": 1}, retry=Retry(retries=2, tool_errors=True, sleep=clock))
+    assert (final.outcome, final.cause, final.attempt) == ("tool_error", "raised", 3)
+    assert final.content == "Error executing tool flaky: not yet (3)"  # the last attempt's, not the first's
+    assert calls["n"] == 3 and len(clock.waits) == 2
+    assert mcp_nb.history().to_frame()["outcome"].astype(str).tolist() == ["tool_error"] * 3
 
 
 def test_non_idempotent_tools_are_refused_before_anything_is_sent():
@@ -111,17 +150,47 @@ def test_non_idempotent_tools_are_refused_before_anything_is_sent():
     assert forced.outcome == "result"
 
 
-def test_idempotent_annotation_allows_retries_and_resources_are_retriable():
+def test_idempotent_annotation_allows_retries():
+    calls = {"n": 0}
+
     @mcp_nb.tool(idempotent=True)
     def put(key: str) -> str:
+        calls["n"] += 1
+        fail("busy" if calls["n"] == 1 else None, calls["n"])
         return key
 
-    @mcp_nb.resource("cfg://main")
-    def cfg() -> str:
-        return "{}"
+    final = mcp_nb.call("put", {"key": "a"}, retry=Retry(codes=(-32050,), sleep=FakeClock()))
+    assert (final.outcome, final.content, final.attempt) == ("result", "a", 2)
+    assert calls["n"] == 2
 
-    assert mcp_nb.call("put", {"key": "a"}, retry=1).outcome == "result"
-    assert mcp_nb.read("cfg://main", retry=2).content == "{}"
+
+@pytest.mark.parametrize("target", ["resource", "prompt"])
+@pytest.mark.parametrize("how, outcome, cause", [("busy", "protocol_error", "mcp_error"), ("timeout", "timeout", "deadline")])
+def test_resources_and_prompts_are_retried_without_annotations(target, how, outcome, cause):
+    calls = {"n": 0}
+
+    async def handler(topic: str) -> str:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            fail(how, 1)
+            await asyncio.sleep(30)  # how == "timeout": the deadline ends the first attempt
+        return f"about {topic}"
+
+    clock = FakeClock()
+    rule = Retry(codes=(-32050,), sleep=clock)
+    if target == "resource":
+        mcp_nb.resource("notes://{topic}")(handler)
+        final = mcp_nb.read("notes://dune", timeout=0.1, retry=rule)
+    else:
+        mcp_nb.prompt("notes")(handler)
+        final = mcp_nb.get_prompt("notes", {"topic": "dune"}, timeout=0.1, retry=rule)
+    assert (final.outcome, final.attempt) == ("result", 2) and "about dune" in final.content
+    assert calls["n"] == 2 and clock.waits == pytest.approx([0.1])
+    frame = mcp_nb.history().to_frame()
+    assert frame["target"].astype(str).tolist() == [target, target]
+    assert frame["call_id"].tolist() == [final.call_id] * 2
+    assert list(zip(frame["outcome"].astype(str), frame["cause"].astype(str))) == [(outcome, cause), ("result", "ok")]
+    assert frame["backoff_s"].tolist() == pytest.approx([0.0, 0.1])
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "3"])

@@ -24,8 +24,8 @@ class Retry:
 
     retries:     attempts after the first (so at most retries + 1 attempts)
     backoff:     the first wait, in seconds; each next one is `factor` times longer
-    max_backoff: no wait is longer than this
-    jitter:      up to this many seconds added at random to each wait
+    max_backoff: the waits stop growing here
+    jitter:      up to this many seconds added at random to each wait (on top of the cap)
     on_timeout:  retry when the client stopped waiting (outcome `timeout`, cause `deadline`)
     codes:       protocol error codes worth another attempt (for example a "busy" -32050)
     tool_errors: retry `tool_error` outcomes as well (off: the model, not a loop, should react)
@@ -54,10 +54,6 @@ class Retry:
         if not isinstance(self.factor, (int, float)) or self.factor < 1:
             raise ValueError(f"factor must be >= 1, got {self.factor!r}")
         object.__setattr__(self, "codes", tuple(int(c) for c in self.codes))
-
-    def delays(self) -> list[float]:
-        """The waits before attempts 2, 3, ... (without jitter)."""
-        return [min(self.backoff * self.factor**k, self.max_backoff) for k in range(self.retries)]
 
     def wants_another(self, outcome: Outcome) -> bool:
         if outcome.outcome == "timeout":

@@ -1,6 +1,7 @@
 """Retries: backoff, attempt limits, idempotency, one history row per attempt."""
 
 import asyncio
+import dataclasses
 import time
 
 import pytest
@@ -51,9 +52,51 @@ def fail(how, n):
         raise KeyError(n)
 
 
-def test_default_backoff_is_100_200_400_ms():
-    assert Retry().delays() == [0.1, 0.2, 0.4]
-    assert Retry(retries=5, backoff=0.5, factor=3, max_backoff=5).delays() == [0.5, 1.5, 4.5, 5, 5]
+def always_busy():
+    """A read-only tool that answers "busy" (-32050) every time; returns its call counter."""
+    calls = {"n": 0}
+
+    @mcp_nb.tool(read_only=True)
+    def busy() -> str:
+        calls["n"] += 1
+        fail("busy", calls["n"])
+
+    return calls
+
+
+# Policies and the waits the retry loop must sleep between their attempts, written out by hand.
+WAITS = {
+    "the documents' 100, 200, 400 ms": (Retry(), [0.1, 0.2, 0.4]),
+    "factor 3, capped at 5 s": (Retry(retries=5, backoff=0.5, factor=3, max_backoff=5), [0.5, 1.5, 4.5, 5, 5]),
+    "factor 1 is a constant wait": (Retry(retries=4, backoff=0.25, factor=1), [0.25, 0.25, 0.25, 0.25]),
+    "a cap below the first wait": (Retry(retries=3, backoff=2, max_backoff=1), [1, 1, 1]),
+    "no backoff": (Retry(retries=2, backoff=0), [0, 0]),
+    "no retries": (Retry(retries=0), []),
+}
+
+
+@pytest.mark.parametrize("rule, waits", WAITS.values(), ids=WAITS.keys())
+def test_the_retry_loop_sleeps_the_backoff_times_the_factor_up_to_the_cap(rule, waits):
+    calls = always_busy()
+    clock = FakeClock()
+    final = mcp_nb.call("busy", retry=dataclasses.replace(rule, codes=(-32050,), sleep=clock))
+    assert clock.waits == pytest.approx(waits)
+    assert (final.outcome, final.code, final.attempt) == ("protocol_error", -32050, len(waits) + 1)
+    assert calls["n"] == len(waits) + 1
+    frame = mcp_nb.history().to_frame()
+    assert frame["attempt"].tolist() == list(range(1, len(waits) + 2))
+    assert frame["backoff_s"].tolist() == pytest.approx([0.0, *waits])  # each row: the wait slept before it
+
+
+def test_jitter_adds_a_bounded_random_part_on_top_of_each_capped_wait():
+    always_busy()
+    clock = FakeClock()
+    mcp_nb.call("busy", retry=Retry(retries=6, max_backoff=1, jitter=0.05, codes=(-32050,), sleep=clock))
+    capped = [0.1, 0.2, 0.4, 0.8, 1, 1]
+    added = [wait - base for wait, base in zip(clock.waits, capped, strict=True)]
+    assert all(-1e-9 <= extra <= 0.05 + 1e-9 for extra in added), added
+    assert len(set(added)) > 1  # random, not a fixed offset (six equal draws: probability zero)
+    assert mcp_nb.history().to_frame()["backoff_s"].tolist() == pytest.approx([0.0, *clock.waits])
 
 
 def test_timeouts_are_retried_with_exponential_backoff_and_linked_in_the_history():

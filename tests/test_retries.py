@@ -236,12 +236,67 @@ def test_resources_and_prompts_are_retried_without_annotations(target, how, outc
     assert frame["backoff_s"].tolist() == pytest.approx([0.0, 0.1])
 
 
-@pytest.mark.parametrize("bad", [-1, 1.5, "3"])
-def test_bad_retry_arguments(bad):
-    flaky_tool(0)
-    with pytest.raises((ValueError, TypeError)):
-        mcp_nb.call("flaky", {"x": 1}, retry=bad if not isinstance(bad, int) else Retry(retries=bad))
-    assert len(mcp_nb.history()) == 0
+@pytest.mark.parametrize("bad", [-1, 1.5, "3", [1], object()])
+def test_bad_retry_arguments_raise_and_record_nothing(bad):
+    calls = flaky_tool(0)
+    with pytest.raises((ValueError, TypeError), match="retry|retries"):
+        mcp_nb.call("flaky", {"x": 1}, retry=bad)
+    assert len(mcp_nb.history()) == 0 and calls["n"] == 0
+
+
+NAN, INF = float("nan"), float("inf")
+BAD_POLICIES = [
+    ({"retries": -1}, "retries must be a whole number >= 0"),
+    ({"retries": 2.0}, "retries must be a whole number >= 0"),
+    ({"retries": True}, "retries must be a whole number >= 0"),
+    ({"backoff": -0.1}, "backoff must be a finite number of seconds >= 0"),
+    ({"backoff": NAN}, "backoff must be a finite number of seconds >= 0"),
+    ({"backoff": INF}, "backoff must be a finite number of seconds >= 0"),
+    ({"backoff": "0.1"}, "backoff must be a finite number of seconds >= 0"),
+    ({"max_backoff": NAN}, "max_backoff must be a finite number of seconds >= 0"),
+    ({"max_backoff": INF}, "max_backoff must be a finite number of seconds >= 0"),
+    ({"jitter": INF}, "jitter must be a finite number of seconds >= 0"),
+    ({"jitter": NAN}, "jitter must be a finite number of seconds >= 0"),
+    ({"factor": 0.5}, "factor must be a finite number >= 1"),
+    ({"factor": NAN}, "factor must be a finite number >= 1"),
+    ({"factor": INF}, "factor must be a finite number >= 1"),
+    ({"factor": True}, "factor must be a finite number >= 1"),
+    ({"codes": -32050}, "codes must be a tuple of error codes"),
+    ({"codes": "-32050"}, "codes must be a tuple of error codes"),
+    ({"codes": ("busy",)}, "codes must be whole numbers, got 'busy'"),
+    ({"codes": (-32050.5,)}, "codes must be whole numbers, got -32050.5"),
+    ({"codes": (True,)}, "codes must be whole numbers, got True"),
+    ({"on_timeout": "no"}, "on_timeout must be True or False"),
+    ({"tool_errors": 1}, "tool_errors must be True or False"),
+    ({"force": None}, "force must be True or False"),
+    ({"sleep": 0.1}, "sleep must be a coroutine function"),
+]
+
+
+@pytest.mark.parametrize("fields, message", BAD_POLICIES, ids=[repr(f) for f, _ in BAD_POLICIES])
+def test_a_bad_policy_is_refused_when_it_is_made_with_one_clear_line(fields, message):
+    # Before: NaN waits slept 0 s, an infinite jitter waited forever, 1.5 became code 1, "no" meant yes.
+    with pytest.raises((ValueError, TypeError)) as refused:
+        Retry(**fields)
+    assert str(refused.value).startswith(message) and "\n" not in str(refused.value)
+
+
+def test_a_bad_backoff_in_the_magic_is_a_usage_error(shell):
+    calls = flaky_tool(0)
+    for line, message in [("--retries 1 --backoff nan", "backoff must be a finite number"),
+                          ("--retries 1 --backoff inf", "backoff must be a finite number")]:
+        with pytest.raises(UsageError, match=message):
+            shell.run_line_magic("mcp_call", f"flaky x=1 {line}")
+    assert len(mcp_nb.history()) == 0 and calls["n"] == 0
+
+
+def test_codes_may_be_any_sequence_of_whole_numbers():
+    import numpy
+
+    assert Retry(codes=[-32050, -32001]).codes == (-32050, -32001)
+    assert Retry(codes=()).codes == ()
+    (code,) = Retry(codes=numpy.array([-32050])).codes  # a column of a frame, say
+    assert code == -32050 and type(code) is int
 
 
 def test_magic_retries(shell):

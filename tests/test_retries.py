@@ -11,17 +11,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
 
 import mcp_nb
+from helpers import FakeClock
 from mcp_nb import Retry
-
-
-class FakeClock:
-    """tenacity's sleep, recorded instead of slept."""
-
-    def __init__(self):
-        self.waits = []
-
-    async def __call__(self, seconds):
-        self.waits.append(seconds)
 
 
 def flaky_tool(fail_times, how="timeout", read_only=True):

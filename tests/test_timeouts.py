@@ -7,7 +7,7 @@ import pytest
 from traitlets import TraitError
 
 import mcp_nb
-from helpers import wait_until
+from helpers import interrupted_when, wait_until
 from mcp_nb.config import settings
 
 LONG = 60.0  # a handler's own safety net; the tests release it long before
@@ -169,6 +169,56 @@ def test_caller_cancellation_is_recorded():
     assert wait_until(lambda: len(mcp_nb.history()) == 1)
     row = mcp_nb.history().to_frame().iloc[0]
     assert (row.outcome, row.cause, row.code) == ("timeout", "cancelled", -32800)
+
+
+FACES = {
+    "call": "import mcp_nb; mcp_nb.call('hold')",
+    "read": "import mcp_nb; mcp_nb.read('hold://it')",
+    "get_prompt": "import mcp_nb; mcp_nb.get_prompt('hold')",
+    "%mcp_call": "%mcp_call hold",
+    "%mcp_read": "%mcp_read hold://it",
+    "%mcp_get_prompt": "%mcp_get_prompt hold",
+}
+
+
+@pytest.mark.parametrize("kind", ["async", "sync"])
+@pytest.mark.parametrize("face", FACES.values(), ids=FACES.keys())
+def test_the_stop_button_while_a_cell_waits_for_a_call_records_it_as_cancelled(shell, gate, face, kind):
+    started = threading.Event()
+    if kind == "async":
+        async def hold() -> str:
+            started.set()
+            await asyncio.sleep(LONG)
+            return "never"
+    else:
+        def hold() -> str:
+            started.set()
+            gate.wait(LONG)
+            return "released"
+    mcp_nb.tool()(hold)
+    mcp_nb.resource("hold://it")(hold)
+    mcp_nb.prompt()(hold)
+
+    with interrupted_when(started.is_set):
+        cell = shell.run_cell(face)
+    assert isinstance(cell.error_in_exec, KeyboardInterrupt)  # the cell stops, as any interrupted cell does
+
+    assert wait_until(lambda: len(mcp_nb.history()) == 1)
+    row = mcp_nb.history().to_frame().iloc[0]
+    assert (row.outcome, row.cause, row.code) == ("timeout", "cancelled", -32800)
+    assert row.message.startswith("Cancelled by the caller after")
+    if kind == "async":
+        assert wait_until(lambda: mcp_nb.history().to_frame()["server_fate"].tolist() == ["cancelled"])
+    else:  # a sync handler's thread cannot be stopped: the record says it ran on, then how it ended
+        assert mcp_nb.history().to_frame()["server_fate"].tolist() == ["running"]
+        gate.set()
+        assert wait_until(lambda: mcp_nb.history().to_frame()["fate_outcome"].tolist() == ["result"])
+
+    @mcp_nb.tool()
+    def ping() -> str:
+        return "pong"
+
+    assert mcp_nb.call("ping").content == "pong"  # and mcp_nb goes on serving calls
 
 
 def test_sync_face_is_refused_on_mcp_nbs_own_loop_but_the_async_face_nests():

@@ -153,15 +153,27 @@ def test_bad_configuration_is_refused_and_changes_nothing(shell):
     assert settings.timeout == 7 and magics.timeout == 7
 
 
+async def until(event: threading.Event) -> None:
+    """Wait in a coroutine for something another thread (mcp_nb's loop, a handler) sets."""
+    for _ in range(1000):
+        if event.is_set():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the handler never started")
+
+
 def test_caller_cancellation_is_recorded():
+    started = threading.Event()
+
     @mcp_nb.tool()
     async def wait_forever() -> str:
+        started.set()
         await asyncio.sleep(LONG)
         return "never"
 
     async def cancel_soon():
         task = asyncio.ensure_future(mcp_nb.acall("wait_forever"))
-        await asyncio.sleep(0.2)
+        await until(started)  # cancelled while in flight, not before it was sent
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -245,8 +257,11 @@ def test_sync_face_is_refused_on_mcp_nbs_own_loop_but_the_async_face_nests():
 
 
 def test_an_earlier_deadline_is_honoured_while_a_later_one_is_pending(gate):
+    holding = threading.Event()
+
     @mcp_nb.tool()
     def hold() -> str:
+        holding.set()
         gate.wait(LONG)
         return "held"
 
@@ -257,7 +272,7 @@ def test_an_earlier_deadline_is_honoured_while_a_later_one_is_pending(gate):
 
     async def both():
         long_call = asyncio.ensure_future(mcp_nb.acall("hold", timeout=LONG))
-        await asyncio.sleep(0.1)
+        await until(holding)  # the later deadline is pending before the earlier one is set
         short = await mcp_nb.acall("stall", timeout=0.2)
         running = not long_call.done()
         gate.set()

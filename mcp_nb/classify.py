@@ -2,22 +2,27 @@
 
 Pure functions over SDK values. A crash and a ToolError look alike to the client
 (`Error executing tool NAME...` with isError), and resource and prompt failures
-share codes, so the server's log records for the call decide. The templates below
-are the SDK's own log messages (mcp 2.3); tests pin each case of the error model.
+share codes, so the server's log records for the call decide, and where mcp_nb's
+probe watched the handler, how the handler ended. The SDK's message texts live in
+`sdk_compat`; tests pin each case of the error model.
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
+from .sdk_compat import (
+    HANDLER_RAISED,
+    MISSING_ARGUMENTS,
+    RESOURCE_CRASHED,
+    RESOURCE_FAILED,
+    TOOL_CRASHED,
+    TOOL_FAILED,
+    TOOL_REJECTED,
+    UNKNOWN_PROMPT,
+    UNKNOWN_TOOL,
+)
 from .trace import ServerLog, ServerTrace
-
-_TOOL_REJECTED = "Tool %r rejected arguments: %r"
-_TOOL_FAILED = "Tool %r failed: %r"
-_TOOL_CRASHED = "Tool %r raised an unexpected exception"
-_RESOURCE_FAILED = "Resource %r failed: %r"
-_RESOURCE_CRASHED = "Resource %r raised an unexpected exception"
-_HANDLER_RAISED = "request handler raised"  # the dispatcher's boundary, where prompt errors are logged
 
 INVALID_PARAMS = -32602
 
@@ -29,33 +34,42 @@ def _templates(logs: Iterable[ServerLog]) -> set[str]:
 _OK = ("result", "ok")
 
 
-def tool_result_cause(name: str, content: str, is_error: bool, logs: list[ServerLog]) -> tuple[str, str]:
+def tool_result_cause(name: str, content: str, is_error: bool, trace: ServerTrace | None) -> tuple[str, str]:
     if not is_error:
         return _OK
-    seen = _templates(logs)
-    if _TOOL_REJECTED in seen:
+    seen = _templates(trace.logs) if trace is not None else set()
+    if TOOL_REJECTED in seen:
         return "tool_error", "invalid_arguments"
-    if _TOOL_CRASHED in seen:
+    if TOOL_CRASHED in seen:
         return "tool_error", "crash"
-    if _TOOL_FAILED in seen:
-        if content == f"Unknown tool: {name}":
+    if TOOL_FAILED in seen:
+        if content == UNKNOWN_TOOL.format(name=name):
             return "tool_error", "unknown_tool"
         return "tool_error", "raised"
+    # No SDK record (the user's logging configuration may keep the SDK's INFO lines from
+    # being made): how the probed handler ended still tells.
+    if trace is not None and trace.status == "raised":
+        return ("tool_error", "raised") if trace.error_type == "ToolError" else ("tool_error", "crash")
     return "tool_error", "returned"
 
 
-def protocol_error_cause(target: str, code: int | None, logs: list[ServerLog]) -> str:
+def protocol_error_cause(target: str, code: int | None, trace: ServerTrace | None) -> str:
+    logs = trace.logs if trace is not None else ()
     seen = _templates(logs)
     if target == "resource":
-        if _RESOURCE_CRASHED in seen:
+        if RESOURCE_CRASHED in seen:
             return "crash"
-        if _RESOURCE_FAILED in seen:
+        if RESOURCE_FAILED in seen:
             return "not_found" if code == INVALID_PARAMS else "resource_error"
+        if trace is not None and trace.status == "raised" and trace.error_type != "MCPError":
+            return {"ResourceNotFoundError": "not_found", "ResourceError": "resource_error"}.get(trace.error_type, "crash")
         return "mcp_error"
     if target == "prompt":
         for log in logs:
-            if log.template == _HANDLER_RAISED and log.exceptions:
+            if log.template == HANDLER_RAISED and log.exceptions:
                 return _prompt_failure(log.exceptions)
+        if trace is not None and trace.status == "raised" and trace.error_type != "MCPError":
+            return "crash"
         return "mcp_error"
     return "mcp_error"
 
@@ -63,9 +77,9 @@ def protocol_error_cause(target: str, code: int | None, logs: list[ServerLog]) -
 def _prompt_failure(chain: tuple[tuple[str, str], ...]) -> str:
     # The SDK wraps every prompt failure in ValueError(str(original)) from original.
     for type_name, text in chain:
-        if text.startswith("Unknown prompt:"):
+        if text.startswith(UNKNOWN_PROMPT):
             return "not_found"
-        if text.startswith("Missing required arguments") or type_name == "ValidationError":
+        if text.startswith(MISSING_ARGUMENTS) or type_name == "ValidationError":
             return "invalid_arguments"
     return "crash"
 

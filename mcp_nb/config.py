@@ -13,6 +13,10 @@ import math
 from traitlets import Bool, Float, HasTraits, Int, TraitError, validate
 
 DEFAULT_TIMEOUT = 30.0  # seconds: the deadline the error-model documents give every request
+MAX_DEPTH = 10
+# A sync tool waiting on a nested call holds one of the SDK's 40 worker threads per level;
+# past about that many the pool runs dry and every level waits for its deadline.
+DEPTH_CEILING = 32
 
 
 def check_timeout(value: object, what: str = "timeout") -> float:
@@ -41,6 +45,10 @@ class SharedTraits(HasTraits):
         help="Also print the server's log records live (they are always kept on the call's Outcome).",
     ).tag(config=True)
     history_rows = Int(20, help="How many of the latest calls `%mcp_history` shows.").tag(config=True)
+    max_depth = Int(
+        MAX_DEPTH,
+        help="How deep calls may nest (a tool that calls a tool through mcp_nb...); deeper calls are refused.",
+    ).tag(config=True)
 
     @validate("timeout")
     def _valid_timeout(self, proposal):
@@ -48,6 +56,13 @@ class SharedTraits(HasTraits):
             return check_timeout(proposal["value"])
         except ValueError as err:
             raise TraitError(str(err)) from None
+
+    @validate("max_depth")
+    def _valid_depth(self, proposal):
+        value = proposal["value"]
+        if not 1 <= value <= DEPTH_CEILING:
+            raise TraitError(f"max_depth must be between 1 and {DEPTH_CEILING}, got {value}")
+        return value
 
     @validate("history_rows")
     def _valid_rows(self, proposal):
@@ -62,7 +77,7 @@ class Settings(SharedTraits):
 
 settings = Settings()
 
-CONFIGURABLE = ("timeout", "show_server_logs", "history_rows")
+CONFIGURABLE = ("timeout", "show_server_logs", "history_rows", "max_depth")
 
 
 def configure(**values: object) -> dict[str, object]:

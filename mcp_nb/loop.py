@@ -14,7 +14,7 @@ import asyncio
 import concurrent.futures
 import inspect
 import threading
-from typing import Any, Coroutine, TypeVar
+from typing import Any, Callable, Coroutine, TypeVar
 
 T = TypeVar("T")
 
@@ -47,16 +47,42 @@ class LoopThread:
             finally:
                 loop.close()
 
-    @property
-    def thread(self) -> threading.Thread:
-        return self._thread
-
     def in_loop(self) -> bool:
         return threading.current_thread() is self._thread
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         assert self.loop is not None
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def call_soon(self, callback: Callable[[], Any]) -> None:
+        """Run `callback` on the loop, from any thread (RuntimeError once the loop is closed)."""
+        assert self.loop is not None
+        self.loop.call_soon_threadsafe(callback)
+
+    def answers(self, within: float) -> bool:
+        """Whether the loop runs a callback within `within` seconds (False while something holds it)."""
+        if self.in_loop():
+            return True
+        heard = threading.Event()
+        try:
+            self.call_soon(heard.set)
+        except RuntimeError:
+            return False
+        return heard.wait(within)
+
+    async def answers_async(self, within: float) -> bool:
+        """`answers` for a coroutine on another loop: waits without blocking that loop."""
+        heard = asyncio.Event()
+        caller = asyncio.get_running_loop()
+        try:
+            self.call_soon(lambda: caller.call_soon_threadsafe(heard.set))
+        except RuntimeError:
+            return False
+        try:
+            await asyncio.wait_for(heard.wait(), within)
+        except (TimeoutError, asyncio.TimeoutError):
+            return False
+        return True
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run `coro` on the loop and block this thread for its result.

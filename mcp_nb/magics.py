@@ -210,7 +210,7 @@ class McpMagics(Magics, SharedTraits):
                 backoff = parse_seconds(options["backoff"], "--backoff") if "backoff" in options else 0.1
                 retry = Retry(retries=retries, backoff=backoff)
             call = engine.prepare(target, name, arguments, timeout, retry)
-        return engine.loop.run(call)
+        return call.start().wait()
 
     @no_var_expand
     @line_magic

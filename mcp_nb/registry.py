@@ -23,6 +23,7 @@ from mcp.shared.tool_name_validation import validate_tool_name
 from mcp.shared.uri_template import UriTemplate
 from mcp_types import ToolAnnotations
 
+from . import sdk_compat
 from .faults import Faults
 from .trace import probe
 
@@ -105,11 +106,13 @@ class Registry:
         self.version = 0
         self._listeners: list[Callable[[], None]] = []
         self.faults: dict[str, Faults] = {}  # tool name -> faults injected on purpose
-        # The SDK keeps its registries in these managers; mcp_nb replaces entries in place
-        # (one dict assignment) so a concurrent call never finds the name missing.
-        self._tools = server._tool_manager
-        self._resources = server._resource_manager
-        self._prompts = server._prompt_manager
+        # The SDK keeps its registries in its managers' dicts (sdk_compat reaches them);
+        # mcp_nb replaces an entry with one assignment, so a concurrent call never finds
+        # the name missing.
+        self._tools = sdk_compat.tools(server)
+        self._resources = sdk_compat.resources(server)
+        self._templates = sdk_compat.templates(server)
+        self._prompts = sdk_compat.prompts(server)
 
     # -- registering ----------------------------------------------------------------------------
 
@@ -128,11 +131,15 @@ class Registry:
         hints, chosen = _annotations(annotations)
         faults = self.faults
         tool = Tool.from_function(
-            probe(fn, lambda: faults.get(name), name), name=name, title=title, description=description or inspect.getdoc(fn), annotations=hints
+            probe(fn, lambda: faults.get(name), name, "tool"),
+            name=name,
+            title=title,
+            description=description or inspect.getdoc(fn),
+            annotations=hints,
         )
         with self._lock:
-            replaced = name in self._tools._tools
-            self._tools._tools[name] = tool
+            replaced = name in self._tools
+            self._tools[name] = tool
             # The cell is the source of truth: re-running it without --inject ends the injection.
             if inject is None:
                 self.faults.pop(name, None)
@@ -168,24 +175,21 @@ class Registry:
     ) -> Registration:
         _require_function(fn)
         template = check_uri(uri)
+        # Built first (the SDK's decorator checks template variables against parameters),
+        # then swapped in with one assignment: a reader never finds the URI missing.
+        built = sdk_compat.build_resource(
+            probe(fn, label=uri, kind="resource"),
+            uri,
+            name=name,
+            title=title,
+            description=description or inspect.getdoc(fn),
+            mime_type=mime_type,
+        )
         with self._lock:
-            # The SDK's decorator holds the checks (template variables against parameters,
-            # defaults for query variables); a static URI it would keep first, so take the old
-            # entry out, and put it back if the new one is refused.
-            old_static = self._resources._resources.pop(uri, None)
-            old_template = self._resources._templates.get(uri)
-            try:
-                self.server.resource(
-                    uri, name=name, title=title, description=description or inspect.getdoc(fn), mime_type=mime_type
-                )(probe(fn))
-            except Exception:
-                if old_static is not None:
-                    self._resources._resources[uri] = old_static
-                raise
-            if template.variable_names:
-                self._resources._resources.pop(uri, None)
-            else:
-                self._resources._templates.pop(uri, None)
+            installed, other = (self._templates, self._resources) if sdk_compat.is_template(built) else (self._resources, self._templates)
+            replaced = uri in installed or uri in other
+            installed[uri] = built
+            other.pop(uri, None)
             entry = self._remember(
                 Registration(
                     kind="resource",
@@ -196,7 +200,7 @@ class Registry:
                     input_schema=_template_schema(template) if template.variable_names else None,
                     mime_type=mime_type or "text/plain",
                     is_async=inspect.iscoroutinefunction(fn),
-                    replaced=old_static is not None or old_template is not None,
+                    replaced=replaced,
                     function=fn,
                 )
             )
@@ -213,10 +217,12 @@ class Registry:
     ) -> Registration:
         _require_function(fn)
         name = check_tool_name(name or fn.__name__)
-        prompt = Prompt.from_function(probe(fn), name=name, title=title, description=description or inspect.getdoc(fn))
+        prompt = Prompt.from_function(
+            probe(fn, label=name, kind="prompt"), name=name, title=title, description=description or inspect.getdoc(fn)
+        )
         with self._lock:
-            replaced = name in self._prompts._prompts
-            self._prompts._prompts[name] = prompt
+            replaced = name in self._prompts
+            self._prompts[name] = prompt
             arguments = prompt.arguments or []
             schema = {
                 "type": "object",
@@ -276,13 +282,15 @@ class Registry:
                 raise ValueError(f"{key!r} names a {kinds}; say which with kind=")
             entry_kind, _ = matches[0]
             if entry_kind == "tool":
-                self._tools._tools.pop(key, None)
+                if key in self._tools:
+                    self.server.remove_tool(key)
                 self.faults.pop(key, None)
             elif entry_kind == "prompt":
-                self._prompts._prompts.pop(key, None)
-            else:
-                self._resources._resources.pop(key, None)
-                self._resources._templates.pop(key, None)
+                if key in self._prompts:
+                    self.server.remove_prompt(key)
+            else:  # the SDK has no public way to remove a resource
+                self._resources.pop(key, None)
+                self._templates.pop(key, None)
             self.version += 1
             removed = self._entries.pop(matches[0])
         self._notify()  # outside the lock: a listener may read the registry
@@ -290,7 +298,7 @@ class Registry:
 
     def inject(self, name: str, faults: Faults | None) -> Faults | None:
         """Make a registered tool slow or failing on purpose; None ends it. Returns what was set."""
-        tool = self._tools.get_tool(name)
+        tool = self._tools.get(name)
         if tool is None:
             raise ValueError(f"no tool named {name!r} is registered")
         if not _probed(tool.fn):
@@ -331,37 +339,35 @@ class Registry:
     def observes(self, target: str, key: str) -> bool:
         """Whether the handler a call to `key` reaches is one mcp_nb wrapped in its probe."""
         if target == "tool":
-            tool = self._tools.get_tool(key)
-            return tool is not None and _probed(tool.fn)
+            return _probed(sdk_compat.handler_of(self._tools.get(key)))
         if target == "prompt":
-            prompt = self._prompts.get_prompt(key)
-            return prompt is not None and _probed(prompt.fn)
-        resource = self._resources._resources.get(key)
+            return _probed(sdk_compat.handler_of(self._prompts.get(key)))
+        resource = self._resources.get(key)
         if resource is not None:
-            return _probed(getattr(resource, "fn", None))
-        for template in self._resources._templates.values():
+            return _probed(sdk_compat.handler_of(resource))
+        for template in list(self._templates.values()):
             try:
                 if template.matches(key) is not None:
-                    return _probed(template.fn)
+                    return _probed(sdk_compat.handler_of(template))
             except Exception:
                 return False
         return False
 
     def annotations(self, name: str):
         """The tool's MCP annotations as the server holds them (None when it declares none)."""
-        tool = self._tools.get_tool(name)
+        tool = self._tools.get(name)
         return None if tool is None else tool.annotations
 
     def input_schema(self, target: str, key: str) -> dict[str, Any] | None:
         """The input schema the server holds now (for tools registered any way)."""
         if target == "tool":
-            tool = self._tools.get_tool(key)
+            tool = self._tools.get(key)
             return None if tool is None else tool.parameters
         if target == "prompt":
             entry = self._entries.get(("prompt", key))
             if entry is not None:
                 return entry.input_schema
-            prompt = self._prompts.get_prompt(key)
+            prompt = self._prompts.get(key)
             if prompt is None:
                 return None
             return {"type": "object", "properties": {a.name: {"type": "string"} for a in prompt.arguments or []}}

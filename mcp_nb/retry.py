@@ -115,13 +115,8 @@ def check_idempotent(target: str, name: str, annotations: Any, rule: Retry) -> N
     )
 
 
-async def with_retries(
-    perform: Callable[..., Awaitable[Outcome]],
-    call_id: int,
-    rule: Retry,
-    attempt_args: tuple,
-) -> Outcome:
-    """Run `perform(*attempt_args, call_id=..., attempt=k, backoff=wait)` until it is done."""
+async def with_retries(attempt: Callable[[int, float], Awaitable[Outcome]], rule: Retry) -> Outcome:
+    """Run `attempt(number, backoff)` until it is done: each attempt records its own row."""
     progress = {"number": 0, "wait": 0.0, "idle": 0.0}
 
     def before(retry_state) -> None:
@@ -130,8 +125,8 @@ async def with_retries(
         progress["wait"] = retry_state.idle_for - progress["idle"]
         progress["idle"] = retry_state.idle_for
 
-    async def attempt() -> Outcome:
-        return await perform(*attempt_args, call_id=call_id, attempt=progress["number"], backoff=progress["wait"])
+    async def next_attempt() -> Outcome:
+        return await attempt(progress["number"], progress["wait"])
 
     # wait_exponential(multiplier=m) waits m * factor**(n-1) after attempt n: with m = 0.1
     # and factor 2, the documents' 100 ms, 200 ms, 400 ms.
@@ -148,4 +143,4 @@ async def with_retries(
         retry_error_callback=lambda retry_state: retry_state.outcome.result(),
         **options,
     )
-    return await retrying(attempt)
+    return await retrying(next_attempt)

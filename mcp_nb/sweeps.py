@@ -19,8 +19,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from .outcome import Outcome
-from .retry import Retry, check_idempotent, policy
+from .retry import Retry
 
 RESULT_COLUMNS = ["call_id", "attempt", "outcome", "cause", "duration_ms", "content", "code", "message"]
 
@@ -57,16 +56,9 @@ class Sweep:
         self.name = name
         self.sets = sets
         self.concurrency = concurrency
-        self.timeout = timeout
-        self.retry = retry
-        # Every check before anything is sent: bad arguments, a bad timeout or a refused retry
-        # raise here, and the sweep records nothing.
-        for arguments in sets:
-            engine.request("tool", name, arguments, timeout)
-        rule = policy(retry)
-        if rule is not None:
-            check_idempotent("tool", name, engine.registry.annotations(name), rule)
-        self.results: list[Outcome | None] = [None] * len(sets)
+        # Every call is prepared before anything is sent: bad arguments, a bad timeout or a
+        # refused retry raise here, and the sweep records nothing.
+        self.calls = [engine.prepare("tool", name, arguments, timeout, retry) for arguments in sets]
         self.done = 0
         self.finished = threading.Event()
 
@@ -86,13 +78,16 @@ class Sweep:
 
     async def _worker(self, positions) -> None:
         # Workers pull the next position: `concurrency` calls in flight, input order kept.
+        # A cancelled call records itself before the cancellation goes on.
         for i in positions:
-            self.results[i] = await self.engine.prepare("tool", self.name, self.sets[i], self.timeout, self.retry)
+            await self.calls[i].run()
             self.done += 1
 
     def frame(self, interrupted: bool) -> pd.DataFrame:
+        """One row per call that was made (finished, or cancelled when the sweep was stopped)."""
         rows = []
-        for arguments, outcome in zip(self.sets, self.results, strict=True):
+        for arguments, call in zip(self.sets, self.calls, strict=True):
+            outcome = call.outcome
             if outcome is None:
                 continue
             row = dict(arguments)
@@ -103,7 +98,7 @@ class Sweep:
         columns = [k for k in keys if k not in RESULT_COLUMNS] + RESULT_COLUMNS
         frame = pd.DataFrame(rows, columns=columns)
         frame["code"] = frame["code"].astype("Int64")
-        frame.attrs.update(tool=self.name, calls=len(self.sets), completed=len(rows), interrupted=interrupted)
+        frame.attrs.update(tool=self.name, calls=len(self.sets), completed=self.done, interrupted=interrupted)
         return frame
 
 
@@ -111,7 +106,7 @@ def run_sweep(engine, name, grid, *, concurrency=8, timeout=None, retry: Retry |
     sweep = Sweep(engine, name, argument_sets(grid), concurrency, timeout, retry)
     bar = _progress_bar(len(sweep.sets), name) if progress else None
     future: concurrent.futures.Future = engine.loop.submit(sweep.run())
-    interrupted = False
+    stopped_by = None
     try:
         while True:
             try:
@@ -121,21 +116,31 @@ def run_sweep(engine, name, grid, *, concurrency=8, timeout=None, retry: Retry |
                 _advance(bar, sweep.done)
     except KeyboardInterrupt:
         # Stop promptly, but let the cancelled calls be recorded before answering.
-        interrupted = True
+        stopped_by = "interrupted"
         future.cancel()
+        sweep.finished.wait(timeout=10)
+    except concurrent.futures.CancelledError:
+        # The engine was closed under the sweep (mcp_nb.reset()): its calls in flight
+        # recorded themselves as cancelled, and what finished is returned as after an interrupt.
+        stopped_by = "stopped by mcp_nb.reset()"
         sweep.finished.wait(timeout=10)
     finally:
         _advance(bar, sweep.done)
         if bar is not None:
             bar.close()
-    if interrupted:
-        print(f"sweep of {name!r} interrupted: {sweep.done} of {len(sweep.sets)} calls finished")
-    return sweep.frame(interrupted)
+    if stopped_by:
+        print(f"sweep of {name!r} {stopped_by}: {sweep.done} of {len(sweep.sets)} calls finished")
+    return sweep.frame(stopped_by is not None)
 
 
 async def arun_sweep(engine, name, grid, *, concurrency=8, timeout=None, retry=None) -> pd.DataFrame:
     sweep = Sweep(engine, name, argument_sets(grid), concurrency, timeout, retry)
-    await engine.loop.run_async(sweep.run())
+    try:
+        await engine.loop.run_async(sweep.run())
+    except asyncio.CancelledError:
+        if asyncio.current_task().cancelling():
+            raise  # the awaiting task itself was cancelled
+        return sweep.frame(True)  # the engine was closed under the sweep
     return sweep.frame(False)
 
 

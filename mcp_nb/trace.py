@@ -1,10 +1,10 @@
-"""What the server side did for one call: its log records and its handler's fate.
+"""What the server side did for one call: its log records, its handler's fate, and the loop.
 
-The engine puts a `ServerTrace` in a context variable before it sends a request.
-The SDK's in-process dispatch runs the handler in the caller's task, and anyio
-copies the context into the worker thread of a sync handler, so both the log
-capture below and the probe around each registered function find the trace of
-the call they belong to, even after the client has stopped waiting.
+A `Call` puts its `ServerTrace` in a context variable before it sends a request.
+The SDK's in-process dispatch runs the handler in the calling task, and anyio copies
+the context into the worker thread of a sync handler, so both the log capture below
+and the probe around each registered function find the trace of the call they
+belong to, even after the client has stopped waiting.
 """
 
 from __future__ import annotations
@@ -14,9 +14,13 @@ import contextvars
 import functools
 import inspect
 import logging
+import threading
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
+
+from .sdk_compat import SDK_LOGGER
 
 CURRENT_TRACE: contextvars.ContextVar[ServerTrace | None] = contextvars.ContextVar("mcp_nb_trace", default=None)
 
@@ -82,16 +86,18 @@ class ServerTrace:
         if exc is None:
             self.status = "returned"
             self.returned_error = bool(getattr(value, "is_error", False))
-        elif isinstance(exc, (GeneratorExit, KeyboardInterrupt)) or _is_cancellation(exc):
+        elif isinstance(exc, (asyncio.CancelledError, GeneratorExit)):
             self.status = "cancelled"
         else:
             self.status = "raised"
             self.error_type = _kind_of_error(exc)
         self.handler_ended = time.perf_counter()
 
-
-def _is_cancellation(exc: BaseException) -> bool:
-    return isinstance(exc, asyncio.CancelledError)
+    def add(self, entry: ServerLog) -> None:
+        if self.logs:
+            self.logs.append(entry)
+        else:
+            self.logs = [entry]
 
 
 def _kind_of_error(exc: BaseException) -> str:
@@ -106,30 +112,154 @@ def _kind_of_error(exc: BaseException) -> str:
 
 
 class HandlerExit(RuntimeError):
-    """A handler raised SystemExit or KeyboardInterrupt: reported as a crash, not obeyed."""
+    """A handler raised a BaseException that is not an Exception (SystemExit, KeyboardInterrupt,
+    GeneratorExit, one of its own): reported as a crash, not obeyed."""
 
 
-def _contained(exc: BaseException) -> BaseException:
-    # `sys.exit()` in a tool must not stop mcp_nb's loop (or the kernel): the SDK then
-    # treats it like any other unexpected exception, a crash with a traceback in the log.
-    if isinstance(exc, (SystemExit, KeyboardInterrupt)):
-        wrapped = HandlerExit(f"the handler raised {type(exc).__name__}({', '.join(map(repr, exc.args))})")
-        wrapped.__cause__ = exc
-        return wrapped
-    return exc
+def _contained(exc: BaseException, in_task: bool) -> BaseException:
+    # The SDK answers an `Exception` from a handler; anything else (`sys.exit()`, a
+    # KeyboardInterrupt, a BaseException subclass of the tool's own) would escape the
+    # request, the call, and mcp_nb's loop. Wrapped, it is a crash like any other, with
+    # the original in the traceback. A real cancellation is the one BaseException that
+    # must stay what it is: it is how deadlines and interrupts stop a handler. It can only
+    # reach a handler running in a task that is being cancelled; one a handler raises by
+    # itself (or in a worker thread, which nothing can cancel) is a crash.
+    if isinstance(exc, Exception):
+        return exc
+    if isinstance(exc, asyncio.CancelledError) and in_task:
+        task = asyncio.current_task()
+        if task is None or task.cancelling():
+            return exc
+    wrapped = HandlerExit(f"the handler raised {type(exc).__name__}({', '.join(map(repr, exc.args))})")
+    wrapped.__cause__ = exc
+    return wrapped
 
 
-def probe(fn: Callable[..., Any], faults: Callable[[], Any] | None = None, label: str = "") -> Callable[..., Any]:
+# -- the event loop's health: an async handler that does not await blocks every call ---------------
+
+BLOCKING_AFTER_S = 0.1  # asyncio's own debug threshold for a slow step
+
+
+class LoopWatch:
+    """Which async handler holds mcp_nb's loop right now, and for how long, readable from any thread."""
+
+    def __init__(self) -> None:
+        self.label: str | None = None
+        self.since = 0.0
+        self._warned: set[str] = set()
+        self._lock = threading.Lock()
+
+    def forget(self) -> None:
+        """Warn afresh (a new server has new handlers, perhaps of the same names)."""
+        with self._lock:
+            self._warned.clear()
+
+    def blocker(self, at_least: float = BLOCKING_AFTER_S) -> tuple[str, float] | None:
+        """(handler, seconds) when one async handler has held the loop for `at_least` seconds."""
+        label, since = self.label, self.since
+        if label is None:
+            return None
+        held = time.perf_counter() - since
+        return (label, held) if held >= at_least else None
+
+    def blocked(self, label: str, seconds: float, trace: ServerTrace | None, where: Any = None) -> None:
+        message = (
+            f"async {label} blocked mcp_nb's event loop for {seconds:.2f} s without awaiting: every other call "
+            "and every deadline waited. Make it a plain `def` (mcp_nb then runs it in a worker thread), or move "
+            "the blocking work into `await asyncio.to_thread(...)`."
+        )
+        if trace is not None:
+            trace.add(ServerLog(level="WARNING", logger="mcp_nb", message=message))
+        with self._lock:
+            first = label not in self._warned
+            self._warned.add(label)
+        if first:
+            # Pointed at the handler's own `def`, so the warning shows the user's code.
+            code = getattr(where, "__code__", None)
+            if code is not None:
+                module = getattr(where, "__module__", None) or "__main__"
+                warnings.warn_explicit(message, LoopBlockedWarning, code.co_filename, code.co_firstlineno, module=module)
+            else:
+                warnings.warn(message, LoopBlockedWarning, stacklevel=2)
+
+
+class LoopBlockedWarning(RuntimeWarning):
+    """An async handler held mcp_nb's event loop (said once per handler)."""
+
+
+LOOP = LoopWatch()
+
+
+class _Stepped:
+    """Runs a handler's coroutine one step at a time, timing each step.
+
+    A step is the code between two awaits; while it runs nothing else on mcp_nb's loop
+    does (no other call, no deadline). A step longer than `BLOCKING_AFTER_S` is reported
+    on the call's trace, and the handler is named while it holds the loop, so a caller
+    waiting from another thread can say who made it wait.
+    """
+
+    __slots__ = ("coro", "label", "trace", "fn")
+
+    def __init__(self, coro, label: str, trace: ServerTrace | None, fn: Any = None) -> None:
+        self.coro, self.label, self.trace, self.fn = coro, label, trace, fn
+
+    def __await__(self):
+        coro, watch = self.coro, LOOP
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            start = time.perf_counter()
+            watch.label, watch.since = self.label, start
+            try:
+                step = coro.send(value) if error is None else coro.throw(error)
+            except StopIteration as stop:
+                self._timed(start)
+                return stop.value
+            except BaseException:
+                self._timed(start)
+                raise
+            self._timed(start)
+            try:
+                value, error = (yield step), None
+            except GeneratorExit:  # the awaiting coroutine is being closed: close the handler too
+                coro.close()
+                raise
+            except BaseException as exc:  # thrown in at the await (a cancellation): pass it on
+                value, error = None, exc
+
+    def _timed(self, start: float) -> None:
+        watch = LOOP
+        watch.label = None
+        held = time.perf_counter() - start
+        if held >= BLOCKING_AFTER_S:
+            watch.blocked(self.label, held, self.trace, self.fn)
+
+
+def probe(
+    fn: Callable[..., Any], faults: Callable[[], Any] | None = None, label: str = "", kind: str = "handler"
+) -> Callable[..., Any]:
     """Wrap a handler so its start and end are written to the current call's trace.
 
     `functools.wraps` keeps the signature, annotations and docstring the SDK reads to
     build schemas. The user's own function object is left untouched in their namespace.
     `faults()`, when given, returns the `faults.Faults` injected into this handler now
     (or None): they act inside the handler, so they travel the path real faults take.
+    `label` and `kind` name the handler in messages (`add`, `tool`).
     """
     from .faults import raise_fault
 
+    named = f"{kind} {label or fn.__name__!r}"
+
     if inspect.iscoroutinefunction(fn):
+
+        async def run(trace: ServerTrace | None, args: tuple, kwargs: dict) -> Any:
+            injected = faults() if faults is not None else None
+            if injected is not None:
+                if injected.latency:
+                    await asyncio.sleep(injected.latency)
+                raise_fault(injected.draw(kwargs), label)
+            return await fn(*args, **kwargs)
 
         @functools.wraps(fn)
         async def probed_async(*args: Any, **kwargs: Any) -> Any:
@@ -137,14 +267,9 @@ def probe(fn: Callable[..., Any], faults: Callable[[], Any] | None = None, label
             if trace is not None:
                 trace.started()
             try:
-                injected = faults() if faults is not None else None
-                if injected is not None:
-                    if injected.latency:
-                        await asyncio.sleep(injected.latency)
-                    raise_fault(injected.draw(kwargs), label)
-                value = await fn(*args, **kwargs)
+                value = await _Stepped(run(trace, args, kwargs), named, trace, fn)
             except BaseException as exc:
-                exc = _contained(exc)
+                exc = _contained(exc, in_task=True)
                 if trace is not None:
                     trace.ended(exc)
                 raise exc
@@ -168,7 +293,7 @@ def probe(fn: Callable[..., Any], faults: Callable[[], Any] | None = None, label
                 raise_fault(injected.draw(kwargs), label)
             value = fn(*args, **kwargs)
         except BaseException as exc:
-            exc = _contained(exc)
+            exc = _contained(exc, in_task=False)
             if trace is not None:
                 trace.ended(exc)
             raise exc
@@ -180,54 +305,101 @@ def probe(fn: Callable[..., Any], faults: Callable[[], Any] | None = None, label
     return probed
 
 
-class CaptureHandler(logging.Handler):
-    """Files every record emitted during a call under that call's trace."""
+# -- log records: filed under the call they belong to, and the user's logging left alone ----------
 
-    def emit(self, record: logging.LogRecord) -> None:
+# The SDK's INFO records carry half of the error model (a ToolError's "Tool 'x' failed"),
+# so they must be made. This level (just below INFO) is mcp_nb's mark on the SDK's
+# logger: it is only ever set where the user set no level, and recognised as not theirs.
+OWN_LEVEL = logging.INFO - 1
+
+
+def _is_sdk(name: str) -> bool:
+    return name == SDK_LOGGER or name.startswith(SDK_LOGGER + ".")
+
+
+class _UsersLevel(logging.Filter):
+    """Lets an SDK record on only where the user's own configuration would have made it.
+
+    Records below that level exist only because of `OWN_LEVEL`, for the call's log; past
+    this filter (on the logger that made them) nobody sees them, as without mcp_nb.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= _plain_level(record.name)
+
+
+def _plain_level(name: str) -> int:
+    """The effective level the logger `name` would have without mcp_nb's mark on the SDK's logger."""
+    logger: logging.Logger | None = logging.getLogger(name)
+    while logger is not None:
+        level = logger.level
+        if level and not (logger.name == SDK_LOGGER and level == OWN_LEVEL):
+            return level
+        logger = logger.parent  # type: ignore[assignment]
+    return logging.WARNING
+
+
+_users_level = _UsersLevel()
+_live: logging.Formatter | None = None  # set while show_server_logs is on
+
+
+class _RecordFiler:
+    """A log record factory: files every record made during a call under that call.
+
+    A factory sees the records of every logger (the SDK's, the tool's own, the root's)
+    when they are made, without a handler anywhere, so the root logger keeps no handler
+    of mcp_nb's: the user's `logging.basicConfig()` works, and their records go where
+    they would have gone without mcp_nb. It wraps whatever factory was there before.
+    It also puts `_UsersLevel` on each SDK logger the first time one makes a record (the
+    filter runs after the factory, so none is missed), and prints the SDK's records live
+    when `show_server_logs` is on.
+    """
+
+    def __init__(self, inner: Callable[..., logging.LogRecord]) -> None:
+        self.inner = inner
+
+    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = self.inner(*args, **kwargs)
         trace = CURRENT_TRACE.get()
         if trace is not None:
-            entry = log_from_record(record)
-            if trace.logs:
-                trace.logs.append(entry)
-            else:
-                trace.logs = [entry]
+            trace.add(log_from_record(record))
+        if _is_sdk(record.name):
+            logger = logging.getLogger(record.name)
+            if _users_level not in logger.filters:
+                logger.addFilter(_users_level)
+            live = _live
+            if live is not None:
+                import sys
+
+                print(live.format(record), file=sys.stderr)
+        return record
 
 
-_capture = CaptureHandler(level=logging.DEBUG)
-_live: logging.Handler | None = None
-SDK_LOGGER = "mcp"
+_installed = False
+_install_lock = threading.Lock()
 
 
 def install_log_capture() -> None:
-    """Capture the SDK's log records per call without printing them.
-
-    Must run before the first `MCPServer()`: its `logging.basicConfig` only installs a
-    stderr handler on a root logger that has none, and ours counts as one. The SDK's
-    logger tree stops propagating, so its INFO lines never reach the user's handlers;
-    records of other loggers (a tool's own `logging.getLogger(__name__)`) reach our
-    handler on the root logger as usual.
-    """
-    root = logging.getLogger()
-    if _capture not in root.handlers:
-        root.addHandler(_capture)
-    sdk = logging.getLogger(SDK_LOGGER)
-    if _capture not in sdk.handlers:
-        sdk.addHandler(_capture)
-    sdk.propagate = False
-    if sdk.level == logging.NOTSET or sdk.level > logging.INFO:
-        sdk.setLevel(logging.INFO)
+    """File log records under their calls, leaving the root logger and the user's levels alone."""
+    global _installed
+    with _install_lock:
+        if _installed:
+            return
+        factory = logging.getLogRecordFactory()
+        if not isinstance(factory, _RecordFiler):
+            logging.setLogRecordFactory(_RecordFiler(factory))
+        sdk = logging.getLogger(SDK_LOGGER)
+        if sdk.level == logging.NOTSET:
+            sdk.setLevel(OWN_LEVEL)
+        # What a library adds to its own top logger: with no handler configured anywhere,
+        # a crash of an in-kernel tool is shown on its Outcome, not printed as stray lines
+        # in the cell by logging's last-resort handler.
+        if not any(isinstance(h, logging.NullHandler) for h in sdk.handlers):
+            sdk.addHandler(logging.NullHandler())
+        _installed = True
 
 
 def show_live_logs(enabled: bool) -> None:
     """Print the SDK's records as they happen, in addition to capturing them."""
     global _live
-    sdk = logging.getLogger(SDK_LOGGER)
-    if enabled and _live is None:
-        import sys
-
-        _live = logging.StreamHandler(sys.stderr)
-        _live.setFormatter(logging.Formatter("[mcp server] %(levelname)s %(name)s: %(message)s"))
-        sdk.addHandler(_live)
-    elif not enabled and _live is not None:
-        sdk.removeHandler(_live)
-        _live = None
+    _live = logging.Formatter("[mcp server] %(levelname)s %(name)s: %(message)s") if enabled else None

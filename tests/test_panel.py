@@ -29,7 +29,7 @@ def shows(panel: Panel, *texts: str, limit: float = 10.0) -> str:
 
 
 def settled(panel: Panel) -> None:
-    assert wait_until(lambda: panel._future is None and panel.cancel_button.layout.display == "none")
+    assert wait_until(lambda: panel._call is None and panel.cancel_button.layout.display == "none")
 
 
 @pytest.fixture
@@ -90,7 +90,7 @@ def fill(panel: Panel, **values: str) -> None:
 
 
 def click_call(panel: Panel):
-    """Click Call; the call's future, or None when nothing was sent."""
+    """Click Call; the Call, or None when nothing was sent."""
     before = panel.last_call
     panel.call_button.click()
     return panel.last_call if panel.last_call is not before else None

@@ -1,6 +1,7 @@
 """Cells to tools: replacement on re-run, the bad cells, cards, listing and removal."""
 
 import asyncio
+import threading
 
 import pytest
 from IPython.core.error import UsageError
@@ -153,3 +154,62 @@ def test_python_decorators_work_without_ipython():
     assert mcp_nb.call("add", {"a": 1, "b": 2}).structured_content == {"result": 3}
     with pytest.raises(TypeError, match="lambda"):
         mcp_nb.tool()(lambda: 1)
+
+
+@pytest.mark.parametrize("kind", ["static resource", "template", "tool", "prompt"])
+def test_re_registering_is_atomic_for_concurrent_readers(kind):
+    # Measured before: 2,808 of 3,000 reads of a static resource came back not_found while
+    # its cell was re-run in a loop. No reader may ever find a registered name missing.
+    def register(version: int) -> None:
+        if kind == "static resource":
+
+            def catalog() -> str:
+                return f"v{version}"
+
+            mcp_nb.resource("books://catalog")(catalog)
+        elif kind == "template":
+
+            def book(title: str) -> str:
+                return f"{title} v{version}"
+
+            mcp_nb.resource("books://{title}")(book)
+        elif kind == "tool":
+
+            def lookup() -> str:
+                return f"v{version}"
+
+            mcp_nb.tool("lookup")(lookup)
+        else:
+
+            def review() -> str:
+                return f"v{version}"
+
+            mcp_nb.prompt("review")(review)
+
+    def read():
+        if kind == "static resource":
+            return mcp_nb.read("books://catalog")
+        if kind == "template":
+            return mcp_nb.read("books://Dune")
+        if kind == "tool":
+            return mcp_nb.call("lookup")
+        return mcp_nb.get_prompt("review")
+
+    register(0)
+    stop = threading.Event()
+
+    def churn():
+        version = 1
+        while not stop.is_set():
+            register(version)
+            version += 1
+
+    writer = threading.Thread(target=churn)
+    writer.start()
+    try:
+        outcomes = [read() for _ in range(60)]
+    finally:
+        stop.set()
+        writer.join(10)
+    assert [o.cause for o in outcomes if not o.ok] == []
+    assert len({o.content for o in outcomes}) > 1  # the registrations really changed under the reads

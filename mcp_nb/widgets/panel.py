@@ -5,16 +5,16 @@ Wiring only; the parts live next door: `form.py` turns a schema into fields,
 `mcp_nb.display.outcome_html` renders an outcome as everywhere else.
 
 Threads. Widget callbacks (a click, a choice) run on the kernel's thread. A call is
-started with `Engine.submit`, which returns at once, so the kernel runs other cells
-while the call is in flight; its result arrives on mcp_nb's loop thread, where the
-panel only sets a few widget values (ipykernel sends them from any thread) and never
-lets an exception escape. Registry changes arrive on the thread that registered.
+started with `Engine.submit`, which returns the `Call` at once, so the kernel runs other
+cells while it is in flight; its future resolves (on mcp_nb's loop thread) to the
+recorded Outcome however the call ended, cancelled included, and the panel only sets a
+few widget values there and never lets an exception escape. Registry changes arrive on
+the thread that registered.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import html
 import json
 import logging
@@ -49,12 +49,6 @@ FORM, RAW = "form", "raw JSON"
 KIND_ORDER = {"tool": 0, "resource": 1, "prompt": 2}
 CACHED_FORMS = 24  # forms kept while switching entries (each keeps what was typed into it)
 FATE_POLL_S = 0.2
-
-# Which panel call a recorded outcome belongs to. A cancelled call's future holds no
-# Outcome (the engine records it, cause "cancelled", in the call's own task, after the
-# future is already done), so the panel marks its calls: asyncio copies the submitting
-# thread's context into the task, and the history listener, run in that task, reads it.
-_PANEL_CALL: contextvars.ContextVar[object | None] = contextvars.ContextVar("mcp_nb_panel_call", default=None)
 
 
 class _Entry:
@@ -93,10 +87,8 @@ class Panel(w.VBox):
         self._choices: list[tuple[str, tuple[str, str]]] = []
         self._quiet = False  # set while the panel itself rewrites the picker
         self._lock = threading.RLock()
-        self._future = None  # the call in flight
-        self.last_call = None  # the future of the latest call the panel started, kept once done
-        self._call_mark: object | None = None
-        self._pending: tuple[str, str] | None = None
+        self._call = None  # the Call in flight
+        self.last_call = None  # the latest Call the panel started, kept once done
         self._shown = None  # the outcome on screen (its server-side fate may still change)
         self._retired: Form | None = None  # a replaced entry's form, closed once the new one shows
         self._running = False
@@ -277,7 +269,7 @@ class Panel(w.VBox):
             self.mode.tooltip = "a resource is read by its URI: it takes no arguments object" if resource else ""
             self._show_mode(entry.mode)
             self.call_button.description = {"tool": "Call", "resource": "Read", "prompt": "Get"}[registration.kind]
-            self.call_button.disabled = self._future is not None or self.engine.closed
+            self.call_button.disabled = self._call is not None or self.engine.closed
             self.problems.value = ""
             self._show_uri()
             self._render_outcome()
@@ -395,8 +387,8 @@ class Panel(w.VBox):
         return UriTemplate.parse(registration.uri).expand({k: v for k, v in variables.items() if v is not None})
 
     def call(self):
-        """Send what is on screen (the Call button). Returns the call's future, or None if nothing was sent."""
-        if self._future is not None:
+        """Send what is on screen (the Call button). Returns the `Call`, or None if nothing was sent."""
+        if self._call is not None:
             return None
         if self.engine.closed:
             self._server_closed()
@@ -406,42 +398,35 @@ class Panel(w.VBox):
         except Invalid as err:
             self.problems.value = problems_html("Nothing was sent:", [f"{dotted(p)}: {m}" if p else m for p, m in err.problems])
             return None
-        mark = object()
         try:
-            future = contextvars.copy_context().run(self._submit, mark, target, name, arguments, timeout)
+            call = self.engine.submit(target, name, arguments, timeout)
         except (ValueError, TypeError) as err:  # the engine's own checks, before anything is sent
             self.problems.value = problems_html("Nothing was sent:", [str(err)])
             return None
         self.problems.value = ""
-        self._future, self._call_mark, self._pending = future, mark, (target, name)
-        self.last_call = future
+        self._call = self.last_call = call
         self.call_button.disabled = True
         self.cancel_button.layout.display = None
         self.status.value = running_html(target, name, timeout)
         self._running = True
         self._render_outcome()  # the last outcome stays for reference, dimmed: it is not this call's
-        future.add_done_callback(self._finished)
-        return future
-
-    def _submit(self, mark, target, name, arguments, timeout):
-        _PANEL_CALL.set(mark)  # in a copied context: only the call's task sees it
-        return self.engine.submit(target, name, arguments, timeout)
+        call.future.add_done_callback(self._finished)
+        return call
 
     def cancel(self) -> None:
-        """Stop waiting for the running call (the Cancel button); it is recorded as cancelled."""
-        future = self._future
-        if future is None:
+        """Stop the running call (the Cancel button); it is recorded, and shown, as cancelled."""
+        call = self._call
+        if call is None:
             return
         # Said before cancelling: the record (and so the outcome view) may arrive at once.
         self.status.value = note_html("cancelled: waiting for the record of the call")
-        if not future.cancel():
+        if not call.cancel():
             self.status.value = ""  # it had just finished; its outcome shows as usual
 
     def _finished(self, future) -> None:
-        # On mcp_nb's loop thread (or the kernel's, for a cancel): set widgets, raise nothing.
+        # On mcp_nb's loop thread: set widgets, raise nothing. The future holds the recorded
+        # Outcome however the call ended, a cancellation included.
         try:
-            if future.cancelled():
-                return  # the engine records the cancelled call; `_recorded` shows it
             self._idle()
             error = future.exception()
             if error is not None:
@@ -453,7 +438,7 @@ class Panel(w.VBox):
             log.exception("showing a call's outcome failed")
 
     def _idle(self) -> None:
-        self._future = None
+        self._call = None
         self._running = False
         self.call_button.disabled = self._current is None or self.engine.closed
         self.cancel_button.layout.display = "none"
@@ -476,15 +461,6 @@ class Panel(w.VBox):
     def _recorded(self, outcome) -> None:
         # The history's listener, on the thread that recorded the call (mcp_nb's loop).
         try:
-            if (
-                outcome is not None
-                and outcome.cause == "cancelled"
-                and self._call_mark is not None
-                and _PANEL_CALL.get() is self._call_mark
-                and (outcome.target, outcome.name) == self._pending
-            ):
-                self._idle()
-                self.show_outcome(outcome)
             self.history_tab.recorded()
         except Exception:
             log.exception("the panel's history listener failed")

@@ -1,0 +1,508 @@
+"""One call, from the moment a face asks for it to the row it leaves in the history.
+
+A `Call` owns everything about one call: what was asked (target, name, the arguments
+as sent), its deadline, its attempts, the task running it, the server-side trace of
+the current attempt, and the Outcomes it records. Every face makes Calls through
+`Engine.prepare`; nothing else builds an Outcome.
+
+Where it runs. The work (`run`) runs on mcp_nb's loop, in a task of its own or in the
+task of whoever awaits it there (a sweep's worker). A face in another thread waits with
+`wait()`, which keeps the deadline's promise even when mcp_nb's loop is held by an
+async handler that never awaits: at the deadline the waiting thread records the
+timeout itself, and the loop's side, when it comes back, finds the call settled.
+
+What a Call talks to is a `Connection` (`connections.py`); a Call knows nothing of the
+in-kernel server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import copy
+import itertools
+import math
+import numbers
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from mcp import MCPError
+
+from . import classify
+from .connections import METHODS
+from .deadline import EXPIRED
+from .outcome import REQUEST_CANCELLED, REQUEST_TIMEOUT, Outcome
+from .sdk_compat import TIMED_OUT
+from .trace import CURRENT_TRACE, LOOP, ServerTrace
+
+_ids = itertools.count(1)  # process-wide, so ids stay unique across `reset()`
+
+# The call whose handler is running here: a tool that calls through mcp_nb makes a
+# nested call of it (the in-process dispatch runs a handler in its call's task, and
+# anyio copies the context into a sync handler's worker thread).
+CURRENT_CALL: contextvars.ContextVar[Call | None] = contextvars.ContextVar("mcp_nb_call", default=None)
+
+# How long after its deadline a waiting thread gives mcp_nb's loop to report a timeout
+# itself, before it checks whether the loop is held and, if so, records the timeout.
+GRACE_S = 0.05
+
+
+class CallDepthError(RuntimeError):
+    """Calls nested deeper than `settings.max_depth` (a tool that calls tools that call tools...)."""
+
+
+class Call:
+    """One call: what was asked, its attempts, and the Outcomes they recorded."""
+
+    __slots__ = (
+        "id", "target", "name", "arguments", "timeout", "rule", "parent", "depth", "engine",
+        "attempt", "backoff", "trace", "started", "t0", "task", "outcome", "expected_by",
+        "_future", "_lock", "_settled", "_ended", "_cancel_asked", "_phase", "children",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        engine: Any,
+        target: str,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        timeout: float,
+        rule: Any = None,
+        parent: Call | None = None,
+    ) -> None:
+        self.engine = engine
+        self.id = next(_ids)
+        self.target = target
+        self.name = name
+        self.arguments = sent_arguments(arguments)
+        self.timeout = timeout
+        self.rule = rule  # a retry.Retry, or None for one attempt
+        self.parent = parent
+        self.depth = 1 if parent is None else parent.depth + 1
+        self.attempt = 0
+        self.backoff = 0.0
+        self.trace: ServerTrace | None = None
+        self.started = 0.0  # epoch seconds when the current attempt was sent
+        self.t0: float | None = None  # perf_counter() then; None until it is sent
+        self.task: asyncio.Task | None = None
+        self.outcome: Outcome | None = None  # the latest recorded Outcome
+        # By when a thread waiting for this call should hear of it (perf_counter); moves
+        # with each attempt, so the deadline always counts from the request in flight.
+        self.expected_by = time.perf_counter() + timeout + GRACE_S
+        self._future: concurrent.futures.Future[Outcome] | None = None
+        self._lock = threading.Lock()
+        self._settled = False  # a waiting thread recorded the timeout: the loop's side records nothing
+        self._ended = False
+        self._cancel_asked = False
+        self._phase = "new"  # "attempt" while one runs, "waiting" once recorded, "recorded" when it raised
+        self.children: list[Call] = []
+        if parent is not None:
+            parent.adopt(self)
+
+    # -- nesting --------------------------------------------------------------------------------
+
+    def adopt(self, child: Call) -> None:
+        with self._lock:
+            if self._ended:
+                raise RuntimeError(
+                    f"call #{self.id} ({self.target} {self.name!r}) already ended as {self.outcome.outcome if self.outcome else 'cancelled'}, "
+                    f"so the {child.target} {child.name!r} it would start now is refused: a handler that outlives "
+                    "its call cannot start new calls"
+                )
+            self.children = [c for c in self.children if not c._ended]
+            self.children.append(child)
+
+    def chain(self) -> list[str]:
+        """The names from the outermost call down to this one."""
+        names, call = [], self
+        while call is not None:
+            names.append(call.name)
+            call = call.parent
+        return names[::-1]
+
+    # -- running (on mcp_nb's loop) -------------------------------------------------------------
+
+    async def run(self) -> Outcome:
+        """Make the call, every attempt of it, each recorded; returns the last Outcome.
+
+        Cancelled, it records the attempt in flight as cancelled and raises
+        CancelledError, as a coroutine should; its `future` still gets that Outcome.
+        """
+        self.task = asyncio.current_task()
+        token = CURRENT_CALL.set(self)
+        calls = self.engine.calls
+        calls.add(self)
+        try:
+            if self._cancel_asked:  # cancelled before its task had taken a step
+                return self._record(self._unsent(1))
+            if self.rule is None:
+                return await self._attempt(1, 0.0)
+            from .retry import with_retries
+
+            return await with_retries(self._attempt, self.rule)
+        except asyncio.CancelledError:
+            if self._phase == "waiting":  # between attempts: the next one was never sent
+                self._record(self._unsent(self.attempt + 1))
+            raise
+        finally:
+            calls.discard(self)
+            CURRENT_CALL.reset(token)
+            self._end()
+
+    async def _attempt(self, number: int, backoff: float) -> Outcome:
+        """One attempt, recorded whatever happens (a cancellation is recorded, then raised)."""
+        self.attempt, self.backoff = number, backoff
+        self.t0 = None
+        self.trace = None
+        self.expected_by = time.perf_counter() + self.timeout + GRACE_S
+        self._phase = "attempt"
+        outcome = await self._send()
+        self._phase = "waiting"
+        if self.rule is not None:
+            # A retry may wait before its attempt starts; the waiting thread must not take
+            # that wait for a held loop.
+            rule = self.rule
+            self.expected_by = time.perf_counter() + rule.max_backoff + rule.jitter + self.timeout + GRACE_S
+        return outcome
+
+    async def _send(self) -> Outcome:
+        task = self.task
+        connection = self.engine.connection
+        # Session set-up is mcp_nb's business, not the request's: it happens before the
+        # request's clock starts (in-process it cannot hang).
+        try:
+            client = await connection.ready()
+        except asyncio.CancelledError:
+            if task.cancelling():
+                self._record(self._unsent(self.attempt))
+                self._phase = "recorded"
+                raise
+            return self._record(self._client_error(asyncio.CancelledError("raised while connecting")))
+        except BaseException as err:  # noqa: BLE001 - a failure to connect is still a call, still recorded
+            return self._record(self._client_error(err))
+        with self._lock:
+            if self._settled:  # a waiting thread gave up on it while the loop was held: do not send
+                return self.outcome  # type: ignore[return-value]
+            self.started = time.time()
+            t0 = self.t0 = time.perf_counter()
+            trace = self.trace = ServerTrace(t0)
+        self.expected_by = t0 + self.timeout + GRACE_S
+        # The deadline cancels this task natively at expiry, as asyncio.timeout would; the
+        # count of cancellations pending when it starts tells ours from anyone else's.
+        entered = task.cancelling()
+        deadlines = self.engine.deadlines()
+        entry = deadlines.start(self.timeout, task)
+        token = CURRENT_TRACE.set(trace)
+        try:
+            raw = await connection.send(client, self.target, self.name, self.arguments)
+        except asyncio.CancelledError:
+            if entry[EXPIRED]:
+                outcome = self._record(self._deadline())
+                if task.uncancel() <= entered:
+                    return outcome
+                self._phase = "recorded"
+                raise  # a cancellation arrived with the deadline (a reset, an interrupt): it goes on
+            if task.cancelling() > entered:
+                self._record(self._cancelled())
+                self._phase = "recorded"
+                raise
+            # Nobody cancelled this task: a handler raised CancelledError by itself.
+            return self._record(self._client_error(asyncio.CancelledError("raised inside the request, though nothing cancelled it")))
+        except MCPError as err:
+            return self._record(self._protocol_error(err.error))
+        except BaseException as err:  # noqa: BLE001 - whatever escapes the SDK is recorded, never re-raised
+            return self._record(self._client_error(err))
+        finally:
+            deadlines.end(entry)
+            CURRENT_TRACE.reset(token)
+        return self._record(self._result(raw))
+
+    def _record(self, outcome: Outcome) -> Outcome:
+        with self._lock:
+            if self._settled:  # a waiting thread already recorded this call's timeout
+                return self.outcome  # type: ignore[return-value]
+            self.outcome = outcome
+        self.engine.history.record(outcome)
+        return outcome
+
+    def _end(self) -> None:
+        with self._lock:
+            self._ended = True
+            children = [c for c in self.children if not c._ended]
+            self.children = []
+        for child in children:  # a call that ends takes the calls it started with it
+            child.cancel()
+        future = self._future
+        if future is not None and not future.done() and self.outcome is not None:
+            try:
+                future.set_result(self.outcome)
+            except concurrent.futures.InvalidStateError:
+                pass
+
+    # -- the Outcomes ---------------------------------------------------------------------------
+
+    def _outcome(self, outcome: str, cause: str, duration_ms: float, **fields: Any) -> Outcome:
+        return Outcome(
+            call_id=self.id,
+            target=self.target,
+            name=self.name,
+            arguments=self.arguments,
+            outcome=outcome,
+            cause=cause,
+            content=fields.get("content"),
+            structured_content=fields.get("structured_content"),
+            is_error=fields.get("is_error"),
+            code=fields.get("code"),
+            message=fields.get("message"),
+            data=fields.get("data"),
+            started=self.started or time.time(),
+            duration_ms=duration_ms,
+            timeout_s=self.timeout,
+            trace=self.trace,
+            observed=fields.get("observed", True),
+            attempt=self.attempt or 1,
+            backoff_s=self.backoff,
+        )
+
+    def _elapsed_ms(self) -> float:
+        return 0.0 if self.t0 is None else (time.perf_counter() - self.t0) * 1000.0
+
+    def _result(self, raw: Any) -> Outcome:
+        duration = self._elapsed_ms()
+        if self.target == "tool":
+            content = classify.content_text(raw.content)
+            is_error = bool(raw.is_error)
+            kind, cause = classify.tool_result_cause(self.name, content, is_error, self.trace)
+            return self._outcome(
+                kind, cause, duration, content=content, structured_content=raw.structured_content, is_error=is_error
+            )
+        text = classify.resource_text(raw.contents) if self.target == "resource" else classify.prompt_text(raw.messages)
+        return self._outcome("result", "ok", duration, content=text, is_error=False)
+
+    def _protocol_error(self, error: Any) -> Outcome:
+        cause = classify.protocol_error_cause(self.target, error.code, self.trace)
+        return self._outcome(
+            "protocol_error", cause, self._elapsed_ms(), code=error.code, message=error.message, data=error.data
+        )
+
+    def _deadline(self, note: str = "") -> Outcome:
+        message = TIMED_OUT.format(seconds=self.timeout, method=METHODS[self.target]) + note
+        return self._outcome(
+            "timeout", "deadline", self._elapsed_ms(), code=REQUEST_TIMEOUT, message=message,
+            observed=self.engine.connection.observes(self.target, self.name),
+        )  # fmt: skip
+
+    def _cancelled(self) -> Outcome:
+        elapsed = self._elapsed_ms()
+        return self._outcome(
+            "timeout", "cancelled", elapsed, code=REQUEST_CANCELLED,
+            message=f"Cancelled by the caller after {elapsed / 1000:.3g}s",
+            observed=self.engine.connection.observes(self.target, self.name),
+        )  # fmt: skip
+
+    def _unsent(self, attempt: int) -> Outcome:
+        """Cancelled before the request was sent (while connecting, or waiting to retry)."""
+        self.attempt, self.t0 = attempt, None
+        self.started = time.time()
+        self.trace = ServerTrace(time.perf_counter())  # no handler ever started: the server dropped nothing
+        return self._outcome(
+            "timeout", "cancelled", 0.0, code=REQUEST_CANCELLED, message=f"Cancelled by the caller before attempt {attempt} was sent"
+        )
+
+    def _client_error(self, err: BaseException) -> Outcome:
+        text = str(err)
+        return self._outcome(
+            "protocol_error", "client_error", self._elapsed_ms(), message=f"{type(err).__name__}: {text}" if text else type(err).__name__
+        )
+
+    # -- the faces in other threads -------------------------------------------------------------
+
+    @property
+    def future(self) -> concurrent.futures.Future[Outcome]:
+        """Resolves to the call's final Outcome, also when the call was cancelled (then `cancelled`)."""
+        if self._future is None:
+            with self._lock:
+                if self._future is None:
+                    self._future = concurrent.futures.Future()
+                    if self._ended and self.outcome is not None:
+                        self._future.set_result(self.outcome)
+        return self._future
+
+    def start(self) -> Call:
+        """Run the call in a task of its own on mcp_nb's loop; returns at once."""
+        self.future  # noqa: B018 - created before the task can end
+        self.engine.loop.submit(self._drive())
+        return self
+
+    async def _drive(self) -> None:
+        try:
+            await self.run()
+        except asyncio.CancelledError:
+            pass  # recorded as cancelled; the future has that Outcome
+        except BaseException as err:  # noqa: BLE001 - a bug in mcp_nb: the waiter must hear of it
+            future = self.future
+            if not future.done():
+                future.set_exception(err)
+
+    def done(self) -> bool:
+        return self._ended or self._settled
+
+    def cancel(self) -> bool:
+        """Stop the call (from any thread). It is recorded as cancelled, and its future resolves to
+        that Outcome. False when it had already ended."""
+        if self.done():
+            return False
+        loop = self.engine.loop
+        if loop.in_loop():
+            self._cancel_here()
+        else:
+            try:
+                loop.call_soon(self._cancel_here)
+            except RuntimeError:  # the loop is gone: nothing runs the call any more
+                return False
+        return True
+
+    def _cancel_here(self) -> None:
+        task = self.task
+        if task is None:
+            self._cancel_asked = True  # its task has not taken a step yet: `run` sees this first
+        elif not task.done() and not self._ended:
+            task.cancel()
+
+    def result(self, timeout: float | None = None) -> Outcome:
+        """Wait for the final Outcome (see `wait`); `timeout` bounds the wait, not the call."""
+        if timeout is None:
+            return self.wait()
+        return self.future.result(timeout)
+
+    def wait(self) -> Outcome:
+        """Block this thread until the call ends, and no later than its deadline.
+
+        If the deadline passes and mcp_nb's loop does not answer (an async handler is
+        holding it), the timeout is recorded from here; the handler's fate is still
+        traced. An interrupt (Ctrl-C, the kernel's stop button) cancels the call and is
+        re-raised.
+        """
+        future = self.future
+        try:
+            while True:
+                wait = self.expected_by - time.perf_counter()
+                try:
+                    return future.result(timeout=max(wait, 0.001))
+                except concurrent.futures.TimeoutError:
+                    if time.perf_counter() < self.expected_by:
+                        continue  # the next attempt moved the deadline
+                    if LOOP.blocker() is None and self.engine.loop.answers(0.1):
+                        # The loop is alive, so its own deadline will report: wait a little more,
+                        # but never without bound.
+                        if time.perf_counter() < self.expected_by + 1.0:
+                            continue
+                    return self._settle_here()
+        except KeyboardInterrupt:
+            self.cancel()
+            raise
+
+    async def wait_async(self) -> Outcome:
+        """`wait` for a coroutine on another event loop (the kernel's, for top-level await)."""
+        wrapped = asyncio.wrap_future(self.future)
+        try:
+            while True:
+                wait = self.expected_by - time.perf_counter()
+                try:
+                    return await asyncio.wait_for(asyncio.shield(wrapped), max(wait, 0.001))
+                except (TimeoutError, asyncio.TimeoutError):
+                    if time.perf_counter() < self.expected_by:
+                        continue
+                    if LOOP.blocker() is None and await self.engine.loop.answers_async(0.1):
+                        if time.perf_counter() < self.expected_by + 1.0:
+                            continue
+                    return self._settle_here()
+        except asyncio.CancelledError:
+            self.cancel()
+            raise
+
+    def _settle_here(self) -> Outcome:
+        """Record the timeout from the waiting thread: mcp_nb's loop cannot."""
+        held = LOOP.blocker(0.0)
+        note = (
+            f" (mcp_nb's event loop was held by async {held[0]} for {held[1]:.2f} s)"
+            if held is not None
+            else " (mcp_nb's event loop did not answer)"
+        )
+        with self._lock:
+            if self._ended or self._settled:
+                settled = self.outcome
+            else:
+                if self.trace is None:  # never sent: a trace with no handler start reads as dropped
+                    self.trace = ServerTrace(time.perf_counter())
+                settled = self.outcome = self._deadline(note)
+                self._settled = True
+        if settled is None:
+            return self.future.result()
+        future = self.future
+        if not future.done():
+            self.engine.history.record(settled)
+            try:
+                future.set_result(settled)
+            except concurrent.futures.InvalidStateError:
+                pass
+            self.cancel_soon()
+        return future.result()
+
+    def cancel_soon(self) -> None:
+        try:
+            self.engine.loop.call_soon(self._cancel_here)
+        except RuntimeError:
+            pass
+
+    def __repr__(self) -> str:
+        state = "ended" if self._ended else "settled" if self._settled else "running" if self.task else "new"
+        return f"<Call #{self.id} {self.target} {self.name!r} attempt {self.attempt} {state}>"
+
+
+# -- the arguments as they are sent ------------------------------------------------------------
+
+_KEPT = (str, int, bool, type(None))
+
+
+def sent_arguments(arguments: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A copy of `arguments` as JSON will carry it, so the record keeps what was sent.
+
+    Nested dicts and lists are copied (a record must not change when the caller edits
+    their dict after the call); tuples become lists, as they are sent. NaN and
+    infinities are refused: JSON has no such numbers, and they would reach the server as
+    null while the record said otherwise.
+    """
+    if arguments is None:
+        return None
+    if not isinstance(arguments, Mapping):
+        raise TypeError(f"arguments must be a mapping (a dict of argument names to values), got {type(arguments).__name__}")
+    return {key: _sent(value, (key,)) for key, value in arguments.items()}
+
+
+def _sent(value: Any, path: tuple) -> Any:
+    kind = type(value)
+    if kind in _KEPT:
+        return value
+    if isinstance(value, float) or (isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral)):
+        if not math.isfinite(value):
+            raise ValueError(
+                f"argument {_where(path)} is {value!r}: JSON has no NaN or infinity, so the server would receive "
+                "null; send None, or the number as a string, if that is what you mean"
+            )
+        return value
+    if isinstance(value, Mapping):
+        return {key: _sent(item, (*path, key)) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_sent(item, (*path, i)) for i, item in enumerate(value)]
+    return copy.deepcopy(value)
+
+
+def _where(path: tuple) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return repr(out)

@@ -1,0 +1,188 @@
+"""Everything mcp_nb needs from the `mcp` SDK that the SDK does not promise: in one place.
+
+mcp_nb classifies calls by the SDK's own log messages, replaces registrations in the
+SDK's managers in one step (the public `add_*` keep the first registration of a name,
+and resources have no public removal at all), and keeps `MCPServer()` from configuring
+the root logger. Each of these leans on a private attribute or a message text of the
+SDK. They are gathered here, with the SDK releases they were checked against, so an
+SDK upgrade that moves one fails in one place, by name: `check()` lists what moved,
+and tests/test_sdk_compat.py provokes every message the classifier matches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from importlib.metadata import version
+from typing import Any, Callable, Iterator
+
+SDK_VERSION = version("mcp")
+CHECKED = ("2.3",)  # the minor releases whose privates and texts were verified
+
+# -- message texts the classifier matches (the unformatted `record.msg` of the SDK's logs) -----
+
+TOOL_REJECTED = "Tool %r rejected arguments: %r"  # INFO: arguments failed the input schema
+TOOL_FAILED = "Tool %r failed: %r"  # INFO: ToolError, including an unknown tool
+TOOL_CRASHED = "Tool %r raised an unexpected exception"  # ERROR with traceback
+RESOURCE_FAILED = "Resource %r failed: %r"  # INFO: ResourceError / ResourceNotFoundError
+RESOURCE_CRASHED = "Resource %r raised an unexpected exception"  # ERROR with traceback
+HANDLER_RAISED = "request handler raised"  # ERROR: the in-process dispatcher's boundary (prompts)
+
+# -- result and exception texts --------------------------------------------------------------
+
+UNKNOWN_TOOL = "Unknown tool: {name}"  # the content of an unknown tool's isError result
+UNKNOWN_PROMPT = "Unknown prompt:"  # the start of the ValueError for an unknown prompt
+MISSING_ARGUMENTS = "Missing required arguments"  # the start of a prompt's missing-argument ValueError
+TIMED_OUT = "Timed out after {seconds:g}s waiting for '{method}'"  # the in-process -32001 message
+
+SDK_LOGGER = "mcp"  # the root of the SDK's logger tree
+
+
+class SDKMismatch(RuntimeError):
+    """The installed `mcp` SDK moved something mcp_nb depends on."""
+
+
+# -- the managers' registries ----------------------------------------------------------------
+
+
+def tools(server) -> dict[str, Any]:
+    """The tool manager's registry: name -> `Tool`."""
+    return server._tool_manager._tools
+
+
+def prompts(server) -> dict[str, Any]:
+    """The prompt manager's registry: name -> `Prompt`."""
+    return server._prompt_manager._prompts
+
+
+def resources(server) -> dict[str, Any]:
+    """The resource manager's static resources: URI -> `Resource`."""
+    return server._resource_manager._resources
+
+
+def templates(server) -> dict[str, Any]:
+    """The resource manager's templates: URI template -> `ResourceTemplate`."""
+    return server._resource_manager._templates
+
+
+def handler_of(entry: Any) -> Callable[..., Any] | None:
+    """The function a tool, prompt, static resource or template calls."""
+    return getattr(entry, "fn", None)
+
+
+# -- building registrations without installing them ------------------------------------------
+
+_staging_lock = threading.Lock()
+_staging = None
+
+
+def build_resource(fn: Callable[..., Any], uri: str, **options: Any) -> Any:
+    """The `Resource` (static URI) or `ResourceTemplate` the SDK's decorator would register.
+
+    The checks live in `MCPServer.resource` (template variables against parameters,
+    defaults for query variables, no Context on a static resource), so the decorator runs
+    on a private staging server and the built object is taken from it; the caller then
+    installs it in the real server in one step, and readers never see the URI missing.
+    """
+    global _staging
+    with _staging_lock:
+        if _staging is None:
+            _staging = new_server("mcp_nb-staging")
+        statics, temps = resources(_staging), templates(_staging)
+        statics.clear()
+        temps.clear()
+        _staging.resource(uri, **options)(fn)
+        built = statics.get(uri) or temps.get(uri)
+        statics.clear()
+        temps.clear()
+    if built is None:
+        raise SDKMismatch(f"MCPServer.resource({uri!r}) registered nothing where mcp_nb looks (mcp {SDK_VERSION})")
+    return built
+
+
+def is_template(entry: Any) -> bool:
+    return hasattr(entry, "uri_template")
+
+
+# -- the server, without its logging side effect -----------------------------------------------
+
+_construct_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _no_logging_setup() -> Iterator[None]:
+    # `MCPServer()` calls `configure_logging`, which runs `logging.basicConfig` on the root
+    # logger (and imports rich). The root logger is the user's: for mcp_nb's own servers
+    # that call is skipped, and the root logger is never touched.
+    import mcp.server.mcpserver.server as module
+
+    with _construct_lock:
+        original = module.configure_logging
+        module.configure_logging = lambda *args, **kwargs: None
+        try:
+            yield
+        finally:
+            module.configure_logging = original
+
+
+def new_server(name: str):
+    from mcp.server import MCPServer
+
+    with _no_logging_setup():
+        return MCPServer(name)
+
+
+# -- the check ------------------------------------------------------------------------------
+
+
+def problems() -> list[str]:
+    """What moved in the installed SDK, one line each; empty when everything is where mcp_nb looks."""
+    found: list[str] = []
+    try:
+        import mcp.server.mcpserver.server as module
+    except ImportError as err:
+        return [f"mcp.server.mcpserver.server cannot be imported: {err}"]
+    if not callable(getattr(module, "configure_logging", None)):
+        found.append("mcp.server.mcpserver.server.configure_logging is gone (mcp_nb skips it to leave the root logger alone)")
+    try:
+        server = new_server("mcp_nb-check")
+    except Exception as err:  # noqa: BLE001 - any failure here is the answer
+        return found + [f"MCPServer(name) failed: {type(err).__name__}: {err}"]
+    for what, reach in (
+        ("MCPServer._tool_manager._tools", tools),
+        ("MCPServer._prompt_manager._prompts", prompts),
+        ("MCPServer._resource_manager._resources", resources),
+        ("MCPServer._resource_manager._templates", templates),
+    ):
+        try:
+            registry = reach(server)
+        except AttributeError:
+            found.append(f"{what} is gone")
+            continue
+        if not isinstance(registry, dict):
+            found.append(f"{what} is a {type(registry).__name__}, not a dict")
+    return found
+
+
+def check() -> None:
+    """Raise `SDKMismatch` naming every private part that moved."""
+    moved = problems()
+    if moved:
+        raise SDKMismatch(f"mcp_nb does not fit the installed mcp {SDK_VERSION}: " + "; ".join(moved))
+
+
+def checked_release() -> bool:
+    return any(SDK_VERSION == r or SDK_VERSION.startswith(r + ".") for r in CHECKED)
+
+
+_verified = False
+
+
+def verify_once() -> None:
+    """On an SDK release mcp_nb was not checked against, check the privates before first use."""
+    global _verified
+    if _verified:
+        return
+    if not checked_release():
+        check()
+    _verified = True

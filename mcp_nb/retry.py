@@ -10,6 +10,9 @@ attempt, linked by the call's id.
 
 from __future__ import annotations
 
+import math
+import numbers
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
@@ -24,8 +27,8 @@ class Retry:
 
     retries:     attempts after the first (so at most retries + 1 attempts)
     backoff:     the first wait, in seconds; each next one is `factor` times longer
-    max_backoff: no wait is longer than this
-    jitter:      up to this many seconds added at random to each wait
+    max_backoff: the waits stop growing here
+    jitter:      up to this many seconds added at random to each wait (on top of the cap)
     on_timeout:  retry when the client stopped waiting (outcome `timeout`, cause `deadline`)
     codes:       protocol error codes worth another attempt (for example a "busy" -32050)
     tool_errors: retry `tool_error` outcomes as well (off: the model, not a loop, should react)
@@ -45,19 +48,28 @@ class Retry:
     sleep: Callable[[float], Awaitable[None]] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.retries, int) or isinstance(self.retries, bool) or self.retries < 0:
+        # Refused here, when the policy is made: a NaN wait would sleep 0 s, an infinite one
+        # would hang the call between attempts, and `int()` would turn -32050.5 into a code.
+        if not _whole(self.retries) or self.retries < 0:
             raise ValueError(f"retries must be a whole number >= 0, got {self.retries!r}")
         for name in ("backoff", "max_backoff", "jitter"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
-        if not isinstance(self.factor, (int, float)) or self.factor < 1:
-            raise ValueError(f"factor must be >= 1, got {self.factor!r}")
-        object.__setattr__(self, "codes", tuple(int(c) for c in self.codes))
-
-    def delays(self) -> list[float]:
-        """The waits before attempts 2, 3, ... (without jitter)."""
-        return [min(self.backoff * self.factor**k, self.max_backoff) for k in range(self.retries)]
+            if not _finite(value) or value < 0:
+                raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+        if not _finite(self.factor) or self.factor < 1:
+            raise ValueError(f"factor must be a finite number >= 1, got {self.factor!r}")
+        if isinstance(self.codes, (str, bytes)) or not isinstance(self.codes, Iterable):
+            raise TypeError(f"codes must be a tuple of error codes, for example (-32050,), got {self.codes!r}")
+        codes = tuple(self.codes)
+        for code in codes:
+            if not _whole(code):
+                raise TypeError(f"codes must be whole numbers, got {code!r}")
+        object.__setattr__(self, "codes", tuple(int(code) for code in codes))
+        for name in ("on_timeout", "tool_errors", "force"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if self.sleep is not None and not callable(self.sleep):
+            raise TypeError(f"sleep must be a coroutine function that waits (or None), got {self.sleep!r}")
 
     def wants_another(self, outcome: Outcome) -> bool:
         if outcome.outcome == "timeout":
@@ -67,6 +79,14 @@ class Retry:
         if outcome.outcome == "tool_error":
             return self.tool_errors
         return False
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def policy(retry: Retry | int | bool | None) -> Retry | None:

@@ -1,5 +1,8 @@
 """Small helpers shared by the test modules (tests/ is on sys.path under pytest)."""
 
+import contextlib
+import signal
+import threading
 import time
 
 
@@ -12,3 +15,47 @@ def wait_until(predicate, limit: float = 10.0) -> bool:
             return True
         time.sleep(0.01)
     return False
+
+
+class FakeClock:
+    """A retry policy's `sleep`: each wait recorded instead of slept."""
+
+    def __init__(self):
+        self.waits = []
+
+    async def __call__(self, seconds):
+        self.waits.append(seconds)
+
+
+@contextlib.contextmanager
+def interrupted_when(predicate, limit: float = 10.0):
+    """Interrupt the main thread, as the kernel's stop button does, once `predicate()` holds.
+
+    The stop button sends SIGINT to the kernel process; Python's handler raises
+    KeyboardInterrupt in the main thread, waking it from a blocking wait. The signal goes
+    to the main thread itself, so that its wait is what the signal breaks (a simulated one,
+    `_thread.interrupt_main()`, only lands once a blocking wait has ended by itself). Use
+    it around code that cannot finish until it is interrupted, and the interrupt lands
+    inside the block; the block fails if `predicate()` never held.
+    """
+    assert threading.current_thread() is threading.main_thread(), "only the main thread is interrupted"
+    state = {"open": True, "sent": False}
+    lock = threading.Lock()
+
+    def watch():
+        if not wait_until(predicate, limit):
+            return
+        with lock:
+            if state["open"]:
+                state["sent"] = True
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    watcher = threading.Thread(target=watch, name="test-interrupter", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        with lock:
+            state["open"] = False
+        watcher.join()
+    assert state["sent"], f"the interrupt was never sent: {predicate.__name__} did not hold within {limit} s"

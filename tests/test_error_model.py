@@ -1,4 +1,4 @@
-"""Every row of ../shared/error-model.md, through the API and through the magics."""
+"""Every row of the error model (docs/error-model.md), through the API and through the magics."""
 
 import textwrap
 
@@ -37,7 +37,7 @@ def register_bookshop():
         if title == "broken":
             raise ResourceError("The catalog is being rebuilt.")
         if title == "mcp-error":
-            raise MCPError(code=-32050, message="catalog offline")
+            raise MCPError(code=-32050, message="catalog offline", data={"retry_after": 5})
         return f"{title} by {CATALOG[title]}"
 
     @mcp_nb.resource("books://catalog")
@@ -53,7 +53,7 @@ def register_bookshop():
         if title == "crash":
             raise KeyError(title)
         if title == "mcp-error":
-            raise MCPError(code=-32050, message="reviews offline")
+            raise MCPError(code=-32050, message="reviews offline", data={"retry_after": 5})
         return f"Write a short review of {title}."
 
 
@@ -186,6 +186,7 @@ def test_resource_mcp_error():
     register_bookshop()
     o = mcp_nb.read("books://mcp-error")
     assert (o.outcome, o.cause, o.code, o.message) == ("protocol_error", "mcp_error", -32050, "catalog offline")
+    assert o.data == {"retry_after": 5} and o.server_logs == ()  # passed through, not a crash
 
 
 # -- prompts ----------------------------------------------------------------------------------
@@ -212,6 +213,7 @@ def test_prompt_mcp_error():
     register_bookshop()
     o = mcp_nb.get_prompt("review", {"title": "mcp-error"})
     assert (o.outcome, o.cause, o.code) == ("protocol_error", "mcp_error", -32050)
+    assert (o.message, o.data) == ("reviews offline", {"retry_after": 5}) and o.server_logs == ()
 
 
 # -- the same rows through the magics ---------------------------------------------------------

@@ -1,16 +1,20 @@
 """Sweeps over argument grids, and faults injected on purpose."""
 
 import asyncio
+import collections
+import dataclasses
 import threading
-import time
 
 import pandas as pd
 import pytest
 from IPython.core.error import UsageError
+from mcp import MCPError
+from mcp.server.mcpserver.exceptions import ToolError
 
 import mcp_nb
+from helpers import FakeClock, interrupted_when, wait_until
 from mcp_nb import Faults, Retry
-from mcp_nb.sweeps import Sweep, argument_sets
+from mcp_nb.sweeps import argument_sets
 
 
 def test_argument_sets_from_grids_frames_and_lists():
@@ -60,75 +64,97 @@ def test_sweep_runs_concurrently_up_to_the_limit():
     assert frame["content"].tolist() == [str(i) for i in range(20)]
 
 
-def test_sweep_with_retries_and_bad_input():
+# Ways one attempt fails that a policy can retry: the policy, and how the failed attempt is recorded.
+TRANSIENT = {
+    "busy code": ("busy", Retry(retries=1, codes=(-32050,)), ("protocol_error", "mcp_error")),
+    "deadline": ("timeout", Retry(retries=1), ("timeout", "deadline")),
+    "tool error": ("tool_error", Retry(retries=1, tool_errors=True), ("tool_error", "raised")),
+}
+
+
+@pytest.mark.parametrize("how, rule, failed", TRANSIENT.values(), ids=TRANSIENT.keys())
+def test_a_sweep_retries_every_argument_set_that_fails_once(how, rule, failed):
+    seen = collections.Counter()
+
     @mcp_nb.tool(read_only=True)
     async def once_busy(i: int) -> int:
+        seen[i] += 1
+        if seen[i] == 1:  # the first attempt of each argument set fails
+            if how == "busy":
+                raise MCPError(code=-32050, message="busy")
+            if how == "tool_error":
+                raise ToolError("not yet")
+            await asyncio.sleep(30)  # the deadline ends it
         return i
 
-    frame = mcp_nb.sweep("once_busy", [{"i": 1}, {"i": 2}], retry=Retry(retries=1), progress=False)
-    assert frame["attempt"].tolist() == [1, 1]
-    with pytest.raises(ValueError, match="concurrency"):
-        mcp_nb.sweep("once_busy", [{"i": 1}], concurrency=0)
-    with pytest.raises(ValueError, match="timeout"):
-        mcp_nb.sweep("once_busy", [{"i": 1}], timeout=-1)
+    clock = FakeClock()
+    frame = mcp_nb.sweep("once_busy", {"i": [1, 2, 3]}, timeout=0.2, retry=dataclasses.replace(rule, sleep=clock),
+                         progress=False)
+    assert frame["attempt"].tolist() == [2, 2, 2]
+    assert frame["outcome"].tolist() == ["result"] * 3 and frame["content"].tolist() == ["1", "2", "3"]
+    assert seen == {1: 2, 2: 2, 3: 2}
+    assert clock.waits == pytest.approx([0.1] * 3)
+    history = mcp_nb.history().to_frame()
+    for call_id in frame["call_id"]:
+        attempts = history[history["call_id"] == call_id].sort_values("attempt")
+        assert attempts["attempt"].tolist() == [1, 2]
+        assert list(zip(attempts["outcome"].astype(str), attempts["cause"].astype(str))) == [failed, ("result", "ok")]
+        assert attempts["backoff_s"].tolist() == pytest.approx([0.0, 0.1])
+    assert len(history) == 6
+
+
+def test_bad_sweep_input_raises_before_anything_is_sent():
+    @mcp_nb.tool(read_only=True)
+    async def echo(i: int) -> int:
+        return i
 
     @mcp_nb.tool()
     def side_effect(i: int) -> int:
         return i
 
+    with pytest.raises(ValueError, match="concurrency"):
+        mcp_nb.sweep("echo", [{"i": 1}], concurrency=0)
+    with pytest.raises(ValueError, match="timeout"):
+        mcp_nb.sweep("echo", [{"i": 1}], timeout=-1)
     with pytest.raises(ValueError, match="will not retry"):
         mcp_nb.sweep("side_effect", [{"i": 1}], retry=1)
-    assert len(mcp_nb.history()) == 2
+    assert len(mcp_nb.history()) == 0
 
 
-def test_cancelling_a_sweep_keeps_what_finished():
+@pytest.mark.parametrize("calls, concurrency, in_flight", [(6, 6, {3, 4, 5}), (8, 2, {3, 4})],
+                         ids=["all in flight", "some never sent"])
+def test_interrupting_a_sweep_returns_what_finished_and_records_the_calls_in_flight(capsys, calls, concurrency, in_flight):
+    started = set()
+
     @mcp_nb.tool()
     async def step(i: int) -> int:
-        await asyncio.sleep(0.02 if i < 4 else 30)
+        if i >= 3:
+            started.add(i)
+            await asyncio.sleep(30)  # still running when the stop button is pressed
         return i
 
-    eng = mcp_nb.engine()
-    sweep = Sweep(eng, "step", argument_sets({"i": list(range(8))}), 4, None, None)
-    future = eng.loop.submit(sweep.run())
-    deadline = time.monotonic() + 10
-    while sweep.done < 4 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.05)
-    future.cancel()  # what a kernel interrupt does to a sync sweep
-    assert sweep.finished.wait(10)
-    frame = sweep.frame(interrupted=True)
-    # Every call that was made has its row: the four that finished, the four cancelled in flight.
-    assert frame["i"].tolist() == list(range(8))
-    assert frame["cause"].tolist() == ["ok"] * 4 + ["cancelled"] * 4
-    assert frame.attrs["interrupted"] and frame.attrs["completed"] == 4
+    def three_finished_and_the_rest_in_flight():
+        return len(mcp_nb.history()) == 3 and started == in_flight
+
+    with interrupted_when(three_finished_and_the_rest_in_flight):
+        frame = mcp_nb.sweep("step", {"i": list(range(calls))}, concurrency=concurrency, progress=False)
+
+    assert f"sweep of 'step' interrupted: 3 of {calls} calls finished" in capsys.readouterr().out
+    assert frame.attrs == {"tool": "step", "calls": calls, "completed": 3, "interrupted": True}
+    # Every call that was made has its row, in input order: those that finished, those cancelled in flight.
+    assert frame["i"].tolist() == sorted({0, 1, 2} | in_flight)
+    assert frame["cause"].tolist() == ["ok"] * 3 + ["cancelled"] * len(in_flight)
+    assert frame["content"].tolist()[:3] == ["0", "1", "2"]
+
     history = mcp_nb.history().to_frame()
-    assert (history["cause"].astype(str) == "ok").sum() == 4
-    assert (history["cause"].astype(str) == "cancelled").sum() == 4  # the four in flight
-
-
-def test_sync_sweep_returns_partial_results_on_interrupt(monkeypatch):
-    @mcp_nb.tool()
-    async def step(i: int) -> int:
-        await asyncio.sleep(0.01 if i < 3 else 30)
-        return i
-
-    import concurrent.futures
-
-    original = concurrent.futures.Future.result
-    state = {"polls": 0}
-
-    def interrupting_result(self, timeout=None):
-        # The third wait of the polling loop is "interrupted", as Ctrl-C or the stop button does.
-        if timeout == 0.1:
-            state["polls"] += 1
-            if state["polls"] == 5:
-                raise KeyboardInterrupt
-        return original(self, timeout)
-
-    monkeypatch.setattr(concurrent.futures.Future, "result", interrupting_result)
-    frame = mcp_nb.sweep("step", {"i": list(range(6))}, concurrency=6, progress=False)
-    assert frame["cause"].tolist() == ["ok"] * 3 + ["cancelled"] * 3 and frame.attrs["interrupted"]
-    assert frame.attrs["completed"] == 3
+    sent = {args["i"]: (outcome, cause) for args, outcome, cause in
+            zip(history["arguments"], history["outcome"].astype(str), history["cause"].astype(str), strict=True)}
+    # The finished calls and the cancelled ones are recorded; the calls never sent are not.
+    assert sent == {0: ("result", "ok"), 1: ("result", "ok"), 2: ("result", "ok")} | {
+        i: ("timeout", "cancelled") for i in in_flight}
+    assert (history.loc[history["cause"] == "cancelled", "code"] == -32800).all()
+    # The handlers in flight were cancelled too, not left running.
+    assert wait_until(lambda: set(mcp_nb.history().to_frame()["server_fate"].dropna()) == {"cancelled"})
 
 
 def test_progress_bar_counts_every_call(capsys):

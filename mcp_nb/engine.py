@@ -35,6 +35,7 @@ from .loop import LoopThread
 from .outcome import REQUEST_CANCELLED, REQUEST_TIMEOUT, Outcome
 from .registry import Registry
 from .retry import Retry, check_idempotent, policy, with_retries
+from .structured import check_results_locally
 from .trace import CURRENT_TRACE, ServerTrace, install_log_capture
 
 METHODS = {"tool": "tools/call", "resource": "resources/read", "prompt": "prompts/get"}
@@ -64,7 +65,6 @@ class Engine:
         self._closed = False
         self._calls: set[asyncio.Task] = set()  # the tasks performing a call right now
         self._close_listeners: list[Callable[[], None]] = []
-        _warm_up_in_background()
 
     # -- the loop and the client session --------------------------------------------------------
 
@@ -96,6 +96,7 @@ class Engine:
         # The one task that enters and leaves the client's context, as anyio requires.
         try:
             async with Client(self.server, cache=None) as client:
+                check_results_locally(client.session)  # spares the first call the import of jsonschema
                 self._client = client
                 ready.set_result(client)
                 await closing.wait()
@@ -330,28 +331,6 @@ class Engine:
     ) -> concurrent.futures.Future[Outcome]:
         """Start a call without waiting (for callbacks that must not block the kernel)."""
         return self.loop.submit(self.prepare(target, name, arguments, timeout, retry))
-
-
-_warmed = threading.Event()
-
-
-def _warm_up_in_background() -> None:
-    """Import what the SDK's client imports lazily on the first tool result.
-
-    `jsonschema` (with its URI grammar) takes about a second to import; left lazy, that
-    second lands inside the first call of every kernel and skews its duration. Done
-    once, in a thread, while the user is still writing cells.
-    """
-    if _warmed.is_set():
-        return
-    _warmed.set()
-
-    def warm() -> None:
-        with contextlib.suppress(Exception):
-            import jsonschema  # noqa: F401
-            import jsonschema.exceptions  # noqa: F401
-
-    threading.Thread(target=warm, name="mcp_nb-warm-up", daemon=True).start()
 
 
 def _ms(t0: float) -> float:

@@ -13,9 +13,8 @@ import inspect
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-import pandas as pd
 from mcp.server import MCPServer
 from mcp.server.mcpserver.prompts import Prompt
 from mcp.server.mcpserver.tools import Tool
@@ -25,6 +24,9 @@ from mcp_types import ToolAnnotations
 
 from .faults import Faults
 from .trace import probe
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported by `to_frame`, the one place that needs it
 
 KINDS = ("tool", "resource", "prompt")
 ANNOTATION_FLAGS = {
@@ -309,6 +311,8 @@ class Registry:
         return self._entries.get((kind, key))
 
     def to_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
         rows = [
             {
                 "kind": e.kind,

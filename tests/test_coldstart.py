@@ -107,3 +107,24 @@ def test_a_notebooks_first_calls_import_nothing_they_do_not_use():
     assert {"pandas", "numpy"} <= set(seen["after showing the history"])
     assert "jsonschema" not in seen["after showing the history"]
 
+
+def test_the_session_opens_at_load_without_importing_them():
+    # `%load_ext` opens the client session in the background (the first call then finds
+    # it open); that must not bring in what the first call avoids either.
+    code = textwrap.dedent(
+        f"""
+        import sys, time
+        from IPython.core.interactiveshell import InteractiveShell
+        shell = InteractiveShell.instance()
+        shell.run_line_magic("load_ext", "mcp_nb")
+        import mcp_nb
+        engine = mcp_nb.engine()
+        deadline = time.monotonic() + 60
+        while engine._client is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        print(engine._client is not None, sorted(m for m in {AVOIDED!r} if m in sys.modules))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "[]"]

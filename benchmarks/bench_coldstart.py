@@ -44,6 +44,9 @@ from _common import machine, write_json
 
 TARGETS_MS = {"first_call": 50.0, "load_cell_call": 1000.0}
 ROOT = Path(__file__).resolve().parent.parent
+# The kernels inherit this environment. With this set, a source checkout's modules have no
+# cached bytecode and are compiled at each kernel start (installed packages have theirs).
+NO_BYTECODE = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
 
 MCP_NB_CELLS = [
     ("load", "%load_ext mcp_nb"),
@@ -181,6 +184,8 @@ def main() -> None:
             print(f"  mcp_nb's load + cell + first call, {way.replace('_', ' ')}: {total:.1f} ms, {total - floor:+.1f} ms over the floor")
     load_after = os.getloadavg()
     print(f"load average (1, 5, 15 min) before {_loads(load_before)}, after {_loads(load_after)} on {os.cpu_count()} CPUs")
+    if NO_BYTECODE:
+        print("PYTHONDONTWRITEBYTECODE is set: modules without a cached .pyc (a source checkout) are compiled in every kernel")
     print()
     verdicts = {}
     for way in ways:
@@ -192,6 +197,7 @@ def main() -> None:
         "coldstart.json",
         {"benchmark": "coldstart", "machine": machine(), "kernels": args.kernels, "targets_ms": TARGETS_MS,
          "load_average": {"before": load_before, "after": load_after}, "sdk_floor_ms": floor,
+         "pythondontwritebytecode": NO_BYTECODE,
          "results": results, "pass": verdicts},
     )  # fmt: skip
     print(f"\nresults: {path}")

@@ -244,9 +244,10 @@ def panel(engine: Engine | None = None):
 
 def load_ipython_extension(ipython) -> None:
     from .magics import load
+    from .warmup import open_session_early
 
     load(ipython)
-    engine()  # create the server now: its one-time imports then run while the user writes cells
+    open_session_early(engine())  # while the next cells run: the first call finds it open
 
 
 def unload_ipython_extension(ipython) -> None:

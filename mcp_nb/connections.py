@@ -15,6 +15,8 @@ from typing import Any, Callable
 
 from mcp import Client
 
+from .structured import check_results_locally
+
 METHODS = {"tool": "tools/call", "resource": "resources/read", "prompt": "prompts/get"}
 
 
@@ -38,6 +40,11 @@ class Connection:
         self._closing: asyncio.Event | None = None
         self._owner: asyncio.Task[None] | None = None
         self._listed = -1
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the session is open now."""
+        return self._client is not None
 
     async def ready(self) -> Client:
         """The open session (opened now if need be), with the tools of the current version listed."""
@@ -65,6 +72,7 @@ class Connection:
         # The one task that enters and leaves the client's context, as anyio requires.
         try:
             async with Client(self.server, cache=None) as client:
+                check_results_locally(client.session)  # spares the first call the import of jsonschema
                 self._client = client
                 ready.set_result(client)
                 await closing.wait()

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import html
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd  # imported by the history views that use it: an outcome card needs none
 
 COLOURS = {"result": "#1a7f37", "tool_error": "#b35900", "protocol_error": "#cf222e", "timeout": "#6f42c1"}
 KIND_COLOURS = {"tool": "#0969da", "resource": "#1a7f37", "prompt": "#8250df"}
@@ -305,6 +306,8 @@ def _cell(value: Any, limit: int) -> str:
 
 
 def history_text(frame: pd.DataFrame, rows: int) -> str:
+    import pandas as pd
+
     if frame.empty:
         return "History: no calls yet"
     head = f"History: {len(frame)} calls ({_counts(frame)})"
@@ -317,6 +320,8 @@ def history_text(frame: pd.DataFrame, rows: int) -> str:
 
 
 def history_html(frame: pd.DataFrame, rows: int) -> str:
+    import pandas as pd
+
     if frame.empty:
         return f'<div style="color:{MUTED}">History: no calls yet</div>'
     tail = frame.tail(rows)

@@ -26,7 +26,6 @@ from .loop import LoopThread
 from .registry import Registry
 from .retry import Retry, check_idempotent, policy
 from .trace import LOOP, install_log_capture
-from .warmup import warm_up_in_background
 
 CLOSED = (
     "this server was closed by mcp_nb.reset(); call the new one with mcp_nb.call(...) "
@@ -53,7 +52,6 @@ class Engine:
         self._closed = False
         self._close_listeners: list[Callable[[], None]] = []
         LOOP.forget()
-        warm_up_in_background()
 
     # -- the loop -------------------------------------------------------------------------------
 

@@ -13,10 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from .outcome import CAUSES, FATES, OUTCOMES, TARGETS, Outcome
 
@@ -54,8 +51,16 @@ _STORED = ("call_id", "attempt", "backoff", "target", "name", "arguments", "outc
            "is_error", "code", "message", "data", "logs", "started", "duration", "timeout")  # fmt: skip
 _EMPTY: tuple = ()
 
+# numpy and pandas are imported where they are used, not with this module: `import mcp_nb`
+# (every kernel's `%load_ext mcp_nb`) need not pay for them before a history is looked at.
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
 
 def _objects(values: list) -> np.ndarray:
+    import numpy as np
+
     out = np.empty(len(values), dtype=object)
     out[:] = values
     return out
@@ -78,6 +83,8 @@ class _Store:
         calls, self.pending = self.pending, []
         if not calls:
             return
+        import numpy as np
+
         names = self.names
         for row, o in enumerate(calls, self.rows):
             if o.outcome == "timeout":
@@ -106,6 +113,8 @@ class _Store:
         self.rows += len(calls)
 
     def column(self, name: str, dtype) -> np.ndarray:
+        import numpy as np
+
         parts = self.chunks[name]
         if not parts:
             return np.empty(0, dtype=dtype)
@@ -161,6 +170,9 @@ class History:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per call; the columns are listed in `mcp_nb.history.COLUMNS` and docs/guide.md."""
+        import numpy as np
+        import pandas as pd
+
         with self._lock:
             s = self._store
             s.flush()
@@ -267,6 +279,8 @@ class History:
 
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     """Counts per (target, name) × outcome, every outcome type a column, plus totals."""
+    import pandas as pd
+
     counts = (
         frame.groupby(["target", "name", "outcome"], observed=True)
         .size()
@@ -285,6 +299,8 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
 def health(frame: pd.DataFrame, last: int = 20) -> pd.DataFrame:
     """Per (target, name), over its latest `last` attempts: calls, failures, failure_rate,
     and the latest outcome and cause; the worst first. A failure is anything but `result`."""
+    import pandas as pd
+
     if not isinstance(last, int) or isinstance(last, bool) or last < 1:
         raise ValueError(f"last must be a whole number >= 1, got {last!r}")
     columns = ["target", "name", "calls", "failures", "failure_rate", "latest_outcome", "latest_cause"]

@@ -13,9 +13,8 @@ import inspect
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-import pandas as pd
 from mcp.server import MCPServer
 from mcp.server.mcpserver.prompts import Prompt
 from mcp.server.mcpserver.tools import Tool
@@ -27,6 +26,9 @@ from . import sdk_compat
 from .faults import Faults
 from .signatures import check_function, sdk_refusals
 from .trace import probe
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported by `to_frame`, the one place that needs it
 
 KINDS = ("tool", "resource", "prompt")
 ANNOTATION_FLAGS = {
@@ -323,6 +325,8 @@ class Registry:
     def to_frame(self) -> pd.DataFrame:
         """One row per entry. Every text column holds "" where there is nothing to say (a
         tool's `uri`, no title, no annotations, no parameters, no faults), never NaN."""
+        import pandas as pd
+
         rows = [
             {
                 "kind": e.kind,

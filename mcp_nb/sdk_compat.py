@@ -104,6 +104,20 @@ def is_template(entry: Any) -> bool:
     return hasattr(entry, "uri_template")
 
 
+# -- the client session's check of structured results --------------------------------------------
+
+
+def output_schemas(session: Any) -> dict[str, Any] | None:
+    """The session's cache of each listed tool's output schema (what its own check judges by)."""
+    schemas = getattr(session, "_tool_output_schemas", None)
+    return schemas if isinstance(schemas, dict) else None
+
+
+def replace_result_check(session: Any, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Put `make(the SDK's check)` in place of this one session's `validate_tool_result`."""
+    session.validate_tool_result = make(session.validate_tool_result)
+
+
 # -- the server, without its logging side effect -----------------------------------------------
 
 _construct_lock = threading.Lock()
@@ -148,6 +162,12 @@ def problems() -> list[str]:
         server = new_server("mcp_nb-check")
     except Exception as err:  # noqa: BLE001 - any failure here is the answer
         return found + [f"MCPServer(name) failed: {type(err).__name__}: {err}"]
+    from mcp.client.session import ClientSession
+
+    if not callable(getattr(ClientSession, "validate_tool_result", None)):
+        found.append("ClientSession.validate_tool_result is gone (mcp_nb checks structured results first)")
+    if "_tool_output_schemas" not in ClientSession.__init__.__code__.co_names:
+        found.append("ClientSession._tool_output_schemas is gone (the output schemas mcp_nb checks against)")
     for what, reach in (
         ("MCPServer._tool_manager._tools", tools),
         ("MCPServer._prompt_manager._prompts", prompts),

@@ -1,27 +1,27 @@
-"""Imports the SDK's client makes lazily on the first tool result, done ahead of time."""
+"""What a kernel's first call would pay once, done before it where that is free.
+
+A first call used to import `jsonschema` inside the SDK's client (about a second in a
+Jupyter environment); `structured.py` now spares it that. What remains is opening the
+client session: starting mcp_nb's loop thread and the MCP handshake with the in-kernel
+server, 10 to 20 ms. `%load_ext mcp_nb` starts that on the loop thread and returns, so
+the first call finds the session open.
+
+Nothing heavier is done ahead, on purpose: under JupyterLab's Run All the next cells
+follow at once, and whatever a background thread computes is taken from them (one GIL).
+"""
 
 from __future__ import annotations
 
-import contextlib
-import threading
+from typing import TYPE_CHECKING
 
-_warmed = threading.Event()
+if TYPE_CHECKING:
+    from .engine import Engine
 
 
-def warm_up_in_background() -> None:
-    """Import what the SDK's client imports lazily on the first tool result.
+def open_session_early(engine: Engine) -> None:
+    """Open the engine's client session in the background; a failure is left to the first call.
 
-    `jsonschema` (with its URI grammar) takes about a second to import; left lazy, that
-    second lands inside the first call of every kernel and skews its duration. Done
-    once, in a thread, while the user is still writing cells.
+    The first call would open it anyway (`Connection.ready` is where every call waits
+    for it), and a failed attempt is forgotten there, so the call retries and reports.
     """
-    if _warmed.is_set():
-        return
-    _warmed.set()
-
-    def warm() -> None:
-        with contextlib.suppress(Exception):
-            import jsonschema  # noqa: F401
-            import jsonschema.exceptions  # noqa: F401
-
-    threading.Thread(target=warm, name="mcp_nb-warm-up", daemon=True).start()
+    engine.loop.submit(engine.connection.ready())

@@ -336,8 +336,18 @@ class Call:
     def start(self) -> Call:
         """Run the call in a task of its own on mcp_nb's loop; returns at once."""
         self.future  # noqa: B018 - created before the task can end
-        self.engine.loop.submit(self._drive())
+        self.engine.calls.add(self)  # in flight from now: a closing engine answers for it
+        # Its own future is what a waiter waits on, so the task is made directly on the loop
+        # (no second future chained to it, as `run_coroutine_threadsafe` would add).
+        try:
+            self.engine.loop.call_soon(self._begin)
+        except RuntimeError:
+            self.engine.calls.discard(self)
+            raise
         return self
+
+    def _begin(self) -> None:
+        asyncio.get_running_loop().create_task(self._drive())
 
     async def _drive(self) -> None:
         try:
@@ -453,6 +463,19 @@ class Call:
                 pass
             self.cancel_soon()
         return future.result()
+
+    def abandon(self) -> None:
+        """The loop is gone and this call never ran (or never ended): record it as cancelled
+        from here, so its waiter gets an Outcome. Only for a closed engine's leftovers."""
+        with self._lock:
+            if self._ended or self._settled:
+                return
+            self._settled = True
+            outcome = self.outcome = self._cancelled() if self.t0 is not None else self._unsent(max(self.attempt, 1))
+        self.engine.history.record(outcome)
+        future = self.future
+        if not future.done():
+            future.set_result(outcome)
 
     def cancel_soon(self) -> None:
         try:

@@ -157,6 +157,9 @@ class Engine:
                     except Exception:
                         pass  # closing is best effort: the loop thread stops below either way
                 loop.stop()
+                # A call started a moment before the stop whose task never ran: answered here.
+                for call in list(self.calls):
+                    call.abandon()
         finally:
             for listener in list(self._close_listeners):
                 try:

@@ -457,3 +457,20 @@ def test_a_sync_tool_returning_a_coroutine_or_a_generator_is_a_crash_that_says_w
         assert (o.outcome, o.cause) == ("tool_error", "crash"), o
         kinds = dict(o.server_logs[0].exceptions)
         assert f"tool '{name}' returned {kind}" in kinds["NotAResult"]
+
+
+def test_a_call_whose_task_never_ran_is_answered_when_the_engine_closes():
+    # What start() leaves behind when the loop stops before the task it asked for is made.
+    @mcp_nb.tool()
+    def quick() -> str:
+        return "q"
+
+    eng = mcp_nb.engine()
+    assert mcp_nb.call("quick").ok
+    stranded = eng.prepare("tool", "quick")
+    future = stranded.future
+    eng.calls.add(stranded)
+    mcp_nb.reset()
+    outcome = future.result(timeout=5)
+    assert (outcome.cause, outcome.message) == ("cancelled", "Cancelled by the caller before attempt 1 was sent")
+    assert causes(eng.history) == [("quick", "ok"), ("quick", "cancelled")]

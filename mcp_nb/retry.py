@@ -16,7 +16,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
-from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt, wait_exponential, wait_random
 
 from .outcome import Outcome
 
@@ -117,6 +116,9 @@ def check_idempotent(target: str, name: str, annotations: Any, rule: Retry) -> N
 
 async def with_retries(attempt: Callable[[int, float], Awaitable[Outcome]], rule: Retry) -> Outcome:
     """Run `attempt(number, backoff)` until it is done: each attempt records its own row."""
+    # Imported here, at the first retried call: tenacity costs a kernel's start-up 13 ms.
+    from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt, wait_exponential, wait_random
+
     progress = {"number": 0, "wait": 0.0, "idle": 0.0}
 
     def before(retry_state) -> None:

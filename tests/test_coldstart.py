@@ -17,7 +17,7 @@ import textwrap
 
 # The modules a first call must not wait for: jsonschema with the URI grammar it pulls in
 # (the SDK imports it to check structured results), and the history's frame libraries.
-AVOIDED = ("jsonschema", "rfc3987_syntax", "referencing", "pandas", "numpy", "pyarrow")
+AVOIDED = ("jsonschema", "rfc3987_syntax", "referencing", "pandas", "numpy", "pyarrow", "tenacity")
 
 NOTEBOOK = r'''
 import json, sys, threading, time

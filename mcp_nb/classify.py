@@ -56,6 +56,10 @@ def tool_result_cause(name: str, content: str, is_error: bool, trace: ServerTrac
 def protocol_error_cause(target: str, code: int | None, trace: ServerTrace | None) -> str:
     logs = trace.logs if trace is not None else ()
     seen = _templates(logs)
+    if target != "prompt" and HANDLER_RAISED in seen:
+        # The dispatcher's boundary logged an exception no tool or resource handler turned into
+        # an answer: the server's middleware raised (an MCPError there is passed on unlogged).
+        return "crash"
     if target == "resource":
         if RESOURCE_CRASHED in seen:
             return "crash"

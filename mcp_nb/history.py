@@ -20,6 +20,7 @@ from .outcome import CAUSES, FATES, OUTCOMES, TARGETS, Outcome
 COLUMNS = (
     "call_id",
     "attempt",
+    "server",
     "target",
     "name",
     "arguments",
@@ -47,7 +48,7 @@ _CAUSE_CODE = {name: i for i, name in enumerate(CAUSES)}
 _TARGET_CODE = {name: i for i, name in enumerate(TARGETS)}
 _NO_FLAG = 2  # is_error code for "no result, so no flag"
 CHUNK = 4096
-_STORED = ("call_id", "attempt", "backoff", "target", "name", "arguments", "outcome", "cause", "content", "structured",
+_STORED = ("call_id", "attempt", "backoff", "server", "target", "name", "arguments", "outcome", "cause", "content", "structured",
            "is_error", "code", "message", "data", "logs", "started", "duration", "timeout")  # fmt: skip
 _EMPTY: tuple = ()
 
@@ -77,6 +78,7 @@ class _Store:
         self.rows = 0  # rows in the chunks
         self.pending: list[Outcome] = []
         self.names: dict[str, int] = {}
+        self.servers: dict[str, int] = {"kernel": 0}
         self.timeouts: dict[int, Outcome] = {}  # row -> Outcome, for the live server-fate columns
 
     def flush(self) -> None:
@@ -95,6 +97,8 @@ class _Store:
         c["backoff"].append(np.array([o.backoff_s for o in calls], dtype=np.float64))
         c["target"].append(np.array([_TARGET_CODE[o.target] for o in calls], dtype=np.int8))
         c["name"].append(np.array([names.setdefault(o.name, len(names)) for o in calls], dtype=np.int64))
+        servers = self.servers
+        c["server"].append(np.array([servers.setdefault(o.server, len(servers)) for o in calls], dtype=np.int64))
         c["arguments"].append(_objects([o.arguments for o in calls]))
         c["outcome"].append(np.array([_OUTCOME_CODE[o.outcome] for o in calls], dtype=np.int8))
         c["cause"].append(np.array([_CAUSE_CODE[o.cause] for o in calls], dtype=np.int8))
@@ -178,6 +182,7 @@ class History:
             s.flush()
             columns = {name: s.column(name, object) for name in _STORED}
             names = list(s.names)
+            servers = list(s.servers)
             timeouts = dict(s.timeouts)
         n = len(columns["call_id"])
         if timeouts:
@@ -204,6 +209,7 @@ class History:
                 "attempt": columns["attempt"].astype(np.int32),
                 "target": category(columns["target"], list(TARGETS)),
                 "name": category(columns["name"], names),
+                "server": category(columns["server"], servers),
                 "arguments": columns["arguments"],
                 "outcome": category(columns["outcome"], list(OUTCOMES)),
                 "cause": category(columns["cause"], list(CAUSES)),

@@ -284,21 +284,20 @@ class History:
 
 
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
-    """Counts per (target, name) × outcome, every outcome type a column, plus totals."""
+    """Counts per (server, target, name) × outcome, every outcome type a column, plus totals."""
     import pandas as pd
 
+    keys = ["server", "target", "name"]
     counts = (
-        frame.groupby(["target", "name", "outcome"], observed=True)
+        frame.groupby([*keys, "outcome"], observed=True)
         .size()
         .unstack("outcome", fill_value=0)
         .reindex(columns=list(OUTCOMES), fill_value=0)
     )
     counts.columns = pd.Index(list(OUTCOMES), name="outcome")
-    counts.index = pd.MultiIndex.from_tuples(
-        [(str(t), str(n)) for t, n in counts.index], names=["target", "name"]
-    )
+    counts.index = pd.MultiIndex.from_tuples([tuple(map(str, row)) for row in counts.index], names=keys)
     counts["total"] = counts.sum(axis=1)
-    totals = pd.DataFrame([counts.sum(axis=0)], index=pd.MultiIndex.from_tuples([("total", "")], names=["target", "name"]))
+    totals = pd.DataFrame([counts.sum(axis=0)], index=pd.MultiIndex.from_tuples([("total", "", "")], names=keys))
     return pd.concat([counts, totals]).astype("int64")
 
 

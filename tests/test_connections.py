@@ -405,3 +405,18 @@ def test_the_magics_connect_call_list_and_disconnect(shell, bookshop_url):
         assert message in str(result.error_in_exec) and "\n" not in str(result.error_in_exec), line
     assert run("%mcp_disconnect books").success
     assert list(mcp_nb.servers().index) == ["kernel", "web"]
+
+
+def test_the_summary_groups_by_server(everything_url):
+    @mcp_nb.tool()
+    def echo(message: str) -> str:
+        return message
+
+    mcp_nb.connect("everything", everything_url)
+    mcp_nb.call("echo", {"message": "here"})
+    mcp_nb.call("echo", {"message": "there"}, server="everything")
+    mcp_nb.call("echo", {}, server="everything")
+    summary = mcp_nb.history().summary()
+    assert summary.loc[("kernel", "tool", "echo")].tolist() == [1, 0, 0, 0, 1]
+    assert summary.loc[("everything", "tool", "echo")].tolist() == [1, 1, 0, 0, 2]
+    assert summary.loc[("total", "", "")].tolist() == [2, 1, 0, 0, 3]

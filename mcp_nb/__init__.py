@@ -352,12 +352,13 @@ def inject(name: str, faults: Faults | str | Mapping[str, Any] | None) -> Faults
     return engine().registry.inject(name, None if faults is None else Faults.from_spec(faults))
 
 
-def panel(engine: Engine | None = None):
-    """The client panel: pick a tool, resource or prompt, fill in the form built from its
-    schema, call it, and see the outcome and the history (ipywidgets, imported on first use)."""
+def panel(engine: Engine | None = None, *, server: str | None = None):
+    """The client panel: pick a server and a tool, resource or prompt, fill in the form built
+    from its schema, call it, and see the outcome and the history (ipywidgets, imported on
+    first use). `server`: the connection shown first (the kernel's own by default)."""
     from .widgets import show
 
-    return show(engine)
+    return show(engine, server=server)
 
 
 def load_ipython_extension(ipython) -> None:

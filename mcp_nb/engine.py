@@ -50,6 +50,7 @@ class Engine:
         self._deadlines: Deadlines | None = None
         self._closed = False
         self._close_listeners: list[Callable[[], None]] = []
+        self._connection_listeners: list[Callable[[], None]] = []
         LOOP.forget()
 
     # -- the loop -------------------------------------------------------------------------------
@@ -178,6 +179,7 @@ class Engine:
         self.connections[name] = connection
         if old is not None:
             self.loop.run(old.close())
+        self._connections_changed()
         return connection
 
     def disconnect(self, name: str) -> Connection:
@@ -187,6 +189,7 @@ class Engine:
         connection = self.connection_for(name)
         del self.connections[name]
         self.loop.run(connection.close())
+        self._connections_changed()
         return connection
 
     def reconnect(self, name: str, timeout: float | None = None) -> RemoteConnection:
@@ -197,6 +200,21 @@ class Engine:
         target = old.url if old.transport == "http" else old.command
         extra = {"headers": old.headers} if old.transport == "http" else {"env": old.env, "cwd": old.cwd}
         return self.connect(name, target, timeout=timeout, **extra)
+
+    def on_connections(self, listener: Callable[[], None], remove: bool = False) -> None:
+        """Call `listener()` after every connect and disconnect (`remove=True` takes it back)."""
+        if remove:
+            if listener in self._connection_listeners:
+                self._connection_listeners.remove(listener)
+        else:
+            self._connection_listeners.append(listener)
+
+    def _connections_changed(self) -> None:
+        for listener in list(self._connection_listeners):
+            try:
+                listener()
+            except Exception:  # a broken view must not break connecting
+                logging.getLogger(__name__).exception("connections listener failed")
 
     # -- closing --------------------------------------------------------------------------------
 

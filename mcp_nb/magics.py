@@ -318,14 +318,18 @@ class McpMagics(Magics, SharedTraits):
 
     @no_var_expand
     @line_magic
+    @magic_arguments()
+    @argument("--server", metavar="NAME", help="the connection shown first (default: the kernel's own)")
     def mcp_panel(self, line: str):
-        """Show the client panel: pick, fill in and call the server's tools, resources and
+        """Show the client panel: pick a server, then fill in and call its tools, resources and
         prompts from forms built from their schemas, and watch outcomes and the history.
 
             %mcp_panel
+            %mcp_panel --server everything
         """
-        _no_arguments("mcp_panel", line)
-        return mcp_nb.panel()
+        args = _parse(self.mcp_panel, line)
+        with usage_errors():
+            return mcp_nb.panel(server=args.server)
 
     @no_var_expand
     @line_magic

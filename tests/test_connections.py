@@ -15,7 +15,7 @@ from helpers import wait_until
 import mcp_nb
 from mcp_nb.connections import ConnectError
 
-BOOKSHOP = [sys.executable, str(Path(__file__).parent / "servers" / "bookshop.py")]
+BOOKSHOP = [sys.executable, str(Path(__file__).parent.parent / "notebooks" / "servers" / "bookshop.py")]
 
 
 def alive(pid: int) -> bool:

@@ -1,7 +1,8 @@
 """A Python MCP server on the official SDK, run as a separate process: `bookshop.py stdio` or `bookshop.py http PORT`.
 
-The error model's cases, the way a server a user writes would raise them, for the tests and
-notebook 07 to call over real transports. Its log goes to stderr, as a stdio server's must.
+The error model's cases, raised the way a server a user writes would raise them. Notebook 07
+and the tests connect to it as mcp_nb connects to any outside server. Its log goes to stderr,
+as a stdio server's must.
 """
 
 from __future__ import annotations

@@ -420,3 +420,14 @@ def test_the_summary_groups_by_server(everything_url):
     assert summary.loc[("kernel", "tool", "echo")].tolist() == [1, 0, 0, 0, 1]
     assert summary.loc[("everything", "tool", "echo")].tolist() == [1, 1, 0, 0, 2]
     assert summary.loc[("total", "", "")].tolist() == [2, 1, 0, 0, 3]
+
+
+def test_log_messages_a_server_sends_are_kept_on_the_connection_and_the_calls_waiting():
+    peers.require(peers.EVERYTHING)
+    connection = mcp_nb.connect("everything", peers.everything_stdio(), env=peers.node_env())
+    assert mcp_nb.call("toggle-simulated-logging", server="everything").ok  # one message every 5 s
+    assert wait_until(lambda: any(log.source == "notification" for log in connection.logs), 20)
+    o = mcp_nb.call("trigger-long-running-operation", {"duration": 6, "steps": 2}, server="everything", timeout=30)
+    assert o.ok and any(log.source == "notification" for log in o.server_logs)
+    message = next(log for log in connection.logs if log.source == "notification")
+    assert message.level in ("DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL", "ALERT", "EMERGENCY")

@@ -314,6 +314,9 @@ class RemoteConnection(Connection):
         if isinstance(target, str) and urlsplit(target).scheme in ("http", "https"):
             if args or env or cwd:
                 raise ValueError("args, env and cwd are for a command (a stdio server), not a URL")
+            for key, value in (headers or {}).items():
+                if not isinstance(key, str) or not isinstance(value, str) or not key.strip() or "\n" in key + value:
+                    raise ValueError(f"headers must map names to text on one line, got {key!r}: {value!r}")
             self.transport, self.url, self.headers = "http", target, dict(headers or {})
             self.command: list[str] = []
         else:

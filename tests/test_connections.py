@@ -243,6 +243,8 @@ def test_connecting_mistakes_are_one_line_errors_that_leave_connections_untouche
         (lambda: mcp_nb.connect("x", bookshop_url, env={"A": "1"}), ValueError, "not a URL"),
         (lambda: mcp_nb.connect("x", "python", headers={"A": "1"}), ValueError, "not a command"),
         (lambda: mcp_nb.connect("x", bookshop_url, timeout=0), ValueError, "positive number"),
+        (lambda: mcp_nb.connect("x", bookshop_url, headers={"A": 1}), ValueError, "headers must map names to text"),
+        (lambda: mcp_nb.connect("x", bookshop_url, headers={"A": "1\nB: 2"}), ValueError, "headers must map names to text"),
         (lambda: mcp_nb.call("get_author", server="nope"), ValueError, "no server named 'nope' is connected"),
         (lambda: mcp_nb.disconnect("nope"), ValueError, "no server named 'nope'"),
         (lambda: mcp_nb.disconnect("kernel"), ValueError, "cannot be disconnected"),
@@ -431,3 +433,11 @@ def test_log_messages_a_server_sends_are_kept_on_the_connection_and_the_calls_wa
     assert o.ok and any(log.source == "notification" for log in o.server_logs)
     message = next(log for log in connection.logs if log.source == "notification")
     assert message.level in ("DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL", "ALERT", "EMERGENCY")
+
+
+def test_a_timeout_tells_the_server_to_cancel_and_the_handler_is_cancelled_there():
+    connection = connect_bookshop("stdio")
+    o = mcp_nb.call("slow", {"seconds": 30}, timeout=0.5, server="books")
+    assert (o.cause, o.message, o.server_fate) == ("deadline", "Request 'tools/call' timed out", "cancel_requested")
+    # The server says so on its stderr: the protocol's cancellation reached the handler.
+    assert wait_until(lambda: "slow: cancelled by the client" in [log.message for log in connection.logs])

@@ -40,7 +40,12 @@ def count_books(limit: int) -> int:
 
 @server.tool()
 async def slow(seconds: float) -> str:
-    await asyncio.sleep(seconds)
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        # Said on stderr, so a client can see that its cancellation reached the handler.
+        print("slow: cancelled by the client", file=sys.stderr, flush=True)
+        raise
     return f"slept {seconds}"
 
 

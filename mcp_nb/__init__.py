@@ -35,7 +35,7 @@ __all__ = [
     "CAUSES", "CAUSE_DOC", "COLUMNS", "OUTCOMES", "Faults", "History", "Outcome", "Registration", "Retry",
     "ServerLog", "acall", "aget_prompt", "aread", "asweep", "call", "configure", "get_prompt", "history",
     "inject", "load_ipython_extension", "panel", "prompt", "read", "registered", "remove", "reset", "resource",
-    "server", "settings", "sweep", "tool",
+    "server", "settings", "sweep", "tool", "connect", "connect_config", "disconnect", "reconnect", "servers",
 ]  # fmt: skip
 
 _engine: Engine | None = None
@@ -49,7 +49,21 @@ def engine() -> Engine:
         with _engine_lock:
             if _engine is None:
                 _engine = Engine()
+                _close_at_exit()
     return _engine
+
+
+_exit_hook = threading.Event()
+
+
+def _close_at_exit() -> None:
+    # No process mcp_nb starts outlives it: at the interpreter's exit (a script ending, a
+    # kernel shut down) the engine is closed, which ends every stdio server's process.
+    if not _exit_hook.is_set():
+        _exit_hook.set()
+        import atexit
+
+        atexit.register(lambda: _engine.close() if _engine is not None else None)
 
 
 def reset() -> None:
@@ -134,9 +148,14 @@ def remove(key: str, kind: str | None = None) -> Registration:
     return engine().registry.remove(key, kind)
 
 
-def registered():
-    """What mcp_nb registered, one row per tool, resource and prompt (a DataFrame)."""
-    return engine().registry.to_frame()
+def registered(server: str | None = None):
+    """What a server offers, one row per tool, resource and prompt (a DataFrame): by default
+    what mcp_nb registered on the kernel's own server."""
+    if server is None:
+        return engine().registry.to_frame()
+    from .registry import entries_frame
+
+    return entries_frame(engine().connection_for(server).entries())
 
 
 # -- calling: one implementation, two faces ------------------------------------------------------
@@ -145,21 +164,32 @@ _NO_FALLBACK = object()
 
 
 def call(
-    name: str, arguments: Mapping[str, Any] | None = None, *, timeout: float | None = None, retry: Retry | int | bool | None = None
+    name: str,
+    arguments: Mapping[str, Any] | None = None,
+    *,
+    timeout: float | None = None,
+    retry: Retry | int | bool | None = None,
+    server: str | None = None,
 ) -> Outcome:
     """Call a tool and wait for its Outcome. Never raises for the four outcome types.
 
     `retry`: a `Retry` policy, a number of retries, or True for the default (100, 200,
     400 ms); only for tools annotated idempotent or read-only, unless `Retry(force=True)`.
+    `server`: the name of a connection (`mcp_nb.connect`); the kernel's own server by default.
     """
-    return engine().run("tool", name, arguments, timeout, retry)
+    return engine().run("tool", name, arguments, timeout, retry, server)
 
 
 async def acall(
-    name: str, arguments: Mapping[str, Any] | None = None, *, timeout: float | None = None, retry: Retry | int | bool | None = None
+    name: str,
+    arguments: Mapping[str, Any] | None = None,
+    *,
+    timeout: float | None = None,
+    retry: Retry | int | bool | None = None,
+    server: str | None = None,
 ) -> Outcome:
     """`await` form of `call`, usable from any event loop (top-level await in a cell too)."""
-    return await engine().arun("tool", name, arguments, timeout, retry)
+    return await engine().arun("tool", name, arguments, timeout, retry, server)
 
 
 def _with_fallback(outcome: Outcome, fallback: Any) -> Outcome:
@@ -170,30 +200,54 @@ def _with_fallback(outcome: Outcome, fallback: Any) -> Outcome:
     return dataclasses.replace(outcome, content=fallback if isinstance(fallback, str) else repr(fallback), fallback=True)
 
 
-def read(uri: str, *, timeout: float | None = None, retry: Retry | int | bool | None = None, fallback: Any = _NO_FALLBACK) -> Outcome:
+def read(
+    uri: str,
+    *,
+    timeout: float | None = None,
+    retry: Retry | int | bool | None = None,
+    fallback: Any = _NO_FALLBACK,
+    server: str | None = None,
+) -> Outcome:
     """Read a resource and wait for its Outcome.
 
     `fallback`: content to use when the read fails (cached or default content); the
     returned Outcome then has `fallback=True` and the failure's outcome and cause.
     """
-    return _with_fallback(engine().run("resource", uri, None, timeout, retry), fallback)
+    return _with_fallback(engine().run("resource", uri, None, timeout, retry, server), fallback)
 
 
-async def aread(uri: str, *, timeout: float | None = None, retry: Retry | int | bool | None = None, fallback: Any = _NO_FALLBACK) -> Outcome:
-    return _with_fallback(await engine().arun("resource", uri, None, timeout, retry), fallback)
+async def aread(
+    uri: str,
+    *,
+    timeout: float | None = None,
+    retry: Retry | int | bool | None = None,
+    fallback: Any = _NO_FALLBACK,
+    server: str | None = None,
+) -> Outcome:
+    return _with_fallback(await engine().arun("resource", uri, None, timeout, retry, server), fallback)
 
 
 def get_prompt(
-    name: str, arguments: Mapping[str, Any] | None = None, *, timeout: float | None = None, retry: Retry | int | bool | None = None
+    name: str,
+    arguments: Mapping[str, Any] | None = None,
+    *,
+    timeout: float | None = None,
+    retry: Retry | int | bool | None = None,
+    server: str | None = None,
 ) -> Outcome:
     """Get a prompt and wait for its Outcome."""
-    return engine().run("prompt", name, arguments, timeout, retry)
+    return engine().run("prompt", name, arguments, timeout, retry, server)
 
 
 async def aget_prompt(
-    name: str, arguments: Mapping[str, Any] | None = None, *, timeout: float | None = None, retry: Retry | int | bool | None = None
+    name: str,
+    arguments: Mapping[str, Any] | None = None,
+    *,
+    timeout: float | None = None,
+    retry: Retry | int | bool | None = None,
+    server: str | None = None,
 ) -> Outcome:
-    return await engine().arun("prompt", name, arguments, timeout, retry)
+    return await engine().arun("prompt", name, arguments, timeout, retry, server)
 
 
 def sweep(
@@ -204,6 +258,7 @@ def sweep(
     timeout: float | None = None,
     retry: Retry | int | bool | None = None,
     progress: bool = True,
+    server: str | None = None,
 ):
     """Call a tool over many argument sets, `concurrency` at a time; returns a DataFrame.
 
@@ -214,14 +269,77 @@ def sweep(
     """
     from .sweeps import run_sweep
 
-    return run_sweep(engine(), name, grid, concurrency=concurrency, timeout=timeout, retry=retry, progress=progress)
+    return run_sweep(
+        engine(), name, grid, concurrency=concurrency, timeout=timeout, retry=retry, progress=progress, server=server
+    )
 
 
-async def asweep(name: str, grid, *, concurrency: int = 8, timeout: float | None = None, retry=None):
+async def asweep(
+    name: str, grid, *, concurrency: int = 8, timeout: float | None = None, retry=None, server: str | None = None
+):
     """`await` form of `sweep` (no progress bar)."""
     from .sweeps import arun_sweep
 
-    return await arun_sweep(engine(), name, grid, concurrency=concurrency, timeout=timeout, retry=retry)
+    return await arun_sweep(engine(), name, grid, concurrency=concurrency, timeout=timeout, retry=retry, server=server)
+
+
+# -- other servers ------------------------------------------------------------------------------
+
+
+def connect(
+    name: str,
+    target: str | list[str],
+    *,
+    args: list[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+):
+    """Connect to an outside MCP server and name the connection; returns it (it shows what the server offers).
+
+    `target` is an `http://` or `https://` URL (streamable HTTP, `headers` on every request)
+    or a command, a string split like a shell line or a list, started as a stdio server
+    (`args` appended, `env` added to the environment, `cwd` its directory). Connecting again
+    under a name replaces the old connection once the new one is up. Then every face takes
+    `server=name`: `mcp_nb.call("echo", {...}, server="everything")`.
+    """
+    return engine().connect(
+        name, target, args=list(args) if args is not None else None, env=dict(env) if env is not None else None,
+        cwd=cwd, headers=dict(headers) if headers is not None else None, timeout=timeout,
+    )  # fmt: skip
+
+
+def disconnect(name: str):
+    """Close a connection (a stdio server's process ends) and forget it."""
+    return engine().disconnect(name)
+
+
+def reconnect(name: str, *, timeout: float | None = None):
+    """Connect again to a server whose connection was lost (its process exited, say)."""
+    return engine().reconnect(name, timeout=timeout)
+
+
+def connect_config(config, names: list[str] | None = None, *, timeout: float | None = None) -> dict:
+    """Connect the servers of an `mcpServers` configuration (Claude Desktop, Cursor, VS Code).
+
+    `config` is a path to the JSON file or the decoded dict; `names` picks some of its
+    servers (all by default). Returns the connections by name. Every entry is checked
+    before any is connected; a server that fails to connect raises, and the ones already
+    connected stay.
+    """
+    from .mcpservers import read_config
+
+    entries = read_config(config, names)
+    return {name: connect(name, **entry, timeout=timeout) for name, entry in entries.items()}
+
+
+def servers():
+    """The connections, one row each: transport, state, the server's name and version, protocol, what it offers."""
+    import pandas as pd
+
+    rows = [connection.describe() for connection in engine().connections.values()]
+    return pd.DataFrame(rows).set_index("server")
 
 
 def inject(name: str, faults: Faults | str | Mapping[str, Any] | None) -> Faults | None:
@@ -234,12 +352,13 @@ def inject(name: str, faults: Faults | str | Mapping[str, Any] | None) -> Faults
     return engine().registry.inject(name, None if faults is None else Faults.from_spec(faults))
 
 
-def panel(engine: Engine | None = None):
-    """The client panel: pick a tool, resource or prompt, fill in the form built from its
-    schema, call it, and see the outcome and the history (ipywidgets, imported on first use)."""
+def panel(engine: Engine | None = None, *, server: str | None = None):
+    """The client panel: pick a server and a tool, resource or prompt, fill in the form built
+    from its schema, call it, and see the outcome and the history (ipywidgets, imported on
+    first use). `server`: the connection shown first (the kernel's own by default)."""
     from .widgets import show
 
-    return show(engine)
+    return show(engine, server=server)
 
 
 def load_ipython_extension(ipython) -> None:

@@ -32,10 +32,10 @@ from typing import Any
 from mcp import MCPError
 
 from . import classify
-from .connections import METHODS
+from .connections import METHODS, ConnectionLost
 from .deadline import EXPIRED
 from .outcome import REQUEST_CANCELLED, REQUEST_TIMEOUT, Outcome
-from .sdk_compat import TIMED_OUT
+from .sdk_compat import HTTP_STATUS_TEXTS, TIMED_OUT
 from .trace import CURRENT_TRACE, LOOP, ServerTrace
 
 _ids = itertools.count(1)  # process-wide, so ids stay unique across `reset()`
@@ -80,6 +80,16 @@ class CallRecord:
         """Whether mcp_nb's probe watches the handler this call reaches."""
         return False
 
+    def server_name(self) -> str:
+        return "kernel"
+
+    def local(self) -> bool:
+        """Whether the server is in this process, where its log and its handlers are seen."""
+        return True
+
+    def timed_out_text(self) -> str:
+        return TIMED_OUT
+
     # -- the Outcomes ---------------------------------------------------------------------------
 
     def _outcome(self, outcome: str, cause: str, duration_ms: float, **fields: Any) -> Outcome:
@@ -103,6 +113,7 @@ class CallRecord:
             observed=fields.get("observed", True),
             attempt=self.attempt or 1,
             backoff_s=self.backoff,
+            server=self.server_name(),
         )
 
     def _elapsed_ms(self) -> float:
@@ -113,7 +124,7 @@ class CallRecord:
         if self.target == "tool":
             content = classify.content_text(raw.content)
             is_error = bool(raw.is_error)
-            kind, cause = classify.tool_result_cause(self.name, content, is_error, self.trace)
+            kind, cause = classify.tool_result_cause(self.name, content, is_error, self.trace, self.local())
             return self._outcome(
                 kind, cause, duration, content=content, structured_content=raw.structured_content, is_error=is_error
             )
@@ -121,13 +132,13 @@ class CallRecord:
         return self._outcome("result", "ok", duration, content=text, is_error=False)
 
     def _protocol_error(self, error: Any) -> Outcome:
-        cause = classify.protocol_error_cause(self.target, error.code, self.trace)
+        cause = classify.protocol_error_cause(self.target, error.code, self.trace, error.message, self.local())
         return self._outcome(
             "protocol_error", cause, self._elapsed_ms(), code=error.code, message=error.message, data=error.data
         )
 
     def _deadline(self, note: str = "") -> Outcome:
-        message = TIMED_OUT.format(seconds=self.timeout, method=METHODS[self.target]) + note
+        message = self.timed_out_text().format(seconds=self.timeout, method=METHODS[self.target]) + note
         return self._outcome(
             "timeout", "deadline", self._elapsed_ms(), code=REQUEST_TIMEOUT, message=message,
             observed=self.observes(self.target, self.name),
@@ -150,11 +161,27 @@ class CallRecord:
             "timeout", "cancelled", 0.0, code=REQUEST_CANCELLED, message=f"Cancelled by the caller before attempt {attempt} was sent"
         )
 
-    def _client_error(self, err: BaseException) -> Outcome:
-        text = str(err)
+    def _http_error(self, error: Any, status: dict[str, Any]) -> Outcome:
         return self._outcome(
-            "protocol_error", "client_error", self._elapsed_ms(), message=f"{type(err).__name__}: {text}" if text else type(err).__name__
-        )
+            "protocol_error", "http_error", self._elapsed_ms(), code=error.code,
+            message=f"HTTP {status['status']}: {error.message}", data=status,
+        )  # fmt: skip
+
+    def _sent_params(self) -> dict[str, Any]:
+        """What the request's params hold, to find its HTTP answer among the connection's."""
+        if self.target == "resource":
+            return {"uri": self.name}
+        return {"name": self.name}
+
+    def _client_error(self, err: BaseException) -> Outcome:
+        """What escaped the SDK: a transport's failure where one can be told, else a client error."""
+        cause, data = classify.client_failure(err)
+        text = str(err).strip()
+        if cause == "disconnected" and isinstance(err, ConnectionLost):
+            message = text
+        else:
+            message = f"{type(err).__name__}: {text}" if text else type(err).__name__
+        return self._outcome("protocol_error", cause, self._elapsed_ms(), message=message, data=data)
 
 
 
@@ -200,6 +227,15 @@ class Call(CallRecord):
 
     def observes(self, target: str, key: str) -> bool:
         return self.connection.observes(target, key)
+
+    def server_name(self) -> str:
+        return self.connection.name
+
+    def local(self) -> bool:
+        return self.connection.transport == "in-kernel"
+
+    def timed_out_text(self) -> str:
+        return self.connection.timed_out
 
     # -- nesting --------------------------------------------------------------------------------
 
@@ -274,6 +310,8 @@ class Call(CallRecord):
         # request's clock starts (in-process it cannot hang).
         try:
             client = await connection.ready()
+        except ConnectionLost as err:
+            return self._record(self._client_error(err))
         except asyncio.CancelledError:
             if task.cancelling():
                 self._record(self._unsent(self.attempt))
@@ -295,6 +333,7 @@ class Call(CallRecord):
         deadlines = self.engine.deadlines()
         entry = deadlines.start(self.timeout, task)
         token = CURRENT_TRACE.set(trace)
+        connection.sending.add(self)  # the server's own stream (stderr, log messages) lands on this trace too
         try:
             raw = await connection.send(client, self.target, self.name, self.arguments)
         except asyncio.CancelledError:
@@ -311,10 +350,21 @@ class Call(CallRecord):
             # Nobody cancelled this task: a handler raised CancelledError by itself.
             return self._record(self._client_error(asyncio.CancelledError("raised inside the request, though nothing cancelled it")))
         except MCPError as err:
-            return self._record(self._protocol_error(err.error))
+            outcome = self._protocol_error(err.error)
+            if connection.transport == "http" and err.error.message in HTTP_STATUS_TEXTS:
+                status = connection.http_error(METHODS[self.target], self._sent_params())
+                if status is not None:
+                    outcome = self._http_error(err.error, status)
+            if outcome.cause == "disconnected":
+                connection.lost(f"the connection closed during a call ({err.error.message})")
+            return self._record(outcome)
         except BaseException as err:  # noqa: BLE001 - whatever escapes the SDK is recorded, never re-raised
-            return self._record(self._client_error(err))
+            outcome = self._client_error(err)
+            if outcome.cause == "disconnected":
+                connection.lost(f"the connection failed during a call ({outcome.message})")
+            return self._record(outcome)
         finally:
+            connection.sending.discard(self)
             deadlines.end(entry)
             CURRENT_TRACE.reset(token)
         return self._record(self._result(raw))

@@ -12,7 +12,12 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 from .sdk_compat import (
+    CONNECTION_CLOSED,
+    CONNECTION_CLOSED_TEXT,
     HANDLER_RAISED,
+    INTERNAL_ERROR_TEXT,
+    REMOTE_TOOL_ERRORS,
+    RESOURCE_CRASH_TEXTS,
     MISSING_ARGUMENTS,
     RESOURCE_CRASHED,
     RESOURCE_FAILED,
@@ -25,6 +30,7 @@ from .sdk_compat import (
 from .trace import ServerLog, ServerTrace
 
 INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
 
 
 def _templates(logs: Iterable[ServerLog]) -> set[str]:
@@ -34,9 +40,11 @@ def _templates(logs: Iterable[ServerLog]) -> set[str]:
 _OK = ("result", "ok")
 
 
-def tool_result_cause(name: str, content: str, is_error: bool, trace: ServerTrace | None) -> tuple[str, str]:
+def tool_result_cause(name: str, content: str, is_error: bool, trace: ServerTrace | None, local: bool = True) -> tuple[str, str]:
     if not is_error:
         return _OK
+    if not local:
+        return "tool_error", _remote_tool_error(name, content)
     seen = _templates(trace.logs) if trace is not None else set()
     if TOOL_REJECTED in seen:
         return "tool_error", "invalid_arguments"
@@ -53,7 +61,19 @@ def tool_result_cause(name: str, content: str, is_error: bool, trace: ServerTrac
     return "tool_error", "returned"
 
 
-def protocol_error_cause(target: str, code: int | None, trace: ServerTrace | None) -> str:
+def _remote_tool_error(name: str, content: str) -> str:
+    """An outside server's isError result: the texts the SDKs write tell what happened."""
+    for pattern, cause in REMOTE_TOOL_ERRORS:
+        if pattern(name, content):
+            return cause
+    return "returned"
+
+
+def protocol_error_cause(
+    target: str, code: int | None, trace: ServerTrace | None, message: str = "", local: bool = True
+) -> str:
+    if not local:
+        return _remote_protocol_error(target, code, message or "", trace)
     logs = trace.logs if trace is not None else ()
     seen = _templates(logs)
     if target != "prompt" and HANDLER_RAISED in seen:
@@ -78,6 +98,28 @@ def protocol_error_cause(target: str, code: int | None, trace: ServerTrace | Non
     return "mcp_error"
 
 
+def _remote_protocol_error(target: str, code: int | None, message: str, trace: ServerTrace | None) -> str:
+    """An outside server's JSON-RPC error: its code and text, and a stdio server's own log lines."""
+    if code == CONNECTION_CLOSED and message == CONNECTION_CLOSED_TEXT:
+        return "disconnected"
+    if target == "resource":
+        if code == INVALID_PARAMS:
+            return "not_found"
+        if code == INTERNAL_ERROR:
+            return "crash" if message.startswith(RESOURCE_CRASH_TEXTS) else "resource_error"
+        return "mcp_error"
+    if target == "prompt":
+        if code == INVALID_PARAMS:
+            return "not_found" if "not found" in message else "invalid_arguments"
+        if code in (INTERNAL_ERROR, 0) and message == INTERNAL_ERROR_TEXT:
+            # The Python SDK hides every prompt failure behind one text; a stdio server's
+            # stderr, when it is there, still carries the exception it logged.
+            said = [log.message for log in (trace.logs if trace is not None else ()) if log.source == "stderr"]
+            return _prompt_failure(tuple(("", line.split(": ", 1)[-1].strip()) for line in said if ": " in line))
+        return "mcp_error"
+    return "mcp_error"
+
+
 def _prompt_failure(chain: tuple[tuple[str, str], ...]) -> str:
     # The SDK wraps every prompt failure in ValueError(str(original)) from original.
     for type_name, text in chain:
@@ -86,6 +128,33 @@ def _prompt_failure(chain: tuple[tuple[str, str], ...]) -> str:
         if text.startswith(MISSING_ARGUMENTS) or type_name == "ValidationError":
             return "invalid_arguments"
     return "crash"
+
+
+def client_failure(err: BaseException) -> tuple[str, Any]:
+    """What escaped the SDK's client, as a cause and the data to keep: a lost connection, an
+    HTTP error status, an answer the protocol's schema refused, or else a client error."""
+    while isinstance(err, BaseExceptionGroup) and len(err.exceptions) == 1:
+        err = err.exceptions[0]
+    kinds = {cls.__name__ for cls in type(err).__mro__}
+    if "HTTPStatusError" in kinds:
+        response = getattr(err, "response", None)
+        status = getattr(response, "status_code", None)
+        try:
+            body = response.text[:2000] if response is not None else ""
+        except Exception:  # noqa: BLE001 - a streamed body may not be readable any more
+            body = ""
+        return "http_error", {"status": status, "body": body}
+    if kinds & {"ConnectionLost", "ClosedResourceError", "BrokenResourceError", "EndOfStream", "ConnectionError",
+                "TransportError", "ConnectError", "ReadError", "WriteError", "RemoteProtocolError"}:  # fmt: skip
+        return "disconnected", None
+    if "ValidationError" in kinds:
+        # The client checks what it sends as well as what it gets: a request it would not build
+        # (arguments its own params model refuses, such as a prompt argument that is no string)
+        # was never sent, so no answer was refused.
+        if getattr(err, "title", "").endswith(("RequestParams", "Request")):
+            return "client_error", None
+        return "invalid_response", None
+    return "client_error", None
 
 
 def late_outcome(target: str, trace: ServerTrace) -> tuple[str, str]:

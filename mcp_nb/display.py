@@ -107,13 +107,22 @@ def _fate_line(o) -> str | None:
         "running": "still running on the server: the outcome is unknown",
         "cancelled": "cancelled on the server before it finished",
         "unobserved": "unknown (this handler was not registered through mcp_nb, so nothing watched it)",
+        "cancel_requested": (
+            "told to cancel (notifications/cancelled): what the server then did cannot be seen from the client"
+        ),
     }[fate]
 
 
 def _header_text(o) -> str:
     args = "" if o.target == "resource" or o.arguments is None else " " + compact_json(o.arguments, 80)
     attempt = f", attempt {o.attempt}" if o.attempt > 1 else ""
-    return f"Outcome #{o.call_id}{attempt}: {o.outcome} ({o.cause}) - {o.target} {o.name}{args}"
+    return f"Outcome #{o.call_id}{attempt}: {o.outcome} ({o.cause}) - {o.target} {o.name}{args}{_on(o)}"
+
+
+def _on(o) -> str:
+    """Where the call went, said only when it is not the kernel's own server."""
+    server = getattr(o, "server", None) or "kernel"
+    return "" if server == "kernel" else f" on {server}"
 
 
 def outcome_text(o) -> str:
@@ -180,7 +189,8 @@ def outcome_html(o) -> str:
         f'border:1px solid {BORDER};border-radius:8px;padding:8px 10px;margin:2px 0;max-width:1100px">'
         f'<div style="display:flex;gap:8px;align-items:center;flex-wrap:wrap;margin-bottom:6px">{badge(o.outcome)}'
         f"<b>{_e(o.cause)}</b>{_kind_badge(o.target)}<code>{_e(o.name)}</code>"
-        f'<code style="color:{MUTED}">{_e(args)}</code>'
+        + (f'<span style="color:{MUTED}">{_e(_on(o).strip())}</span>' if _on(o) else "")
+        + f'<code style="color:{MUTED}">{_e(args)}</code>'
         f'<span style="margin-left:auto;color:{MUTED};font-size:0.85em">#{o.call_id}{attempt} · {o.duration_ms:.1f} ms</span></div>'
         f'<div style="display:flex;gap:8px;flex-wrap:wrap">'
         f'{pane("What the model sees", model)}{pane("What the host sees", host)}{pane("What the log says", logs)}'
@@ -355,4 +365,43 @@ def history_html(frame: pd.DataFrame, rows: int) -> str:
         f"<div><b>History</b>: {len(frame)} calls ({_e(_counts(frame))})</div>"
         f'<table style="border-collapse:collapse;font-size:0.9em"><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table>{more}</div>"
+    )
+
+
+# -- Connections ---------------------------------------------------------------------------------
+
+_STATE_COLOURS = {"connected": COLOURS["result"], "lost": COLOURS["protocol_error"], "failed": COLOURS["protocol_error"]}
+
+
+def _offers(row: dict[str, Any]) -> str:
+    parts = [f"{row[k]} {k}{'s' if row[k] != 1 else ''}" for k in ("tool", "resource", "template", "prompt") if row.get(k)]
+    return ", ".join(parts) or "nothing"
+
+
+def connection_text(row: dict[str, Any]) -> str:
+    who = " ".join(p for p in (row.get("server_name"), row.get("server_version")) if p)
+    lines = [f"server {row['server']} ({row['transport']}, {row['state']}{', ' + row['reason'] if row.get('reason') else ''})"]
+    if who:
+        lines.append(f"  {who}" + (f", protocol {row['protocol']}" if row.get("protocol") else ""))
+    if row.get("target"):
+        lines.append(f"  {row['target']}")
+    lines.append(f"  offers {_offers(row)}")
+    return "\n".join(lines)
+
+
+def connection_html(row: dict[str, Any]) -> str:
+    colour = _STATE_COLOURS.get(row["state"], MUTED)
+    who = " ".join(p for p in (row.get("server_name"), row.get("server_version")) if p)
+    details = [f"<code>{_e(row['target'])}</code>"] if row.get("target") else []
+    if row.get("protocol"):
+        details.append(f"protocol {_e(row['protocol'])}")
+    reason = f' <span style="color:{colour}">({_e(row["reason"])})</span>' if row.get("reason") else ""
+    return (
+        f'<div class="mcp-nb-connection" style="font-family:var(--jp-ui-font-family,system-ui,sans-serif);color:{FG};'
+        f'border:1px solid {BORDER};border-left:4px solid {colour};border-radius:6px;padding:6px 10px;max-width:900px">'
+        f'<div style="display:flex;gap:8px;align-items:center;flex-wrap:wrap"><b><code>{_e(row["server"])}</code></b>'
+        f"<span>{_e(who)}</span>{_kind_badge(row['transport'])}"
+        f'<span style="color:{colour};font-weight:600">{_e(row["state"])}</span>{reason}</div>'
+        f'<div style="color:{MUTED};font-size:0.9em">{" · ".join(details)}</div>'
+        f"<div>offers {_e(_offers(row))}</div></div>"
     )

@@ -19,7 +19,7 @@ from typing import Any
 from . import sdk_compat
 from .call import CURRENT_CALL, Call, CallDepthError
 from .config import check_timeout, settings
-from .connections import Connection
+from .connections import KERNEL, ConnectError, Connection, KernelConnection, RemoteConnection
 from .deadline import Deadlines
 from .history import History
 from .loop import LoopThread
@@ -42,15 +42,15 @@ class Engine:
         self.server = sdk_compat.new_server(name)
         self.registry = Registry(self.server)
         self.history = History()
-        self.connection = Connection(
-            "kernel", self.server, version=lambda: self.registry.version, observes=self.registry.observes
-        )
+        self.connection = KernelConnection(self.server, self.registry)
+        self.connections: dict[str, Connection] = {KERNEL: self.connection}  # by name; the kernel's own first
         self.calls: set[Call] = set()  # the calls running on the loop right now
         self._loop: LoopThread | None = None
         self._loop_lock = threading.Lock()
         self._deadlines: Deadlines | None = None
         self._closed = False
         self._close_listeners: list[Callable[[], None]] = []
+        self._connection_listeners: list[Callable[[], None]] = []
         LOOP.forget()
 
     # -- the loop -------------------------------------------------------------------------------
@@ -85,16 +85,18 @@ class Engine:
         arguments: Mapping[str, Any] | None = None,
         timeout: float | None = None,
         retry: Retry | int | bool | None = None,
+        server: str | None = None,
     ) -> Call:
         """The Call for a request. Every check runs here: bad input raises, and nothing is sent
         or recorded."""
         if self._closed:
             raise RuntimeError(CLOSED)
         check_request(target, name, timeout)
+        connection = self.connection_for(server)
         seconds = settings.timeout if timeout is None else check_timeout(timeout)
         rule = policy(retry)
         if rule is not None:
-            check_idempotent(target, name, self.registry.annotations(name) if target == "tool" else None, rule)
+            check_idempotent(target, name, connection.annotations(name) if target == "tool" else None, rule)
         parent = CURRENT_CALL.get()
         if parent is not None and parent.depth >= settings.max_depth:
             chain = " → ".join([*parent.chain(), name])
@@ -103,11 +105,11 @@ class Engine:
                 "(a tool calling itself through mcp_nb needs a base case; raise the limit with "
                 "mcp_nb.configure(max_depth=N))"
             )
-        return Call(self, target, name, arguments, seconds, rule, parent)
+        return Call(self, target, name, arguments, seconds, rule, parent, connection)
 
-    def run(self, target: str, name: str, arguments=None, timeout=None, retry=None):
+    def run(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None):
         """Make a call and block this thread for its Outcome (the sync face)."""
-        call = self.prepare(target, name, arguments, timeout, retry)
+        call = self.prepare(target, name, arguments, timeout, retry, server)
         if self.loop.in_loop():
             raise RuntimeError(
                 "this would block mcp_nb's own event loop; from a coroutine running there, use the "
@@ -115,9 +117,9 @@ class Engine:
             )
         return call.start().wait()
 
-    async def arun(self, target: str, name: str, arguments=None, timeout=None, retry=None):
+    async def arun(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None):
         """Make a call and await its Outcome, from any event loop (the async face)."""
-        call = self.prepare(target, name, arguments, timeout, retry)
+        call = self.prepare(target, name, arguments, timeout, retry, server)
         if not self.loop.in_loop():
             return await call.start().wait_async()
         # A handler on mcp_nb's loop calling through mcp_nb: the nested call gets a task of
@@ -130,12 +132,89 @@ class Engine:
                 raise  # the caller itself is being cancelled
             return call.future.result()  # only the nested call was: its recorded Outcome
 
-    def submit(self, target: str, name: str, arguments=None, timeout=None, retry=None) -> Call:
+    def submit(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None) -> Call:
         """Start a call without waiting (for callbacks that must not block the kernel).
 
         Returns the `Call`: `call.future` resolves to its Outcome, `call.cancel()` stops it
         (the future then resolves to the recorded `cancelled` Outcome)."""
-        return self.prepare(target, name, arguments, timeout, retry).start()
+        return self.prepare(target, name, arguments, timeout, retry, server).start()
+
+    # -- servers ---------------------------------------------------------------------------------
+
+    def connection_for(self, server: str | None) -> Connection:
+        """The connection named `server` (None: the kernel's own); a one-line error for any other name."""
+        if server is None:
+            return self.connection
+        if not isinstance(server, str) or not server:
+            raise ValueError(f"server must be the name of a connection, got {server!r}")
+        connection = self.connections.get(server)
+        if connection is None:
+            known = ", ".join(self.connections)
+            raise ValueError(f"no server named {server!r} is connected (connected: {known})")
+        return connection
+
+    def connect(
+        self,
+        name: str,
+        target: str | list[str],
+        *,
+        args: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        headers: dict[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> RemoteConnection:
+        """Connect to an outside server and keep the connection under `name`.
+
+        A connection already under that name is replaced once the new one is connected;
+        if the new one fails, the old one stays as it was.
+        """
+        if self._closed:
+            raise RuntimeError(CLOSED)
+        check_server_name(name)
+        seconds = settings.timeout if timeout is None else check_timeout(timeout, "the connect timeout")
+        connection = RemoteConnection(name, target, args=args, env=env, cwd=cwd, headers=headers)
+        self.loop.run(connection.open(seconds))
+        old = self.connections.get(name)
+        self.connections[name] = connection
+        if old is not None:
+            self.loop.run(old.close())
+        self._connections_changed()
+        return connection
+
+    def disconnect(self, name: str) -> Connection:
+        """Close the connection `name` (a stdio server's process ends) and forget it."""
+        if name == KERNEL:
+            raise ValueError("the kernel's own server cannot be disconnected (mcp_nb.reset() starts a new one)")
+        connection = self.connection_for(name)
+        del self.connections[name]
+        self.loop.run(connection.close())
+        self._connections_changed()
+        return connection
+
+    def reconnect(self, name: str, timeout: float | None = None) -> RemoteConnection:
+        """Connect again to the server of connection `name` (after its process exited, say)."""
+        old = self.connection_for(name)
+        if not isinstance(old, RemoteConnection):
+            raise ValueError("the kernel's own server needs no reconnecting")
+        target = old.url if old.transport == "http" else old.command
+        extra = {"headers": old.headers} if old.transport == "http" else {"env": old.env, "cwd": old.cwd}
+        return self.connect(name, target, timeout=timeout, **extra)
+
+    def on_connections(self, listener: Callable[[], None], remove: bool = False) -> None:
+        """Call `listener()` after every connect and disconnect (`remove=True` takes it back)."""
+        if remove:
+            if listener in self._connection_listeners:
+                self._connection_listeners.remove(listener)
+        else:
+            self._connection_listeners.append(listener)
+
+    def _connections_changed(self) -> None:
+        for listener in list(self._connection_listeners):
+            try:
+                listener()
+            except Exception:  # a broken view must not break connecting
+                logging.getLogger(__name__).exception("connections listener failed")
 
     # -- closing --------------------------------------------------------------------------------
 
@@ -184,8 +263,16 @@ class Engine:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=5)
-        with contextlib.suppress(BaseException):
-            await self.connection.close()
+        for connection in list(self.connections.values()):
+            with contextlib.suppress(BaseException):
+                await connection.close()
+
+
+def check_server_name(name: object) -> None:
+    if not isinstance(name, str) or not name.strip() or name != name.strip():
+        raise ValueError(f"a server's name must be a non-empty string without surrounding spaces, got {name!r}")
+    if name == KERNEL:
+        raise ValueError(f"{KERNEL!r} is the kernel's own server; give the connection another name")
 
 
 def check_request(target: str, name: str, timeout: float | None) -> None:

@@ -20,6 +20,7 @@ from .outcome import CAUSES, FATES, OUTCOMES, TARGETS, Outcome
 COLUMNS = (
     "call_id",
     "attempt",
+    "server",
     "target",
     "name",
     "arguments",
@@ -47,7 +48,7 @@ _CAUSE_CODE = {name: i for i, name in enumerate(CAUSES)}
 _TARGET_CODE = {name: i for i, name in enumerate(TARGETS)}
 _NO_FLAG = 2  # is_error code for "no result, so no flag"
 CHUNK = 4096
-_STORED = ("call_id", "attempt", "backoff", "target", "name", "arguments", "outcome", "cause", "content", "structured",
+_STORED = ("call_id", "attempt", "backoff", "server", "target", "name", "arguments", "outcome", "cause", "content", "structured",
            "is_error", "code", "message", "data", "logs", "started", "duration", "timeout")  # fmt: skip
 _EMPTY: tuple = ()
 
@@ -77,6 +78,7 @@ class _Store:
         self.rows = 0  # rows in the chunks
         self.pending: list[Outcome] = []
         self.names: dict[str, int] = {}
+        self.servers: dict[str, int] = {"kernel": 0}
         self.timeouts: dict[int, Outcome] = {}  # row -> Outcome, for the live server-fate columns
 
     def flush(self) -> None:
@@ -95,6 +97,8 @@ class _Store:
         c["backoff"].append(np.array([o.backoff_s for o in calls], dtype=np.float64))
         c["target"].append(np.array([_TARGET_CODE[o.target] for o in calls], dtype=np.int8))
         c["name"].append(np.array([names.setdefault(o.name, len(names)) for o in calls], dtype=np.int64))
+        servers = self.servers
+        c["server"].append(np.array([servers.setdefault(o.server, len(servers)) for o in calls], dtype=np.int64))
         c["arguments"].append(_objects([o.arguments for o in calls]))
         c["outcome"].append(np.array([_OUTCOME_CODE[o.outcome] for o in calls], dtype=np.int8))
         c["cause"].append(np.array([_CAUSE_CODE[o.cause] for o in calls], dtype=np.int8))
@@ -178,6 +182,7 @@ class History:
             s.flush()
             columns = {name: s.column(name, object) for name in _STORED}
             names = list(s.names)
+            servers = list(s.servers)
             timeouts = dict(s.timeouts)
         n = len(columns["call_id"])
         if timeouts:
@@ -204,6 +209,7 @@ class History:
                 "attempt": columns["attempt"].astype(np.int32),
                 "target": category(columns["target"], list(TARGETS)),
                 "name": category(columns["name"], names),
+                "server": category(columns["server"], servers),
                 "arguments": columns["arguments"],
                 "outcome": category(columns["outcome"], list(OUTCOMES)),
                 "cause": category(columns["cause"], list(CAUSES)),
@@ -279,27 +285,26 @@ class History:
 
 
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
-    """Counts per (target, name) × outcome, every outcome type a column, plus totals."""
+    """Counts per (server, target, name) × outcome, every outcome type a column, plus totals."""
     import pandas as pd
 
+    keys = ["server", "target", "name"]
     counts = (
-        frame.groupby(["target", "name", "outcome"], observed=True)
+        frame.groupby([*keys, "outcome"], observed=True)
         .size()
         .unstack("outcome", fill_value=0)
         .reindex(columns=list(OUTCOMES), fill_value=0)
     )
     counts.columns = pd.Index(list(OUTCOMES), name="outcome")
-    counts.index = pd.MultiIndex.from_tuples(
-        [(str(t), str(n)) for t, n in counts.index], names=["target", "name"]
-    )
+    counts.index = pd.MultiIndex.from_tuples([tuple(map(str, row)) for row in counts.index], names=keys)
     counts["total"] = counts.sum(axis=1)
-    totals = pd.DataFrame([counts.sum(axis=0)], index=pd.MultiIndex.from_tuples([("total", "")], names=["target", "name"]))
+    totals = pd.DataFrame([counts.sum(axis=0)], index=pd.MultiIndex.from_tuples([("total", "", "")], names=keys))
     return pd.concat([counts, totals]).astype("int64")
 
 
 def health(frame: pd.DataFrame, last: int = 20) -> pd.DataFrame:
-    """Per (target, name), over its latest `last` calls: calls, attempts, failures, failure_rate,
-    and the latest outcome and cause; the worst first.
+    """Per (server, target, name), over its latest `last` calls: calls, attempts, failures,
+    failure_rate, and the latest outcome and cause; the worst first.
 
     A call is counted once, by its final attempt (so a call that succeeded after two timeouts
     is a success), and `attempts` counts the attempts those calls took. A failure is a call
@@ -309,17 +314,18 @@ def health(frame: pd.DataFrame, last: int = 20) -> pd.DataFrame:
 
     if not isinstance(last, int) or isinstance(last, bool) or last < 1:
         raise ValueError(f"last must be a whole number >= 1, got {last!r}")
-    columns = ["target", "name", "calls", "attempts", "failures", "failure_rate", "latest_outcome", "latest_cause"]
+    keys = ["server", "target", "name"]
+    columns = ["calls", "attempts", "failures", "failure_rate", "latest_outcome", "latest_cause"]
     if frame.empty:
-        return pd.DataFrame(columns=columns).set_index(["target", "name"])
+        return pd.DataFrame(columns=keys + columns).set_index(keys)
     # Latest by start (call ids are given out as calls start), not by arrival: concurrent
     # calls finish in any order, and the view should not depend on it.
     ordered = frame.sort_values(["call_id", "attempt"], kind="stable")
     by_call = ordered.groupby("call_id", sort=False)
     calls = by_call.tail(1).assign(attempts=by_call["attempt"].transform("size"))
-    recent = calls.groupby(["target", "name"], observed=True, sort=False).tail(last)
+    recent = calls.groupby(keys, observed=True, sort=False).tail(last)
     failed = recent["outcome"].astype(str) != "result"
-    grouped = recent.assign(failed=failed).groupby(["target", "name"], observed=True)
+    grouped = recent.assign(failed=failed).groupby(keys, observed=True)
     table = pd.DataFrame(
         {
             "calls": grouped.size(),
@@ -330,6 +336,6 @@ def health(frame: pd.DataFrame, last: int = 20) -> pd.DataFrame:
         }
     )
     table["failure_rate"] = table["failures"] / table["calls"]
-    table.index = pd.MultiIndex.from_tuples([(str(t), str(n)) for t, n in table.index], names=["target", "name"])
-    table = table[columns[2:]]
+    table.index = pd.MultiIndex.from_tuples([tuple(map(str, row)) for row in table.index], names=keys)
+    table = table[columns]
     return table.sort_values(["failure_rate", "failures"], ascending=False, kind="stable")

@@ -24,13 +24,14 @@ import mcp_nb
 from .arguments import ArgumentsError, parse_call_line, parse_count, parse_pairs, parse_seconds
 from .cells import CellError, defined_function, function_name, restoring
 from .config import CONFIGURABLE, SharedTraits, settings
+from .connections import ConnectError
 from .faults import Faults
 from .history import summarize
 from .lines import split
 from .registry import check_tool_name, check_uri
 from .retry import Retry
 
-CALL_OPTIONS = ("timeout", "retries", "backoff")
+CALL_OPTIONS = ("timeout", "retries", "backoff", "server")
 
 
 @contextmanager
@@ -184,13 +185,17 @@ class McpMagics(Magics, SharedTraits):
 
     @no_var_expand
     @line_magic
+    @magic_arguments()
+    @argument("--server", metavar="NAME", help="what a connected server offers (default: the kernel's own)")
     def mcp_list(self, line: str):
         """Show what is registered: one row per tool, resource and prompt.
 
             %mcp_list
+            %mcp_list --server everything
         """
-        _no_arguments("mcp_list", line)
-        return mcp_nb.registered()
+        args = _parse(self.mcp_list, line)
+        with usage_errors():
+            return mcp_nb.registered(args.server)
 
     @no_var_expand
     @line_magic
@@ -216,7 +221,7 @@ class McpMagics(Magics, SharedTraits):
             if isinstance(payload, dict):
                 arguments = payload  # verbatim: wrong types can be sent on purpose
             elif payload:
-                schema = engine.registry.input_schema(target, name)
+                schema = engine.connection_for(options.get("server")).input_schema(target, name)
                 arguments = parse_pairs(payload, schema, f"{target} {name!r}")
             else:
                 arguments = None
@@ -226,7 +231,7 @@ class McpMagics(Magics, SharedTraits):
                 retries = parse_count(options.get("retries", "3"), "--retries")
                 backoff = parse_seconds(options["backoff"], "--backoff") if "backoff" in options else 0.1
                 retry = Retry(retries=retries, backoff=backoff)
-            call = engine.prepare(target, name, arguments, timeout, retry)
+            call = engine.prepare(target, name, arguments, timeout, retry, options.get("server"))
         return call.start().wait()
 
     @no_var_expand
@@ -234,7 +239,7 @@ class McpMagics(Magics, SharedTraits):
     def mcp_call(self, line: str):
         """Call a tool; returns its Outcome.
 
-            %mcp_call NAME [JSON-object | key=value ...] [--timeout S] [--retries N [--backoff S]]
+            %mcp_call NAME [JSON-object | key=value ...] [--timeout S] [--retries N [--backoff S]] [--server NAME]
 
         --retries N retries a timeout up to N times, waiting S, 2S, 4S... (default 0.1 s); only
         for tools annotated --idempotent or --read-only. key=value strings are coerced with the tool's input schema (count=3 sends 3);
@@ -250,7 +255,7 @@ class McpMagics(Magics, SharedTraits):
     def mcp_read(self, line: str):
         """Read a resource; returns its Outcome.
 
-            %mcp_read URI [--timeout S] [--retries N [--backoff S]]
+            %mcp_read URI [--timeout S] [--retries N [--backoff S]] [--server NAME]
         """
         return self._call("resource", line, takes_arguments=False)
 
@@ -259,20 +264,72 @@ class McpMagics(Magics, SharedTraits):
     def mcp_get_prompt(self, line: str):
         """Get a prompt; returns its Outcome.
 
-            %mcp_get_prompt NAME [JSON-object | key=value ...] [--timeout S] [--retries N [--backoff S]]
+            %mcp_get_prompt NAME [JSON-object | key=value ...] [--timeout S] [--retries N [--backoff S]] [--server NAME]
         """
         return self._call("prompt", line)
 
+    # -- other servers --------------------------------------------------------------------------
+
     @no_var_expand
     @line_magic
+    def mcp_connect(self, line: str):
+        """Connect to an outside MCP server, over streamable HTTP or as a stdio process.
+
+            %mcp_connect NAME URL [--header 'Name: value' ...] [--timeout S]
+            %mcp_connect NAME [--env KEY=VALUE ...] [--cwd DIR] [--timeout S] -- COMMAND ARGS...
+
+        Everything after `--` is the command, as typed. Connecting again under a name replaces
+        that connection once the new one is up. Then `--server NAME` on %mcp_call, %mcp_read,
+        %mcp_get_prompt and %mcp_list (or `server=NAME` in Python) talks to it:
+
+            %mcp_connect everything -- npx -y @modelcontextprotocol/server-everything
+            %mcp_connect weather https://example.com/mcp --header "Authorization: Bearer ..."
+        """
+        with usage_errors():
+            name, target, options = _connect_line(line)
+        try:
+            return mcp_nb.connect(name, target, **options)
+        except (ConnectError, ValueError, TypeError) as err:  # said in one line: nothing was connected
+            raise UsageError(str(err).strip().splitlines()[0]) from None
+
+    @no_var_expand
+    @line_magic
+    def mcp_disconnect(self, line: str):
+        """Close a connection (a stdio server's process ends).
+
+            %mcp_disconnect NAME
+        """
+        with usage_errors():
+            words = split(line)
+            if len(words) != 1:
+                raise ValueError("%mcp_disconnect takes one server name")
+            connection = mcp_nb.disconnect(words[0])
+        print(f"disconnected {connection.name}")
+
+    @no_var_expand
+    @line_magic
+    def mcp_servers(self, line: str):
+        """Show the connections: transport, state, the server's name and version, what it offers.
+
+            %mcp_servers
+        """
+        _no_arguments("mcp_servers", line)
+        return mcp_nb.servers()
+
+    @no_var_expand
+    @line_magic
+    @magic_arguments()
+    @argument("--server", metavar="NAME", help="the connection shown first (default: the kernel's own)")
     def mcp_panel(self, line: str):
-        """Show the client panel: pick, fill in and call the server's tools, resources and
+        """Show the client panel: pick a server, then fill in and call its tools, resources and
         prompts from forms built from their schemas, and watch outcomes and the history.
 
             %mcp_panel
+            %mcp_panel --server everything
         """
-        _no_arguments("mcp_panel", line)
-        return mcp_nb.panel()
+        args = _parse(self.mcp_panel, line)
+        with usage_errors():
+            return mcp_nb.panel(server=args.server)
 
     @no_var_expand
     @line_magic
@@ -296,6 +353,67 @@ class McpMagics(Magics, SharedTraits):
         if args.summary:
             return summarize(history.to_frame())
         return history
+
+
+def _connect_line(line: str) -> tuple[str, str | list[str], dict]:
+    """`NAME URL [--header H]... [--timeout S]` or `NAME [--env K=V]... [--cwd D] [--timeout S] -- COMMAND...`."""
+    head, sep, command = line.partition(" -- ")
+    if not sep and line.rstrip().endswith(" --"):
+        head, sep, command = line.rstrip()[:-3], " -- ", ""
+    words = split(head)
+    if not words or words[0].startswith("-"):
+        raise ValueError("the connection's name comes first: %mcp_connect NAME URL, or %mcp_connect NAME -- COMMAND")
+    name, rest = words[0], words[1:]
+    options: dict = {}
+    target: str | list[str] | None = None
+    headers: dict[str, str] = {}
+    env: dict[str, str] = {}
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        key, eq, inline = word.partition("=") if word.startswith("--") else (word, "", "")
+        if key in ("--header", "--env", "--cwd", "--timeout"):
+            if eq:
+                value = inline
+            elif i + 1 < len(rest):
+                value, i = rest[i + 1], i + 1
+            else:
+                raise ValueError(f"{key} needs a value")
+            if key == "--header":
+                field, colon, text = value.partition(":")
+                if not colon or not field.strip():
+                    raise ValueError(f"--header takes 'Name: value', got {value!r}")
+                headers[field.strip()] = text.strip()
+            elif key == "--env":
+                var, equals, text = value.partition("=")
+                if not equals or not var:
+                    raise ValueError(f"--env takes KEY=VALUE, got {value!r}")
+                env[var] = text
+            elif key == "--cwd":
+                options["cwd"] = value
+            else:
+                options["timeout"] = parse_seconds(value)
+        elif word.startswith("-"):
+            raise ValueError(f"unknown option {word} (known: --header, --env, --cwd, --timeout; the command goes after --)")
+        elif target is None:
+            target = word
+        else:
+            raise ValueError(f"unexpected {word!r}: a command with arguments goes after --")
+        i += 1
+    if sep:
+        if target is not None:
+            raise ValueError("give a URL or a command after --, not both")
+        command_words = split(command)
+        if not command_words:
+            raise ValueError("nothing after --: give the command that starts the server")
+        target = command_words
+    if target is None:
+        raise ValueError("missing the server: a URL, or -- and the command that starts it")
+    if headers:
+        options["headers"] = headers
+    if env:
+        options["env"] = env
+    return name, target, options
 
 
 def load(ipython) -> None:

@@ -28,10 +28,13 @@ CAUSES = (
     "not_found",
     "resource_error",
     "client_error",
+    "disconnected",
+    "http_error",
+    "invalid_response",
     "deadline",
     "cancelled",
 )
-FATES = ("running", "completed", "cancelled", "unobserved")
+FATES = ("running", "completed", "cancelled", "unobserved", "cancel_requested")
 
 # What each cause means, for docs and help; the table in docs/guide.md mirrors it.
 CAUSE_DOC = {
@@ -45,6 +48,9 @@ CAUSE_DOC = {
     "not_found": "ResourceNotFoundError, an unknown URI, or an unknown prompt",
     "resource_error": "the resource handler raised ResourceError",
     "client_error": "the client failed to finish the request (for example a result it could not validate)",
+    "disconnected": "the connection to the server was lost (its process exited, the stream closed), or it was not connected",
+    "http_error": "the HTTP server answered with an error status (401, 403, 404, 5xx...): status and body in data",
+    "invalid_response": "the server's answer did not pass the protocol's schema: the client refused it",
     "deadline": "the client stopped waiting at the deadline (code -32001)",
     "cancelled": "the caller stopped waiting before the deadline (interrupt, cancel; code -32800)",
 }
@@ -77,6 +83,7 @@ class Outcome:
     attempt: int = 1  # attempts of one call share its call_id; the final Outcome's is the count
     backoff_s: float = 0.0  # the wait before this attempt
     fallback: bool = False  # `content` is the caller's fallback, not what the server sent
+    server: str = "kernel"  # the connection the call went to (the kernel's own server is `kernel`)
 
     @property
     def started_at(self) -> datetime:
@@ -97,12 +104,16 @@ class Outcome:
         """For a timeout: what the server did with the abandoned request.
 
         `running` (still going), `completed` (it finished after the client gave up;
-        see `fate_outcome`), `cancelled`, or `unobserved` (a handler mcp_nb did not
-        register, so nothing watched it). None for calls that did not time out.
+        see `fate_outcome`), `cancelled`, `unobserved` (a handler mcp_nb did not
+        register, so nothing watched it), or `cancel_requested` (an outside server was
+        sent the protocol's cancellation; what it did cannot be seen from the client).
+        None for calls that did not time out.
         """
         if self.outcome != "timeout":
             return None
         trace = self.trace
+        if self.server != "kernel" and trace is not None and trace.t0 is not None and self.duration_ms > 0:
+            return "cancel_requested"
         if not self.observed or trace is None:
             return "unobserved"
         if trace.status is None:

@@ -325,24 +325,7 @@ class Registry:
     def to_frame(self) -> pd.DataFrame:
         """One row per entry. Every text column holds "" where there is nothing to say (a
         tool's `uri`, no title, no annotations, no parameters, no faults), never NaN."""
-        import pandas as pd
-
-        rows = [
-            {
-                "kind": e.kind,
-                "name": e.name,
-                "uri": e.uri or "",
-                "title": e.title or "",
-                "description": (e.description or "").strip().splitlines()[0] if (e.description or "").strip() else "",
-                "annotations": ", ".join(sorted(e.annotations)),
-                "parameters": ", ".join((e.input_schema or {}).get("properties", {})),
-                "async": e.is_async,
-                "faults": self.faults[e.name].describe() if e.kind == "tool" and e.name in self.faults else "",
-            }
-            for e in self.entries()
-        ]
-        columns = ["kind", "name", "uri", "title", "description", "annotations", "parameters", "async", "faults"]
-        return pd.DataFrame(rows, columns=columns)
+        return entries_frame(self.entries(), self.faults)
 
     # -- for the engine -------------------------------------------------------------------------
 
@@ -384,6 +367,29 @@ class Registry:
         return None
 
 
+def entries_frame(entries: list[Registration], faults: dict[str, Faults] | None = None) -> pd.DataFrame:
+    """What a server offers as a table, one row per entry (the kernel's registry or an outside server's lists)."""
+    import pandas as pd
+
+    faults = faults or {}
+    rows = [
+        {
+            "kind": e.kind,
+            "name": e.name,
+            "uri": e.uri or "",
+            "title": e.title or "",
+            "description": (e.description or "").strip().splitlines()[0] if (e.description or "").strip() else "",
+            "annotations": ", ".join(sorted(e.annotations)),
+            "parameters": ", ".join((e.input_schema or {}).get("properties", {})),
+            "async": e.is_async,
+            "faults": faults[e.name].describe() if e.kind == "tool" and e.name in faults else "",
+        }
+        for e in entries
+    ]
+    columns = ["kind", "name", "uri", "title", "description", "annotations", "parameters", "async", "faults"]
+    return pd.DataFrame(rows, columns=columns)
+
+
 def _probed(fn: Any) -> bool:
     return bool(getattr(fn, "__mcp_nb_probe__", False))
 
@@ -391,6 +397,11 @@ def _probed(fn: Any) -> bool:
 def _require_function(fn: Any, kind: str) -> None:
     # Before anything changes: a function the SDK would misread is refused in one line.
     check_function(fn, kind)
+
+
+def template_schema(uri: str) -> dict[str, Any]:
+    """The input schema of a URI template: one string per variable (query variables optional)."""
+    return _template_schema(UriTemplate.parse(uri))
 
 
 def _template_schema(template: UriTemplate) -> dict[str, Any]:

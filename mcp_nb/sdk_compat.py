@@ -34,8 +34,38 @@ UNKNOWN_TOOL = "Unknown tool: {name}"  # the content of an unknown tool's isErro
 UNKNOWN_PROMPT = "Unknown prompt:"  # the start of the ValueError for an unknown prompt
 MISSING_ARGUMENTS = "Missing required arguments"  # the start of a prompt's missing-argument ValueError
 TIMED_OUT = "Timed out after {seconds:g}s waiting for '{method}'"  # the in-process -32001 message
+TIMED_OUT_JSONRPC = "Request '{method}' timed out"  # the same over JSON-RPC transports (stdio, HTTP)
 
 SDK_LOGGER = "mcp"  # the root of the SDK's logger tree
+
+# -- what outside servers send (measured: the Python SDK 2.3 over stdio and HTTP, the TypeScript
+# SDK 1.32 of server-everything), for the causes of their errors, which no probe watches ----------
+
+CONNECTION_CLOSED = -32000  # the client's code when the stream ends under a request
+CONNECTION_CLOSED_TEXT = "Connection closed"
+INTERNAL_ERROR_TEXT = "Internal server error"  # the Python SDK's text for every prompt failure
+RESOURCE_CRASH_TEXTS = ("Error reading resource", "Error creating resource from template")
+# The streamable HTTP client turns an error status into a JSON-RPC error with one of these
+# texts and drops the status and body (mcp/client/streamable_http.py `_handle_post_request`).
+HTTP_STATUS_TEXTS = ("Server returned an error response", "Session terminated", "Not Found")
+
+
+def _python_validation(name: str, content: str) -> bool:
+    prefix = f"Error executing tool {name}: "
+    return content.startswith(prefix) and " validation error" in content[len(prefix) : len(prefix) + 40]
+
+
+REMOTE_TOOL_ERRORS: tuple[tuple[Callable[[str, str], bool], str], ...] = (
+    # the Python SDK: "Unknown tool: X"; pydantic's text for bad arguments; a crash's bare
+    # "Error executing tool X"; a ToolError's "Error executing tool X: message"
+    (lambda name, text: text == UNKNOWN_TOOL.format(name=name), "unknown_tool"),
+    (_python_validation, "invalid_arguments"),
+    (lambda name, text: text == f"Error executing tool {name}", "crash"),
+    (lambda name, text: text.startswith(f"Error executing tool {name}: "), "raised"),
+    # the TypeScript SDK: JSON-RPC errors folded into the result's text
+    (lambda name, text: text == f"MCP error -32602: Tool {name} not found", "unknown_tool"),
+    (lambda name, text: text.startswith("MCP error -32602: Input validation error"), "invalid_arguments"),
+)
 
 
 class SDKMismatch(RuntimeError):

@@ -35,6 +35,7 @@ class ServerLog:
     traceback: str | None = None
     template: str = ""  # the record's unformatted message, which classification matches on
     exceptions: tuple[tuple[str, str], ...] = ()  # (type, text) of the logged exception and its causes
+    source: str = "logging"  # "logging" (a log record here), "stderr" (a stdio server's), "notification" (a log message it sent)
 
     def __str__(self) -> str:
         return f"{self.level} {self.logger}: {self.message}"

@@ -2,8 +2,8 @@
 
 repo2docker reads only binder/ when it exists: `runtime.txt` picks the Python, and
 `requirements.txt` is installed with pip from the repository root (so its `-e .` is
-this checkout). Here: a fresh virtual environment of that Python, `pip install -r
-binder/requirements.txt` from the root, then each notebook in notebooks/ executed top
+this checkout), then `postBuild` runs. Here: a fresh virtual environment of that Python,
+`pip install -r binder/requirements.txt` from the root, `binder/postBuild`, then each notebook in notebooks/ executed top
 to bottom in that environment with `jupyter execute`, as a learner's "Run All" would.
 Nothing is installed on top: `jupyter execute` (nbclient) comes with JupyterLab, so a
 notebook that needs a package binder/requirements.txt lacks fails here as it would on
@@ -84,6 +84,11 @@ def binder_env(tmp_path_factory):
         cwd=ROOT, env=env, timeout=1800,
     )  # fmt: skip
     assert installed.returncode == 0, "pip install -r binder/requirements.txt failed:\n" + tail(installed.stdout + installed.stderr)
+    # Then repo2docker runs binder/postBuild, from the root, with the environment's Python first on PATH.
+    post = BINDER / "postBuild"
+    if post.exists():
+        built = run([post], cwd=ROOT, env=env, timeout=900)
+        assert built.returncode == 0, "binder/postBuild failed:\n" + tail(built.stdout + built.stderr)
     assert (venv / "bin" / "jupyter-execute").exists(), "binder/requirements.txt gives no `jupyter execute` (nbclient)"
     assert (venv / "bin" / "jupyter-lab").exists(), "binder/requirements.txt gives no JupyterLab"
     return {"base": base, "venv": venv, "env": env, "version": version}
@@ -122,6 +127,7 @@ def test_binder_reads_only_what_it_should():
     """binder/ is read as a pip environment, and the README's launch link has its notebook."""
     # First match wins in repo2docker: any of these would replace requirements.txt.
     assert not [name for name in ("environment.yml", "Pipfile", "Pipfile.lock") if (BINDER / name).exists()]
+    assert os.access(BINDER / "postBuild", os.X_OK), "repo2docker runs binder/postBuild only when it is executable"
     lines = [line.strip() for line in (BINDER / "requirements.txt").read_text().splitlines()]
     assert any(line.split("[")[0] == "-e ." for line in lines), "binder/requirements.txt must install the checkout (-e .)"
     assert (ROOT / "notebooks" / "00-quickstart.ipynb").exists()  # ?urlpath=lab/tree/notebooks/00-quickstart.ipynb

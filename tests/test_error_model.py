@@ -233,6 +233,14 @@ def test_prompt_failures_are_internal_errors_told_apart_by_the_log(name, argumen
     assert levels(o) == [("ERROR", True)]  # the SDK logs a traceback even for the caller's mistakes
 
 
+def test_a_prompt_argument_the_client_will_not_send_is_its_own_error_not_a_refused_answer():
+    register_bookshop()
+    o = mcp_nb.get_prompt("review", {"title": 5})  # prompt arguments are strings: the client refuses to send it
+    assert (o.outcome, o.cause, o.code) == ("protocol_error", "client_error", None)
+    assert o.message.startswith("ValidationError: 1 validation error for GetPromptRequestParams")
+    assert o.server_logs == ()  # nothing reached the server
+
+
 def test_prompt_mcp_error():
     register_bookshop()
     o = mcp_nb.get_prompt("review", {"title": "mcp-error"})

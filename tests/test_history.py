@@ -78,9 +78,10 @@ def test_summary_counts_every_outcome_with_totals():
     mcp_nb.call("missing")
     summary = mcp_nb.history().summary()
     assert list(summary.columns) == ["result", "tool_error", "protocol_error", "timeout", "total"]
-    assert summary.loc[("tool", "square")].tolist() == [2, 1, 0, 0, 3]
-    assert summary.loc[("tool", "missing")].tolist() == [0, 1, 0, 0, 1]
-    assert summary.loc[("total", "")].tolist() == [2, 2, 0, 0, 4]
+    assert summary.index.names == ["server", "target", "name"]
+    assert summary.loc[("kernel", "tool", "square")].tolist() == [2, 1, 0, 0, 3]
+    assert summary.loc[("kernel", "tool", "missing")].tolist() == [0, 1, 0, 0, 1]
+    assert summary.loc[("total", "", "")].tolist() == [2, 2, 0, 0, 4]
 
 
 def test_clear_and_magic(shell, capsys):
@@ -89,7 +90,7 @@ def test_clear_and_magic(shell, capsys):
     h = shell.run_line_magic("mcp_history", "")
     assert h is mcp_nb.history()
     assert "mcp-nb-result" in h._repr_html_() and "History: 1 calls" in repr(h)
-    assert shell.run_line_magic("mcp_history", "--summary").loc[("total", ""), "total"] == 1
+    assert shell.run_line_magic("mcp_history", "--summary").loc[("total", "", ""), "total"] == 1
     shell.run_line_magic("mcp_history", "--clear")
     assert "1 calls forgotten" in capsys.readouterr().out
     assert len(mcp_nb.history()) == 0 and mcp_nb.history().to_frame().empty

@@ -9,7 +9,10 @@ from IPython.core.error import UsageError
 
 import mcp_nb
 
-LINE_MAGICS = ("mcp_call", "mcp_read", "mcp_get_prompt", "mcp_list", "mcp_remove", "mcp_history", "mcp_panel")
+LINE_MAGICS = (
+    "mcp_call", "mcp_read", "mcp_get_prompt", "mcp_list", "mcp_remove", "mcp_history", "mcp_panel",
+    "mcp_connect", "mcp_disconnect", "mcp_servers",
+)  # fmt: skip
 CELL_MAGICS = ("mcp_tool", "mcp_resource", "mcp_prompt")
 
 
@@ -59,6 +62,10 @@ UNSPLITTABLE = [
     "%mcp_history --summary 'x",
     '%mcp_list "x',
     "%mcp_panel 'x",
+    "%mcp_connect 'books -- python",
+    "%mcp_connect books -- python 'x",
+    '%mcp_disconnect "books',
+    "%mcp_servers 'x",
 ]
 
 

@@ -144,7 +144,9 @@ def call_label(r) -> str:
     # An <option> collapses runs of spaces: pad with no-break spaces to keep the columns.
     took = f"{r.duration_ms:,.1f} ms"
     head = f"{call:<6}{when} {took:>11}  {what:<33}{r.target:<9}".replace(" ", "\u00a0")
-    return f"{head}{r.name} {args}".rstrip()
+    server = str(getattr(r, "server", None) or "kernel")
+    where = "" if server == "kernel" else f"@{server}"
+    return f"{head}{r.name}{where} {args}".rstrip()
 
 
 def _na(value: Any) -> Any:

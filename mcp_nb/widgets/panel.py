@@ -87,9 +87,10 @@ class Panel(w.VBox):
     (outside a kernel, whichever thread brings them, one at a time).
     """
 
-    def __init__(self, engine, *, kernel_thread: KernelThread | None = None, **kwargs: Any) -> None:
+    def __init__(self, engine, *, kernel_thread: KernelThread | None = None, server: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.engine = engine
+        self.server = engine.connection_for(server).name  # the connection whose offers the panel shows
         self.add_class("mcp-nb-panel")
         self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
         self._current: tuple[str, str] | None = None
@@ -110,12 +111,14 @@ class Panel(w.VBox):
         on = self._guard
 
         # -- the picker
+        self.servers = w.Dropdown(options=list(engine.connections), value=self.server, layout=w.Layout(width="auto"))
+        self.servers.add_class("mcp-nb-servers")
         self.filter = w.Text(placeholder="filter by name", layout=w.Layout(width="auto"))
         self.filter.add_class("mcp-nb-filter")
         self.picker = w.Select(options=[], value=None, rows=18, layout=w.Layout(width="auto"))
         self.picker.add_class("mcp-nb-picker")
         picker_box = w.VBox(
-            [w.HTML(section("on the server")), self.filter, self.picker],
+            [w.HTML(section("server")), self.servers, w.HTML(section("on the server")), self.filter, self.picker],
             layout=w.Layout(width="250px", flex="0 0 250px", margin="0 14px 0 0"),
         )
 
@@ -179,6 +182,7 @@ class Panel(w.VBox):
 
         # -- wiring: every callback and listener through the guard (the two call listeners,
         # `_finished` and `_recorded`, hand over to it themselves)
+        self.servers.observe(on("choosing a server", self._server_chosen), "value")
         self.filter.observe(on("filtering the list", lambda _: self._show_choices()), "value")
         self.picker.observe(on("choosing an entry", self._picked), "value")
         self.mode.observe(on("switching between form and raw JSON", self._mode_changed), "value")
@@ -189,23 +193,63 @@ class Panel(w.VBox):
             "timeout": on("following the default timeout", self._default_timeout_changed, user=False),
             "registry": on("re-reading the server", self.refresh, user=False),
             "closed": on("closing with the server", self._server_closed, user=False),
+            "connections": on("following the connections", self._connections_changed, user=False),
         }
         settings.observe(self._listeners["timeout"], "timeout")
-        engine.registry.subscribe(self._listeners["registry"])
+        self._catalog().subscribe(self._listeners["registry"])
+        engine.on_connections(self._listeners["connections"])
         engine.history.subscribe(self._recorded)
         engine.on_close(self._listeners["closed"])
         self.refresh()
 
     # -- what the server offers --------------------------------------------------------------------
 
+    def _catalog(self):
+        """The connection whose offers are shown (the kernel's own if it was disconnected)."""
+        return self.engine.connections.get(self.server) or self.engine.connection
+
+    def _server_chosen(self, change) -> None:
+        if self._quiet or change["new"] is None or change["new"] == self.server:
+            return
+        self.show_server(change["new"])
+
+    def show_server(self, name: str) -> None:
+        """Show what the connection `name` offers: `panel.show_server("everything")`."""
+        connection = self.engine.connection_for(name)
+        with self._lock:
+            self._catalog().unsubscribe(self._listeners["registry"])
+            self.server = connection.name
+            connection.subscribe(self._listeners["registry"])
+            # Forms belong to one server's schemas: the other server's are closed.
+            for entry in self._entries.values():
+                entry.form.close()
+            self._entries.clear()
+            self._current = None
+            with self._quietly():
+                if self.servers.value != self.server:
+                    self.servers.value = self.server
+                self.filter.value = ""
+            self.refresh()
+
+    def _connections_changed(self) -> None:
+        names = list(self.engine.connections)
+        gone = self.server not in names
+        with self._quietly():
+            self.servers.options = names
+            self.servers.value = self.server if not gone else names[0]
+        if gone:
+            self.show_server(names[0])
+
     def refresh(self) -> None:
-        """Re-read the registry: called after every registration and removal (a re-run cell)."""
+        """Re-read what the server offers: called after every registration and removal (a re-run
+        cell), and when an outside server says its lists changed."""
         if self._closed:
             return
         with self._lock:
-            entries = sorted(self.engine.registry.entries(), key=lambda e: KIND_ORDER.get(e.kind, 9))
+            connection = self._catalog()
+            entries = sorted(connection.entries(), key=lambda e: KIND_ORDER.get(e.kind, 9))
             current = {entry_key(e): e for e in entries}
-            title = _title_html(self.engine, entries)
+            title = _title_html(self.engine, entries, connection)
             chosen = self._entries.get(self._current) if self._current else None
             carried = None
             if chosen is not None and self._current in current and current[self._current] is not chosen.registration:
@@ -255,7 +299,7 @@ class Panel(w.VBox):
         choices = [c for c in self._choices if wanted in c[0].lower()] if wanted else list(self._choices)
         values = [value for _, value in choices]
         chosen = self._current if self._current in values else (values[0] if values else None)
-        registration = self.engine.registry.get(*chosen) if chosen is not None else None
+        registration = self._catalog().get(*chosen) if chosen is not None else None
         if registration is not None and (chosen != self._current or reshow):
             self._switch(self._prepare(registration), options=choices)
             return
@@ -272,9 +316,9 @@ class Panel(w.VBox):
 
     def select(self, kind: str, key: str) -> None:
         """Show the form of one entry: `panel.select("tool", "get_author")`."""
-        registration = self.engine.registry.get(kind, key)
+        registration = self._catalog().get(kind, key)
         if registration is None:
-            raise ValueError(f"no {kind} {key!r} is registered")
+            raise ValueError(f"no {kind} {key!r} is registered" + (f" on {self.server}" if self.server != "kernel" else ""))
         with self._lock:
             self._switch(self._prepare(registration))
 
@@ -453,7 +497,7 @@ class Panel(w.VBox):
             return None
         running = running_html(target, name, timeout)
         try:
-            call = self.engine.submit(target, name, arguments, timeout)
+            call = self.engine.submit(target, name, arguments, timeout, server=self.server)
         except (ValueError, TypeError) as err:  # the engine's own checks, before anything is sent
             self.problems.value = problems_html("Nothing was sent:", [str(err)])
             return None
@@ -567,8 +611,11 @@ class Panel(w.VBox):
         return f"History ({n})" if n else "History"
 
     def _load_call(self, call) -> None:
-        """A call chosen in the history: its entry, its arguments in the form, its outcome."""
-        found = self._find(call.target, call.name)
+        """A call chosen in the history: its server, its entry, its arguments in the form, its outcome."""
+        server = getattr(call, "server", None) or "kernel"
+        if server != self.server and server in self.engine.connections:
+            self.show_server(server)
+        found = self._find(call.target, call.name) if server == self.server else None
         if found is None:
             view = self._outcome_html(call, self._current)
             self.tabs.selected_index = 0
@@ -635,7 +682,7 @@ class Panel(w.VBox):
 
     def _find(self, target: str, name: str) -> tuple[Registration, dict[str, str] | None] | None:
         """The entry a past call reached, and for a template read the variables of its URI."""
-        registry = self.engine.registry
+        registry = self._catalog()
         if target != "resource":
             entry = registry.get(target, name)
             return None if entry is None else (entry, None)
@@ -662,7 +709,8 @@ class Panel(w.VBox):
             self.timeout.value = _seconds(change["new"])
 
     def _unsubscribe(self) -> None:
-        self.engine.registry.unsubscribe(self._listeners["registry"])
+        self._catalog().unsubscribe(self._listeners["registry"])
+        self.engine.on_connections(self._listeners["connections"], remove=True)
         self.engine.history.unsubscribe(self._recorded)
         self.engine.on_close(self._listeners["closed"], remove=True)
         with suppress(ValueError):  # already stopped observing
@@ -703,13 +751,19 @@ def _seconds(value: float) -> str:
     return f"{value:g}"
 
 
-def _title_html(engine, entries: list[Registration]) -> str:
+def _title_html(engine, entries: list[Registration], connection: Any = None) -> str:
     counts: dict[str, int] = {}
     for e in entries:
         counts[kind_label(e)] = counts.get(kind_label(e), 0) + 1
     order = ("tool", "resource", "template", "prompt")
     parts = ", ".join(f"{counts[k]} {k}{'s' if counts[k] != 1 else ''}" for k in order if k in counts) or "nothing registered"
-    name = html.escape(str(getattr(engine.server, "name", "mcp_nb")))
+    if connection is None or connection.transport == "in-kernel":
+        where = f"in-kernel server <code>{html.escape(str(getattr(engine.server, 'name', 'mcp_nb')))}</code>"
+    else:
+        row = connection.describe()
+        who = " ".join(p for p in (row["server_name"], row["server_version"]) if p) or connection.name
+        state = "" if row["state"] == "connected" else f' <b style="color:{ERROR}">{html.escape(row["state"])}</b>'
+        where = f"{html.escape(connection.transport)} server <code>{html.escape(connection.name)}</code> ({html.escape(who)}){state}"
     replaced = (
         f' · <b class="mcp-nb-replaced" style="color:{ERROR}">replaced by mcp_nb.reset(): show a new panel</b>'
         if engine.closed
@@ -718,14 +772,14 @@ def _title_html(engine, entries: list[Registration]) -> str:
     return (
         f'<div style="display:flex;align-items:baseline;gap:10px;margin:0 0 4px">'
         f'<b style="font-size:1.1em">MCP panel</b><span style="color:{MUTED}">'
-        f"in-kernel server <code>{name}</code> · {parts}{replaced}</span></div>"
+        f"{where} · {parts}{replaced}</span></div>"
     )
 
 
-def show(engine=None) -> Panel:
-    """The panel for the kernel's server (or `engine`'s); IPython displays the returned widget."""
+def show(engine=None, server: str | None = None) -> Panel:
+    """The panel for the kernel's server (or `engine`'s, or a connected `server`'s); IPython displays the returned widget."""
     if engine is None:
         import mcp_nb
 
         engine = mcp_nb.engine()
-    return Panel(engine)
+    return Panel(engine, server=server)

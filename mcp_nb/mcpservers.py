@@ -1,0 +1,92 @@
+"""The `mcpServers` configuration that Claude Desktop, Cursor and VS Code read, as connections.
+
+One entry per server: `command` (with `args`, `env`, `cwd`) for a stdio server, or `url`
+(with `headers`) for streamable HTTP. VS Code writes the same under `servers`, with a
+`type`; both are read. Every entry is checked before anything is connected, and a
+mistake names the server and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+_STDIO = {"command", "args", "env", "cwd", "type"}
+_HTTP = {"url", "headers", "type"}
+_IGNORED = {"disabled", "autoApprove", "alwaysAllow", "timeout", "description", "envFile"}  # other clients' own keys
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be connected; the message names the server and the field."""
+
+
+def read_config(config: str | Path | Mapping[str, Any], names: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """The entries of `config` (a path or a decoded dict) as `mcp_nb.connect` keyword arguments, by name."""
+    if isinstance(config, (str, Path)):
+        path = Path(config).expanduser()
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"no configuration file at {str(path)!r}") from None
+        except json.JSONDecodeError as err:
+            raise ConfigError(f"{str(path)!r} is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
+    elif isinstance(config, Mapping):
+        data = config
+    else:
+        raise ConfigError(f"config must be a path or a dict, got {type(config).__name__}")
+    if not isinstance(data, Mapping):
+        raise ConfigError("the configuration must be a JSON object with an 'mcpServers' object")
+    servers = data.get("mcpServers", data.get("servers"))
+    if not isinstance(servers, Mapping):
+        raise ConfigError("the configuration has no 'mcpServers' object (nor VS Code's 'servers')")
+    if names is not None:
+        if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+            raise ConfigError("names must be a list of server names")
+        unknown = [n for n in names if n not in servers]
+        if unknown:
+            raise ConfigError(f"no server named {', '.join(map(repr, unknown))} in the configuration (it has: {', '.join(servers)})")
+        servers = {n: servers[n] for n in names}
+    return {name: _entry(name, spec) for name, spec in servers.items()}
+
+
+def _entry(name: str, spec: Any) -> dict[str, Any]:
+    where = f"server {name!r}"
+    if not isinstance(spec, Mapping):
+        raise ConfigError(f"{where}: expected an object, got {type(spec).__name__}")
+    keys = set(spec) - _IGNORED
+    if "url" in spec and "command" in spec:
+        raise ConfigError(f"{where}: has both 'url' and 'command'; a server is one or the other")
+    if "url" in spec:
+        unknown = keys - _HTTP
+        if unknown:
+            raise ConfigError(f"{where}: unexpected field(s) {', '.join(sorted(unknown))} for a URL server")
+        url = spec["url"]
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ConfigError(f"{where}: 'url' must be an http:// or https:// URL, got {url!r}")
+        return {"target": url, "headers": _strings(spec.get("headers"), where, "headers")}
+    if "command" in spec:
+        unknown = keys - _STDIO
+        if unknown:
+            raise ConfigError(f"{where}: unexpected field(s) {', '.join(sorted(unknown))} for a command server")
+        command = spec["command"]
+        if not isinstance(command, str) or not command.strip():
+            raise ConfigError(f"{where}: 'command' must be a non-empty string, got {command!r}")
+        args = spec.get("args", [])
+        if not isinstance(args, list) or not all(isinstance(a, (str, int, float)) for a in args):
+            raise ConfigError(f"{where}: 'args' must be a list of strings")
+        cwd = spec.get("cwd")
+        if cwd is not None and not isinstance(cwd, str):
+            raise ConfigError(f"{where}: 'cwd' must be a string")
+        # A command is one program, never split: configurations give its arguments apart.
+        return {"target": [command, *map(str, args)], "env": _strings(spec.get("env"), where, "env"), "cwd": cwd}
+    raise ConfigError(f"{where}: needs 'command' (a stdio server) or 'url' (an HTTP server)")
+
+
+def _strings(value: Any, where: str, field: str) -> dict[str, str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, (str, int, float)) for k, v in value.items()):
+        raise ConfigError(f"{where}: {field!r} must be an object of strings")
+    return {k: str(v) for k, v in value.items()}

@@ -143,7 +143,8 @@ def _root_cause(log) -> str | None:
 def _model_view(o) -> tuple[str, list[str]]:
     """What the model reads, as (headline, details)."""
     if o.fallback:
-        return o.content or "", ["fallback content: the read failed, this is the caller's fallback"]
+        # What the model gets is the host's stand-in; the server sent nothing, as the history says.
+        return o.content or "", ["substituted by the host: the read failed and the server sent no content"]
     if o.outcome in ("protocol_error", "timeout"):
         return "nothing: there is no result", []
     details = []

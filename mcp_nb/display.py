@@ -176,7 +176,7 @@ def _fate_line(o) -> str | None:
         "cancelled": "cancelled on the server before it finished",
         "unobserved": "unknown (this handler was not registered through mcp_nb, so nothing watched it)",
         "cancel_requested": (
-            "told to cancel (notifications/cancelled): what the server then did cannot be seen from the client"
+            "told to stop (the protocol's cancellation): what the server then did cannot be seen from the client"
         ),
     }[fate]
 

@@ -117,16 +117,8 @@ def test_outputs_and_the_panel_read_in_jupyterlab_light_and_dark(page, lab, arti
     outcome_badge(page, "timeout")
     use_theme(page, LIGHT)
 
-
-def test_the_panels_text_blocks_keep_their_own_line_height(page, lab):
-    # ipywidgets gives an HTML widget's content an input row's height (28 px): wrapped text
-    # in the outcome's panes would be double spaced.
-    open_notebook(page, lab, "looks_demo.ipynb")
-    run_all(page)
-    page.wait_for_selector(f"{PANEL} .mcp-nb-picker select", timeout=60_000)
-    pick(page, "tool catalog_status")
-    call(page)
-    outcome_badge(page, "protocol_error")
+    # ipywidgets gives an HTML widget's content an input row's height (28 px): the wrapped
+    # lines of the outcome's panes and of the entry's description would be double spaced.
     for selector in (f"{OUTCOME} pre", f"{OUTCOME} .mcp-nb-outcome", f"{PANEL} .mcp-nb-entry-card"):
         for style in styles(page, selector, "line-height", "font-size"):
             height, size = (float(style[p].removesuffix("px")) for p in ("line-height", "font-size"))

@@ -86,8 +86,6 @@ MUTED = "opacity:0.7"  # the text colour around it, faded (written 0.7: the sani
 _GREY = "rgba(128,128,128,0.4)"  # a line that shows on white and on black alike
 _TINT = "rgba(128,128,128,0.12)"
 ERROR_TINT = "background:rgba(207,34,46,0.06)"  # behind red text: faint enough for 4.5:1 on either page
-
-
 LINE = f"var(--jp-border-color2,{_GREY})"  # the colour alone, for a widget's layout (never sanitized)
 
 
@@ -104,9 +102,9 @@ _UI_FONTS = "system-ui,sans-serif"
 UI = f"font-family:{_UI_FONTS};font-family:var(--jp-ui-font-family,{_UI_FONTS});line-height:1.45"
 
 PRE = (
+    '<pre style="margin:0;padding:0;border:none;white-space:pre-wrap;overflow-wrap:break-word;'
     # word-break:normal for the sanitizer to keep: JupyterLab's own `pre` breaks words anywhere
-    f'<pre style="margin:0;padding:0;border:none;white-space:pre-wrap;overflow-wrap:break-word;word-break:normal;word-break:break-word;'
-    f'{MONO};font-size:0.9em;line-height:1.45;background:none;color:inherit">'
+    f'word-break:normal;word-break:break-word;{MONO};font-size:0.9em;line-height:1.45;background:none;color:inherit">'
     "{text}</pre>"
 )
 

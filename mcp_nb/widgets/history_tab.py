@@ -211,10 +211,9 @@ def counts_html(frame: pd.DataFrame) -> str:
     head = "".join(f'<th style="{CELL};text-align:right">{badge(o)}</th>' for o in OUTCOMES)
     body = []
     for (target, name), row in table.iterrows():
-        cells = "".join(
-            f'<td {td}><span style="{INKS[o].text if row[o] else MUTED};font-weight:{600 if row[o] else 400}">{int(row[o])}</span></td>'
-            for o in OUTCOMES
-        )
+        # a count in its outcome's ink, a zero muted
+        looks = {o: f"{INKS[o].text};font-weight:600" if row[o] else MUTED for o in OUTCOMES}
+        cells = "".join(f'<td {td}><span style="{looks[o]}">{int(row[o])}</span></td>' for o in OUTCOMES)
         body.append(
             f'<tr><td style="{CELL};padding-left:0;{line}"><span style="{MUTED}">{html.escape(str(target))}</span></td>'
             f'<td style="{CELL};padding-left:0;{line}"><code>{html.escape(str(name))}</code></td>{cells}'
@@ -222,6 +221,6 @@ def counts_html(frame: pd.DataFrame) -> str:
         )
     return (
         f'<table class="mcp-nb-counts" style="border-collapse:collapse;font-size:0.9em;margin:6px 0">'
-        f'<thead><tr><th style="text-align:left;{CELL};padding-left:0">target</th><th style="text-align:left;{CELL};padding-left:0">name</th>'
-        f'{head}<th style="{CELL};text-align:right">total</th></tr></thead><tbody>{"".join(body)}</tbody></table>'
+        f'<thead><tr><th style="text-align:left;{CELL};padding-left:0">target</th>'
+        f'<th style="text-align:left;{CELL};padding-left:0">name</th>{head}<th style="{CELL};text-align:right">total</th></tr></thead><tbody>{"".join(body)}</tbody></table>'
     )

@@ -130,7 +130,8 @@ def entry_html(entry) -> str:
     # A widget's HTML is never sanitized: the header line may be a flex box.
     return (
         f'<div class="mcp-nb-entry-card" style="{line};padding:2px 0 2px 10px">'
-        f'<div style="display:flex;gap:8px;align-items:center;flex-wrap:wrap">{filled(kind, KIND_FILLS.get(entry.kind, NEUTRAL_FILL))}'
+        f'<div style="display:flex;gap:8px;align-items:center;flex-wrap:wrap">'
+        f"{filled(kind, KIND_FILLS.get(entry.kind, NEUTRAL_FILL))}"
         f'<b><code style="background:none;font-size:1.05em">{_e(name)}</code></b>{title}{also}{chips}</div>{body}</div>'
     )
 

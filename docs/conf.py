@@ -21,6 +21,7 @@ from pathlib import Path
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 sys.path.insert(0, str(ROOT))  # autodoc documents this checkout, installed or not
+sys.path.insert(0, str(DOCS / "_ext"))  # this site's own extensions
 
 import mcp_nb  # noqa: E402
 
@@ -33,6 +34,7 @@ version = release
 extensions = [
     "myst_nb",  # Markdown pages and notebooks; brings myst_parser along
     "sphinx.ext.autodoc",
+    "widget_snapshots",  # progress bars drawn from their stored state: no CDN, so they show offline
 ]
 
 exclude_patterns = ["_build", "**/.ipynb_checkpoints", "Thumbs.db", ".DS_Store"]

@@ -1,8 +1,21 @@
 """HTML and text views of outcomes, registrations and the history.
 
 Text views are stable on purpose (nbval compares them): no addresses, no timings.
-HTML uses inline styles with JupyterLab's theme variables, so the cards read in
-light and dark themes, in Notebook 7, VS Code and nbconvert output alike.
+
+The HTML is read in many places, and each look below is written for all of them: JupyterLab,
+Notebook 7, Voila and VS Code in light and dark themes; a notebook opened untrusted (fresh
+from a clone or on Binder), where JupyterLab's sanitizer keeps only the inline declarations
+it recognises and drops every `var()`, `color-mix()`, `currentColor`, `gap` and `flex`; and
+the documentation site (Furo, light and dark), where no `--jp-*` variable exists. So:
+
+- text takes the colour around it, and muted text is that colour faded, as JupyterLab's own
+  secondary text is: it reads on any background without knowing the theme;
+- a colour that carries meaning (`Ink`) is a mid-tone mixed with the text colour around it,
+  darker on a light page and lighter on a dark one, so it keeps 4.5:1 on both; before it
+  comes a plain declaration of the same colour on a light page, for the sanitizer to keep;
+- borders, surfaces and fonts come from JupyterLab's variables, after a plain declaration
+  that reads on both light and dark pages;
+- badges are white on a saturated fill, which reads the same in every theme.
 
 The few parts of the HTML that change from run to run (a duration, when a late handler
 ended, the frames of a traceback) are each printed from one template below. With
@@ -22,20 +35,77 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd  # imported by the history views that use it: an outcome card needs none
 
-COLOURS = {"result": "#1a7f37", "tool_error": "#b35900", "protocol_error": "#cf222e", "timeout": "#6f42c1"}
-KIND_COLOURS = {"tool": "#0969da", "resource": "#1a7f37", "prompt": "#8250df"}
-# The theme, defined here once for every view (the panel's widgets import it): JupyterLab's
-# variables, with the light theme's values where a front end has none.
-FG = "var(--jp-ui-font-color1, #1f2328)"
-MUTED = "var(--jp-ui-font-color2, #59636e)"
-BORDER = "var(--jp-border-color2, #d1d9e0)"
-SURFACE = "var(--jp-layout-color2, #f6f8fa)"
-MONO = "var(--jp-code-font-family, ui-monospace, SFMono-Regular, Menlo, monospace)"
-ERROR = COLOURS["protocol_error"]
+# -- The theme: every look, defined once (the panel's widgets import them) -----------------------
+
+INK_SHARE = 70  # percent of an ink's mid-tone in the mix; the rest is the text colour around it
+LIGHT_TEXT = "#212121"  # JupyterLab's light text (black at 87%), what the plain declarations assume
+
+
+def _hex(value: str) -> tuple[int, ...]:
+    return tuple(int(value[i : i + 2], 16) for i in (1, 3, 5))
+
+
+@dataclass(frozen=True)
+class Ink:
+    """A colour that carries meaning, for text and lines: `mid` mixed with the text colour around it.
+
+    `plain` is that mix on a light page, computed here for the sanitizer to keep."""
+
+    mid: str
+
+    @property
+    def themed(self) -> str:
+        return f"color-mix(in srgb,{self.mid} {INK_SHARE}%,currentColor)"
+
+    @property
+    def plain(self) -> str:
+        share = INK_SHARE / 100
+        mixed = (round(share * m + (1 - share) * t) for m, t in zip(_hex(self.mid), _hex(LIGHT_TEXT)))
+        return "#" + "".join(f"{c:02x}" for c in mixed)
+
+    @property
+    def text(self) -> str:
+        return f"color:{self.plain};color:{self.themed}"
+
+    def line(self, side: str = "", width: str = "1px") -> str:
+        """A border in this ink, on an element whose own text is not (`side`: "-left", ...)."""
+        return f"border{side}:{width} solid {self.plain};border{side}-color:{self.themed}"
+
+
+# White text on these fills reads in every theme (4.8:1 to 6.5:1).
+ON_FILL = "color:#fff"
+FILLS = {"result": "#1a7f37", "tool_error": "#b35900", "protocol_error": "#cf222e", "timeout": "#6f42c1"}
+KIND_FILLS = {"tool": "#0969da", "resource": "#1a7f37", "prompt": "#8250df"}
+NEUTRAL_FILL = "#59636e"
+INKS = {"result": Ink("#2da44e"), "tool_error": Ink("#d4760b"), "protocol_error": Ink("#e5534b"), "timeout": Ink("#986ee2")}
+KIND_INKS = {"tool": Ink("#2f81f7"), "resource": INKS["result"], "prompt": Ink("#986ee2")}
+ERROR = INKS["protocol_error"]
+
+# Declarations, each usable in a style attribute as it is.
+MUTED = "opacity:0.7"  # the text colour around it, faded (written 0.7: the sanitizer reads no .7)
+_GREY = "rgba(128,128,128,0.4)"  # a line that shows on white and on black alike
+_TINT = "rgba(128,128,128,0.12)"
+ERROR_TINT = "background:rgba(207,34,46,0.06)"  # behind red text: faint enough for 4.5:1 on either page
+LINE = f"var(--jp-border-color2,{_GREY})"  # the colour alone, for a widget's layout (never sanitized)
+
+
+def border(side: str = "", width: str = "1px") -> str:
+    """A neutral border: the theme's own line colour, and a grey on any page where there is none."""
+    return f"border{side}:{width} solid {_GREY};border{side}-color:{LINE}"
+
+
+BORDER = border()
+SURFACE = f"background:{_TINT};background:var(--jp-layout-color2,{_TINT})"
+_MONO_FONTS = "ui-monospace,SFMono-Regular,Menlo,Consolas,monospace"
+MONO = f"font-family:{_MONO_FONTS};font-family:var(--jp-code-font-family,{_MONO_FONTS})"
+_UI_FONTS = "system-ui,sans-serif"
+UI = f"font-family:{_UI_FONTS};font-family:var(--jp-ui-font-family,{_UI_FONTS});line-height:1.45"
 
 PRE = (
-    '<pre style="margin:0;white-space:pre-wrap;word-break:break-word;font-family:{mono};'
-    'font-size:0.9em;background:none;color:{fg}">{text}</pre>'
+    '<pre style="margin:0;padding:0;border:none;white-space:pre-wrap;overflow-wrap:break-word;'
+    # word-break:normal for the sanitizer to keep: JupyterLab's own `pre` breaks words anywhere
+    f'word-break:normal;word-break:break-word;{MONO};font-size:0.9em;line-height:1.45;background:none;color:inherit">'
+    "{text}</pre>"
 )
 
 
@@ -56,16 +126,20 @@ class Varying:
 # no stable form is empty (an empty `replace:` line ends in a space, which editors strip).
 CARD_TIME = Varying(" · {ms:.1f} ms</span>", "</span>")  # after the call id, in the corner of an outcome card
 FATE_TIME = Varying(" at {seconds:.2f} s</div>", "</div>")  # when an abandoned handler ended
-_CODE_HEADER = '<th style="text-align:left">code</th>'
-HISTORY_MS_HEADER = Varying(_CODE_HEADER + '<th style="text-align:left">ms</th>', _CODE_HEADER)
-_CONTENT_CELL = '<td style="text-align:left;max-width:420px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap" title="'
-HISTORY_MS_CELL = Varying('<td style="text-align:right">{ms:.1f}</td>' + _CONTENT_CELL, _CONTENT_CELL)
+# A table's cells carry their own padding: the docs site gives a bare table none.
+CELL = "padding:2px 8px"
+_CODE_HEADER = f'<th style="text-align:left;{CELL}">code</th>'
+HISTORY_MS_HEADER = Varying(_CODE_HEADER + f'<th style="text-align:left;{CELL}">ms</th>', _CODE_HEADER)
+_CONTENT_CELL = (
+    f'<td style="text-align:left;{CELL};max-width:420px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap" title="'
+)
+HISTORY_MS_CELL = Varying(f'<td style="text-align:right;{CELL}">' + "{ms:.1f}</td>" + _CONTENT_CELL, _CONTENT_CELL)
 VARYING = (CARD_TIME, FATE_TIME, HISTORY_MS_HEADER, HISTORY_MS_CELL)
 # A log record's traceback, folded under its root cause. Its frames change with the install
 # and the kernel (a cell's file name holds the process id); `stable_output` leaves them out.
 TRACEBACK = (
     '<details><summary style="cursor:pointer">{cause}</summary>'
-    + PRE.format(mono=MONO, fg=FG, text="{traceback}")
+    + PRE.format(text="{traceback}")
     + "</details>"
 )
 
@@ -83,23 +157,45 @@ def compact_json(value: Any, limit: int = 120) -> str:
 
 
 def badge(outcome: str) -> str:
-    colour = COLOURS.get(outcome, "#59636e")
+    fill = FILLS.get(outcome, NEUTRAL_FILL)
     return (
-        f'<span class="mcp-nb-badge mcp-nb-{_e(outcome)}" style="background:{colour};color:#fff;'
+        f'<span class="mcp-nb-badge mcp-nb-{_e(outcome)}" style="background:{fill};{ON_FILL};'
         f'border-radius:10px;padding:1px 8px;font-size:0.85em;font-weight:600;white-space:nowrap">{_e(outcome)}</span>'
     )
 
 
+def outlined(text: str, ink: Ink | None = None, size: str = "0.85em") -> str:
+    """A chip: the text in its ink with a line around it, or plain text in a neutral line."""
+    look = f"{ink.text};border:1px solid {ink.plain};border-color:currentColor" if ink else BORDER
+    return f'<span style="{look};border-radius:10px;padding:0 7px;font-size:{size};white-space:nowrap">{_e(text)}</span>'
+
+
 def _kind_badge(kind: str) -> str:
-    colour = KIND_COLOURS.get(kind, "#59636e")
-    return (
-        f'<span style="border:1px solid {colour};color:{colour};border-radius:10px;padding:0 7px;'
-        f'font-size:0.85em">{_e(kind)}</span>'
-    )
+    return outlined(kind, KIND_INKS.get(kind))
 
 
 def _pre(text: str) -> str:
-    return PRE.format(mono=MONO, fg=FG, text=_e(text))
+    return PRE.format(text=_e(text))
+
+
+# A header line: inline items that wrap as words do, and one floated to the right end. No flex
+# box: an untrusted notebook keeps `display:flex` but drops its `gap` and `flex-wrap`.
+GAP = "margin-right:8px"
+
+
+def _item(body: str, style: str = "") -> str:
+    return f'<span style="{GAP}{";" + style if style else ""}">{body}</span>'
+
+
+def _corner(body: str) -> str:
+    """The opening of the right-hand end of a header line; the caller closes its span."""
+    return f'<span style="float:right;margin-left:12px;{MUTED};font-size:0.85em">{body}'
+
+
+# Panes side by side, each at least 220 px, wrapping below that. An untrusted notebook drops
+# `flex` and `flex-wrap`: the panes then share one row by their `width`.
+PANES = "display:flex;flex-wrap:wrap;margin:0 -8px -8px 0"
+PANE = "flex:1 1 220px;width:32%;min-width:0;box-sizing:border-box;margin:0 8px 8px 0"
 
 
 def _stable(stable: bool | None) -> bool:
@@ -219,26 +315,26 @@ def outcome_html(o, stable: bool | None = None) -> str:
     """The outcome card; `stable` (default: the `stable_output` setting) leaves out what changes from run to run."""
     stable = _stable(stable)
     headline, details = _model_view(o)
-    model = _pre(headline) + "".join(f'<div style="color:{MUTED};font-size:0.85em">{_e(d)}</div>' for d in details)
+    model = _pre(headline) + "".join(f'<div style="{MUTED};font-size:0.85em">{_e(d)}</div>' for d in details)
     host = _pre(_host_view(o))
     if o.server_logs:
         items = []
         for log in o.server_logs:
-            colour = ERROR if log.level in ("ERROR", "CRITICAL") else MUTED
-            item = f'<div><b style="color:{colour}">{_e(log.level)}</b> <span style="color:{MUTED}">{_e(log.logger)}</span>{_pre(log.message)}'
+            level = ERROR.text if log.level in ("ERROR", "CRITICAL") else MUTED
+            item = f'<div><b style="{level}">{_e(log.level)}</b> <span style="{MUTED}">{_e(log.logger)}</span>{_pre(log.message)}'
             if log.traceback:
                 shown = without_frames(log.traceback) if stable else log.traceback
                 item += TRACEBACK.format(cause=_e(_root_cause(log) or "traceback"), traceback=_e(shown))
             items.append(item + "</div>")
         logs = "".join(items)
     else:
-        logs = f'<span style="color:{MUTED}">nothing</span>'
+        logs = f'<span style="{MUTED}">nothing</span>'
     args = "" if o.target == "resource" or o.arguments is None else compact_json(o.arguments, 80)
 
     def pane(title: str, body: str) -> str:
         return (
-            f'<div style="flex:1 1 220px;min-width:0;border:1px solid {BORDER};border-radius:6px;padding:6px 8px">'
-            f'<div style="font-size:0.8em;text-transform:uppercase;letter-spacing:.04em;color:{MUTED};margin-bottom:4px">'
+            f'<div style="{PANE};{BORDER};border-radius:6px;padding:6px 8px">'
+            f'<div style="font-size:0.8em;text-transform:uppercase;letter-spacing:0.04em;{MUTED};margin-bottom:4px">'
             f"{title}</div>{body}</div>"
         )
 
@@ -250,18 +346,20 @@ def outcome_html(o, stable: bool | None = None) -> str:
         after = o.fate_after_ms
         when = FATE_TIME(stable, seconds=after / 1000) if after is not None else FATE_TIME.stable
         fate_html = (
-            f'<div style="margin-top:6px;padding:4px 8px;border-left:3px solid {COLOURS["timeout"]};background:{SURFACE}">'
+            f'<div style="margin-top:6px;padding:4px 8px;{INKS["timeout"].line("-left", "3px")};{SURFACE}">'
             f"<b>Server side:</b> {_e(fate)}{when}"
         )
+    header = (
+        _corner(f"#{o.call_id}{attempt}") + took  # the corner's span ends in `took`
+        + _item(badge(o.outcome)) + _item(f"<b>{_e(o.cause)}</b>") + _item(_kind_badge(o.target))
+        + _item(f"<code>{_e(o.name)}</code>")
+        + (_item(_e(_on(o).strip()), MUTED) if _on(o) else "")
+        + (f'<code style="{MUTED}">{_e(args)}</code>' if args else "")
+    )  # fmt: skip
     return (
-        f'<div class="mcp-nb-outcome" style="font-family:var(--jp-ui-font-family,system-ui,sans-serif);color:{FG};'
-        f'border:1px solid {BORDER};border-radius:8px;padding:8px 10px;margin:2px 0;max-width:1100px">'
-        f'<div style="display:flex;gap:8px;align-items:center;flex-wrap:wrap;margin-bottom:6px">{badge(o.outcome)}'
-        f"<b>{_e(o.cause)}</b>{_kind_badge(o.target)}<code>{_e(o.name)}</code>"
-        + (f'<span style="color:{MUTED}">{_e(_on(o).strip())}</span>' if _on(o) else "")
-        + f'<code style="color:{MUTED}">{_e(args)}</code>'
-        f'<span style="margin-left:auto;color:{MUTED};font-size:0.85em">#{o.call_id}{attempt}{took}</div>'
-        f'<div style="display:flex;gap:8px;flex-wrap:wrap">'
+        f'<div class="mcp-nb-outcome" style="{UI};{BORDER};border-radius:8px;padding:8px 10px;margin:2px 0;max-width:1100px">'
+        f'<div style="margin-bottom:8px">{header}</div>'
+        f'<div style="{PANES}">'
         f'{pane("What the model sees", model)}{pane("What the host sees", host)}{pane("What the log says", logs)}'
         f"</div>{fate_html}</div>"
     )
@@ -323,46 +421,39 @@ def registration_text(r) -> str:
 
 def registration_html(r) -> str:
     params = _parameters(r.input_schema)
-    td = 'style="text-align:left;padding:1px 10px 1px 0"'
+    th = f'style="text-align:left;{CELL};padding-left:0"'
+    td = f'style="text-align:left;{CELL};padding-left:0;vertical-align:top"'
     rows = "".join(
         f'<tr><td {td}><code>{_e(n)}</code></td><td {td}><code>{_e(k)}</code></td><td {td}>{"yes" if req else ""}</td>'
-        f'<td {td}><span style="color:{MUTED}">{_e(d)}</span></td></tr>'
+        f'<td {td}><span style="{MUTED}">{_e(d)}</span></td></tr>'
         for n, k, req, d in params
     )
     table = (
         f'<table style="border-collapse:collapse;font-size:0.9em;margin-top:4px"><thead><tr>'
-        f"<th style=\"text-align:left\">parameter</th><th style=\"text-align:left\">type</th>"
-        f"<th style=\"text-align:left\">required</th><th style=\"text-align:left\">description</th></tr></thead>"
+        f"<th {th}>parameter</th><th {th}>type</th><th {th}>required</th><th {th}>description</th></tr></thead>"
         f"<tbody>{rows}</tbody></table>"
         if params
-        else f'<div style="color:{MUTED};font-size:0.9em">no parameters</div>'
+        else f'<div style="{MUTED};font-size:0.9em">no parameters</div>'
     )
-    chips = "".join(
-        f'<span style="border:1px solid {BORDER};border-radius:10px;padding:0 6px;margin-right:4px;font-size:0.8em">{_e(a)}</span>'
-        for a in sorted(r.annotations)
-    )
+    chips = "".join(_item(outlined(a, size="0.8em")) for a in sorted(r.annotations))
     if r.faults:
-        chips += (
-            f'<span style="border:1px solid {COLOURS["protocol_error"]};color:{COLOURS["protocol_error"]};'
-            f'border-radius:10px;padding:0 6px;font-size:0.8em">faults injected: {_e(r.faults)}</span>'
-        )
+        chips += _item(outlined(f"faults injected: {r.faults}", ERROR, size="0.8em"))
     schema = ""
     if r.input_schema:
         schema = (
-            f'<details><summary style="cursor:pointer;color:{MUTED};font-size:0.85em">input schema</summary>'
+            f'<details><summary style="cursor:pointer;{MUTED};font-size:0.85em">input schema</summary>'
             f"{_pre(json.dumps(r.input_schema, indent=2))}</details>"
         )
     desc = _e((r.description or "").strip())
     state = "replaced the earlier version" if r.replaced else "registered"
+    line = KIND_INKS[r.kind].line("-left", "4px") if r.kind in KIND_INKS else border("-left", "4px")
     return (
-        f'<div class="mcp-nb-registration" style="font-family:var(--jp-ui-font-family,system-ui,sans-serif);color:{FG};'
-        f'border:1px solid {BORDER};border-left:4px solid {KIND_COLOURS.get(r.kind, "#59636e")};border-radius:6px;'
-        f'padding:6px 10px;max-width:900px">'
-        f'<div style="display:flex;gap:8px;align-items:center;flex-wrap:wrap">{_kind_badge(r.kind)}<b><code>{_e(r.name)}</code></b>'
-        + (f"<code>{_e(r.uri)}</code>" if r.uri else "")
-        + (f"<span>{_e(r.title)}</span>" if r.title else "")
-        + f"{chips}<span style=\"margin-left:auto;color:{MUTED};font-size:0.85em\">{state}"
-        f"{' · async' if r.is_async else ''}</span></div>"
+        f'<div class="mcp-nb-registration" style="{UI};{BORDER};{line};border-radius:6px;padding:6px 10px;max-width:900px">'
+        f"<div>{_corner(state + (' · async' if r.is_async else ''))}</span>"
+        f"{_item(_kind_badge(r.kind))}{_item(f'<b><code>{_e(r.name)}</code></b>')}"
+        + (_item(f"<code>{_e(r.uri)}</code>") if r.uri else "")
+        + (_item(_e(r.title)) if r.title else "")
+        + f"{chips}</div>"
         + (f'<div style="white-space:pre-wrap;margin:4px 0">{desc}</div>' if desc else "")
         + f"{table}{schema}</div>"
     )
@@ -375,7 +466,7 @@ _SHOWN = ["call_id", "target", "name", "outcome", "cause", "content", "code", "m
 
 def _counts(frame: pd.DataFrame) -> str:
     counts = frame["outcome"].value_counts()
-    return ", ".join(f"{name} {int(counts.get(name, 0))}" for name in COLOURS)
+    return ", ".join(f"{name} {int(counts.get(name, 0))}" for name in FILLS)
 
 
 def _cell(value: Any, limit: int) -> str:
@@ -410,7 +501,7 @@ def history_html(frame: pd.DataFrame, rows: int, stable: bool | None = None) -> 
 
     stable = _stable(stable)
     if frame.empty:
-        return f'<div style="color:{MUTED}">History: no calls yet</div>'
+        return f'<div style="{MUTED}">History: no calls yet</div>'
     tail = _in_order(frame, stable).tail(rows)
     body = []
     for r in tail.itertuples(index=False):
@@ -420,31 +511,32 @@ def history_html(frame: pd.DataFrame, rows: int, stable: bool | None = None) -> 
             str(r.call_id), _e(r.target), f"<code>{_e(r.name)}</code>", badge(str(r.outcome)), _e(r.cause),
             "" if pd.isna(r.code) else str(int(r.code)),
         ]  # fmt: skip
-        left = "".join(f'<td style="text-align:left">{cell}</td>' for cell in cells)
+        left = "".join(f'<td style="text-align:left;{CELL}">{cell}</td>' for cell in cells)
         # the duration, then the content cell as far as its title attribute
         body.append(f'<tr>{left}{HISTORY_MS_CELL(stable, ms=r.duration_ms)}{_e(shown)}">{_e(shown[:200])}</td></tr>')
     more = (
-        f'<div style="color:{MUTED};font-size:0.85em">last {rows} of {len(frame)} calls; '
+        f'<div style="{MUTED};font-size:0.85em">last {rows} of {len(frame)} calls; '
         f"the whole history: <code>mcp_nb.history().to_frame()</code></div>"
         if len(frame) > rows
         else ""
     )
     head = (
-        "".join(f'<th style="text-align:left">{h}</th>' for h in ["call", "target", "name", "outcome", "cause"])
+        "".join(f'<th style="text-align:left;{CELL}">{h}</th>' for h in ["call", "target", "name", "outcome", "cause"])
         + HISTORY_MS_HEADER(stable)  # the code and ms headers
-        + '<th style="text-align:left">content / message</th>'
+        + f'<th style="text-align:left;{CELL}">content / message</th>'
     )
+    # A page narrower than the table (the docs site's column) scrolls it instead of cutting it off.
     return (
-        f'<div class="mcp-nb-history" style="font-family:var(--jp-ui-font-family,system-ui,sans-serif);color:{FG}">'
+        f'<div class="mcp-nb-history" style="{UI}">'
         f"<div><b>History</b>: {len(frame)} calls ({_e(_counts(frame))})</div>"
-        f'<table style="border-collapse:collapse;font-size:0.9em"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table>{more}</div>"
+        f'<div style="overflow-x:auto;max-width:100%"><table style="border-collapse:collapse;font-size:0.9em">'
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>{more}</div>"
     )
 
 
 # -- Connections ---------------------------------------------------------------------------------
 
-_STATE_COLOURS = {"connected": COLOURS["result"], "lost": COLOURS["protocol_error"], "failed": COLOURS["protocol_error"]}
+_STATE_INKS = {"connected": INKS["result"], "lost": ERROR, "failed": ERROR}
 
 
 def _offers(row: dict[str, Any]) -> str:
@@ -464,18 +556,20 @@ def connection_text(row: dict[str, Any]) -> str:
 
 
 def connection_html(row: dict[str, Any]) -> str:
-    colour = _STATE_COLOURS.get(row["state"], MUTED)
+    ink = _STATE_INKS.get(row["state"])
+    state = ink.text if ink else MUTED
     who = " ".join(p for p in (row.get("server_name"), row.get("server_version")) if p)
     details = [f"<code>{_e(row['target'])}</code>"] if row.get("target") else []
     if row.get("protocol"):
         details.append(f"protocol {_e(row['protocol'])}")
-    reason = f' <span style="color:{colour}">({_e(row["reason"])})</span>' if row.get("reason") else ""
+    reason = f' <span style="{state}">({_e(row["reason"])})</span>' if row.get("reason") else ""
+    line = ink.line("-left", "4px") if ink else border("-left", "4px")
     return (
-        f'<div class="mcp-nb-connection" style="font-family:var(--jp-ui-font-family,system-ui,sans-serif);color:{FG};'
-        f'border:1px solid {BORDER};border-left:4px solid {colour};border-radius:6px;padding:6px 10px;max-width:900px">'
-        f'<div style="display:flex;gap:8px;align-items:center;flex-wrap:wrap"><b><code>{_e(row["server"])}</code></b>'
-        f"<span>{_e(who)}</span>{_kind_badge(row['transport'])}"
-        f'<span style="color:{colour};font-weight:600">{_e(row["state"])}</span>{reason}</div>'
-        f'<div style="color:{MUTED};font-size:0.9em">{" · ".join(details)}</div>'
+        f'<div class="mcp-nb-connection" style="{UI};{BORDER};{line};border-radius:6px;padding:6px 10px;max-width:900px">'
+        f"<div>{_item('<b><code>' + _e(row['server']) + '</code></b>')}"
+        + (_item(_e(who)) if who else "")
+        + f"{_item(_kind_badge(row['transport']))}"
+        f'<span style="{state};font-weight:600">{_e(row["state"])}</span>{reason}</div>'
+        f'<div style="{MUTED};font-size:0.9em">{" · ".join(details)}</div>'
         f"<div>offers {_e(_offers(row))}</div></div>"
     )

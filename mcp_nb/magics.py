@@ -32,6 +32,9 @@ from .registry import check_tool_name, check_uri
 from .retry import Retry
 
 CALL_OPTIONS = ("timeout", "retries", "backoff", "server")
+# The cell magics' --quiet: a dashboard (Voila) shows what a cell displays, and its readers
+# have no use for a registration card.
+QUIET = argument("--quiet", action="store_true", help="register without showing the card (for dashboards such as Voila)")
 _config_applied = False  # whether a McpMagics of this process has applied the IPython config
 
 
@@ -80,11 +83,12 @@ class McpMagics(Magics, SharedTraits):
 
     # -- registering ----------------------------------------------------------------------------
 
-    def _register(self, cell: str, register, validate_default_name: bool):
+    def _register(self, cell: str, register, validate_default_name: bool, quiet: bool = False):
         """Check the cell, run it in the user's namespace, register its function.
 
         Checks that need no execution come first; if registering still fails, the name the
-        cell bound is put back as it was, so a bad cell changes nothing.
+        cell bound is put back as it was, so a bad cell changes nothing. The Registration is
+        returned for IPython to show as a card, unless `quiet` (`--quiet`: a dashboard's cells).
         """
         source = self.shell.transform_cell(cell)
         with usage_errors():
@@ -99,7 +103,8 @@ class McpMagics(Magics, SharedTraits):
             filename = compiler.cache(source)
             exec(compiler(compiler.ast_parse(source, filename), filename, "exec"), namespace)
             with usage_errors():
-                return register(defined_function(namespace, fname))
+                registration = register(defined_function(namespace, fname))
+        return None if quiet else registration
 
     @no_var_expand
     @cell_magic
@@ -111,6 +116,7 @@ class McpMagics(Magics, SharedTraits):
     @argument("--idempotent", action="store_true", help="annotation idempotentHint: repeating a call is safe")
     @argument("--destructive", action="store_true", help="annotation destructiveHint: the tool may destroy data")
     @argument("--open-world", action="store_true", help="annotation openWorldHint: the tool reaches outside systems")
+    @QUIET
     @argument(
         "--inject",
         metavar="FAULTS",
@@ -141,6 +147,7 @@ class McpMagics(Magics, SharedTraits):
                 fn, name=args.name, title=args.title, description=args.description, annotations=flags, inject=faults
             ),
             validate_default_name=args.name is None,
+            quiet=args.quiet,
         )
 
     @no_var_expand
@@ -151,6 +158,7 @@ class McpMagics(Magics, SharedTraits):
     @argument("--title", help="human-readable title")
     @argument("--description", help="description (default: the docstring)")
     @argument("--mime-type", help="MIME type of the content (default: text/plain)")
+    @QUIET
     def mcp_resource(self, line: str, cell: str):
         """Register the cell's function as a resource, or a resource template when the URI has {variables}.
 
@@ -168,6 +176,7 @@ class McpMagics(Magics, SharedTraits):
                 fn, args.uri, name=args.name, title=args.title, description=args.description, mime_type=args.mime_type
             ),
             validate_default_name=False,
+            quiet=args.quiet,
         )
 
     @no_var_expand
@@ -176,6 +185,7 @@ class McpMagics(Magics, SharedTraits):
     @argument("--name", help="prompt name (default: the function's name)")
     @argument("--title", help="human-readable title")
     @argument("--description", help="description (default: the docstring)")
+    @QUIET
     def mcp_prompt(self, line: str, cell: str):
         """Register the cell's function as a prompt; its parameters become the prompt's arguments.
 
@@ -192,6 +202,7 @@ class McpMagics(Magics, SharedTraits):
             cell,
             lambda fn: registry.add_prompt(fn, name=args.name, title=args.title, description=args.description),
             validate_default_name=args.name is None,
+            quiet=args.quiet,
         )
 
     @no_var_expand

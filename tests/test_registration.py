@@ -113,6 +113,31 @@ def test_bad_cells_give_one_line_usage_error_and_change_nothing(shell, magic, li
     assert mcp_nb.read("books://x").content == "kept x"
 
 
+def test_quiet_cells_register_and_show_nothing(shell):
+    # A dashboard (Voila) shows whatever a cell displays: --quiet registers without the card.
+    shell.user_ns["CATALOG"] = {"Dune": "Frank Herbert"}
+    cells = [
+        "%%mcp_tool --quiet --read-only\ndef get_author(title: str) -> str:\n    return CATALOG[title]\n",
+        "%%mcp_resource books://{title} --quiet\ndef book(title: str) -> str:\n    return 'the book ' + title\n",
+        "%%mcp_prompt --quiet\ndef review(title: str) -> str:\n    return 'Review ' + title\n",
+    ]
+    for cell in cells:
+        result = run(shell, cell)
+        assert result.success and result.result is None, cell
+    assert mcp_nb.registered()[["kind", "name"]].values.tolist() == [["tool", "get_author"], ["resource", "book"], ["prompt", "review"]]
+    assert mcp_nb.call("get_author", {"title": "Dune"}).content == "Frank Herbert"
+    assert mcp_nb.read("books://Dune").content == "the book Dune"
+    assert shell.user_ns["get_author"]("Dune") == "Frank Herbert"
+    # re-run quietly: replaced all the same; the card is still there without the flag
+    run(shell, "%%mcp_tool --quiet\ndef get_author(title: str) -> str:\n    return 'replaced'\n")
+    assert mcp_nb.call("get_author", {"title": "Dune"}).content == "replaced"
+    assert run(shell, "%%mcp_tool\ndef get_author(title: str) -> str:\n    return 'shown'\n").result.replaced
+    # a bad cell is refused as loudly as ever
+    bad = run(shell, "%%mcp_tool --quiet\nx = 1\n")
+    assert isinstance(bad.error_in_exec, UsageError)
+    assert mcp_nb.call("get_author", {"title": "Dune"}).content == "shown"
+
+
 def test_error_inside_the_cell_code_is_a_normal_error_and_registers_nothing(shell):
     result = run(shell, "%%mcp_tool\ndef broken(x: int = undefined_name) -> int:\n    return x\n")
     assert isinstance(result.error_in_exec, NameError)
@@ -124,7 +149,7 @@ def test_help_lists_every_option(shell, capsys):
     shell.run_cell("%%mcp_tool?")
     shell.run_line_magic("pinfo", "%%mcp_tool")
     out = capsys.readouterr().out
-    for option in ["--name", "--title", "--description", "--read-only", "--idempotent", "--destructive", "--open-world"]:
+    for option in ["--name", "--title", "--description", "--read-only", "--idempotent", "--destructive", "--open-world", "--quiet"]:
         assert option in out
 
 

@@ -21,7 +21,8 @@ import threading
 import traceback
 from typing import Any, Callable
 
-from ..display import ERROR, MONO, MUTED
+from ..display import MONO, MUTED
+from .style import PROBLEM_BOX
 
 log = logging.getLogger(__name__)
 
@@ -198,9 +199,8 @@ def failure_html(what: str, err: BaseException, also: BaseException | None = Non
         trace += "\nand then, putting the panel back in step:\n" + "".join(traceback.format_exception(also))
     line = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
     return (
-        f'<details class="mcp-nb-failure-box" style="border:1px solid {ERROR};border-left-width:4px;border-radius:6px;'
-        f'padding:3px 10px;margin:2px 0 6px;color:{ERROR};background:rgba(207,34,46,0.06)">'
+        f'<details class="mcp-nb-failure-box" style="{PROBLEM_BOX};padding:3px 10px;margin:2px 0 6px">'
         f'<summary style="cursor:pointer"><b>The panel failed while {_e(what)}:</b> {_e(line)}'
-        f' <span style="color:{MUTED}">(a bug in the panel: open for the traceback)</span></summary>'
-        f'<pre style="margin:4px 0;white-space:pre-wrap;font-family:{MONO};font-size:11px">{_e(trace)}</pre></details>'
+        f' <span style="{MUTED}">(a bug in the panel: open for the traceback)</span></summary>'
+        f'<pre style="margin:4px 0;white-space:pre-wrap;{MONO};font-size:11px">{_e(trace)}</pre></details>'
     )

@@ -33,7 +33,7 @@ from typing import Any, Callable, Mapping
 
 import ipywidgets as w
 
-from ..display import BORDER, ERROR, MUTED, schema_type
+from ..display import ERROR, LINE, MUTED, schema_type
 
 
 class _Omit:
@@ -949,7 +949,7 @@ class ObjectField(Field):
                 grid_gap="6px 12px",
                 align_items="flex-start",
                 padding="0" if self.root else "2px 0 2px 10px",
-                border_left="" if self.root else f"2px solid {BORDER}",
+                border_left="" if self.root else f"2px solid {LINE}",
             ),
         )
         defaults = self._default()
@@ -1065,19 +1065,19 @@ def label_html(name: str, schema: Mapping[str, Any], required: bool, root: Mappi
     ):
         if key in limited:
             bounds.append(f"{what} {limited[key]}")
-    star = f' <span title="required" style="color:{ERROR}">*</span>' if required else ""
+    star = f' <span title="required" style="{ERROR.text}">*</span>' if required else ""
     parts = [
         f'<div style="line-height:1.3"><code style="font-weight:600;background:none;padding:0">{html.escape(name)}</code>{star}'
-        f' <span style="color:{MUTED};font-size:0.85em">{html.escape(kind)}'
+        f' <span style="{MUTED};font-size:0.85em">{html.escape(kind)}'
         + (f" · {html.escape(', '.join(bounds))}" if bounds else "")
         + "</span>"
     ]
     if schema.get("description"):
         parts.append(
-            f'<div style="color:{MUTED};font-size:0.85em;white-space:normal">{html.escape(schema["description"])}</div>'
+            f'<div style="{MUTED};font-size:0.85em;white-space:normal">{html.escape(schema["description"])}</div>'
         )
     if problem:
-        parts.append(f'<div class="mcp-nb-problem" style="color:{ERROR};font-size:0.85em">{html.escape(problem)}</div>')
+        parts.append(f'<div class="mcp-nb-problem" style="{ERROR.text};font-size:0.85em">{html.escape(problem)}</div>')
     return "".join(parts) + "</div>"
 
 
@@ -1131,7 +1131,7 @@ class Form:
             self.root = ObjectField(resolved, ctx, (), True, root=True)
             self.widget = self.root.widget
         else:
-            self.widget = w.HTML(f'<span style="color:{MUTED}">no arguments</span>')
+            self.widget = w.HTML(f'<span style="{MUTED}">no arguments</span>')
         self.widget.add_class("mcp-nb-form")
 
     @property

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import ipywidgets as w
 import pandas as pd
 
-from ..display import BORDER, COLOURS, MUTED, badge, compact_json
+from ..display import CELL, INKS, MUTED, badge, border, compact_json
 from ..outcome import OUTCOMES, Outcome
 from .callbacks import Guard
 from .form import close_tree
@@ -190,7 +190,7 @@ def as_call(r) -> PastCall:
 
 def _summary_html(frame: pd.DataFrame) -> str:
     if frame.empty:
-        return f'<div style="color:{MUTED}">No calls yet: call something from the Call tab, or from any cell.</div>'
+        return f'<div style="{MUTED}">No calls yet: call something from the Call tab, or from any cell.</div>'
     counts = frame["outcome"].value_counts()
     parts = " ".join(f"{badge(o)} {int(counts.get(o, 0))}" for o in OUTCOMES)
     return f"<div><b>{len(frame)} call{'s' if len(frame) != 1 else ''}</b> &nbsp; {parts}</div>"
@@ -206,21 +206,21 @@ def counts_html(frame: pd.DataFrame) -> str:
     )  # fmt: skip
     table["total"] = table.sum(axis=1)
     table = table.sort_values("total", ascending=False, kind="stable")
-    td = f'style="padding:2px 10px;text-align:right;border-top:1px solid {BORDER}"'
-    head = "".join(f'<th style="padding:2px 10px;text-align:right">{badge(o)}</th>' for o in OUTCOMES)
+    line = border("-top")
+    td = f'style="{CELL};text-align:right;{line}"'
+    head = "".join(f'<th style="{CELL};text-align:right">{badge(o)}</th>' for o in OUTCOMES)
     body = []
     for (target, name), row in table.iterrows():
-        cells = "".join(
-            f'<td {td}><span style="color:{COLOURS[o] if row[o] else MUTED};font-weight:{600 if row[o] else 400}">{int(row[o])}</span></td>'
-            for o in OUTCOMES
-        )
+        # a count in its outcome's ink, a zero muted
+        looks = {o: f"{INKS[o].text};font-weight:600" if row[o] else MUTED for o in OUTCOMES}
+        cells = "".join(f'<td {td}><span style="{looks[o]}">{int(row[o])}</span></td>' for o in OUTCOMES)
         body.append(
-            f'<tr><td style="padding:2px 10px 2px 0;border-top:1px solid {BORDER};color:{MUTED}">{html.escape(str(target))}</td>'
-            f'<td style="padding:2px 10px 2px 0;border-top:1px solid {BORDER}"><code>{html.escape(str(name))}</code></td>{cells}'
+            f'<tr><td style="{CELL};padding-left:0;{line}"><span style="{MUTED}">{html.escape(str(target))}</span></td>'
+            f'<td style="{CELL};padding-left:0;{line}"><code>{html.escape(str(name))}</code></td>{cells}'
             f"<td {td}><b>{int(row['total'])}</b></td></tr>"
         )
     return (
         f'<table class="mcp-nb-counts" style="border-collapse:collapse;font-size:0.9em;margin:6px 0">'
-        f'<thead><tr><th style="text-align:left;padding-right:10px">target</th><th style="text-align:left">name</th>{head}'
-        f'<th style="padding:2px 10px;text-align:right">total</th></tr></thead><tbody>{"".join(body)}</tbody></table>'
+        f'<thead><tr><th style="text-align:left;{CELL};padding-left:0">target</th>'
+        f'<th style="text-align:left;{CELL};padding-left:0">name</th>{head}<th style="{CELL};text-align:right">total</th></tr></thead><tbody>{"".join(body)}</tbody></table>'
     )

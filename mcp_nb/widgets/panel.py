@@ -762,16 +762,16 @@ def _title_html(engine, entries: list[Registration], connection: Any = None) -> 
     else:
         row = connection.describe()
         who = " ".join(p for p in (row["server_name"], row["server_version"]) if p) or connection.name
-        state = "" if row["state"] == "connected" else f' <b style="color:{ERROR}">{html.escape(row["state"])}</b>'
+        state = "" if row["state"] == "connected" else f' <b style="{ERROR.text}">{html.escape(row["state"])}</b>'
         where = f"{html.escape(connection.transport)} server <code>{html.escape(connection.name)}</code> ({html.escape(who)}){state}"
     replaced = (
-        f' · <b class="mcp-nb-replaced" style="color:{ERROR}">replaced by mcp_nb.reset(): show a new panel</b>'
+        f' · <b class="mcp-nb-replaced" style="{ERROR.text}">replaced by mcp_nb.reset(): show a new panel</b>'
         if engine.closed
         else ""
     )
     return (
         f'<div style="display:flex;align-items:baseline;gap:10px;margin:0 0 4px">'
-        f'<b style="font-size:1.1em">MCP panel</b><span style="color:{MUTED}">'
+        f'<b style="font-size:1.1em">MCP panel</b><span style="{MUTED}">'
         f"{where} · {parts}{replaced}</span></div>"
     )
 

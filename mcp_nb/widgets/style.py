@@ -1,10 +1,14 @@
 """How the panel looks: one scoped stylesheet and the HTML of an entry's header.
 
 Standard ipywidgets have no stylesheet of their own to extend, so the panel carries
-one in an HTML widget, every rule scoped under `.mcp-nb-panel`. It is plain CSS with
-JupyterLab's theme variables (and fallbacks), so it reads in light and dark themes and
-needs no front-end build: JupyterLab, Notebook 7, VS Code and Voila apply it alike.
-Where a front end drops it, the panel still works, only plainer.
+one in an HTML widget, every rule scoped under `.mcp-nb-panel`. It is plain CSS made of
+the same declarations as every other view (`mcp_nb.display`'s theme), so it reads in light
+and dark themes and needs no front-end build: JupyterLab, Notebook 7, VS Code and Voila
+apply it alike. Where a front end drops it, the panel still works, only plainer.
+
+ipywidgets gives an HTML widget's content the line height of one input row (28 px), so a
+label lines up with the input beside it; the panel's blocks of text (the outcome, the
+entry's header, the problems, the history) are set back to the text's own line height.
 """
 
 from __future__ import annotations
@@ -12,32 +16,62 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from ..display import BORDER, ERROR, FG, KIND_COLOURS, MONO, MUTED
+from ..display import (
+    BORDER,
+    ERROR,
+    ERROR_TINT,
+    FILLS,
+    KIND_FILLS,
+    KIND_INKS,
+    MONO,
+    MUTED,
+    NEUTRAL_FILL,
+    ON_FILL,
+    UI,
+    Ink,
+    border,
+    outlined,
+)
+
+# The blocks of text whose HTML widget should not take an input row's line height.
+TEXT_BLOCKS = ("outcome-view", "entry", "problems", "uri", "failure", "history-summary", "history-counts")
 
 STYLESHEET = f"""<style>
 .mcp-nb-panel {{
-  border: 1px solid {BORDER}; border-radius: 8px; padding: 6px 10px 10px;
-  max-width: 1180px; box-sizing: border-box;
-  font-family: var(--jp-ui-font-family, system-ui, sans-serif);
+  {BORDER}; border-radius: 8px; padding: 6px 10px 10px;
+  max-width: 1180px; box-sizing: border-box; {UI};
+}}
+{", ".join(f".mcp-nb-panel .mcp-nb-{block} > .widget-html-content" for block in TEXT_BLOCKS)} {{
+  line-height: 1.45;
 }}
 .mcp-nb-panel .mcp-nb-picker select,
 .mcp-nb-panel .mcp-nb-history-calls select {{
-  font-family: {MONO}; font-size: 12px; line-height: 1.5;
+  {MONO}; font-size: 12px; line-height: 1.5;
 }}
 .mcp-nb-panel .mcp-nb-raw textarea,
-.mcp-nb-panel .mcp-nb-json textarea {{ font-family: {MONO}; font-size: 12px; }}
+.mcp-nb-panel .mcp-nb-json textarea {{ {MONO}; font-size: 12px; }}
 .mcp-nb-panel textarea {{ resize: vertical; min-height: 28px; }}
 .mcp-nb-panel .mcp-nb-invalid input,
 .mcp-nb-panel .mcp-nb-invalid textarea {{
-  border-color: {ERROR} !important; box-shadow: inset 0 0 0 1px {ERROR};
+  border-color: {ERROR.themed} !important; box-shadow: inset 0 0 0 1px {ERROR.themed};
 }}
-.mcp-nb-panel .mcp-nb-label code {{ font-family: {MONO}; }}
+.mcp-nb-panel .mcp-nb-label code {{ {MONO}; }}
 .mcp-nb-panel .mcp-nb-section {{
-  color: {MUTED}; font-size: 11px; text-transform: uppercase; letter-spacing: .05em;
+  {MUTED}; font-size: 11px; text-transform: uppercase; letter-spacing: .05em;
 }}
 .mcp-nb-panel .mcp-nb-controls {{
-  border-top: 1px solid {BORDER}; padding-top: 8px; margin-top: 4px;
+  {border("-top")}; padding-top: 8px; margin-top: 4px;
 }}
+/* ipywidgets' coloured buttons are white on the theme's brand and warning colours, as low as
+   2.8:1 (orange) and 3.1:1 (the dark theme's blue): Call and Cancel take the badges' fills. */
+.mcp-nb-panel .mcp-nb-call.mod-primary,
+.mcp-nb-panel .mcp-nb-call.mod-primary:hover:enabled {{ background-color: {KIND_FILLS["tool"]}; {ON_FILL}; }}
+.mcp-nb-panel .mcp-nb-cancel.mod-warning,
+.mcp-nb-panel .mcp-nb-cancel.mod-warning:hover:enabled {{ background-color: {FILLS["tool_error"]}; {ON_FILL}; }}
+/* An inactive tab's title is the theme's secondary text on a grey tab, 4.45:1 in the light
+   theme: the panel's two tabs take the primary text, and keep the tab's own background. */
+.mcp-nb-panel .mcp-nb-tabs > .lm-TabBar .lm-TabBar-tab {{ color: inherit; }}
+/* Cancel pulses a ring around it, never its own opacity, which would fade its text too. */
 .mcp-nb-panel .mcp-nb-cancel {{ animation: mcp-nb-pulse 1.6s ease-in-out infinite; }}
 .mcp-nb-spinner {{
   display: inline-block; width: 10px; height: 10px; margin-right: 6px; vertical-align: -1px;
@@ -45,24 +79,32 @@ STYLESHEET = f"""<style>
   animation: mcp-nb-spin .8s linear infinite;
 }}
 @keyframes mcp-nb-spin {{ to {{ transform: rotate(360deg); }} }}
-@keyframes mcp-nb-pulse {{ 50% {{ opacity: .75; }} }}
+@keyframes mcp-nb-pulse {{ 50% {{ box-shadow: 0 0 0 3px {FILLS["tool_error"]}; }} }}
 </style>"""
+
+
+# Red text and lines on a faint red, in either theme.
+PROBLEM_BOX = (
+    f"{ERROR.text};border:1px solid {ERROR.plain};border-color:currentColor;border-left-width:4px;"
+    f"border-radius:6px;{ERROR_TINT}"
+)
 
 
 def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def chip(text: str, colour: str, filled: bool = False) -> str:
-    if filled:
-        return (
-            f'<span style="background:{colour};color:#fff;border-radius:10px;padding:0 8px;'
-            f'font-size:0.8em;font-weight:600">{_e(text)}</span>'
-        )
+def filled(text: str, fill: str) -> str:
+    """A chip of white text on a saturated fill (it reads the same in every theme)."""
     return (
-        f'<span style="border:1px solid {colour};color:{colour};border-radius:10px;padding:0 7px;'
-        f'font-size:0.8em">{_e(text)}</span>'
+        f'<span style="background:{fill};{ON_FILL};border-radius:10px;padding:0 8px;'
+        f'font-size:0.8em;font-weight:600">{_e(text)}</span>'
     )
+
+
+def chip(text: str, ink: Ink | None = None) -> str:
+    """An outlined chip: in an ink, or neutral."""
+    return outlined(text, ink, size="0.8em")
 
 
 def kind_label(entry) -> str:
@@ -75,22 +117,21 @@ def kind_label(entry) -> str:
 def entry_html(entry) -> str:
     """The header of the chosen tool, resource or prompt: what it is and what it promises."""
     kind = kind_label(entry)
-    colour = KIND_COLOURS.get(entry.kind, MUTED)
     name = entry.uri if entry.kind == "resource" else entry.name
-    chips = "".join(chip(a, MUTED) for a in sorted(entry.annotations))
+    chips = "".join(chip(a) for a in sorted(entry.annotations))
     if entry.is_async:
-        chips += chip("async", MUTED)
-    title = f'<span style="color:{MUTED}">{_e(entry.title)}</span>' if entry.title else ""
-    also = f'<span style="color:{MUTED};font-size:0.85em">name {_e(entry.name)}</span>' if entry.kind == "resource" else ""
+        chips += chip("async")
+    title = f'<span style="{MUTED}">{_e(entry.title)}</span>' if entry.title else ""
+    also = f'<span style="{MUTED};font-size:0.85em">name {_e(entry.name)}</span>' if entry.kind == "resource" else ""
     description = (entry.description or "").strip()
-    body = (
-        f'<div style="white-space:pre-wrap;margin-top:3px;color:{FG}">{_e(description)}</div>'
-        if description
-        else ""
-    )
+    body = f'<div style="white-space:pre-wrap;margin-top:3px">{_e(description)}</div>' if description else ""
+    ink = KIND_INKS.get(entry.kind)
+    line = ink.line("-left", "4px") if ink else border("-left", "4px")
+    # A widget's HTML is never sanitized: the header line may be a flex box.
     return (
-        f'<div class="mcp-nb-entry-card" style="border-left:4px solid {colour};padding:2px 0 2px 10px">'
-        f'<div style="display:flex;gap:8px;align-items:center;flex-wrap:wrap">{chip(kind, colour, filled=True)}'
+        f'<div class="mcp-nb-entry-card" style="{line};padding:2px 0 2px 10px">'
+        f'<div style="display:flex;gap:8px;align-items:center;flex-wrap:wrap">'
+        f"{filled(kind, KIND_FILLS.get(entry.kind, NEUTRAL_FILL))}"
         f'<b><code style="background:none;font-size:1.05em">{_e(name)}</code></b>{title}{also}{chips}</div>{body}</div>'
     )
 
@@ -101,21 +142,20 @@ def problems_html(title: str, problems: list[str]) -> str:
         return ""
     items = "".join(f"<li>{_e(p)}</li>" for p in problems)
     return (
-        f'<div class="mcp-nb-problem-box" style="border:1px solid {ERROR};border-left-width:4px;border-radius:6px;'
-        f'padding:4px 10px;color:{ERROR};background:rgba(207,34,46,0.06)"><b>{_e(title)}</b>'
+        f'<div class="mcp-nb-problem-box" style="{PROBLEM_BOX};padding:4px 10px"><b>{_e(title)}</b>'
         + (f'<ul style="margin:2px 0 2px 18px;padding:0">{items}</ul>' if items else "")
         + "</div>"
     )
 
 
 def note_html(text: str) -> str:
-    return f'<div style="color:{MUTED};font-size:0.9em">{_e(text)}</div>'
+    return f'<div style="{MUTED};font-size:0.9em">{_e(text)}</div>'
 
 
 def running_html(target: str, name: str, timeout: float) -> str:
     verb = {"tool": "calling", "resource": "reading", "prompt": "getting"}.get(target, "calling")
     return (
-        f'<span style="color:{MUTED}"><span class="mcp-nb-spinner"></span>{verb} <code>{_e(name)}</code>'
+        f'<span style="{MUTED}"><span class="mcp-nb-spinner"></span>{verb} <code>{_e(name)}</code>'
         f" · gives up after {timeout:g} s · the kernel stays free</span>"
     )
 

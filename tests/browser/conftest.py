@@ -1,24 +1,31 @@
-"""A real JupyterLab on 127.0.0.1 and Debian's Chromium, driven by Playwright.
+"""A real JupyterLab, a Voila server and the docs site, read by Debian's Chromium through Playwright.
 
 The browser is the system's Chromium (`/usr/bin/chromium`, or MCP_NB_CHROMIUM):
 Playwright's own browser download cannot run on these machines. `.ci/run` installs it
-where it is missing. Without it a developer's run skips these tests; CI (`CI=true`)
-fails instead, so a green CI always means the browser test ran.
+where it is missing. Without it (or without Voila, or Sphinx) a developer's run skips
+these tests; CI (`CI=true`) fails instead, so a green CI always means they ran.
+
+One JupyterLab serves every test of the session (its theme is switched in the page, as a
+person would), each server listens on 127.0.0.1 with a token of its own, and the docs
+site is built once and read from its files.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from browser_pages import STORED
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -56,13 +63,52 @@ def artifacts() -> Path:
     return ARTIFACTS
 
 
-@pytest.fixture(scope="module")
+@dataclass(frozen=True)
+class Server:
+    """A server the tests started: its address and its token."""
+
+    url: str
+    token: str
+
+    def open(self, path: str, **query: str) -> str:
+        """The address of `path`, with the token (the first request of a browser context logs in)."""
+        return f"{self.url}/{path}?" + "&".join(f"{k}={v}" for k, v in {**query, "token": self.token}.items())
+
+
+def _wait_until_up(server: subprocess.Popen, status: str, log: Path, what: str) -> None:
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            with urllib.request.urlopen(status, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"{what} did not start:\n" + log.read_text()[-3000:], pytrace=False)
+        time.sleep(0.25)
+
+
+def _stop(server: subprocess.Popen) -> None:
+    server.terminate()
+    try:
+        server.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
+@pytest.fixture(scope="session")
 def lab(tmp_path_factory):
-    """JupyterLab serving a copy of tests/browser (Lab autosaves outputs into what it serves)."""
+    """JupyterLab serving a copy of the demo notebooks (Lab autosaves outputs into what it
+    serves) and of a stored notebook, which it opens untrusted: its data folder, where the
+    signatures of trusted notebooks are kept, starts empty."""
     base = tmp_path_factory.mktemp("lab")
     served = base / "notebooks"
     served.mkdir()
-    shutil.copy(HERE / "panel_demo.ipynb", served / "panel_demo.ipynb")
+    for demo in ("panel_demo.ipynb", "looks_demo.ipynb"):
+        shutil.copy(HERE / demo, served / demo)
+    shutil.copy(STORED, served / STORED.name)
     config = base / "config"
     (config / "labconfig").mkdir(parents=True)
     # No news popup over the page.
@@ -73,47 +119,81 @@ def lab(tmp_path_factory):
     settings.mkdir(parents=True)
     # Render every cell: Lab's windowing would leave off-screen outputs out of the page.
     (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
-    port = _free_port()
+    port, token = _free_port(), secrets.token_hex(16)
     env = {
         **os.environ,
         "JUPYTER_CONFIG_DIR": str(config),
+        "JUPYTER_DATA_DIR": str(base / "data"),
         "JUPYTERLAB_SETTINGS_DIR": str(base / "settings"),
         "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
         "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
     }
-    log = open(base / "lab.log", "w")
-    server = subprocess.Popen(
-        [
-            sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
-            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-            "--IdentityProvider.token=", "--ServerApp.password=", f"--ServerApp.root_dir={served}",
-            "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        ],
-        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=served,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/api/status", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                log.flush()
-                pytest.fail("JupyterLab did not start:\n" + (base / "lab.log").read_text()[-3000:], pytrace=False)
-            time.sleep(0.25)
-        yield url
-    finally:
-        server.terminate()
+    log_path = base / "lab.log"
+    with open(log_path, "w") as log:
+        server = subprocess.Popen(
+            [
+                sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
+                "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+                f"--IdentityProvider.token={token}", "--ServerApp.password=", f"--ServerApp.root_dir={served}",
+                "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            ],
+            env=env, stdout=log, stderr=subprocess.STDOUT, cwd=served,
+        )  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
         try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
+            _wait_until_up(server, f"{url}/api/status?token={token}", log_path, "JupyterLab")
+            yield Server(url, token)
+        finally:
+            _stop(server)
+
+
+@pytest.fixture(scope="session")
+def voila(tmp_path_factory):
+    """Voila serving the dashboard demo: each page it renders starts a kernel of its own."""
+    try:
+        import voila  # noqa: F401
+    except ImportError:
+        _unavailable("Voila is not installed (pip install -e '.[test]')")
+    base = tmp_path_factory.mktemp("voila")
+    served = base / "notebooks"
+    served.mkdir()
+    shutil.copy(HERE / "voila_demo.ipynb", served / "voila_demo.ipynb")
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(base / "config"), "JUPYTER_RUNTIME_DIR": str(base / "runtime")}
+    log_path = base / "voila.log"
+    with open(log_path, "w") as log:
+        server = subprocess.Popen(
+            [
+                sys.executable, "-m", "voila", "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1",
+                "--Voila.port_retries=0", f"--token={token}", str(served),
+            ],
+            env=env, stdout=log, stderr=subprocess.STDOUT, cwd=served,
+        )  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+        try:
+            # The tree page answers without starting a kernel (a notebook's page starts one).
+            _wait_until_up(server, f"{url}/?token={token}", log_path, "Voila")
+            yield Server(url, token)
+        finally:
+            _stop(server)
+
+
+@pytest.fixture(scope="session")
+def docs_site(tmp_path_factory) -> Path:
+    """The documentation site, built once for the session as tests/test_docs.py builds it."""
+    try:
+        import furo  # noqa: F401
+        import myst_nb  # noqa: F401
+        import sphinx  # noqa: F401
+    except ImportError:
+        _unavailable("the documentation dependencies are not installed (pip install -e '.[docs]')")
+    out = tmp_path_factory.mktemp("docs") / "html"
+    done = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-q", "-b", "html", str(ROOT / "docs"), str(out)],
+        cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, "the documentation build failed:\n" + (done.stdout + done.stderr)[-3000:]
+    return out
 
 
 # Module-scoped, not session: Playwright's sync API keeps an event loop running in this
@@ -140,9 +220,11 @@ def page(browser):
     page = context.new_page()
 
     def local_only(route):
-        # Nothing leaves the machine (Lab would try CDN fonts; they fail harmlessly).
-        host = route.request.url.split("/")[2] if "://" in route.request.url else ""
-        if host.split(":")[0] in ("127.0.0.1", "localhost"):
+        # Nothing leaves the machine (Lab would try CDN fonts; they fail harmlessly), as on a
+        # reader's machine offline: the docs site's pages are read from their files.
+        url = route.request.url
+        host = url.split("/")[2].split(":")[0] if "://" in url else ""
+        if url.startswith("file://") or host in ("127.0.0.1", "localhost"):
             route.continue_()
         else:
             route.abort()

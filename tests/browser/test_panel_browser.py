@@ -10,69 +10,26 @@ from __future__ import annotations
 import json
 import re
 
-PANEL = ".jp-OutputArea-output .mcp-nb-panel"
-OUTCOME = f"{PANEL} .mcp-nb-outcome-view"
+from browser_pages import (
+    OUTCOME,
+    PANEL,
+    call,
+    choose,
+    field,
+    open_notebook,
+    outcome_badge,
+    outcome_text,
+    pick,
+    run_all,
+    set_timeout,
+    shot,
+)
 
 
-def open_and_run(page, lab: str) -> None:
-    page.goto(f"{lab}/lab/tree/panel_demo.ipynb?reset")
-    # The debugger button turns on once the kernel is connected (steadier than the "Idle" text).
-    page.wait_for_selector(".jp-NotebookPanel .jp-DebuggerBugButton[aria-disabled='false']", timeout=90_000)
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+def open_and_run(page, lab) -> None:
+    open_notebook(page, lab, "panel_demo.ipynb")
+    run_all(page)
     page.wait_for_selector(f"{PANEL} .mcp-nb-picker select", timeout=60_000)
-
-
-def choose(page, select: str, text: str) -> None:
-    """Choose the option of a <select> whose text contains `text`."""
-    options = page.locator(f"{select} option")
-    labels = [" ".join(label.split()) for label in options.all_inner_texts()]  # no-break spaces pad the columns
-    matches = [i for i, label in enumerate(labels) if text in label]
-    assert matches, f"no option with {text!r} in {labels}"
-    page.locator(f"{select} select").select_option(index=matches[0])
-
-
-def pick(page, entry: str) -> None:
-    choose(page, f"{PANEL} .mcp-nb-picker", entry)
-    page.wait_for_function(
-        "name => document.querySelector('.mcp-nb-panel .mcp-nb-entry').textContent.includes(name)", arg=entry.split()[-1]
-    )
-
-
-def field(page, path: str):
-    """The input of a form field: its <input> or <textarea>."""
-    return page.locator(f"{PANEL} .mcp-nb-field-{path}").locator("input, textarea").first
-
-
-def call(page) -> None:
-    page.locator(f"{PANEL} button.mcp-nb-call").click()
-
-
-def outcome_badge(page, outcome: str, timeout: float = 20_000):
-    """Wait for a fresh outcome of this type: not the dimmed one of an earlier call."""
-    page.wait_for_function(
-        """([view, outcome]) => {
-            const el = document.querySelector(view);
-            return el && !el.querySelector('.mcp-nb-previous') && el.querySelector('.mcp-nb-badge.mcp-nb-' + outcome);
-        }""",
-        arg=[OUTCOME, outcome],
-        timeout=timeout,
-    )
-    return page.locator(f"{OUTCOME} .mcp-nb-badge.mcp-nb-{outcome}")
-
-
-def shot(page, artifacts, name: str) -> None:
-    panel = page.locator(PANEL)
-    panel.scroll_into_view_if_needed()
-    panel.screenshot(path=str(artifacts / f"{name}.png"))
-
-
-def set_timeout(page, seconds: str) -> None:
-    page.locator(f"{PANEL} .mcp-nb-timeout input").fill(seconds)
-
-
-def outcome_text(page) -> str:
-    return " ".join(page.locator(OUTCOME).inner_text().split())
 
 
 def run_cell(page, text: str) -> None:

@@ -208,8 +208,7 @@ class ClusterSweep:
                 continue
             if message.get("r") is not None:
                 self._merge(k, message["w"], pickle.loads(message["r"]))
-            if message["f"]:
-                self.finished.add(message["p"])
+            self.finished.update(message["f"])
             if message.get("end"):
                 self._ended.add(k)
 

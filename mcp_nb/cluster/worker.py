@@ -5,8 +5,8 @@ registrations, or a connection to the same outside server) and kept while the ke
 sends the same toolbox, so a sweep's partitions pay for it once. A partition is a local
 sweep on that engine: the same checks, deadlines, retries and fault injection as in the
 kernel, because it is the same code. Its records go back to the kernel as the calls end
-(dask events on one topic, for the progress bar and in case the worker dies) and all of
-them again as the partition's result.
+(dask events on one topic, every 50 ms, for the progress bar and in case the worker dies)
+and all of them again as the partition's result.
 
 A partition runs once. When a worker dies, dask runs its tasks again elsewhere; a rerun
 would repeat calls that may have had side effects, which is the kernel's decision (the
@@ -17,6 +17,7 @@ once: the kernel records the calls it never heard of as `worker_lost`.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import dataclasses
 import pickle
@@ -30,6 +31,7 @@ from .toolbox import build, faults_fields, unpack
 
 TOPIC = "mcp_nb-sweeps"  # one topic for every sweep: the scheduler keeps a bounded log per topic
 EVENT_RECORDS_MAX = 64 * 1024  # larger batches travel only with the partition's result
+TELL_EVERY_S = 0.05  # how often a partition tells the kernel which calls ended
 SWEEPS_KEPT = 16  # the sweeps whose fault draws a worker process remembers
 
 
@@ -235,13 +237,24 @@ def _run(worker: Any, address: str, engine: Any, job: Job, k: int, positions: li
             with lock:
                 records.append((len(records), ids.get(outcome.call_id), outcome))
 
-    def ended(i: int, done: bool) -> None:
-        position = positions[i]
+    told = [0, False]  # finished calls told so far; whether a message is due
+
+    def tell() -> None:
         with lock:
             batch, sent[0] = records[sent[0] :], len(records)
+            done, told[0], told[1] = finished[told[0] :], len(finished), False
+        _tell(worker, {"s": job.sweep, "k": k, "w": address, "f": done, "r": _packed(batch)})
+
+    def ended(i: int, done: bool) -> None:
+        # Runs on the engine's loop as each call ends. The calls that ended within TELL_EVERY_S
+        # go in one message: one per call would cost the scheduler and the kernel more than the
+        # call itself, for a trivial tool.
+        with lock:
             if done:
-                finished.append(position)
-        _tell(worker, {"s": job.sweep, "k": k, "w": address, "p": position, "f": done, "r": _packed(batch)})
+                finished.append(positions[i])
+            due, told[1] = told[1], True
+        if not due:
+            asyncio.get_running_loop().call_later(TELL_EVERY_S, tell)
 
     sweep = _PartitionSweep(engine, job.name, sets, job.concurrency, job.timeout, job.retry, job.server, ended=ended)
     ids.update({call.id: positions[i] for i, call in enumerate(sweep.calls)})
@@ -259,8 +272,9 @@ def _run(worker: Any, address: str, engine: Any, job: Job, k: int, positions: li
         engine.history.unsubscribe(heard)
         engine.history.clear()  # the kernel keeps the history: the records are in `records`
     with lock:
-        rest = records[sent[0] :]
-    _tell(worker, {"s": job.sweep, "k": k, "w": address, "p": None, "f": False, "r": _packed(rest), "end": True})
+        rest, done = records[sent[0] :], finished[told[0] :]
+        sent[0], told[0] = len(records), len(finished)
+    _tell(worker, {"s": job.sweep, "k": k, "w": address, "f": done, "r": _packed(rest), "end": True})
     return Partition(k, address, records=records, finished=finished, seen=_draws(job))
 
 

@@ -48,6 +48,9 @@ CURRENT_CALL: contextvars.ContextVar[Call | None] = contextvars.ContextVar("mcp_
 # How long after its deadline a waiting thread gives mcp_nb's loop to report a timeout
 # itself, before it checks whether the loop is held and, if so, records the timeout.
 GRACE_S = 0.05
+# Who held the loop past a deadline, and for how long, in the timeout's message; mcp_nb.nbval's
+# sanitizer is built from it.
+HELD_BY = "event loop was held by async {handler} for {seconds:.2f} s)"
 
 
 class CallDepthError(RuntimeError):
@@ -511,7 +514,7 @@ class Call(CallRecord):
         """Record the timeout from the waiting thread: mcp_nb's loop cannot."""
         held = LOOP.blocker(0.0)
         note = (
-            f" (mcp_nb's event loop was held by async {held[0]} for {held[1]:.2f} s)"
+            " (mcp_nb's " + HELD_BY.format(handler=held[0], seconds=held[1])
             if held is not None
             else " (mcp_nb's event loop did not answer)"
         )

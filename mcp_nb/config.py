@@ -9,6 +9,7 @@ change one setting, not two.
 from __future__ import annotations
 
 import math
+import os
 
 from traitlets import Bool, Float, HasTraits, Int, TraitError, validate
 
@@ -17,6 +18,30 @@ MAX_DEPTH = 10
 # A sync tool waiting on a nested call holds one of the SDK's 40 worker threads per level;
 # past about that many the pool runs dry and every level waits for its deadline.
 DEPTH_CEILING = 32
+
+# CI can turn stable output on without editing notebooks. Read once, at import: it is where
+# the setting starts, and anything set later (`%config`, `configure()`, an IPython config
+# file) wins over it, as a value set in code wins over MPLBACKEND or PYTHONWARNINGS.
+STABLE_OUTPUT_ENV = "MCP_NB_STABLE_OUTPUT"
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("", "0", "false", "no", "off")
+
+
+def flag_from_env(name: str, environ=os.environ) -> bool:
+    """The on/off value of an environment variable; unset or empty is off.
+
+    A value that is neither (`MCP_NB_STABLE_OUTPUT=maybe`) raises ValueError naming the
+    variable, rather than being read as one or the other behind the user's back.
+    """
+    value = environ.get(name, "").strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(f"{name} must be one of {', '.join(_TRUE)} or {', '.join(v for v in _FALSE if v)}, got {environ[name]!r}")
+
+
+STABLE_OUTPUT_AT_START = flag_from_env(STABLE_OUTPUT_ENV)
 
 
 def check_timeout(value: object, what: str = "timeout") -> float:
@@ -45,6 +70,14 @@ class SharedTraits(HasTraits):
         help="Also print the server's log records live (they are always kept on the call's Outcome).",
     ).tag(config=True)
     history_rows = Int(20, help="How many of the latest calls `%mcp_history` shows.").tag(config=True)
+    stable_output = Bool(
+        STABLE_OUTPUT_AT_START,
+        help=(
+            "Leave out of outcome cards and history tables what changes from run to run (durations, when a "
+            "late handler ended, traceback frames), so a checked notebook (nbval) compares equal run after run. "
+            f"Starts from the environment variable {STABLE_OUTPUT_ENV}."
+        ),
+    ).tag(config=True)
     max_depth = Int(
         MAX_DEPTH,
         help="How deep calls may nest (a tool that calls a tool through mcp_nb...); deeper calls are refused.",
@@ -77,7 +110,7 @@ class Settings(SharedTraits):
 
 settings = Settings()
 
-CONFIGURABLE = ("timeout", "show_server_logs", "history_rows", "max_depth")
+CONFIGURABLE = ("timeout", "show_server_logs", "history_rows", "max_depth", "stable_output")
 
 
 def configure(**values: object) -> dict[str, object]:

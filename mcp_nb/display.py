@@ -3,12 +3,20 @@
 Text views are stable on purpose (nbval compares them): no addresses, no timings.
 HTML uses inline styles with JupyterLab's theme variables, so the cards read in
 light and dark themes, in Notebook 7, VS Code and nbconvert output alike.
+
+The few parts of the HTML that change from run to run (a duration, when a late handler
+ended, the frames of a traceback) are each printed from one template below. With
+`stable_output` on they are left out; `mcp_nb.nbval` builds the sanitizer's patterns
+from the same templates, so the sanitizer rewrites a view into its stable form and the
+two cannot drift apart. The history views list calls in the order they started when
+output is stable: concurrent calls are recorded in the order they end.
 """
 
 from __future__ import annotations
 
 import html
 import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -24,6 +32,42 @@ BORDER = "var(--jp-border-color2, #d1d9e0)"
 SURFACE = "var(--jp-layout-color2, #f6f8fa)"
 MONO = "var(--jp-code-font-family, ui-monospace, SFMono-Regular, Menlo, monospace)"
 ERROR = COLOURS["protocol_error"]
+
+PRE = (
+    '<pre style="margin:0;white-space:pre-wrap;word-break:break-word;font-family:{mono};'
+    'font-size:0.9em;background:none;color:{fg}">{text}</pre>'
+)
+
+
+@dataclass(frozen=True)
+class Varying:
+    """A part of a view that changes from run to run: the template it is printed from, and
+    the stable form `stable_output` prints instead. The sanitizer (`mcp_nb.nbval`) rewrites
+    what `printed` makes into `stable`, so both ways end in the same text."""
+
+    printed: str
+    stable: str
+
+    def __call__(self, stable: bool, **values: Any) -> str:
+        return self.stable if stable else self.printed.format(**values)
+
+
+# Each holds the fixed markup next to it, so that the sanitizer finds only mcp_nb's own, and
+# no stable form is empty (an empty `replace:` line ends in a space, which editors strip).
+CARD_TIME = Varying(" · {ms:.1f} ms</span>", "</span>")  # after the call id, in the corner of an outcome card
+FATE_TIME = Varying(" at {seconds:.2f} s</div>", "</div>")  # when an abandoned handler ended
+_CODE_HEADER = '<th style="text-align:left">code</th>'
+HISTORY_MS_HEADER = Varying(_CODE_HEADER + '<th style="text-align:left">ms</th>', _CODE_HEADER)
+_CONTENT_CELL = '<td style="text-align:left;max-width:420px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap" title="'
+HISTORY_MS_CELL = Varying('<td style="text-align:right">{ms:.1f}</td>' + _CONTENT_CELL, _CONTENT_CELL)
+VARYING = (CARD_TIME, FATE_TIME, HISTORY_MS_HEADER, HISTORY_MS_CELL)
+# A log record's traceback, folded under its root cause. Its frames change with the install
+# and the kernel (a cell's file name holds the process id); `stable_output` leaves them out.
+TRACEBACK = (
+    '<details><summary style="cursor:pointer">{cause}</summary>'
+    + PRE.format(mono=MONO, fg=FG, text="{traceback}")
+    + "</details>"
+)
 
 
 def _e(value: Any) -> str:
@@ -55,10 +99,34 @@ def _kind_badge(kind: str) -> str:
 
 
 def _pre(text: str) -> str:
-    return (
-        f'<pre style="margin:0;white-space:pre-wrap;word-break:break-word;font-family:{MONO};'
-        f'font-size:0.9em;background:none;color:{FG}">{_e(text)}</pre>'
-    )
+    return PRE.format(mono=MONO, fg=FG, text=_e(text))
+
+
+def _stable(stable: bool | None) -> bool:
+    if stable is None:
+        from .config import settings
+
+        return settings.stable_output
+    return stable
+
+
+def without_frames(traceback: str) -> str:
+    """A formatted traceback with its frames left out: the exceptions and how they chain.
+
+    The frames name files and lines of this install (and the kernel's cell files, whose
+    names hold its process id); what teaches, the exceptions, stays.
+    """
+    kept, in_frames = [], False
+    for line in traceback.splitlines():
+        if line.rstrip() == "Traceback (most recent call last):":
+            in_frames = True
+            continue
+        # A frame is `  File ...`, its source and carets indented further, or `  [Previous line repeated ...]`.
+        if in_frames and (line.startswith("  File ") or line.startswith("    ") or line.startswith("  [")):
+            continue
+        in_frames = False
+        kept.append(line)
+    return "\n".join(kept).strip("\n")
 
 
 def _root_cause(log) -> str | None:
@@ -146,7 +214,9 @@ def outcome_text(o) -> str:
     return "\n".join(lines)
 
 
-def outcome_html(o) -> str:
+def outcome_html(o, stable: bool | None = None) -> str:
+    """The outcome card; `stable` (default: the `stable_output` setting) leaves out what changes from run to run."""
+    stable = _stable(stable)
     headline, details = _model_view(o)
     model = _pre(headline) + "".join(f'<div style="color:{MUTED};font-size:0.85em">{_e(d)}</div>' for d in details)
     host = _pre(_host_view(o))
@@ -156,10 +226,8 @@ def outcome_html(o) -> str:
             colour = ERROR if log.level in ("ERROR", "CRITICAL") else MUTED
             item = f'<div><b style="color:{colour}">{_e(log.level)}</b> <span style="color:{MUTED}">{_e(log.logger)}</span>{_pre(log.message)}'
             if log.traceback:
-                item += (
-                    f'<details><summary style="cursor:pointer">{_e(_root_cause(log) or "traceback")}</summary>'
-                    f"{_pre(log.traceback)}</details>"
-                )
+                shown = without_frames(log.traceback) if stable else log.traceback
+                item += TRACEBACK.format(cause=_e(_root_cause(log) or "traceback"), traceback=_e(shown))
             items.append(item + "</div>")
         logs = "".join(items)
     else:
@@ -174,14 +242,15 @@ def outcome_html(o) -> str:
         )
 
     attempt = f" attempt {o.attempt}" if o.attempt > 1 else ""
+    took = CARD_TIME(stable, ms=o.duration_ms)
     fate = _fate_line(o)
     fate_html = ""
     if fate:
         after = o.fate_after_ms
-        when = f" at {after / 1000:.2f} s" if after is not None else ""
+        when = FATE_TIME(stable, seconds=after / 1000) if after is not None else FATE_TIME.stable
         fate_html = (
             f'<div style="margin-top:6px;padding:4px 8px;border-left:3px solid {COLOURS["timeout"]};background:{SURFACE}">'
-            f"<b>Server side:</b> {_e(fate)}{_e(when)}</div>"
+            f"<b>Server side:</b> {_e(fate)}{when}"
         )
     return (
         f'<div class="mcp-nb-outcome" style="font-family:var(--jp-ui-font-family,system-ui,sans-serif);color:{FG};'
@@ -190,7 +259,7 @@ def outcome_html(o) -> str:
         f"<b>{_e(o.cause)}</b>{_kind_badge(o.target)}<code>{_e(o.name)}</code>"
         + (f'<span style="color:{MUTED}">{_e(_on(o).strip())}</span>' if _on(o) else "")
         + f'<code style="color:{MUTED}">{_e(args)}</code>'
-        f'<span style="margin-left:auto;color:{MUTED};font-size:0.85em">#{o.call_id}{attempt} · {o.duration_ms:.1f} ms</span></div>'
+        f'<span style="margin-left:auto;color:{MUTED};font-size:0.85em">#{o.call_id}{attempt}{took}</div>'
         f'<div style="display:flex;gap:8px;flex-wrap:wrap">'
         f'{pane("What the model sees", model)}{pane("What the host sees", host)}{pane("What the log says", logs)}'
         f"</div>{fate_html}</div>"
@@ -315,13 +384,19 @@ def _cell(value: Any, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def history_text(frame: pd.DataFrame, rows: int) -> str:
+def _in_order(frame: pd.DataFrame, stable: bool) -> pd.DataFrame:
+    # Calls are recorded as they end, which for concurrent calls is a matter of timing; ids
+    # are given out as calls start, and a retried call's attempts share its id.
+    return frame.sort_values(["call_id", "attempt"], kind="stable") if stable else frame
+
+
+def history_text(frame: pd.DataFrame, rows: int, stable: bool | None = None) -> str:
     import pandas as pd
 
     if frame.empty:
         return "History: no calls yet"
     head = f"History: {len(frame)} calls ({_counts(frame)})"
-    tail = frame.tail(rows)[_SHOWN].copy()
+    tail = _in_order(frame, _stable(stable)).tail(rows)[_SHOWN].copy()
     tail["content"] = [_cell(v, 40) for v in tail["content"].astype(object)]
     tail["message"] = [_cell(v, 40) for v in tail["message"].astype(object)]
     tail["code"] = ["" if pd.isna(v) else str(int(v)) for v in tail["code"]]
@@ -329,12 +404,13 @@ def history_text(frame: pd.DataFrame, rows: int) -> str:
     return head + "\n" + tail.to_string(index=False) + note
 
 
-def history_html(frame: pd.DataFrame, rows: int) -> str:
+def history_html(frame: pd.DataFrame, rows: int, stable: bool | None = None) -> str:
     import pandas as pd
 
+    stable = _stable(stable)
     if frame.empty:
         return f'<div style="color:{MUTED}">History: no calls yet</div>'
-    tail = frame.tail(rows)
+    tail = _in_order(frame, stable).tail(rows)
     body = []
     for r in tail.itertuples(index=False):
         shown = r.content if r.content is not None else (r.message or "")
@@ -344,20 +420,18 @@ def history_html(frame: pd.DataFrame, rows: int) -> str:
             "" if pd.isna(r.code) else str(int(r.code)),
         ]  # fmt: skip
         left = "".join(f'<td style="text-align:left">{cell}</td>' for cell in cells)
-        body.append(
-            f'<tr>{left}<td style="text-align:right">{r.duration_ms:.1f}</td>'
-            f'<td style="text-align:left;max-width:420px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap" '
-            f'title="{_e(shown)}">{_e(shown[:200])}</td></tr>'
-        )
+        # the duration, then the content cell as far as its title attribute
+        body.append(f'<tr>{left}{HISTORY_MS_CELL(stable, ms=r.duration_ms)}{_e(shown)}">{_e(shown[:200])}</td></tr>')
     more = (
         f'<div style="color:{MUTED};font-size:0.85em">last {rows} of {len(frame)} calls; '
         f"the whole history: <code>mcp_nb.history().to_frame()</code></div>"
         if len(frame) > rows
         else ""
     )
-    head = "".join(
-        f'<th style="text-align:left">{h}</th>'
-        for h in ["call", "target", "name", "outcome", "cause", "code", "ms", "content / message"]
+    head = (
+        "".join(f'<th style="text-align:left">{h}</th>' for h in ["call", "target", "name", "outcome", "cause"])
+        + HISTORY_MS_HEADER(stable)  # the code and ms headers
+        + '<th style="text-align:left">content / message</th>'
     )
     return (
         f'<div class="mcp-nb-history" style="font-family:var(--jp-ui-font-family,system-ui,sans-serif);color:{FG}">'

@@ -32,6 +32,7 @@ from .registry import check_tool_name, check_uri
 from .retry import Retry
 
 CALL_OPTIONS = ("timeout", "retries", "backoff", "server")
+_config_applied = False  # whether a McpMagics of this process has applied the IPython config
 
 
 @contextmanager
@@ -65,6 +66,16 @@ class McpMagics(Magics, SharedTraits):
     def __init__(self, shell=None, **kwargs) -> None:
         super().__init__(shell=shell, **kwargs)
         # The magics' traits and the process settings are one setting seen from two places.
+        # A link starts by copying the magics' value over the settings, so every value is
+        # first taken from the settings (`configure()` made before `%load_ext` is kept), except
+        # those the IPython config names at the first load; at a later one (`%reload_ext`)
+        # the settings already hold them, and whatever was set since.
+        global _config_applied
+        configured = {} if _config_applied else (self.config.get(type(self).__name__) or {})
+        _config_applied = True
+        for name in CONFIGURABLE:
+            if name not in configured:
+                setattr(self, name, getattr(settings, name))
         self._links = [link((self, name), (settings, name)) for name in CONFIGURABLE]
 
     # -- registering ----------------------------------------------------------------------------

@@ -139,6 +139,8 @@ def _contained(exc: BaseException, in_task: bool) -> BaseException:
 # -- the event loop's health: an async handler that does not await blocks every call ---------------
 
 BLOCKING_AFTER_S = 0.1  # asyncio's own debug threshold for a slow step
+# How long a handler held the loop, in its warning; mcp_nb.nbval's sanitizer is built from it.
+BLOCKED_FOR = "event loop for {seconds:.2f} s without awaiting"
 
 
 class LoopWatch:
@@ -165,7 +167,7 @@ class LoopWatch:
 
     def blocked(self, label: str, seconds: float, trace: ServerTrace | None, where: Any = None) -> None:
         message = (
-            f"async {label} blocked mcp_nb's event loop for {seconds:.2f} s without awaiting: every other call "
+            f"async {label} blocked mcp_nb's " + BLOCKED_FOR.format(seconds=seconds) + ": every other call "
             "and every deadline waited. Make it a plain `def` (mcp_nb then runs it in a worker thread), or move "
             "the blocking work into `await asyncio.to_thread(...)`."
         )

@@ -11,10 +11,12 @@ def fresh():
     mcp_nb.reset()
     settings.timeout = DEFAULT_TIMEOUT
     settings.show_server_logs = False
+    settings.stable_output = False  # whatever MCP_NB_STABLE_OUTPUT says where the tests run
     yield
     mcp_nb.reset()
     settings.timeout = DEFAULT_TIMEOUT
     settings.show_server_logs = False
+    settings.stable_output = False  # whatever MCP_NB_STABLE_OUTPUT says where the tests run
 
 
 @pytest.fixture(scope="session")

@@ -16,14 +16,12 @@ Slow (a minute or two, most of it pip) and needs the package registry, as Binder
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+
+from fresh_venv import make, run, tail
 
 ROOT = Path(__file__).resolve().parent.parent
 BINDER = ROOT / "binder"
@@ -37,46 +35,12 @@ def runtime_version() -> str:
     return runtime.removeprefix("python-")
 
 
-def interpreter(version: str) -> str:
-    here = f"{sys.version_info.major}.{sys.version_info.minor}"
-    found = shutil.which(f"python{version}") or (sys.executable if here == version else None)
-    assert found, f"binder/runtime.txt asks for Python {version}, which is not on this machine"
-    return found
-
-
-def run(command: list, *, cwd: Path, env: dict, timeout: float) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(part) for part in command], cwd=cwd, env=env, timeout=timeout,
-        stdin=subprocess.DEVNULL, capture_output=True, text=True,
-    )  # fmt: skip
-
-
-def tail(text: str, lines: int = 40) -> str:
-    return "\n".join(text.strip().splitlines()[-lines:])
-
-
 @pytest.fixture(scope="module")
 def binder_env(tmp_path_factory):
     """A fresh venv with binder/requirements.txt installed, and the environment to run it in."""
     base = tmp_path_factory.mktemp("binder")
-    venv = base / "venv"
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in {"VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "JUPYTER_PATH", "MPLBACKEND"}
-    }
-    # A Binder user starts with no Jupyter or IPython configuration of their own.
-    env.update(
-        PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
-        JUPYTER_CONFIG_DIR=str(base / "jupyter-config"),
-        JUPYTER_DATA_DIR=str(base / "jupyter-data"),
-        JUPYTER_RUNTIME_DIR=str(base / "jupyter-runtime"),
-        IPYTHONDIR=str(base / "ipython"),
-        MPLCONFIGDIR=str(base / "matplotlib"),
-    )
     version = runtime_version()
-    created = run([interpreter(version), "-m", "venv", venv], cwd=base, env=env, timeout=300)
-    assert created.returncode == 0, tail(created.stderr)
+    venv, env = make(base, version)
 
     # What repo2docker runs, from the repository root, with nothing else.
     installed = run(

@@ -1,0 +1,61 @@
+"""A fresh virtual environment, as a newcomer's machine, Binder or a CI runner starts with.
+
+Shared by the tests that replay an install from nothing (tests/test_binder.py for this
+repository's binder/, tests/test_init_course.py for a course made by `init-course`): the
+venv is made with the interpreter of the Python version asked for, nothing of this
+environment leaks into it (no PYTHONPATH, no VIRTUAL_ENV, no Jupyter or IPython
+configuration of ours), and its bin/ is first on PATH.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+LEAKY = {"VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "JUPYTER_PATH", "MPLBACKEND", "MCP_NB_STABLE_OUTPUT"}
+
+
+def interpreter(version: str) -> str:
+    """This machine's interpreter of Python `version` ("3.11")."""
+    here = f"{sys.version_info.major}.{sys.version_info.minor}"
+    found = shutil.which(f"python{version}") or (sys.executable if here == version else None)
+    assert found, f"Python {version} is asked for, and is not on this machine"
+    return found
+
+
+def run(command: list, *, cwd: Path, env: dict, timeout: float) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(part) for part in command], cwd=cwd, env=env, timeout=timeout,
+        stdin=subprocess.DEVNULL, capture_output=True, text=True,
+    )  # fmt: skip
+
+
+def tail(text: str, lines: int = 40) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def environment(base: Path, venv: Path) -> dict:
+    """The environment a fresh machine's user has, with `venv` active."""
+    env = {key: value for key, value in os.environ.items() if key not in LEAKY}
+    # A newcomer starts with no Jupyter or IPython configuration of their own.
+    env.update(
+        PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
+        JUPYTER_CONFIG_DIR=str(base / "jupyter-config"),
+        JUPYTER_DATA_DIR=str(base / "jupyter-data"),
+        JUPYTER_RUNTIME_DIR=str(base / "jupyter-runtime"),
+        IPYTHONDIR=str(base / "ipython"),
+        MPLCONFIGDIR=str(base / "matplotlib"),
+    )
+    return env
+
+
+def make(base: Path, version: str) -> tuple[Path, dict]:
+    """A new venv of Python `version` in base/venv, and the environment to run it in."""
+    venv = base / "venv"
+    env = environment(base, venv)
+    created = run([interpreter(version), "-m", "venv", venv], cwd=base, env=env, timeout=300)
+    assert created.returncode == 0, tail(created.stderr)
+    return venv, env

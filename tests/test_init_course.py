@@ -1,0 +1,194 @@
+"""`python -m mcp_nb init-course DIR`: a teacher's starter folder, installed and checked as CI would.
+
+The slow test makes the folder in a temporary directory with mcp_nb pinned to a wheel of
+this checkout, then replays what follows on a fresh machine: a fresh venv of the Python
+binder/runtime.txt names, the workflow's own `run:` steps (install binder/requirements.txt
+and nbval, write the sanitizer again, nbval over notebooks/), with the teacher's step in
+between: the notebook run once and its outputs stored, as the course's README says. nbval
+then runs it a second time and compares every cell with the first run's outputs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import mcp_nb
+from fresh_venv import make, run, tail
+from mcp_nb import course, nbval
+
+ROOT = Path(__file__).resolve().parent.parent
+PIN = "mcp_nb[lab] @ git+https://github.com/OWNER/mcp_nb@v0.1.0"
+LAYOUT = [
+    ".github/workflows/notebooks.yml", "README.md", "binder/requirements.txt", "binder/runtime.txt",
+    "notebooks/01-first-tool.ipynb", "sanitize.cfg",
+]  # fmt: skip
+STORE = "python -m jupyter execute --inplace notebooks/*.ipynb"
+
+
+def files(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
+def workflow_steps(root: Path) -> list[str]:
+    return re.findall(r"^\s*- run: (.+)$", (root / ".github/workflows/notebooks.yml").read_text(), flags=re.M)
+
+
+def init_course(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_nb", "init-course", *args],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+# -- the folder ------------------------------------------------------------------------------------
+
+
+def test_the_course_has_its_files_with_mcp_nb_pinned(tmp_path):
+    made = init_course("course", "--mcp-nb", PIN, cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    root = tmp_path / "course"
+    assert files(root) == sorted(LAYOUT)
+    assert sorted(made.stdout.split()[: len(LAYOUT)]) == sorted(LAYOUT)  # what was written, said
+    requirements = (root / "binder/requirements.txt").read_text()
+    assert [line for line in requirements.splitlines() if not line.startswith("#")] == [PIN]
+    version = "%d.%d" % sys.version_info[:2]
+    assert (root / "binder/runtime.txt").read_text() == f"python-{version}\n"
+    assert f'python-version: "{version}"' in (root / ".github/workflows/notebooks.yml").read_text()
+    assert (root / "sanitize.cfg").read_text() == nbval.sanitizer()
+    assert f"mcp_nb {mcp_nb.__version__}" in (root / "README.md").read_text() and STORE in (root / "README.md").read_text()
+    notebook = nbformat.read(root / "notebooks/01-first-tool.ipynb", as_version=4)
+    nbformat.validate(notebook)
+    assert "%config McpMagics.stable_output = True" in notebook.cells[1].source
+    assert not any(cell.get("outputs") for cell in notebook.cells)  # stored by the teacher's first run
+    steps = workflow_steps(root)
+    assert steps[0].startswith("python -m pip install -r binder/requirements.txt")
+    assert "--nbval-sanitize-with sanitize.cfg notebooks/" in steps[-1]
+
+
+def test_a_folder_that_is_not_empty_is_left_as_it_was(tmp_path):
+    (tmp_path / "course").mkdir()
+    (tmp_path / "course" / "notes.md").write_text("mine")
+    refused = init_course("course", "--mcp-nb", PIN, cwd=tmp_path)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert refused.stderr.strip().splitlines()[-1].endswith("already exists and is not an empty folder: nothing was written")
+    assert files(tmp_path / "course") == ["notes.md"]
+    (tmp_path / "empty").mkdir()
+    assert course.create(tmp_path / "empty", PIN)  # an empty folder is fine
+    with pytest.raises(ValueError, match="not an empty folder"):
+        course.create(tmp_path / "course" / "notes.md", PIN)
+
+
+def test_a_requirement_that_does_not_name_mcp_nb_is_refused(tmp_path):
+    assert course.requirement_line("mcp_nb[lab]==0.1.0") == "mcp_nb[lab]==0.1.0"
+    assert course.requirement_line("MCP-NB @ https://example.org/mcp_nb-0.1.0.tar.gz") == "MCP-NB @ https://example.org/mcp_nb-0.1.0.tar.gz"
+    assert course.requirement_line("git+https://github.com/OWNER/mcp_nb@v0.1.0") == PIN
+    for wrong in ("numpy", "mcp_nbx==1", "", "mcp_nb\n-e ."):
+        with pytest.raises(ValueError, match="--mcp-nb takes a requirement naming mcp_nb"):
+            course.requirement_line(wrong)
+    refused = init_course("course", "--mcp-nb", "numpy", cwd=tmp_path)
+    assert refused.returncode == 2 and not (tmp_path / "course").exists()
+
+
+def distribution(tmp_path: Path, direct_url: dict | None) -> metadata.Distribution:
+    """A real installed-package record, as pip leaves it in site-packages."""
+    info = tmp_path / "mcp_nb-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mcp_nb\nVersion: 0.1.0\n")
+    if direct_url is not None:
+        (info / "direct_url.json").write_text(json.dumps(direct_url))
+    return metadata.PathDistribution(info)
+
+
+@pytest.mark.parametrize(
+    "direct_url, pinned",
+    [
+        (None, "mcp_nb[lab]==0.1.0"),  # from a package index
+        (
+            {"url": "https://github.com/OWNER/mcp_nb", "vcs_info": {"vcs": "git", "commit_id": "0123abc", "requested_revision": "v0.1.0"}},
+            "mcp_nb[lab] @ git+https://github.com/OWNER/mcp_nb@0123abc",
+        ),
+        ({"url": "https://example.org/mcp_nb-0.1.0-py3-none-any.whl", "archive_info": {}}, "mcp_nb[lab] @ https://example.org/mcp_nb-0.1.0-py3-none-any.whl"),
+    ],
+    ids=["index", "git", "archive"],
+)
+def test_the_pin_is_where_this_mcp_nb_was_installed_from(tmp_path, direct_url, pinned):
+    assert course.installed_requirement(distribution(tmp_path, direct_url)) == pinned
+
+
+def test_an_install_binder_cannot_reach_asks_for_the_pin(tmp_path):
+    local = distribution(tmp_path, {"url": "file:///home/me/mcp_nb", "dir_info": {"editable": True}})
+    with pytest.raises(ValueError, match="file:///home/me/mcp_nb, which Binder cannot reach: say where Binder gets mcp_nb with --mcp-nb"):
+        course.installed_requirement(local)
+
+
+# -- a fresh machine -------------------------------------------------------------------------------
+
+
+def source_copy(base: Path) -> Path:
+    """What the package is built from, without this checkout's build leftovers."""
+    src = base / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(ROOT / name, src / name)
+    shutil.copytree(ROOT / "mcp_nb", src / "mcp_nb", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return src
+
+
+@pytest.fixture(scope="module")
+def course_machine(tmp_path_factory):
+    """The course folder, pinned to a wheel of this checkout, and a fresh venv where the
+    workflow's install step has run."""
+    base = tmp_path_factory.mktemp("course")
+    version = "%d.%d" % sys.version_info[:2]  # what init-course writes into binder/runtime.txt
+    venv, env = make(base, version)
+    built = run(
+        [venv / "bin" / "python", "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", base / "wheels", source_copy(base)],
+        cwd=base, env=env, timeout=900,
+    )  # fmt: skip
+    assert built.returncode == 0, tail(built.stdout + built.stderr)
+    (wheel,) = (base / "wheels").glob("mcp_nb-*.whl")
+    made = init_course(str(base / "course"), "--mcp-nb", f"mcp_nb[lab] @ {wheel.as_uri()}", cwd=base)
+    assert made.returncode == 0, made.stderr
+    root = base / "course"
+    assert (root / "binder/runtime.txt").read_text().strip() == f"python-{version}"
+    install, *steps = workflow_steps(root)
+    installed = run(["bash", "-c", install], cwd=root, env=env, timeout=1800)
+    assert installed.returncode == 0, f"{install}\n" + tail(installed.stdout + installed.stderr)
+    return {"root": root, "venv": venv, "env": env, "steps": steps}
+
+
+def test_the_course_runs_stores_and_passes_nbval_on_a_fresh_machine(course_machine):
+    root, env, steps = course_machine["root"], course_machine["env"], course_machine["steps"]
+    written = (root / "sanitize.cfg").read_text()
+    # The teacher's first run, which stores the outputs.
+    stored = run(["bash", "-c", STORE], cwd=root, env=env, timeout=600)
+    assert stored.returncode == 0, tail(stored.stderr)
+    notebook = nbformat.read(root / "notebooks/01-first-tool.ipynb", as_version=4)
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert [cell.execution_count for cell in code] == list(range(1, len(code) + 1))
+    assert "result (ok)" in json.dumps(code[2].outputs) and "tool_error (raised)" in json.dumps(code[3].outputs)
+    # CI's steps: the sanitizer written again, and nbval's second run against the stored outputs.
+    for step in steps:
+        done = run(["bash", "-c", step], cwd=root, env=env, timeout=900)
+        assert done.returncode == 0, f"{step}\n" + tail(done.stdout + done.stderr, 60)
+    assert f"{len(code)} passed" in done.stdout
+    assert (root / "sanitize.cfg").read_text() == written  # the same mcp_nb writes the same file
+
+
+def test_the_course_installs_what_binder_needs(course_machine):
+    """JupyterLab for Binder, and the kernel's mcp_nb is the pinned wheel, not this checkout."""
+    venv, env = course_machine["venv"], course_machine["env"]
+    assert (venv / "bin" / "jupyter-lab").exists()
+    where = run([venv / "bin" / "python", "-c", "import mcp_nb; print(mcp_nb.__file__)"], cwd=course_machine["root"], env=env, timeout=120)
+    assert Path(where.stdout.strip()).resolve().is_relative_to(venv.resolve())

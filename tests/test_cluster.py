@@ -7,9 +7,11 @@ test checks that none of its processes outlived it.
 import asyncio
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -21,6 +23,10 @@ from helpers import interrupted_when, wait_until
 from mcp_nb import Retry
 
 import distributed  # the test extra brings it (mcp_nb[dask])
+import peers
+
+BOOKSHOP = [sys.executable, str(Path(__file__).parent.parent / "notebooks" / "servers" / "bookshop.py")]
+STARTED_ON_WORKERS: set[int] = set()  # the stdio servers the workers started: none may outlive the cluster
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +46,7 @@ def client():
             client.close()
             cluster.close()
     assert pids and wait_until(lambda: not any(_alive(pid) for pid in pids)), "a dask worker outlived the tests"
+    assert wait_until(lambda: not any(_alive(pid) for pid in STARTED_ON_WORKERS)), "a worker's stdio server outlived it"
 
 
 def _alive(pid: int) -> bool:
@@ -273,3 +280,77 @@ def test_a_worker_that_dies_mid_partition_leaves_recorded_calls(client):
     assert len(history) == 8 and history["call_id"].is_unique
     assert (history.loc[history["cause"] == "worker_lost", "worker"].astype(str) == lost["worker"].iloc[0]).all()
     client.wait_for_workers(2, timeout=60)  # the nanny started a new worker
+
+
+def test_the_async_face_runs_on_the_cluster_and_stops_when_cancelled(client):
+    @mcp_nb.tool()
+    async def pause(i: int) -> int:
+        if i >= 2:
+            await asyncio.sleep(60)
+        return i
+
+    async def main():
+        frame = await mcp_nb.asweep("pause", {"i": [0, 1]}, cluster=client)
+        assert frame["content"].tolist() == ["0", "1"] and frame["worker"].notna().all()
+        task = asyncio.ensure_future(mcp_nb.asweep("pause", {"i": [0, 1, 2, 3]}, cluster=client, partition_size=4))
+        assert await asyncio.to_thread(wait_until, lambda: len(mcp_nb.history()) == 4, 30)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    # The cancelled sweep's calls in flight came back from the worker as cancelled.
+    history = mcp_nb.history().to_frame()
+    assert history["cause"].astype(str).tolist().count("cancelled") == 2 and len(history) == 6
+
+
+@pytest.fixture(scope="module")
+def bookshop_url():
+    port = peers.free_port()
+    process = subprocess.Popen([*BOOKSHOP, "http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        peers.wait_for_port(port, process)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        peers.stop(process)
+
+
+TITLES = {"title": ["Dune", "Neuromancer", "tool-error", "mcp-error", "Solaris"]}
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+def test_a_sweep_of_an_outside_server_on_the_cluster(client, bookshop_url, transport):
+    target = bookshop_url if transport == "http" else [*BOOKSHOP, "stdio"]
+    mcp_nb.connect("books", target, headers={"X-Sweep": "cluster"} if transport == "http" else None)
+    local = mcp_nb.sweep("get_author", TITLES, server="books", progress=False)
+    remote = mcp_nb.sweep("get_author", TITLES, server="books", cluster=client, partition_size=2, progress=False)
+
+    compared = ["title", "outcome", "cause", "content", "code", "message"]
+    pd.testing.assert_frame_equal(remote[compared], local[compared])
+    assert local["cause"].tolist() == ["ok", "ok", "raised", "mcp_error", "crash"]
+    history = mcp_nb.history().to_frame()
+    assert (history["server"] == "books").all() and history["worker"].notna().sum() == 5
+    if transport == "stdio":
+        # Each worker that ran a partition started its own copy of the server.
+        copies = client.run(_bookshop_children)
+        used = set(remote["worker"])
+        assert {address for address, pids in copies.items() if pids} == used
+        STARTED_ON_WORKERS.update(pid for pids in copies.values() for pid in pids)
+
+
+def _bookshop_children() -> list[int]:
+    """Run on a worker: the pids of the bookshop servers this process started."""
+    import os
+
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                words = cmdline.read().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if ppid == os.getpid() and any(word.endswith(b"bookshop.py") for word in words):
+            found.append(int(pid))
+    return found

@@ -354,3 +354,42 @@ def _bookshop_children() -> list[int]:
         if ppid == os.getpid() and any(word.endswith(b"bookshop.py") for word in words):
             found.append(int(pid))
     return found
+
+
+def test_workers_that_cannot_reach_the_server_record_why(client):
+    port = peers.free_port()
+    server = subprocess.Popen([*BOOKSHOP, "http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        peers.wait_for_port(port, server)
+        mcp_nb.connect("books", f"http://127.0.0.1:{port}/mcp")
+    finally:
+        peers.stop(server)  # gone before the workers try: as a URL the kernel reaches and the workers do not
+
+    frame = mcp_nb.sweep("get_author", TITLES, server="books", cluster=client, partition_size=5, progress=False)
+    assert frame["title"].tolist() == TITLES["title"]  # every call has its row
+    assert (frame["cause"] == "client_error").all() and frame["worker"].notna().all()
+    assert frame["message"].str.contains(
+        rf"the partition failed there: ConnectError: could not connect to 'books' \(http://127.0.0.1:{port}/mcp\)"
+    ).all()
+    assert len(mcp_nb.history()) == 5
+
+
+def test_partitions_sharing_a_worker_process_keep_their_own_records():
+    """A worker with two threads runs two partitions at once on its one engine."""
+
+    @mcp_nb.tool(read_only=True)
+    def inner(i: int) -> int:
+        time.sleep(0.01)
+        return i
+
+    @mcp_nb.tool(read_only=True)
+    def outer(i: int) -> int:
+        return int(mcp_nb.call("inner", {"i": i}).content) + 1
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster, distributed.Client(cluster, set_as_default=False) as two_threads:
+        frame = mcp_nb.sweep("outer", {"i": list(range(40))}, cluster=two_threads, partition_size=5, progress=False)
+    assert frame["content"].tolist() == [str(i + 1) for i in range(40)]
+    history = mcp_nb.history().to_frame()
+    assert len(history) == 80 and history["call_id"].is_unique
+    assert sorted(history.loc[history["name"] == "inner", "arguments"].map(lambda a: a["i"])) == list(range(40))

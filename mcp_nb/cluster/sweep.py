@@ -213,7 +213,10 @@ class ClusterSweep:
                 self._ended.add(k)
 
     def _settle(self, k: int, future) -> None:
-        self._settled.add(k)
+        self._answer(k, future)
+        self._settled.add(k)  # only once answered: an interrupt during the answer leaves it to `_stop`
+
+    def _answer(self, k: int, future) -> None:
         if future.status == "finished":
             part = future.result()
             if part.rerun:
@@ -236,7 +239,7 @@ class ClusterSweep:
         if last is not None:  # KilledWorker: the scheduler gave up on it after workers died running it
             self._lose(k, getattr(last, "address", str(last)), "died while it ran the partition")
         else:
-            self._lose(k, None, f"the partition failed there: {toolbox._one_line(error)}", cause="client_error")
+            self._lose(k, self._runners.get(k), f"the partition failed there: {toolbox._one_line(error)}", cause="client_error")
 
     def _merge(self, k: int, address: str, records: list) -> None:
         merged = self._merged[k]

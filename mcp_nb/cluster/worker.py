@@ -24,13 +24,16 @@ import pickle
 import threading
 from typing import Any
 
+from ..call import CURRENT_CALL
 from ..faults import Faults
 from ..retry import Retry
 from ..sweeps import Sweep
 from .toolbox import build, faults_fields, unpack
 
 TOPIC = "mcp_nb-sweeps"  # one topic for every sweep: the scheduler keeps a bounded log per topic
-EVENT_RECORDS_MAX = 64 * 1024  # larger batches travel only with the partition's result
+# The scheduler keeps the last 1000 events of a topic (dask's low-level-log-length), so an
+# event's size bounds what the sweeps leave there; larger batches travel only in the result.
+EVENT_RECORDS_MAX = 32 * 1024
 TELL_EVERY_S = 0.05  # how often a partition tells the kernel which calls ended
 SWEEPS_KEPT = 16  # the sweeps whose fault draws a worker process remembers
 
@@ -233,9 +236,13 @@ def _run(worker: Any, address: str, engine: Any, job: Job, k: int, positions: li
     ids: dict[int, int] = {}
 
     def heard(outcome: Any) -> None:
-        if outcome is not None:
-            with lock:
-                records.append((len(records), ids.get(outcome.call_id), outcome))
+        # Every call this process's engine records comes here, other partitions' too (a
+        # worker with several threads runs several): this partition's are its grid calls and
+        # the calls their tools made, whose chain of parents leads to one of them.
+        if outcome is None or _root(CURRENT_CALL.get()) not in ids:
+            return
+        with lock:
+            records.append((len(records), ids.get(outcome.call_id), outcome))
 
     told = [0, False]  # finished calls told so far; whether a message is due
 
@@ -276,6 +283,15 @@ def _run(worker: Any, address: str, engine: Any, job: Job, k: int, positions: li
         sent[0], told[0] = len(records), len(finished)
     _tell(worker, {"s": job.sweep, "k": k, "w": address, "f": done, "r": _packed(rest), "end": True})
     return Partition(k, address, records=records, finished=finished, seen=_draws(job))
+
+
+def _root(call: Any) -> int | None:
+    """The id of the outermost call of a chain of nested calls."""
+    if call is None:
+        return None
+    while call.parent is not None:
+        call = call.parent
+    return call.id
 
 
 def _seeded_faults(engine: Any, job: Job) -> Faults | None:

@@ -29,11 +29,18 @@ BOOKSHOP = [sys.executable, str(Path(__file__).parent.parent / "notebooks" / "se
 STARTED_ON_WORKERS: set[int] = set()  # the stdio servers the workers started: none may outlive the cluster
 
 
+def local_cluster(**workers):
+    """Worker processes on 127.0.0.1; the scheduler's HTTP server (no dashboard) on a free port
+    of 127.0.0.1, not dask's 8787, which another cluster on the machine may hold."""
+    return distributed.LocalCluster(
+        processes=True, host="127.0.0.1", dashboard_address=None,
+        scheduler_kwargs={"dashboard_address": "127.0.0.1:0", "dashboard": False}, **workers,
+    )  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
-    )
+    cluster = local_cluster(n_workers=2, threads_per_worker=1)
     client = distributed.Client(cluster, set_as_default=False)
     pids = set()
     try:
@@ -386,8 +393,7 @@ def test_partitions_sharing_a_worker_process_keep_their_own_records():
     def outer(i: int) -> int:
         return int(mcp_nb.call("inner", {"i": i}).content) + 1
 
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True, host="127.0.0.1",
-                                  dashboard_address=None) as cluster, distributed.Client(cluster, set_as_default=False) as two_threads:
+    with local_cluster(n_workers=1, threads_per_worker=2) as cluster, distributed.Client(cluster, set_as_default=False) as two_threads:
         frame = mcp_nb.sweep("outer", {"i": list(range(40))}, cluster=two_threads, partition_size=5, progress=False)
     assert frame["content"].tolist() == [str(i + 1) for i in range(40)]
     history = mcp_nb.history().to_frame()

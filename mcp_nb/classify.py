@@ -76,6 +76,10 @@ def protocol_error_cause(
         return _remote_protocol_error(target, code, message or "", trace)
     logs = trace.logs if trace is not None else ()
     seen = _templates(logs)
+    if target != "prompt" and HANDLER_RAISED in seen:
+        # The dispatcher's boundary logged an exception no tool or resource handler turned into
+        # an answer: the server's middleware raised (an MCPError there is passed on unlogged).
+        return "crash"
     if target == "resource":
         if RESOURCE_CRASHED in seen:
             return "crash"
@@ -144,6 +148,11 @@ def client_failure(err: BaseException) -> tuple[str, Any]:
                 "TransportError", "ConnectError", "ReadError", "WriteError", "RemoteProtocolError"}:  # fmt: skip
         return "disconnected", None
     if "ValidationError" in kinds:
+        # The client checks what it sends as well as what it gets: a request it would not build
+        # (arguments its own params model refuses, such as a prompt argument that is no string)
+        # was never sent, so no answer was refused.
+        if getattr(err, "title", "").endswith(("RequestParams", "Request")):
+            return "client_error", None
         return "invalid_response", None
     return "client_error", None
 

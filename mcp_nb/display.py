@@ -143,7 +143,8 @@ def _root_cause(log) -> str | None:
 def _model_view(o) -> tuple[str, list[str]]:
     """What the model reads, as (headline, details)."""
     if o.fallback:
-        return o.content or "", ["fallback content: the read failed, this is the caller's fallback"]
+        # What the model gets is the host's stand-in; the server sent nothing, as the history says.
+        return o.content or "", ["substituted by the host: the read failed and the server sent no content"]
     if o.outcome in ("protocol_error", "timeout"):
         return "nothing: there is no result", []
     details = []
@@ -175,7 +176,7 @@ def _fate_line(o) -> str | None:
         "cancelled": "cancelled on the server before it finished",
         "unobserved": "unknown (this handler was not registered through mcp_nb, so nothing watched it)",
         "cancel_requested": (
-            "told to cancel (notifications/cancelled): what the server then did cannot be seen from the client"
+            "told to stop (the protocol's cancellation): what the server then did cannot be seen from the client"
         ),
     }[fate]
 

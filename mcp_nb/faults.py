@@ -19,7 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-INJECTED_CODE = -32050  # an application code (-32000..-32099): "busy, try again"
+# "Busy, try again": mcp_nb's own convention, not the guides' (they name no busy code). It is an
+# application code (-32000..-32099) the SDK does not use itself, and means nothing else here.
+INJECTED_CODE = -32050
 KINDS = ("tool_error", "crash", "protocol_error")
 FIELDS = ("latency", *KINDS, "seed")
 # Long enough for any deadline worth teaching with; short enough that the worker thread a

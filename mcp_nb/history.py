@@ -246,7 +246,8 @@ class History:
         return summarize(self.to_frame())
 
     def health(self, last: int = 20) -> pd.DataFrame:
-        """Failure rate per name over its last `last` calls: which tools keep failing."""
+        """Failure rate per name over its last `last` calls (a retried call counts once, by its
+        final attempt; `attempts` says how many it took): which tools keep failing."""
         return health(self.to_frame(), last)
 
     # -- export ---------------------------------------------------------------------------------
@@ -310,30 +311,39 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def health(frame: pd.DataFrame, last: int = 20) -> pd.DataFrame:
-    """Per (target, name), over its latest `last` attempts: calls, failures, failure_rate,
-    and the latest outcome and cause; the worst first. A failure is anything but `result`."""
+    """Per (server, target, name), over its latest `last` calls: calls, attempts, failures,
+    failure_rate, and the latest outcome and cause; the worst first.
+
+    A call is counted once, by its final attempt (so a call that succeeded after two timeouts
+    is a success), and `attempts` counts the attempts those calls took. A failure is a call
+    whose final attempt is anything but `result`.
+    """
     import pandas as pd
 
     if not isinstance(last, int) or isinstance(last, bool) or last < 1:
         raise ValueError(f"last must be a whole number >= 1, got {last!r}")
-    columns = ["target", "name", "calls", "failures", "failure_rate", "latest_outcome", "latest_cause"]
+    keys = ["server", "target", "name"]
+    columns = ["calls", "attempts", "failures", "failure_rate", "latest_outcome", "latest_cause"]
     if frame.empty:
-        return pd.DataFrame(columns=columns).set_index(["target", "name"])
+        return pd.DataFrame(columns=keys + columns).set_index(keys)
     # Latest by start (call ids are given out as calls start), not by arrival: concurrent
     # calls finish in any order, and the view should not depend on it.
     ordered = frame.sort_values(["call_id", "attempt"], kind="stable")
-    recent = ordered.groupby(["target", "name"], observed=True, sort=False).tail(last)
+    by_call = ordered.groupby("call_id", sort=False)
+    calls = by_call.tail(1).assign(attempts=by_call["attempt"].transform("size"))
+    recent = calls.groupby(keys, observed=True, sort=False).tail(last)
     failed = recent["outcome"].astype(str) != "result"
-    grouped = recent.assign(failed=failed).groupby(["target", "name"], observed=True)
+    grouped = recent.assign(failed=failed).groupby(keys, observed=True)
     table = pd.DataFrame(
         {
             "calls": grouped.size(),
+            "attempts": grouped["attempts"].sum().astype("int64"),
             "failures": grouped["failed"].sum().astype("int64"),
             "latest_outcome": grouped["outcome"].last().astype(str),
             "latest_cause": grouped["cause"].last().astype(str),
         }
     )
     table["failure_rate"] = table["failures"] / table["calls"]
-    table.index = pd.MultiIndex.from_tuples([(str(t), str(n)) for t, n in table.index], names=["target", "name"])
-    table = table[["calls", "failures", "failure_rate", "latest_outcome", "latest_cause"]]
+    table.index = pd.MultiIndex.from_tuples([tuple(map(str, row)) for row in table.index], names=keys)
+    table = table[columns]
     return table.sort_values(["failure_rate", "failures"], ascending=False, kind="stable")

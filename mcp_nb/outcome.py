@@ -41,7 +41,7 @@ FATES = ("running", "completed", "cancelled", "unobserved", "cancel_requested")
 CAUSE_DOC = {
     "ok": "the handler returned normally",
     "raised": "the tool raised ToolError: its message is what the model reads",
-    "crash": "the handler raised another exception: the text stays on the server, the traceback goes to the log",
+    "crash": "the handler (or the server's middleware) raised another exception: the text stays on the server, the traceback goes to the log",
     "invalid_arguments": "the arguments did not match the input schema (the function never ran)",
     "unknown_tool": "no tool of that name is registered",
     "returned": "the tool returned a result flagged isError itself",

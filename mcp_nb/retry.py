@@ -22,7 +22,7 @@ from .outcome import Outcome
 
 @dataclass(frozen=True)
 class Retry:
-    """A retry policy. `Retry()` is the documents' example: 100 ms, 200 ms, 400 ms, then give up.
+    """A retry policy. `Retry()` is the MCP C++ SDK guide's example: 100 ms, 200 ms, 400 ms, then give up.
 
     retries:     attempts after the first (so at most retries + 1 attempts)
     backoff:     the first wait, in seconds; each next one is `factor` times longer
@@ -131,7 +131,7 @@ async def with_retries(attempt: Callable[[int, float], Awaitable[Outcome]], rule
         return await attempt(progress["number"], progress["wait"])
 
     # wait_exponential(multiplier=m) waits m * factor**(n-1) after attempt n: with m = 0.1
-    # and factor 2, the documents' 100 ms, 200 ms, 400 ms.
+    # and factor 2, the C++ SDK guide's 100 ms, 200 ms, 400 ms.
     wait = wait_exponential(multiplier=rule.backoff, exp_base=rule.factor, min=0, max=rule.max_backoff)
     if rule.jitter:
         wait = wait + wait_random(0, rule.jitter)

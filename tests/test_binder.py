@@ -16,6 +16,7 @@ Slow (a minute or two, most of it pip) and needs the package registry, as Binder
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import nbformat

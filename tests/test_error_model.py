@@ -189,6 +189,30 @@ def test_resource_mcp_error():
     assert o.data == {"retry_after": 5} and o.server_logs == ()  # passed through, not a crash
 
 
+# -- middleware -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["tool", "resource"])
+def test_an_exception_in_middleware_is_a_crash_and_an_mcp_error_there_passes_through(target):
+    register_bookshop()
+    state = {"raise": RuntimeError("the gate is broken")}
+
+    async def gate(ctx, call_next):
+        if ctx.method in ("tools/call", "resources/read"):
+            raise state["raise"]
+        return await call_next(ctx)
+
+    mcp_nb.server().middleware.append(gate)
+    ask = (lambda: mcp_nb.call("get_author", {"title": "Dune"})) if target == "tool" else (lambda: mcp_nb.read("books://Dune"))
+    o = ask()
+    assert (o.outcome, o.cause, o.code, o.message) == ("protocol_error", "crash", -32603, "Internal server error")
+    assert levels(o) == [("ERROR", True)] and o.server_logs[0].exceptions[-1] == ("RuntimeError", "the gate is broken")
+    state["raise"] = MCPError(code=-32051, message="closed for stocktaking", data={"retry_after_s": 600})
+    o = ask()
+    assert (o.outcome, o.cause, o.code, o.data) == ("protocol_error", "mcp_error", -32051, {"retry_after_s": 600})
+    assert o.server_logs == ()
+
+
 # -- prompts ----------------------------------------------------------------------------------
 
 
@@ -207,6 +231,14 @@ def test_prompt_failures_are_internal_errors_told_apart_by_the_log(name, argumen
     o = mcp_nb.get_prompt(name, arguments)
     assert (o.outcome, o.cause, o.code, o.message) == ("protocol_error", cause, -32603, "Internal server error")
     assert levels(o) == [("ERROR", True)]  # the SDK logs a traceback even for the caller's mistakes
+
+
+def test_a_prompt_argument_the_client_will_not_send_is_its_own_error_not_a_refused_answer():
+    register_bookshop()
+    o = mcp_nb.get_prompt("review", {"title": 5})  # prompt arguments are strings: the client refuses to send it
+    assert (o.outcome, o.cause, o.code) == ("protocol_error", "client_error", None)
+    assert o.message.startswith("ValidationError: 1 validation error for GetPromptRequestParams")
+    assert o.server_logs == ()  # nothing reached the server
 
 
 def test_prompt_mcp_error():

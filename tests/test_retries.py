@@ -312,7 +312,9 @@ def test_read_fallback_keeps_the_failure_in_the_history():
 
     o = mcp_nb.read("cfg://main", fallback='{"cached": true}')
     assert (o.content, o.fallback, o.outcome, o.cause) == ('{"cached": true}', True, "protocol_error", "crash")
-    assert "fallback" in repr(o)
+    # The card says who put the content there: the host, not the server.
+    assert "substituted by the host: the read failed and the server sent no content" in repr(o)
+    assert "substituted by the host" in o._repr_html_()
     row = mcp_nb.history().to_frame().iloc[0]
     assert (row.outcome, row.content) == ("protocol_error", None)
 
@@ -332,9 +334,26 @@ def test_health_lists_the_tools_that_keep_failing():
         mcp_nb.call("shaky", {"x": x})
         mcp_nb.call("solid", {"x": x})
     health = mcp_nb.history().health(last=4)
-    assert health.index.tolist() == [("tool", "shaky"), ("tool", "solid")]
-    assert health.loc[("tool", "shaky"), "calls"] == 4
-    assert health.loc[("tool", "shaky"), "failure_rate"] == 0.5
-    assert health.loc[("tool", "solid"), "failures"] == 0
+    assert health.index.tolist() == [("kernel", "tool", "shaky"), ("kernel", "tool", "solid")]
+    assert health.loc[("kernel", "tool", "shaky"), "calls"] == 4
+    assert health.loc[("kernel", "tool", "shaky"), "failure_rate"] == 0.5
+    assert health.loc[("kernel", "tool", "solid"), "failures"] == 0
     with pytest.raises(ValueError):
         mcp_nb.history().health(last=0)
+
+
+def test_health_counts_a_retried_call_once_by_its_final_attempt():
+    flaky_tool(2, how="busy")
+    mcp_nb.call("flaky", {"x": 1}, retry=Retry(codes=(-32050,), backoff=0.001))  # busy, busy, then ok
+    flaky_tool(9, how="busy")
+    mcp_nb.call("flaky", {"x": 2}, retry=Retry(retries=1, codes=(-32050,), backoff=0.001))  # out of attempts
+
+    health = mcp_nb.history().health()
+    row = health.loc[("kernel", "tool", "flaky")]
+    # Two calls, five attempts: the first call succeeded after retries and is no failure.
+    assert (row["calls"], row["attempts"], row["failures"], row["failure_rate"]) == (2, 5, 1, 0.5)
+    assert (row["latest_outcome"], row["latest_cause"]) == ("protocol_error", "mcp_error")
+    assert health.columns.tolist() == ["calls", "attempts", "failures", "failure_rate", "latest_outcome", "latest_cause"]
+    # `last` counts calls, not attempts: the latest call alone took two attempts and failed.
+    latest = mcp_nb.history().health(last=1).loc[("kernel", "tool", "flaky")]
+    assert (latest["calls"], latest["attempts"], latest["failures"]) == (1, 2, 1)

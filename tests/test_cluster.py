@@ -242,26 +242,31 @@ def test_the_progress_bar_counts_the_calls_as_they_end(client, capsys):
     assert "sweep quick" in err and "12/12" in err
 
 
-def test_interrupting_a_cluster_sweep_returns_the_partial_frame(client, capsys):
+@pytest.mark.parametrize("size", [1, 40_000], ids=["small records", "records too large to travel ahead"])
+def test_interrupting_a_cluster_sweep_returns_the_partial_frame(client, capsys, tmp_path, size):
+    marks = str(tmp_path)
+
     @mcp_nb.tool()
-    async def step(i: int) -> int:
+    async def step(i: int) -> str:
         if i % 4 >= 2:
             await asyncio.sleep(60)  # still running when the stop button is pressed
-        return i
+        open(f"{marks}/{i}", "w").close()
+        return str(i) * size  # large ones come back only with their partition's result
 
     # Partitions of four calls, one running on each worker: in each, two calls end and two
     # hang. The other two partitions never start.
-    with interrupted_when(lambda: len(mcp_nb.history()) == 4, limit=30):
+    with interrupted_when(lambda: len(os.listdir(marks)) == 4, limit=30):
         frame = mcp_nb.sweep("step", {"i": list(range(16))}, cluster=client, partition_size=4, concurrency=4,
                              progress=False)
 
-    assert "sweep of 'step' interrupted: 4 of 16 calls finished" in capsys.readouterr().out
-    assert frame.attrs["interrupted"] is True and frame.attrs["completed"] == 4
+    assert frame.attrs["interrupted"] is True
     # The two partitions that ran, whole and in the grid's order: what ended, and what was cancelled.
     started = sorted({i // 4 for i in frame["i"]})
     assert len(started) == 2 and frame["i"].tolist() == [i for k in started for i in range(4 * k, 4 * k + 4)]
     assert frame["cause"].tolist() == ["ok", "ok", "cancelled", "cancelled"] * 2
+    assert frame.loc[frame["cause"] == "ok", "content"].tolist() == [str(i) * size for i in frame["i"] if i % 4 < 2]
     assert (frame.loc[frame["cause"] == "cancelled", "code"] == -32800).all()
+    assert frame.attrs["completed"] == 4 and "sweep of 'step' interrupted: 4 of 16 calls finished" in capsys.readouterr().out
     history = mcp_nb.history().to_frame()
     assert len(history) == 8 and sorted(history["call_id"]) == sorted(frame["call_id"])
 

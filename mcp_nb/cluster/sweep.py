@@ -88,7 +88,6 @@ class ClusterSweep:
         self._merged: dict[int, set[int]] = collections.defaultdict(set)  # partition -> record indexes merged
         self._nested: dict[tuple[int, int], int] = {}  # (partition, worker's call id) -> this kernel's id
         self._settled: set[int] = set()
-        self._ended: set[int] = set()  # partitions that said they are done
         self._runners: dict[int, str] = {}  # partition -> the worker that claimed it
         self._draws: dict[str, dict[str, int]] = {}  # worker -> seeded fault draws there, per argument set
         self._inbox: collections.deque = collections.deque()
@@ -181,19 +180,19 @@ class ClusterSweep:
                     self.faults._seen[key] = self.faults._seen.get(key, 0) + n
 
     def _stop(self, client, futures: dict[Any, int]) -> None:
-        """Stop the partitions running on the workers and wait for their cancelled calls."""
-        for future, k in futures.items():
-            if future.done() and k not in self._settled:
-                self._settle(k, future)
+        """Stop the partitions running on the workers, and merge what they return: their calls
+        in flight come back cancelled. The partitions not started are dropped."""
         try:
             running = {k for ks in client.run(worker.stop, self.id).values() for k in ks}
-        except Exception:  # noqa: BLE001 - a worker gone: its partitions are answered below
+        except Exception:  # noqa: BLE001 - a worker gone: its partitions are answered as lost
             running = set()
-        client.cancel([future for future, k in futures.items() if k not in self._settled])
+        client.cancel([future for future, k in futures.items() if k not in running and not future.done()])
         deadline = time.monotonic() + STOP_WAIT_S
-        while not running <= self._ended and time.monotonic() < deadline:
+        waiting = {future: k for future, k in futures.items() if k not in self._settled and (k in running or future.done())}
+        while waiting and time.monotonic() < deadline:
+            for future in [f for f in waiting if f.done()]:
+                self._settle(waiting.pop(future), future)
             time.sleep(0.02)
-            self._drain()
         self._drain()
 
     # -- merging --------------------------------------------------------------------------------
@@ -209,8 +208,6 @@ class ClusterSweep:
             if message.get("r") is not None:
                 self._merge(k, message["w"], pickle.loads(message["r"]))
             self.finished.update(message["f"])
-            if message.get("end"):
-                self._ended.add(k)
 
     def _settle(self, k: int, future) -> None:
         self._answer(k, future)
@@ -225,7 +222,6 @@ class ClusterSweep:
                 return
             self._merge(k, part.worker, part.records)
             self.finished.update(part.finished)
-            self._ended.add(k)
             if part.seen:
                 draws = self._draws.setdefault(part.worker, {})
                 for key, n in part.seen.items():

@@ -281,7 +281,7 @@ def _run(worker: Any, address: str, engine: Any, job: Job, k: int, positions: li
     with lock:
         rest, done = records[sent[0] :], finished[told[0] :]
         sent[0], told[0] = len(records), len(finished)
-    _tell(worker, {"s": job.sweep, "k": k, "w": address, "f": done, "r": _packed(rest), "end": True})
+    _tell(worker, {"s": job.sweep, "k": k, "w": address, "f": done, "r": _packed(rest)})
     return Partition(k, address, records=records, finished=finished, seen=_draws(job))
 
 

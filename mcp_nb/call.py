@@ -338,39 +338,58 @@ class Call(CallRecord):
         token = CURRENT_TRACE.set(trace)
         connection.sending.add(self)  # the server's own stream (stderr, log messages) lands on this trace too
         try:
-            raw = await connection.send(client, self.target, self.name, self.arguments)
-        except asyncio.CancelledError:
-            if entry[EXPIRED]:
-                outcome = self._record(self._deadline())
-                if task.uncancel() <= entered:
-                    return outcome
-                self._phase = "recorded"
-                raise  # a cancellation arrived with the deadline (a reset, an interrupt): it goes on
-            if task.cancelling() > entered:
-                self._record(self._cancelled())
-                self._phase = "recorded"
-                raise
-            # Nobody cancelled this task: a handler raised CancelledError by itself.
-            return self._record(self._client_error(asyncio.CancelledError("raised inside the request, though nothing cancelled it")))
-        except MCPError as err:
-            outcome = self._protocol_error(err.error)
-            if connection.transport == "http" and err.error.message in HTTP_STATUS_TEXTS:
-                status = connection.http_error(METHODS[self.target], self._sent_params())
-                if status is not None:
-                    outcome = self._http_error(err.error, status)
-            if outcome.cause == "disconnected":
-                connection.lost(f"the connection closed during a call ({err.error.message})")
-            return self._record(outcome)
-        except BaseException as err:  # noqa: BLE001 - whatever escapes the SDK is recorded, never re-raised
-            outcome = self._client_error(err)
-            if outcome.cause == "disconnected":
-                connection.lost(f"the connection failed during a call ({outcome.message})")
-            return self._record(outcome)
+            raw: Any = None
+            failure: BaseException | None = None
+            try:
+                raw = await connection.send(client, self.target, self.name, self.arguments)
+            except asyncio.CancelledError:
+                if entry[EXPIRED]:
+                    outcome = self._record(self._deadline())
+                    if task.uncancel() <= entered:
+                        return outcome
+                    self._phase = "recorded"
+                    raise  # a cancellation arrived with the deadline (a reset, an interrupt): it goes on
+                if task.cancelling() > entered:
+                    self._record(self._cancelled())
+                    self._phase = "recorded"
+                    raise
+                # Nobody cancelled this task: a handler raised CancelledError by itself.
+                failure = asyncio.CancelledError("raised inside the request, though nothing cancelled it")
+            except BaseException as err:  # noqa: BLE001 - whatever escapes the SDK is recorded, never re-raised
+                failure = err
+            finally:
+                deadlines.end(entry)
+                CURRENT_TRACE.reset(token)
+            if connection.transport == "stdio":
+                # A stdio server writes what it says about a call to stderr before it answers:
+                # those lines go on the call before it is classified (a prompt's failure, say).
+                try:
+                    await connection.heard_all()
+                except asyncio.CancelledError:
+                    self._record(self._answered(connection, raw, failure))
+                    self._phase = "recorded"
+                    raise
+            return self._record(self._answered(connection, raw, failure))
         finally:
             connection.sending.discard(self)
-            deadlines.end(entry)
-            CURRENT_TRACE.reset(token)
-        return self._record(self._result(raw))
+
+    def _answered(self, connection: Any, raw: Any, failure: BaseException | None) -> Outcome:
+        """The Outcome of an attempt that got an answer, or failed some other way than a cancellation."""
+        if failure is None:
+            return self._result(raw)
+        if isinstance(failure, MCPError):
+            outcome = self._protocol_error(failure.error)
+            if connection.transport == "http" and failure.error.message in HTTP_STATUS_TEXTS:
+                status = connection.http_error(METHODS[self.target], self._sent_params())
+                if status is not None:
+                    outcome = self._http_error(failure.error, status)
+            if outcome.cause == "disconnected":
+                connection.lost(f"the connection closed during a call ({failure.error.message})")
+            return outcome
+        outcome = self._client_error(failure)
+        if outcome.cause == "disconnected":
+            connection.lost(f"the connection failed during a call ({outcome.message})")
+        return outcome
 
     def _record(self, outcome: Outcome) -> Outcome:
         with self._lock:

@@ -15,11 +15,11 @@ its log notifications).
 from __future__ import annotations
 
 import asyncio
+import codecs
 import collections
 import contextlib
 import os
 import shlex
-import threading
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
@@ -76,6 +76,9 @@ class Connection:
 
     def _gone(self) -> str:
         return f"server {self.name!r} is not connected ({self.reason or self.state})"
+
+    async def heard_all(self) -> None:
+        """Hook: wait until what the server said alongside an answer is filed (a stdio server's stderr)."""
 
     async def send(self, client: Client, target: str, name: str, arguments: dict[str, Any] | None) -> Any:
         if target == "tool":
@@ -306,7 +309,7 @@ class RemoteConnection(Connection):
         super().__init__(name)
         self._catalog: list[Registration] = []
         self._annotations: dict[str, Any] = {}
-        self._stderr: threading.Thread | None = None
+        self._stderr: _StderrReader | None = None
         self.pid: int | None = None
         # HTTP error answers, newest last: (method, params, status, body). The SDK keeps
         # only a stand-in message; these put the status and the body back on the call.
@@ -442,6 +445,14 @@ class RemoteConnection(Connection):
         data = getattr(params, "data", "")
         self.heard(ServerLog(level=level, logger=getattr(params, "logger", None) or self.name, message=str(data), source="notification"))
 
+    async def heard_all(self) -> None:
+        if self._stderr is not None:
+            self._stderr.drain()
+
+    def _left(self) -> None:
+        if self._stderr is not None:  # the process is gone: what it wrote last is filed, the pipe closed
+            self._stderr.close()
+
     def http_error(self, method: str, params: dict[str, Any]) -> dict[str, Any] | None:
         """The status and body of the HTTP error answer to this request, if it had one."""
         for i in range(len(self.http_errors) - 1, -1, -1):
@@ -508,9 +519,7 @@ class _StdioTransport:
             errlog.close()  # the process has its own copy: end-of-file comes when it is gone
         started = _children() - before
         c.pid = min(started) if started else None
-        thread = threading.Thread(target=_read_stderr, args=(c, read_end), name=f"mcp_nb-stderr-{c.name}", daemon=True)
-        thread.start()
-        c._stderr = thread
+        c._stderr = _StderrReader(c, read_end)
         return streams
 
     async def __aexit__(self, *exc: Any) -> bool | None:
@@ -519,12 +528,64 @@ class _StdioTransport:
         return None
 
 
-def _read_stderr(connection: RemoteConnection, fd: int) -> None:
-    with open(fd, "r", encoding="utf-8", errors="replace") as stream:
-        for line in stream:
-            connection.heard(ServerLog(level="STDERR", logger=f"{connection.name} stderr", message=line.rstrip("\n"), source="stderr"))
-    last = connection.logs[-1].message if connection.logs else ""
-    connection.lost("its process exited" + (f" (its last line: {last!r})" if last else ""))
+class _StderrReader:
+    """Reads a stdio server's stderr line by line onto its connection, on mcp_nb's loop.
+
+    The pipe is read without blocking whenever it has data (the loop watches it), and
+    `drain()` reads whatever it holds at once: a server writes what it says about a call
+    to stderr before it answers on stdout, so draining once the answer is in puts every
+    such line on the call, with no thread to race.
+    """
+
+    def __init__(self, connection: RemoteConnection, fd: int) -> None:
+        self.connection, self.fd = connection, fd
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._rest = ""
+        self.done = False
+        os.set_blocking(fd, False)
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(fd, self.drain)
+
+    def drain(self) -> None:
+        """File every complete line the pipe holds now; at its end, say the process is gone."""
+        if self.done:
+            return
+        c = self.connection
+        while True:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self._finish()
+                return
+            *lines, self._rest = (self._rest + self._decoder.decode(chunk)).split("\n")
+            for line in lines:
+                c.heard(ServerLog(level="STDERR", logger=f"{c.name} stderr", message=line.rstrip("\r"), source="stderr"))
+
+    def _finish(self) -> None:
+        c = self.connection
+        self.done = True
+        if self._rest:
+            c.heard(ServerLog(level="STDERR", logger=f"{c.name} stderr", message=self._rest, source="stderr"))
+        with contextlib.suppress(Exception):
+            self._loop.remove_reader(self.fd)
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+        last = c.logs[-1].message if c.logs else ""
+        c.lost("its process exited" + (f" (its last line: {last!r})" if last else ""))
+
+    def close(self) -> None:
+        if not self.done:
+            self.drain()
+        if not self.done:
+            self.done = True
+            with contextlib.suppress(Exception):
+                self._loop.remove_reader(self.fd)
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
 
 
 def _children() -> set[int]:

@@ -441,3 +441,12 @@ def test_a_timeout_tells_the_server_to_cancel_and_the_handler_is_cancelled_there
     assert (o.cause, o.message, o.server_fate) == ("deadline", "Request 'tools/call' timed out", "cancel_requested")
     # The server says so on its stderr: the protocol's cancellation reached the handler.
     assert wait_until(lambda: "slow: cancelled by the client" in [log.message for log in connection.logs])
+
+
+def test_every_stderr_line_a_server_writes_about_a_call_is_on_that_call():
+    # A server writes to stderr before it answers: read by a thread of its own, the lines
+    # lost the race to the answer 2 times in 100; drained when the answer is in, never.
+    connect_bookshop("stdio")
+    for _ in range(40):
+        o = mcp_nb.call("chatty", {"n": 5}, server="books")
+        assert [log.message for log in o.server_logs if log.source == "stderr"] == [f"chatty line {i}" for i in range(5)]

@@ -259,6 +259,8 @@ def sweep(
     retry: Retry | int | bool | None = None,
     progress: bool = True,
     server: str | None = None,
+    cluster=None,
+    partition_size: int | None = None,
 ):
     """Call a tool over many argument sets, `concurrency` at a time; returns a DataFrame.
 
@@ -266,7 +268,21 @@ def sweep(
     or a list of argument dicts. The frame has the argument columns, then call_id,
     attempt, outcome, cause, duration_ms, content, code and message, in input order.
     Interrupting stops the sweep promptly and returns the calls that finished.
+
+    `cluster`: a dask.distributed `Client`, cluster object or scheduler address: the grid
+    runs on its workers in partitions of `partition_size` calls, each worker hosting the
+    tools itself, `concurrency` calls at a time per partition; the frame gains a `worker`
+    column (needs `pip install 'mcp_nb[dask]'`; see the guide's page on clusters).
     """
+    if cluster is not None:
+        from .cluster.sweep import run_cluster_sweep
+
+        return run_cluster_sweep(
+            engine(), name, grid, cluster=cluster, concurrency=concurrency, timeout=timeout, retry=retry,
+            progress=progress, server=server, partition_size=partition_size,
+        )  # fmt: skip
+    if partition_size is not None:
+        raise ValueError("partition_size is for a sweep on a cluster (cluster=...)")
     from .sweeps import run_sweep
 
     return run_sweep(
@@ -275,9 +291,19 @@ def sweep(
 
 
 async def asweep(
-    name: str, grid, *, concurrency: int = 8, timeout: float | None = None, retry=None, server: str | None = None
-):
+    name: str, grid, *, concurrency: int = 8, timeout: float | None = None, retry=None, server: str | None = None,
+    cluster=None, partition_size: int | None = None,
+):  # fmt: skip
     """`await` form of `sweep` (no progress bar)."""
+    if cluster is not None:
+        from .cluster.sweep import arun_cluster_sweep
+
+        return await arun_cluster_sweep(
+            engine(), name, grid, cluster=cluster, concurrency=concurrency, timeout=timeout, retry=retry,
+            server=server, partition_size=partition_size,
+        )  # fmt: skip
+    if partition_size is not None:
+        raise ValueError("partition_size is for a sweep on a cluster (cluster=...)")
     from .sweeps import arun_sweep
 
     return await arun_sweep(engine(), name, grid, concurrency=concurrency, timeout=timeout, retry=retry, server=server)

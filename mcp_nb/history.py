@@ -21,6 +21,7 @@ COLUMNS = (
     "call_id",
     "attempt",
     "server",
+    "worker",
     "target",
     "name",
     "arguments",
@@ -48,7 +49,7 @@ _CAUSE_CODE = {name: i for i, name in enumerate(CAUSES)}
 _TARGET_CODE = {name: i for i, name in enumerate(TARGETS)}
 _NO_FLAG = 2  # is_error code for "no result, so no flag"
 CHUNK = 4096
-_STORED = ("call_id", "attempt", "backoff", "server", "target", "name", "arguments", "outcome", "cause", "content", "structured",
+_STORED = ("call_id", "attempt", "backoff", "server", "worker", "target", "name", "arguments", "outcome", "cause", "content", "structured",
            "is_error", "code", "message", "data", "logs", "started", "duration", "timeout")  # fmt: skip
 _EMPTY: tuple = ()
 
@@ -79,6 +80,7 @@ class _Store:
         self.pending: list[Outcome] = []
         self.names: dict[str, int] = {}
         self.servers: dict[str, int] = {"kernel": 0}
+        self.workers: dict[str, int] = {}  # dask workers' addresses; a call made in the kernel has none (-1)
         self.timeouts: dict[int, Outcome] = {}  # row -> Outcome, for the live server-fate columns
 
     def flush(self) -> None:
@@ -99,6 +101,10 @@ class _Store:
         c["name"].append(np.array([names.setdefault(o.name, len(names)) for o in calls], dtype=np.int64))
         servers = self.servers
         c["server"].append(np.array([servers.setdefault(o.server, len(servers)) for o in calls], dtype=np.int64))
+        workers = self.workers
+        c["worker"].append(
+            np.array([-1 if o.worker is None else workers.setdefault(o.worker, len(workers)) for o in calls], dtype=np.int64)
+        )
         c["arguments"].append(_objects([o.arguments for o in calls]))
         c["outcome"].append(np.array([_OUTCOME_CODE[o.outcome] for o in calls], dtype=np.int8))
         c["cause"].append(np.array([_CAUSE_CODE[o.cause] for o in calls], dtype=np.int8))
@@ -183,6 +189,7 @@ class History:
             columns = {name: s.column(name, object) for name in _STORED}
             names = list(s.names)
             servers = list(s.servers)
+            workers = list(s.workers)
             timeouts = dict(s.timeouts)
         n = len(columns["call_id"])
         if timeouts:
@@ -210,6 +217,7 @@ class History:
                 "target": category(columns["target"], list(TARGETS)),
                 "name": category(columns["name"], names),
                 "server": category(columns["server"], servers),
+                "worker": category(columns["worker"], workers),
                 "arguments": columns["arguments"],
                 "outcome": category(columns["outcome"], list(OUTCOMES)),
                 "cause": category(columns["cause"], list(CAUSES)),

@@ -33,6 +33,7 @@ CAUSES = (
     "invalid_response",
     "deadline",
     "cancelled",
+    "worker_lost",
 )
 FATES = ("running", "completed", "cancelled", "unobserved", "cancel_requested")
 
@@ -53,6 +54,7 @@ CAUSE_DOC = {
     "invalid_response": "the server's answer did not pass the protocol's schema: the client refused it",
     "deadline": "the client stopped waiting at the deadline (code -32001)",
     "cancelled": "the caller stopped waiting before the deadline (interrupt, cancel; code -32800)",
+    "worker_lost": "the dask worker running the call died before it sent the call's record back: whether the call ran is unknown",
 }
 
 REQUEST_TIMEOUT = -32001
@@ -84,6 +86,7 @@ class Outcome:
     backoff_s: float = 0.0  # the wait before this attempt
     fallback: bool = False  # `content` is the caller's fallback, not what the server sent
     server: str = "kernel"  # the connection the call went to (the kernel's own server is `kernel`)
+    worker: str | None = None  # the dask worker that made the call (a sweep with `cluster=`); None in the kernel
 
     @property
     def started_at(self) -> datetime:

@@ -1,0 +1,21 @@
+"""Sweeps on a dask.distributed cluster: the kernel's tools hosted by every worker, one history.
+
+- `toolbox.py`: what is shipped to the workers (the registrations, or an outside server's
+  address) and how a worker builds an engine of its own from it;
+- `worker.py`: what runs on a worker (a partition of the grid through that engine);
+- `sweep.py`: what runs in the kernel (checks, partitions, merging the records back).
+
+dask.distributed is an optional dependency (`pip install 'mcp_nb[dask]'`); nothing here
+is imported by `import mcp_nb`.
+"""
+
+EXTRA = "mcp_nb[dask]"
+
+
+def require_distributed():
+    """The `distributed` module, or an ImportError of one line that names the extra."""
+    try:
+        import distributed
+    except ImportError:
+        raise ImportError(f"cluster= needs dask.distributed: pip install '{EXTRA}'") from None
+    return distributed

@@ -1,0 +1,406 @@
+"""Sweeps on a dask.distributed cluster: a real LocalCluster of two worker processes.
+
+One cluster serves the module (a start costs seconds) and is always closed; the last
+test checks that none of its processes outlived it.
+"""
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from mcp import MCPError
+from mcp.server.mcpserver.exceptions import ToolError
+
+import mcp_nb
+from helpers import interrupted_when, wait_until
+from mcp_nb import Retry
+
+import distributed  # the test extra brings it (mcp_nb[dask])
+import peers
+
+BOOKSHOP = [sys.executable, str(Path(__file__).parent.parent / "notebooks" / "servers" / "bookshop.py")]
+STARTED_ON_WORKERS: set[int] = set()  # the stdio servers the workers started: none may outlive the cluster
+
+
+def local_cluster(**workers):
+    """Worker processes on 127.0.0.1; the scheduler's HTTP server (no dashboard) on a free port
+    of 127.0.0.1, not dask's 8787, which another cluster on the machine may hold."""
+    return distributed.LocalCluster(
+        processes=True, host="127.0.0.1", dashboard_address=None,
+        scheduler_kwargs={"dashboard_address": "127.0.0.1:0", "dashboard": False}, **workers,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = local_cluster(n_workers=2, threads_per_worker=1)
+    client = distributed.Client(cluster, set_as_default=False)
+    pids = set()
+    try:
+        client.wait_for_workers(2, timeout=60)
+        yield client
+    finally:
+        try:
+            pids = set(client.run(os.getpid).values())
+        finally:
+            client.close()
+            cluster.close()
+    assert pids and wait_until(lambda: not any(_alive(pid) for pid in pids)), "a dask worker outlived the tests"
+    assert wait_until(lambda: not any(_alive(pid) for pid in STARTED_ON_WORKERS)), "a worker's stdio server outlived it"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return False
+
+
+def everything_tool():
+    """A tool with one branch per outcome type and cause a handler can produce."""
+
+    @mcp_nb.tool()
+    def judge(case: str, n: int = 0) -> str:
+        if case == "raise":
+            raise ToolError(f"refused {n}")
+        if case == "crash":
+            raise KeyError(n)
+        if case == "busy":
+            raise MCPError(code=-32050, message=f"busy {n}")
+        if case == "slow":
+            time.sleep(3)
+        return f"{case} {n}"
+
+
+EVERY_OUTCOME = [
+    {"case": "ok", "n": 1},
+    {"case": "raise", "n": 2},
+    {"case": "crash", "n": 3},
+    {"case": "busy", "n": 4},
+    {"case": "slow", "n": 5},
+    {"case": "ok", "n": "not a number"},
+    {"case": "ok", "n": 7},
+]
+
+COMPARED = ["case", "n", "attempt", "outcome", "cause", "content", "code", "message"]
+
+
+def test_a_cluster_sweep_gives_the_outcomes_of_a_local_sweep(client):
+    everything_tool()
+    local = mcp_nb.sweep("judge", EVERY_OUTCOME, timeout=1, progress=False)
+    mcp_nb.reset()
+    everything_tool()
+    remote = mcp_nb.sweep("judge", EVERY_OUTCOME, timeout=1, progress=False, cluster=client, partition_size=2)
+
+    assert set(local["outcome"]) == {"result", "tool_error", "protocol_error", "timeout"}
+    pd.testing.assert_frame_equal(remote[COMPARED], local[COMPARED])
+    assert list(remote.columns) == [*local.columns, "worker"]
+    assert set(remote["worker"]) <= set(client.nthreads())
+    assert remote.attrs == {"tool": "judge", "calls": 7, "completed": 7, "interrupted": False, "partitions": 4}
+
+
+def test_the_records_are_merged_into_the_one_history(client):
+    @mcp_nb.tool(read_only=True)
+    def double(i: int) -> int:
+        return 2 * i
+
+    @mcp_nb.tool(read_only=True)
+    def twice_double(i: int) -> int:
+        # A tool calling a tool through mcp_nb, on the worker: the worker hosts both.
+        return int(mcp_nb.call("double", {"i": i}).content) + int(mcp_nb.call("double", {"i": i}).content)
+
+    before = mcp_nb.call("double", {"i": 1})
+    frame = mcp_nb.sweep("twice_double", {"i": list(range(10))}, cluster=client, partition_size=3, progress=False)
+    after = mcp_nb.call("double", {"i": 1})
+
+    # The frame in the grid's order, each call's content computed on a worker.
+    assert frame["i"].tolist() == list(range(10))
+    assert frame["content"].tolist() == [str(4 * i) for i in range(10)]
+    history = mcp_nb.history().to_frame()
+    assert len(history) == 2 + 10 + 20  # the kernel's two calls, the sweep's, and the calls they made
+    assert history["call_id"].is_unique  # no retries here: one row per call, and ids never collide
+    assert set(frame["call_id"]) <= set(history["call_id"]) and before.call_id < min(frame["call_id"]) < after.call_id
+    swept = history[history["name"] == "twice_double"]
+    assert swept["worker"].notna().all() and set(swept["worker"]) <= set(client.nthreads())
+    nested = history[(history["name"] == "double") & history["worker"].notna()]
+    assert len(nested) == 20 and (nested["outcome"] == "result").all()
+    kernel = history[history["worker"].isna()]
+    assert kernel["call_id"].tolist() == [before.call_id, after.call_id]
+    assert isinstance(history["worker"].dtype, pd.CategoricalDtype)
+
+
+def test_seeded_faults_and_retries_give_the_same_outcomes_as_locally(client):
+    spec = "tool_error=0.25,crash=0.15,protocol_error=0.3,seed=11"
+    retry = Retry(retries=2, codes=(-32050,), backoff=0.001)
+
+    def run(**cluster):
+        mcp_nb.reset()
+
+        @mcp_nb.tool(idempotent=True, inject=spec)
+        def echo(i: int) -> int:
+            return i
+
+        mcp_nb.call("echo", {"i": 3})  # a draw made in the kernel first: the sweep counts on from it
+        frame = mcp_nb.sweep("echo", {"i": list(range(30))}, retry=retry, progress=False, **cluster)
+        history = mcp_nb.history().to_frame()
+        later = [mcp_nb.call("echo", {"i": i}) for i in (3, 4, 5)]  # draws after the sweep's
+        attempts = history.sort_values(["call_id", "attempt"])
+        return (
+            frame[["i", "attempt", "outcome", "cause", "code", "message"]],
+            attempts.groupby(history["arguments"].map(lambda a: a["i"]).rename("i"))["cause"].apply(list),
+            [(o.outcome, o.cause) for o in later],
+        )
+
+    local = run()
+    remote = run(cluster=client, partition_size=4)
+    pd.testing.assert_frame_equal(remote[0], local[0])
+    assert local[0]["attempt"].max() > 1  # retries happened, on the workers too
+    pd.testing.assert_series_equal(remote[1], local[1])
+    assert remote[2] == local[2]
+
+
+def test_bad_input_and_unshippable_tools_are_refused_before_anything_runs(client, tmp_path):
+    @mcp_nb.tool()
+    def side_effect(i: int) -> int:
+        return i
+
+    with pytest.raises(ValueError, match="will not retry"):
+        mcp_nb.sweep("side_effect", {"i": [1]}, retry=1, cluster=client)
+    with pytest.raises(ValueError, match="partition_size"):
+        mcp_nb.sweep("side_effect", {"i": [1]}, partition_size=0, cluster=client)
+    with pytest.raises(ValueError, match="partition_size is for a sweep on a cluster"):
+        mcp_nb.sweep("side_effect", {"i": [1]}, partition_size=2)
+    with pytest.raises(TypeError, match="cluster must be"):
+        mcp_nb.sweep("side_effect", {"i": [1]}, cluster=42)
+
+    log = open(tmp_path / "log.txt", "w")  # noqa: SIM115 - open while the tool is registered
+    try:
+
+        @mcp_nb.tool()
+        def append(line: str) -> str:
+            log.write(line)
+            return line
+
+        with pytest.raises(ValueError, match=r"tool 'append' cannot be shipped to the dask workers: the variable `log` \(TextIOWrapper\)"):
+            mcp_nb.sweep("side_effect", {"i": [1]}, cluster=client)
+    finally:
+        log.close()
+
+    lock = threading.Lock()
+
+    @mcp_nb.tool()
+    def append(line: str) -> str:
+        with lock:
+            return line
+
+    with pytest.raises(ValueError, match=r"the variable `lock` \(lock\)"):
+        mcp_nb.sweep("append", {"line": ["a"]}, cluster=client)
+    assert len(mcp_nb.history()) == 0
+
+
+def test_a_tool_whose_module_is_missing_on_the_workers_is_refused(client, tmp_path, monkeypatch):
+    (tmp_path / "kernel_only_tools.py").write_text("def triple(i: int) -> int:\n    return 3 * i\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import kernel_only_tools
+
+    try:
+        mcp_nb.tool()(kernel_only_tools.triple)
+        with pytest.raises(RuntimeError, match="the dask workers cannot load the tools: .*kernel_only_tools.*install mcp_nb, and every module"):
+            mcp_nb.sweep("triple", {"i": [1, 2]}, cluster=client)
+        assert len(mcp_nb.history()) == 0
+    finally:
+        sys.modules.pop("kernel_only_tools", None)
+
+
+def test_without_distributed_cluster_says_which_extra_to_install(monkeypatch):
+    @mcp_nb.tool()
+    def one(i: int) -> int:
+        return i
+
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as if it were not installed
+    with pytest.raises(ImportError) as raised:
+        mcp_nb.sweep("one", {"i": [1]}, cluster="tcp://127.0.0.1:8786")
+    assert str(raised.value) == "cluster= needs dask.distributed: pip install 'mcp_nb[dask]'"
+    assert len(mcp_nb.history()) == 0
+
+
+def test_the_progress_bar_counts_the_calls_as_they_end(client, capsys):
+    @mcp_nb.tool()
+    def quick(i: int) -> int:
+        return i
+
+    mcp_nb.sweep("quick", {"i": list(range(12))}, cluster=client, partition_size=12)
+    err = capsys.readouterr().err
+    assert "sweep quick" in err and "12/12" in err
+
+
+@pytest.mark.parametrize("size", [1, 40_000], ids=["small records", "records too large to travel ahead"])
+def test_interrupting_a_cluster_sweep_returns_the_partial_frame(client, capsys, tmp_path, size):
+    marks = str(tmp_path)
+
+    @mcp_nb.tool()
+    async def step(i: int) -> str:
+        if i % 4 >= 2:
+            await asyncio.sleep(60)  # still running when the stop button is pressed
+        open(f"{marks}/{i}", "w").close()
+        return str(i) * size  # large ones come back only with their partition's result
+
+    # Partitions of four calls, one running on each worker: in each, two calls end and two
+    # hang. The other two partitions never start.
+    with interrupted_when(lambda: len(os.listdir(marks)) == 4, limit=30):
+        frame = mcp_nb.sweep("step", {"i": list(range(16))}, cluster=client, partition_size=4, concurrency=4,
+                             progress=False)
+
+    assert frame.attrs["interrupted"] is True
+    # The two partitions that ran, whole and in the grid's order: what ended, and what was cancelled.
+    started = sorted({i // 4 for i in frame["i"]})
+    assert len(started) == 2 and frame["i"].tolist() == [i for k in started for i in range(4 * k, 4 * k + 4)]
+    assert frame["cause"].tolist() == ["ok", "ok", "cancelled", "cancelled"] * 2
+    assert frame.loc[frame["cause"] == "ok", "content"].tolist() == [str(i) * size for i in frame["i"] if i % 4 < 2]
+    assert (frame.loc[frame["cause"] == "cancelled", "code"] == -32800).all()
+    assert frame.attrs["completed"] == 4 and "sweep of 'step' interrupted: 4 of 16 calls finished" in capsys.readouterr().out
+    history = mcp_nb.history().to_frame()
+    assert len(history) == 8 and sorted(history["call_id"]) == sorted(frame["call_id"])
+
+
+def test_a_worker_that_dies_mid_partition_leaves_recorded_calls(client):
+    @mcp_nb.tool()
+    def fragile(i: int) -> int:
+        if i == 5:
+            time.sleep(0.5)  # the record of call 4 reaches the kernel first
+            os.kill(os.getpid(), signal.SIGKILL)  # the worker process dies with this call in flight
+        return i
+
+    frame = mcp_nb.sweep("fragile", {"i": list(range(8))}, cluster=client, partition_size=4, concurrency=1,
+                         progress=False)
+
+    assert frame["i"].tolist() == list(range(8))  # no row is lost
+    assert frame["cause"].tolist() == ["ok"] * 5 + ["worker_lost"] * 3
+    lost = frame[frame["cause"] == "worker_lost"]
+    assert (lost["outcome"] == "protocol_error").all()
+    assert lost["message"].str.contains("died while it ran the partition before it sent this call's record").all()
+    assert lost["worker"].nunique() == 1 and lost["worker"].iloc[0] == frame.loc[4, "worker"]
+    history = mcp_nb.history().to_frame()
+    assert len(history) == 8 and history["call_id"].is_unique
+    assert (history.loc[history["cause"] == "worker_lost", "worker"].astype(str) == lost["worker"].iloc[0]).all()
+    client.wait_for_workers(2, timeout=60)  # the nanny started a new worker
+
+
+def test_the_async_face_runs_on_the_cluster_and_stops_when_cancelled(client):
+    @mcp_nb.tool()
+    async def pause(i: int) -> int:
+        if i >= 2:
+            await asyncio.sleep(60)
+        return i
+
+    async def main():
+        frame = await mcp_nb.asweep("pause", {"i": [0, 1]}, cluster=client)
+        assert frame["content"].tolist() == ["0", "1"] and frame["worker"].notna().all()
+        task = asyncio.ensure_future(mcp_nb.asweep("pause", {"i": [0, 1, 2, 3]}, cluster=client, partition_size=4))
+        assert await asyncio.to_thread(wait_until, lambda: len(mcp_nb.history()) == 4, 30)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    # The cancelled sweep's calls in flight came back from the worker as cancelled.
+    history = mcp_nb.history().to_frame()
+    assert history["cause"].astype(str).tolist().count("cancelled") == 2 and len(history) == 6
+
+
+@pytest.fixture(scope="module")
+def bookshop_url():
+    port = peers.free_port()
+    process = subprocess.Popen([*BOOKSHOP, "http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        peers.wait_for_port(port, process)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        peers.stop(process)
+
+
+TITLES = {"title": ["Dune", "Neuromancer", "tool-error", "mcp-error", "Solaris"]}
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+def test_a_sweep_of_an_outside_server_on_the_cluster(client, bookshop_url, transport):
+    target = bookshop_url if transport == "http" else [*BOOKSHOP, "stdio"]
+    mcp_nb.connect("books", target, headers={"X-Sweep": "cluster"} if transport == "http" else None)
+    local = mcp_nb.sweep("get_author", TITLES, server="books", progress=False)
+    remote = mcp_nb.sweep("get_author", TITLES, server="books", cluster=client, partition_size=2, progress=False)
+
+    compared = ["title", "outcome", "cause", "content", "code", "message"]
+    pd.testing.assert_frame_equal(remote[compared], local[compared])
+    assert local["cause"].tolist() == ["ok", "ok", "raised", "mcp_error", "crash"]
+    history = mcp_nb.history().to_frame()
+    assert (history["server"] == "books").all() and history["worker"].notna().sum() == 5
+    if transport == "stdio":
+        # Each worker that ran a partition started its own copy of the server.
+        copies = client.run(_bookshop_children)
+        used = set(remote["worker"])
+        assert {address for address, pids in copies.items() if pids} == used
+        STARTED_ON_WORKERS.update(pid for pids in copies.values() for pid in pids)
+
+
+def _bookshop_children() -> list[int]:
+    """Run on a worker: the pids of the bookshop servers this process started."""
+    import os
+
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                words = cmdline.read().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if ppid == os.getpid() and any(word.endswith(b"bookshop.py") for word in words):
+            found.append(int(pid))
+    return found
+
+
+def test_workers_that_cannot_reach_the_server_record_why(client):
+    port = peers.free_port()
+    server = subprocess.Popen([*BOOKSHOP, "http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        peers.wait_for_port(port, server)
+        mcp_nb.connect("books", f"http://127.0.0.1:{port}/mcp")
+    finally:
+        peers.stop(server)  # gone before the workers try: as a URL the kernel reaches and the workers do not
+
+    frame = mcp_nb.sweep("get_author", TITLES, server="books", cluster=client, partition_size=5, progress=False)
+    assert frame["title"].tolist() == TITLES["title"]  # every call has its row
+    assert (frame["cause"] == "client_error").all() and frame["worker"].notna().all()
+    assert frame["message"].str.contains(
+        rf"the partition failed there: ConnectError: could not connect to 'books' \(http://127.0.0.1:{port}/mcp\)"
+    ).all()
+    assert len(mcp_nb.history()) == 5
+
+
+def test_partitions_sharing_a_worker_process_keep_their_own_records():
+    """A worker with two threads runs two partitions at once on its one engine."""
+
+    @mcp_nb.tool(read_only=True)
+    def inner(i: int) -> int:
+        time.sleep(0.01)
+        return i
+
+    @mcp_nb.tool(read_only=True)
+    def outer(i: int) -> int:
+        return int(mcp_nb.call("inner", {"i": i}).content) + 1
+
+    with local_cluster(n_workers=1, threads_per_worker=2) as cluster, distributed.Client(cluster, set_as_default=False) as two_threads:
+        frame = mcp_nb.sweep("outer", {"i": list(range(40))}, cluster=two_threads, partition_size=5, progress=False)
+    assert frame["content"].tolist() == [str(i + 1) for i in range(40)]
+    history = mcp_nb.history().to_frame()
+    assert len(history) == 80 and history["call_id"].is_unique
+    assert sorted(history.loc[history["name"] == "inner", "arguments"].map(lambda a: a["i"])) == list(range(40))

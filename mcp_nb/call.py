@@ -64,6 +64,9 @@ class CallRecord:
 
     __slots__ = ("id", "target", "name", "arguments", "timeout", "attempt", "backoff", "trace", "started", "t0")
 
+    via = "kernel"  # who sent it (a subclass that records an outside client's call has its own)
+    client: str | None = None
+
     def __init__(self, target: str, name: str, arguments: dict[str, Any] | None, timeout: float) -> None:
         self.id = next(_ids)
         self.target = target
@@ -103,6 +106,8 @@ class CallRecord:
             observed=fields.get("observed", True),
             attempt=self.attempt or 1,
             backoff_s=self.backoff,
+            via=self.via,
+            client=self.client,
         )
 
     def _elapsed_ms(self) -> float:

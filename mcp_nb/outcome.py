@@ -32,6 +32,7 @@ CAUSES = (
     "cancelled",
 )
 FATES = ("running", "completed", "cancelled", "unobserved")
+VIAS = ("kernel", "http", "stdio")  # who sent the call: mcp_nb itself, or an outside client over a transport
 
 # What each cause means, for docs and help; the table in docs/guide.md mirrors it.
 CAUSE_DOC = {
@@ -77,6 +78,8 @@ class Outcome:
     attempt: int = 1  # attempts of one call share its call_id; the final Outcome's is the count
     backoff_s: float = 0.0  # the wait before this attempt
     fallback: bool = False  # `content` is the caller's fallback, not what the server sent
+    via: str = "kernel"  # one of VIAS: "kernel" for mcp_nb's own calls, "http"/"stdio" for an outside client's
+    client: str | None = None  # an outside client's name and version, as it introduced itself
 
     @property
     def started_at(self) -> datetime:

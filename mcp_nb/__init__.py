@@ -90,16 +90,21 @@ def tool(
     destructive: bool = False,
     open_world: bool = False,
     inject: Faults | str | Mapping[str, Any] | None = None,
+    input_schema: Mapping[str, Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: register the function as a tool, replacing any tool of the same name.
 
     `inject`: faults to inject on purpose, spelled as for `mcp_nb.inject`.
+    `input_schema`: the JSON Schema clients see, where the signature cannot say it (2020-12
+    keywords such as `if`/`then` or `allOf`); its properties must be the function's parameters.
     """
     flags = {"read_only": read_only, "idempotent": idempotent, "destructive": destructive, "open_world": open_world}
     faults = None if inject is None else Faults.from_spec(inject)
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        engine().registry.add_tool(fn, name=name, title=title, description=description, annotations=flags, inject=faults)
+        engine().registry.add_tool(
+            fn, name=name, title=title, description=description, annotations=flags, inject=faults, input_schema=input_schema
+        )
         return fn
 
     return register

@@ -11,6 +11,7 @@ the settings, `%config McpMagics.timeout = 10` sets one, and it is the same sett
 
 from __future__ import annotations
 
+import json
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -104,6 +105,10 @@ class McpMagics(Magics, SharedTraits):
         metavar="FAULTS",
         help='inject faults on purpose, e.g. "latency=0.5,tool_error=0.1,crash=0.05,protocol_error=0.05,seed=1"',
     )
+    @argument(
+        "--input-schema", metavar="SCHEMA",
+        help="the input JSON Schema clients see, where the signature cannot say it: a JSON object, or the name of a dict",
+    )  # fmt: skip
     def mcp_tool(self, line: str, cell: str):
         """Register the cell's function as a tool on the in-kernel MCP server.
 
@@ -121,15 +126,28 @@ class McpMagics(Magics, SharedTraits):
             if args.name is not None:
                 check_tool_name(args.name)
             faults = Faults.parse(args.inject) if args.inject is not None else None
+            schema = self._schema(args.input_schema) if args.input_schema is not None else None
         flags = {"read_only": args.read_only, "idempotent": args.idempotent, "destructive": args.destructive, "open_world": args.open_world}
         registry = mcp_nb.engine().registry
         return self._register(
             cell,
             lambda fn: registry.add_tool(
-                fn, name=args.name, title=args.title, description=args.description, annotations=flags, inject=faults
+                fn, name=args.name, title=args.title, description=args.description, annotations=flags, inject=faults,
+                input_schema=schema,
             ),
             validate_default_name=args.name is None,
         )
+
+    def _schema(self, text: str):
+        """`--input-schema`: a JSON object as typed, or the name of a variable holding one."""
+        if text.lstrip().startswith("{"):
+            try:
+                return json.loads(text)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"--input-schema is not valid JSON: {err}") from None
+        if text not in self.shell.user_ns:
+            raise ValueError(f"--input-schema {text}: no variable of that name (give a JSON object or a dict's name)")
+        return self.shell.user_ns[text]
 
     @no_var_expand
     @cell_magic

@@ -109,10 +109,18 @@ def _fate_line(o) -> str | None:
     }[fate]
 
 
+def _sender(o) -> str:
+    """Who made an outside client's call ("" for mcp_nb's own calls, which is what most cards show)."""
+    if o.via == "kernel":
+        return ""
+    return f"via {o.via}" + (f" from {o.client}" if o.client else "")
+
+
 def _header_text(o) -> str:
     args = "" if o.target == "resource" or o.arguments is None else " " + compact_json(o.arguments, 80)
     attempt = f", attempt {o.attempt}" if o.attempt > 1 else ""
-    return f"Outcome #{o.call_id}{attempt}: {o.outcome} ({o.cause}) - {o.target} {o.name}{args}"
+    sender = f" ({_sender(o)})" if o.via != "kernel" else ""
+    return f"Outcome #{o.call_id}{attempt}: {o.outcome} ({o.cause}) - {o.target} {o.name}{args}{sender}"
 
 
 def outcome_text(o) -> str:
@@ -180,7 +188,8 @@ def outcome_html(o) -> str:
         f'<div style="display:flex;gap:8px;align-items:center;flex-wrap:wrap;margin-bottom:6px">{badge(o.outcome)}'
         f"<b>{_e(o.cause)}</b>{_kind_badge(o.target)}<code>{_e(o.name)}</code>"
         f'<code style="color:{MUTED}">{_e(args)}</code>'
-        f'<span style="margin-left:auto;color:{MUTED};font-size:0.85em">#{o.call_id}{attempt} · {o.duration_ms:.1f} ms</span></div>'
+        + (f'<span style="color:{MUTED};font-size:0.85em">{_e(_sender(o))}</span>' if o.via != "kernel" else "")
+        + f'<span style="margin-left:auto;color:{MUTED};font-size:0.85em">#{o.call_id}{attempt} · {o.duration_ms:.1f} ms</span></div>'
         f'<div style="display:flex;gap:8px;flex-wrap:wrap">'
         f'{pane("What the model sees", model)}{pane("What the host sees", host)}{pane("What the log says", logs)}'
         f"</div>{fate_html}</div>"
@@ -293,6 +302,15 @@ def registration_html(r) -> str:
 _SHOWN = ["call_id", "target", "name", "outcome", "cause", "content", "code", "message"]
 
 
+def _outside(frame: pd.DataFrame) -> bool:
+    """Whether outside clients made any of these calls (only then is who made each one shown)."""
+    return bool((frame["via"].astype(str) != "kernel").any())
+
+
+def _via(row) -> str:
+    return "" if str(row.via) == "kernel" else f"{row.via}" + (f" {row.client}" if isinstance(row.client, str) else "")
+
+
 def _counts(frame: pd.DataFrame) -> str:
     counts = frame["outcome"].value_counts()
     return ", ".join(f"{name} {int(counts.get(name, 0))}" for name in COLOURS)
@@ -315,6 +333,8 @@ def history_text(frame: pd.DataFrame, rows: int) -> str:
     tail["content"] = [_cell(v, 40) for v in tail["content"].astype(object)]
     tail["message"] = [_cell(v, 40) for v in tail["message"].astype(object)]
     tail["code"] = ["" if pd.isna(v) else str(int(v)) for v in tail["code"]]
+    if _outside(frame):
+        tail["via"] = [_via(r) for r in frame.tail(rows).itertuples(index=False)]
     note = f"\n(last {rows} of {len(frame)}; the whole history: mcp_nb.history().to_frame())" if len(frame) > rows else ""
     return head + "\n" + tail.to_string(index=False) + note
 
@@ -325,6 +345,7 @@ def history_html(frame: pd.DataFrame, rows: int) -> str:
     if frame.empty:
         return f'<div style="color:{MUTED}">History: no calls yet</div>'
     tail = frame.tail(rows)
+    outside = _outside(frame)
     body = []
     for r in tail.itertuples(index=False):
         shown = r.content if r.content is not None else (r.message or "")
@@ -332,7 +353,7 @@ def history_html(frame: pd.DataFrame, rows: int) -> str:
         cells = [
             str(r.call_id), _e(r.target), f"<code>{_e(r.name)}</code>", badge(str(r.outcome)), _e(r.cause),
             "" if pd.isna(r.code) else str(int(r.code)),
-        ]  # fmt: skip
+        ] + ([_e(_via(r))] if outside else [])  # fmt: skip
         left = "".join(f'<td style="text-align:left">{cell}</td>' for cell in cells)
         body.append(
             f'<tr>{left}<td style="text-align:right">{r.duration_ms:.1f}</td>'
@@ -347,7 +368,7 @@ def history_html(frame: pd.DataFrame, rows: int) -> str:
     )
     head = "".join(
         f'<th style="text-align:left">{h}</th>'
-        for h in ["call", "target", "name", "outcome", "cause", "code", "ms", "content / message"]
+        for h in ["call", "target", "name", "outcome", "cause", "code", *(["via"] if outside else []), "ms", "content / message"]
     )
     return (
         f'<div class="mcp-nb-history" style="font-family:var(--jp-ui-font-family,system-ui,sans-serif);color:{FG}">'

@@ -295,6 +295,42 @@ class McpMagics(Magics, SharedTraits):
     @no_var_expand
     @line_magic
     @magic_arguments()
+    @argument("--port", type=int, default=0, help="port to listen on (default: 0, a free one)")
+    @argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
+    @argument(
+        "--dangerously-no-auth", action="store_true",
+        help="accept requests without the bearer token (127.0.0.1 only; for clients that cannot send a header)",
+    )  # fmt: skip
+    @argument("--stop", action="store_true", help="stop serving")
+    def mcp_serve(self, line: str):
+        """Serve this kernel's tools, resources and prompts to outside clients over streamable HTTP.
+
+            %mcp_serve                 # http://127.0.0.1:PORT/mcp, with a random bearer token
+            %mcp_serve --port 8765
+            %mcp_serve --stop
+
+        Returns the handle (`.url`, `.token`, `.configs()` for Claude Desktop, Cursor, VS Code
+        and the Inspector, `.stop()`); the kernel stays free. Outside clients' calls land in
+        the history (`via` http). Running it again with the same options returns the server
+        already running (same URL and token); other options while serving are refused until
+        `%mcp_serve --stop`.
+        """
+        args = _parse(self.mcp_serve, line)
+        if args.stop:
+            from .serving import stop
+
+            stopped = stop(mcp_nb.engine())
+            print(f"stopped serving at {stopped.url}" if stopped is not None else "not serving")
+            return None
+        with usage_errors():
+            try:
+                return mcp_nb.serve(port=args.port, host=args.host, dangerously_no_auth=args.dangerously_no_auth)
+            except OSError as err:  # the port is taken, the address is not this machine's...
+                raise ValueError(err.strerror or str(err)) from None
+
+    @no_var_expand
+    @line_magic
+    @magic_arguments()
     @argument("--summary", action="store_true", help="counts per name and outcome, with totals")
     @argument("--clear", action="store_true", help="forget every recorded call")
     def mcp_history(self, line: str):

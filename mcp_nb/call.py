@@ -125,8 +125,8 @@ class CallRecord:
         text = classify.resource_text(raw.contents) if self.target == "resource" else classify.prompt_text(raw.messages)
         return self._outcome("result", "ok", duration, content=text, is_error=False)
 
-    def _protocol_error(self, error: Any) -> Outcome:
-        cause = classify.protocol_error_cause(self.target, error.code, self.trace)
+    def _protocol_error(self, error: Any, raised: tuple[tuple[str, str], ...] = ()) -> Outcome:
+        cause = classify.protocol_error_cause(self.target, error.code, self.trace, raised)
         return self._outcome(
             "protocol_error", cause, self._elapsed_ms(), code=error.code, message=error.message, data=error.data
         )

@@ -53,7 +53,11 @@ def tool_result_cause(name: str, content: str, is_error: bool, trace: ServerTrac
     return "tool_error", "returned"
 
 
-def protocol_error_cause(target: str, code: int | None, trace: ServerTrace | None) -> str:
+def protocol_error_cause(
+    target: str, code: int | None, trace: ServerTrace | None, raised: tuple[tuple[str, str], ...] = ()
+) -> str:
+    """`raised`: the (type, text) chain of the exception the request failed with, when the caller
+    holds it (a served kernel's middleware does; the kernel's own calls read it from the log)."""
     logs = trace.logs if trace is not None else ()
     seen = _templates(logs)
     if target == "resource":
@@ -68,6 +72,8 @@ def protocol_error_cause(target: str, code: int | None, trace: ServerTrace | Non
         for log in logs:
             if log.template == HANDLER_RAISED and log.exceptions:
                 return _prompt_failure(log.exceptions)
+        if raised:
+            return _prompt_failure(raised)
         if trace is not None and trace.status == "raised" and trace.error_type != "MCPError":
             return "crash"
         return "mcp_error"

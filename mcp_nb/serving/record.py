@@ -22,11 +22,12 @@ from typing import Any, Callable
 
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp_types import INTERNAL_ERROR, CallToolResult, ErrorData, GetPromptResult, ReadResourceResult
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import sdk_compat
 from ..call import CallRecord
 from ..outcome import REQUEST_CANCELLED, Outcome
-from ..trace import CURRENT_TRACE, ServerTrace
+from ..trace import CURRENT_TRACE, ServerTrace, exception_chain
 
 TARGETS = {"tools/call": "tool", "resources/read": "resource", "prompts/get": "prompt"}
 RESULTS = {"tool": CallToolResult, "resource": ReadResourceResult, "prompt": GetPromptResult}
@@ -71,12 +72,18 @@ class OutsideCall(CallRecord):
             return self._client_error(exc)
         return self._result(raw)
 
-    def failed(self, exc: Exception) -> Outcome:
-        """The Outcome of a request that ended in a JSON-RPC error (the SDK's mapping of `exc`)."""
+    def failed(self, exc: Exception, modern: bool) -> Outcome:
+        """The Outcome of a request that ended in a JSON-RPC error: the error the client got for `exc`."""
         error = handler_exception_to_error_data(exc)
-        if error is None:
-            error = ErrorData(code=INTERNAL_ERROR, message=f"{type(exc).__name__}: {exc}")
-        return self._protocol_error(error)
+        if error is not None:  # an MCPError, or arguments that failed validation: sent as they are
+            return self._protocol_error(error)
+        # Anything else the SDK logs and answers in its own way on each protocol era, after this
+        # middleware has returned; the exception itself says what happened.
+        if modern:
+            error = ErrorData(code=INTERNAL_ERROR, message="Internal server error")
+        else:
+            error = ErrorData(code=0, message=str(exc))
+        return self._protocol_error(error, exception_chain(exc))
 
     def cancelled(self, stopping: bool) -> Outcome:
         elapsed = self._elapsed_ms()
@@ -132,7 +139,7 @@ class Recorder:
             self._record(call.cancelled(self.stopping))
             raise
         except Exception as exc:
-            self._record(call.failed(exc))
+            self._record(call.failed(exc, ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS))
             raise
         finally:
             CURRENT_TRACE.reset(token)

@@ -81,7 +81,7 @@ def _serve_http(args: argparse.Namespace, summary: str) -> int:
     print(f"mcp-nb serve: {summary}; serving at {handle.url}", file=sys.stderr)
     if handle.token is not None:
         print(f"token: {handle.token}", file=sys.stderr)
-    for client, text in handle.configs().items():
+    for client, text in handle.configs(args.notebook.stem).items():
         print(f"\n{client}:\n{text}", file=sys.stderr)
     print("\nCtrl-C stops it.", file=sys.stderr, flush=True)
     done = threading.Event()

@@ -18,7 +18,7 @@ import threading
 from typing import Any
 
 from .http import Serving
-from .policy import DEFAULT_MAX_BODY
+from .policy import DEFAULT_MAX_BODY, check_address
 
 __all__ = ["Serving", "current", "serve", "stop"]
 
@@ -49,6 +49,7 @@ def serve(
     same token, clients stay connected); other settings while serving raise ValueError.
     """
     global _exit_hook
+    check_address(host, port, dangerously_no_auth, max_body)  # bad input is refused whatever is running
     settings = (port, host, dangerously_no_auth, tuple(allowed_hosts), tuple(allowed_origins), max_body)
     with _lock:
         running = current(engine)

@@ -79,10 +79,11 @@ class Guard:
 
     def refusal(self, headers: Headers) -> str | None:
         """Why a request with these headers is refused, or None."""
-        if headers.get("host", "").lower() not in self.policy.hosts:
+        # Exact matches, as the SDK's own check behind this door makes them.
+        if headers.get("host", "") not in self.policy.hosts:
             return "host"
         origin = headers.get("origin")
-        if origin is not None and origin.lower() not in self.policy.origins:
+        if origin is not None and origin not in self.policy.origins:
             return "origin"
         if self._token is not None and not self._authorized(headers.get("authorization", "")):
             return "token"

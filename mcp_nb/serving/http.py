@@ -98,9 +98,10 @@ class Serving:
         """How many 2025-era client sessions are open (2026-07-28 clients keep none)."""
         return len(self.served.clients)
 
-    def configs(self) -> dict[str, str]:
-        """Ready-to-paste settings for Claude Desktop, Cursor, VS Code and the MCP Inspector CLI."""
-        return client_configs(self.engine.server.name, self.url, self.token)
+    def configs(self, name: str | None = None) -> dict[str, str]:
+        """Ready-to-paste settings for Claude Desktop, Cursor, VS Code and the MCP Inspector CLI,
+        naming the server `name` there (default: the server's own name)."""
+        return client_configs(name or self.engine.server.name, self.url, self.token)
 
     def same(self, port: int, host: str, dangerously_no_auth: bool, allowed_hosts, allowed_origins, max_body) -> bool:
         """Whether serving with these settings is what is already running (port 0: any port)."""

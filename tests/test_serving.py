@@ -3,6 +3,7 @@ re-run, `%mcp_serve`, and stopping (by hand, by `reset()`, at exit)."""
 
 import asyncio
 import json
+import logging
 import socket
 import subprocess
 import sys
@@ -113,6 +114,28 @@ def test_outside_calls_land_in_the_history_classified_as_the_kernels_own(mode):
     assert any(log.traceback and "KeyError" in log.traceback for log in crash["server_logs"])
     assert handle.calls == len(CASES)
 
+
+
+def test_history_views_say_who_made_an_outside_call():
+    @mcp_nb.tool()
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    mcp_nb.call("add", {"a": 1, "b": 1})
+    assert "via" not in repr(mcp_nb.history())  # only the kernel's calls: the views are as before
+    handle = mcp_nb.serve()
+
+    async def outside():
+        async with client(handle.url, handle.token) as session:
+            await session.call_tool("add", {"a": 2, "b": 3})
+
+    asyncio.run(outside())
+    handle.stop()
+    text = repr(mcp_nb.history())
+    assert "via" in text and "http mcp 0.1.0" in text
+    assert "http mcp 0.1.0" in mcp_nb.history()._repr_html_()
+    frame = mcp_nb.history().to_frame()
+    assert list(frame["via"].astype(str)) == ["kernel", "http"]
 
 
 def test_a_rerun_cell_and_a_removal_are_announced_to_a_2025_client(shell):
@@ -300,7 +323,7 @@ def test_the_handle_shows_where_and_keeps_the_token_out_of_its_summary():
     assert "stopped" in repr(handle)
 
 
-def test_reset_stops_serving_and_a_call_in_flight_is_recorded_as_cancelled():
+def test_reset_stops_serving_and_a_call_in_flight_is_recorded_as_cancelled(caplog):
     started = threading.Event()
 
     @mcp_nb.tool()
@@ -320,8 +343,11 @@ def test_reset_stops_serving_and_a_call_in_flight_is_recorded_as_cancelled():
     caller.start()
     assert started.wait(10)
     begun = time.monotonic()
-    mcp_nb.reset()
+    with caplog.at_level(logging.ERROR):
+        mcp_nb.reset()
     assert time.monotonic() - begun < 10
+    # Stopped in order (sessions first, on the loop), not cancelled mid-request with everything else.
+    assert [r for r in caplog.records if r.name.startswith("uvicorn")] == []
     assert not handle.running
     _refused_connection(handle.port)
     (row,) = old.history.to_frame().itertuples()

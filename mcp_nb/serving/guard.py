@@ -7,6 +7,10 @@ reaches the SDK's transport, so no tool runs and no call is recorded; it is coun
 `Refusals`, which the serving handle shows.
 
 The SDK's transport checks Host and Origin again behind this door, with the same lists.
+
+The door also knows the requests it let in: `end_requests()` ends those still running when
+serving stops (a 2026-07-28 call is one request, outside any session the SDK would end), each
+answered or cut off cleanly, so its call is recorded as cancelled and nothing is left running.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from __future__ import annotations
 import hmac
 import threading
 from collections import Counter
+
+import anyio
 
 from mcp.server.transport_security import RequestBodyLimitMiddleware
 from starlette.datastructures import Headers
@@ -61,6 +67,7 @@ class Guard:
         self.policy = policy
         self.refusals = refusals
         self._token = policy.token.encode() if policy.token is not None else None
+        self._in_flight: set[anyio.CancelScope] = set()  # the requests let in and still running
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -102,10 +109,15 @@ class Guard:
         headers = {"WWW-Authenticate": 'Bearer realm="mcp_nb"'} if reason == "token" else None
         await Response(text, status_code=status, headers=headers, media_type="text/plain")(scope, receive, send)
 
+    def end_requests(self) -> None:
+        """End every request still running (on the loop, when serving stops)."""
+        for running in list(self._in_flight):
+            running.cancel()
+
     async def _within_limit(self, scope: Scope, receive: Receive, send: Send) -> None:
         # The SDK's limit reads the body (or its Content-Length) before the transport runs,
         # and answers 413 itself; a 413 sent before the transport was reached is a refusal.
-        reached = False
+        reached = started = finished = False
 
         async def transport(scope: Scope, receive: Receive, send: Send) -> None:
             nonlocal reached
@@ -113,8 +125,23 @@ class Guard:
             await self.app(scope, receive, send)
 
         async def watch(message) -> None:
-            if message["type"] == "http.response.start" and not reached and message["status"] == 413:
-                self.refusals.add("body")
+            nonlocal started, finished
+            if message["type"] == "http.response.start":
+                started = True
+                if not reached and message["status"] == 413:
+                    self.refusals.add("body")
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                finished = True
             await send(message)
 
-        await RequestBodyLimitMiddleware(transport, self.policy.max_body)(scope, receive, watch)
+        with anyio.CancelScope() as running:
+            self._in_flight.add(running)
+            try:
+                await RequestBodyLimitMiddleware(transport, self.policy.max_body)(scope, receive, watch)
+            finally:
+                self._in_flight.discard(running)
+        if running.cancelled_caught:  # ended by end_requests(): answer, or close what was begun
+            if not started:
+                await Response("Serving stopped", status_code=503, media_type="text/plain")(scope, receive, send)
+            elif not finished:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})

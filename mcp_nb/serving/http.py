@@ -7,8 +7,8 @@ kernel's own calls run: an async tool always runs on that one loop, whoever call
 and the kernel's thread stays free for cells.
 
 Stopping goes in this order, so it is quick and nothing is left behind: no new
-connections, then the SDK's sessions end (calls in flight are cancelled and recorded as
-such, SSE streams close), then uvicorn closes what is left. A `reset()` that closes the
+connections, then the requests in flight end (their calls are cancelled and recorded as
+such), then the SDK's sessions (SSE streams close), then uvicorn closes what is left. A `reset()` that closes the
 engine without a stop cancels the serving task with everything else on the loop; the
 same cleanup runs on the way out.
 """
@@ -184,8 +184,9 @@ class Serving:
         sessions = self.engine.server.session_manager
         # The user's logging is theirs: no logging configuration, and access lines only where
         # their handlers would show uvicorn's records anyway.
+        door = Guard(app, policy, self.refusals)
         config = uvicorn.Config(
-            Guard(app, policy, self.refusals), lifespan="off", log_config=None, ws="none", server_header=False,
+            door, lifespan="off", log_config=None, ws="none", server_header=False,
             proxy_headers=False, timeout_graceful_shutdown=STOP_GRACE_S,
         )  # fmt: skip
         server = self._uvicorn = uvicorn.Server(config)
@@ -204,10 +205,12 @@ class Serving:
                     await asyncio.wait([stop, serving], return_when=asyncio.FIRST_COMPLETED)
                     stop.cancel()
                 finally:
-                    # First no new connections; leaving this block then ends every SDK session.
+                    # First no new connections, then the requests in flight end (their calls are
+                    # recorded as cancelled); leaving this block then ends every SDK session.
                     self.served.recorder.stopping = True
                     for listener in server.servers:
                         listener.close()
+                    door.end_requests()
             server.should_exit = True
             if serving is not None:
                 await serving

@@ -136,6 +136,14 @@ def test_history_views_say_who_made_an_outside_call():
     assert "http mcp 0.1.0" in mcp_nb.history()._repr_html_()
     frame = mcp_nb.history().to_frame()
     assert list(frame["via"].astype(str)) == ["kernel", "http"]
+    from mcp_nb.widgets.history_tab import as_call, call_label
+
+    kernels, outsiders = [call_label(r) for r in frame.itertuples(index=False)]
+    assert "←" not in kernels and outsiders.endswith("← http mcp 0.1.0")  # the panel's history list
+    from mcp_nb.display import outcome_text
+
+    card = outcome_text(as_call(next(frame.tail(1).itertuples(index=False))))  # the panel's card of a past call
+    assert card.splitlines()[0].endswith("(via http from mcp 0.1.0)")
 
 
 def test_a_rerun_cell_and_a_removal_are_announced_to_a_2025_client(shell):
@@ -302,6 +310,30 @@ def test_mcp_serve_on_a_taken_port_is_one_line(shell, capsys):
     assert current(mcp_nb.engine()) is None
     shell.run_line_magic("mcp_serve", "--stop")
     assert "not serving" in capsys.readouterr().out
+
+
+def test_outside_calls_of_a_sync_tool_reuse_the_worker_threads():
+    # A sync tool runs in one of anyio's worker threads, which live as long as the loop's root
+    # task: without one, each call started (and stopped) a thread of its own.
+    workers = set()
+
+    @mcp_nb.tool()
+    def where() -> str:
+        workers.add(threading.current_thread())  # the objects, not their idents, which the OS reuses
+        return "here"
+
+    handle = mcp_nb.serve()
+
+    async def outside():
+        async with client(handle.url, handle.token) as session:
+            for _ in range(20):
+                await session.call_tool("where", {})
+
+    try:
+        asyncio.run(outside())
+    finally:
+        handle.stop()
+    assert 1 <= len(workers) <= 2
 
 
 def test_connections_are_accepted_with_nagles_algorithm_off():

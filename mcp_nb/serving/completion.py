@@ -8,6 +8,7 @@ notebook's history is the one place that knows which values are real.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from mcp.shared.uri_template import UriTemplate
@@ -20,7 +21,8 @@ def install(engine: Any) -> None:
     """Answer `completion/complete` on the engine's server from its history."""
 
     async def complete(ref, argument, context) -> Completion:
-        frame = engine.history.to_frame()
+        # A long history's frame takes a while to build: not on the loop, where every call runs.
+        frame = await asyncio.to_thread(engine.history.to_frame)
         values = suggestions(frame, ref, argument.name, argument.value)
         return Completion(values=values[:MAX_VALUES], total=len(values), has_more=len(values) > MAX_VALUES)
 

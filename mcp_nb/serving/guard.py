@@ -2,11 +2,14 @@
 
 In order: the Host header (421 when it names another server: DNS rebinding), the Origin
 header (403 when a web page of another origin sent it), the bearer token (401, compared
-in constant time), the body's size (413, before it is parsed). A refused request never
-reaches the SDK's transport, so no tool runs and no call is recorded; it is counted in
-`Refusals`, which the serving handle shows.
+in constant time), the body's declared size (413). A refused request never reaches the
+SDK's transport, so no tool runs and no call is recorded; it is counted in `Refusals`,
+which the serving handle shows.
 
-The SDK's transport checks Host and Origin again behind this door, with the same lists.
+Behind this door the SDK's transport checks Host and Origin again, with the same lists,
+and caps the body it reads at the same size: a body sent without a declared size (chunked)
+that grows past it gets the SDK's 413 before anything parses it, and is counted too (the
+SDK answers 413 for nothing else).
 
 The door also knows the requests it let in: `end_requests()` ends those still running when
 serving stops (a 2026-07-28 call is one request, outside any session the SDK would end), each
@@ -21,8 +24,6 @@ from collections import Counter
 
 import anyio
 
-from mcp.server.transport_security import RequestBodyLimitMiddleware
-from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -34,7 +35,6 @@ REFUSED = {
     "origin": (403, "Invalid Origin header"),
     "token": (401, "Missing or invalid bearer token"),
     "body": (413, "Request body too large"),
-    "websocket": (403, "WebSocket is not served"),
 }
 
 
@@ -70,38 +70,46 @@ class Guard:
         self._in_flight: set[anyio.CancelScope] = set()  # the requests let in and still running
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        kind = scope["type"]
-        if kind == "websocket":
-            self.refusals.add("websocket")
-            await send({"type": "websocket.close", "code": 1008})
-            return
-        if kind != "http":
+        if scope["type"] != "http":  # uvicorn runs with no lifespan and no WebSocket: nothing else comes
             await self.app(scope, receive, send)
             return
-        reason = self.refusal(Headers(scope=scope))
+        reason = self.refusal(scope["headers"])
         if reason is not None:
             await self.refuse(reason, scope, receive, send)
             return
-        await self._within_limit(scope, receive, send)
+        await self._admitted(scope, receive, send)
 
-    def refusal(self, headers: Headers) -> str | None:
-        """Why a request with these headers is refused, or None."""
-        # Exact matches, as the SDK's own check behind this door makes them.
-        if headers.get("host", "") not in self.policy.hosts:
+    def refusal(self, headers: list[tuple[bytes, bytes]]) -> str | None:
+        """Why a request with these (raw ASGI) headers is refused, or None."""
+        # One pass over the raw headers (names come lowercased); the first of a repeated
+        # header counts, as for the SDK's check behind this door.
+        host = origin = authorization = length = None
+        for name, value in headers:
+            if name == b"host":
+                host = value if host is None else host
+            elif name == b"origin":
+                origin = value if origin is None else origin
+            elif name == b"authorization":
+                authorization = value if authorization is None else authorization
+            elif name == b"content-length":
+                length = value if length is None else length
+        # Exact matches, as the SDK makes them.
+        if host is None or host.decode("latin-1") not in self.policy.hosts:
             return "host"
-        origin = headers.get("origin")
-        if origin is not None and origin not in self.policy.origins:
+        if origin is not None and origin.decode("latin-1") not in self.policy.origins:
             return "origin"
-        if self._token is not None and not self._authorized(headers.get("authorization", "")):
+        if self._token is not None and not self._authorized(authorization or b""):
             return "token"
+        if length is not None and length.isdigit() and int(length) > self.policy.max_body:
+            return "body"
         return None
 
-    def _authorized(self, header: str) -> bool:
-        scheme, _, presented = header.partition(" ")
+    def _authorized(self, header: bytes) -> bool:
+        scheme, _, presented = header.partition(b" ")
         # compare_digest's time does not depend on where the first difference is, so a
         # caller cannot guess the token a character at a time.
-        matches = hmac.compare_digest(presented.strip().encode(), self._token)
-        return scheme.lower() == "bearer" and matches
+        matches = hmac.compare_digest(presented.strip(), self._token)
+        return scheme.lower() == b"bearer" and matches
 
     async def refuse(self, reason: str, scope: Scope, receive: Receive, send: Send) -> None:
         self.refusals.add(reason)
@@ -114,21 +122,14 @@ class Guard:
         for running in list(self._in_flight):
             running.cancel()
 
-    async def _within_limit(self, scope: Scope, receive: Receive, send: Send) -> None:
-        # The SDK's limit reads the body (or its Content-Length) before the transport runs,
-        # and answers 413 itself; a 413 sent before the transport was reached is a refusal.
-        reached = started = finished = False
-
-        async def transport(scope: Scope, receive: Receive, send: Send) -> None:
-            nonlocal reached
-            reached = True
-            await self.app(scope, receive, send)
+    async def _admitted(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = finished = False
 
         async def watch(message) -> None:
             nonlocal started, finished
             if message["type"] == "http.response.start":
                 started = True
-                if not reached and message["status"] == 413:
+                if message["status"] == 413:  # the SDK's cap, on a body that did not declare its size
                     self.refusals.add("body")
             elif message["type"] == "http.response.body" and not message.get("more_body", False):
                 finished = True
@@ -137,7 +138,7 @@ class Guard:
         with anyio.CancelScope() as running:
             self._in_flight.add(running)
             try:
-                await RequestBodyLimitMiddleware(transport, self.policy.max_body)(scope, receive, watch)
+                await self.app(scope, receive, watch)
             finally:
                 self._in_flight.discard(running)
         if running.cancelled_caught:  # ended by end_requests(): answer, or close what was begun

@@ -53,10 +53,14 @@ class Serving:
         self.settings = (host, dangerously_no_auth, tuple(allowed_hosts), tuple(allowed_origins), max_body)
         self.refusals = Refusals()
         self._socket = _listen(host, port)
-        self.policy: Policy = decide(
-            host, self._socket.getsockname()[1], dangerously_no_auth=dangerously_no_auth,
-            allowed_hosts=tuple(allowed_hosts), allowed_origins=tuple(allowed_origins), max_body=max_body,
-        )  # fmt: skip
+        try:
+            self.policy: Policy = decide(
+                host, self._socket.getsockname()[1], dangerously_no_auth=dangerously_no_auth,
+                allowed_hosts=tuple(allowed_hosts), allowed_origins=tuple(allowed_origins), max_body=max_body,
+            )  # fmt: skip
+        except BaseException:
+            self._socket.close()
+            raise
         self.served = Served(engine, "http")
         self._stopped = threading.Event()
         self._stopping: asyncio.Event | None = None
@@ -126,6 +130,9 @@ class Serving:
     def start(self) -> Serving:
         """Listen and serve on mcp_nb's loop; returns once requests are answered."""
         loop = self.engine.loop
+        if loop.in_loop():
+            self._socket.close()
+            raise RuntimeError("serving cannot start from mcp_nb's own loop (a tool): it would wait on itself")
         ready = threading.Event()
         self.served.attach()
         try:

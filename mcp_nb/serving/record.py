@@ -21,7 +21,7 @@ import time
 from typing import Any, Callable
 
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
-from mcp_types import INTERNAL_ERROR, CallToolResult, ErrorData, GetPromptResult, ReadResourceResult
+from mcp_types import INTERNAL_ERROR, CallToolResult, ErrorData, GetPromptResult, ReadResourceResult, TextContent
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import sdk_compat
@@ -67,7 +67,9 @@ class OutsideCall(CallRecord):
             asked = ", ".join(wire.get("inputRequests") or {})
             return self._outcome("result", "ok", self._elapsed_ms(), content=f"input required: {asked}", is_error=False)
         try:
-            raw = RESULTS[self.target].model_validate(wire)
+            raw = _text_only(wire) if self.target == "tool" else None
+            if raw is None:
+                raw = RESULTS[self.target].model_validate(wire)
         except Exception as exc:  # noqa: BLE001 - an answer mcp_nb cannot read is still a recorded call
             return self._client_error(exc)
         return self._result(raw)
@@ -92,6 +94,19 @@ class OutsideCall(CallRecord):
             "timeout", "cancelled", elapsed, code=REQUEST_CANCELLED,
             message=f"Cancelled after {elapsed / 1000:.3g}s: {why}", observed=self.observes(self.target, self.name),
         )  # fmt: skip
+
+
+def _text_only(wire: dict[str, Any]) -> CallToolResult | None:
+    """The common tool result, text blocks only, read without validating it again (the SDK
+    built it from its own models a moment ago); None for anything else."""
+    blocks = wire.get("content")
+    if not isinstance(blocks, list) or not all(isinstance(b, dict) and b.get("type") == "text" for b in blocks):
+        return None
+    return CallToolResult.model_construct(
+        content=[TextContent.model_construct(type="text", text=str(b.get("text", ""))) for b in blocks],
+        is_error=bool(wire.get("isError", False)),
+        structured_content=wire.get("structuredContent"),
+    )
 
 
 def client_name(session: Any) -> str | None:

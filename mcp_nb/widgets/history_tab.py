@@ -144,7 +144,9 @@ def call_label(r) -> str:
     # An <option> collapses runs of spaces: pad with no-break spaces to keep the columns.
     took = f"{r.duration_ms:,.1f} ms"
     head = f"{call:<6}{when} {took:>11}  {what:<33}{r.target:<9}".replace(" ", "\u00a0")
-    return f"{head}{r.name} {args}".rstrip()
+    via = str(getattr(r, "via", "kernel"))
+    sender = "" if via == "kernel" else f"  ← {via}" + (f" {r.client}" if isinstance(getattr(r, "client", None), str) else "")
+    return f"{head}{r.name} {args}".rstrip() + sender
 
 
 def _na(value: Any) -> Any:

@@ -6,7 +6,6 @@ import pytest
 from IPython.core.error import UsageError
 
 import mcp_nb
-from conftest import cell
 
 CONDITIONAL = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -16,6 +15,11 @@ CONDITIONAL = {
     "then": {"required": ["phone"]},
     "additionalProperties": False,
 }
+
+
+def cell(shell, magic: str, line: str, body: str):
+    """Run a cell magic the way a notebook does, returning the ExecutionResult."""
+    return shell.run_cell(f"%%{magic} {line}\n{body}")
 
 
 def listed(name):

@@ -19,9 +19,13 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
 import mcp_nb
 import peers
-from conftest import cell
 from mcp_nb.serving import current
 from outside import client
+
+
+def cell(shell, magic: str, line: str, body: str):
+    """Run a cell magic the way a notebook does, returning the ExecutionResult."""
+    return shell.run_cell(f"%%{magic} {line}\n{body}")
 
 
 def bookshop():

@@ -9,7 +9,7 @@ from IPython.core.error import UsageError
 
 import mcp_nb
 
-LINE_MAGICS = ("mcp_call", "mcp_read", "mcp_get_prompt", "mcp_list", "mcp_remove", "mcp_history", "mcp_panel")
+LINE_MAGICS = ("mcp_call", "mcp_read", "mcp_get_prompt", "mcp_list", "mcp_remove", "mcp_history", "mcp_panel", "mcp_serve")
 CELL_MAGICS = ("mcp_tool", "mcp_resource", "mcp_prompt")
 
 
@@ -39,7 +39,7 @@ def usage_error(result) -> str:
     return text
 
 
-# -- lines that cannot be split or parsed: one line, nothing changed (all ten magics) ---------------
+# -- lines that cannot be split or parsed: one line, nothing changed (every magic) -----------------
 
 BODY = "def good() -> str:\n    return 'new'\n"
 UNSPLITTABLE = [
@@ -59,6 +59,7 @@ UNSPLITTABLE = [
     "%mcp_history --summary 'x",
     '%mcp_list "x',
     "%mcp_panel 'x",
+    "%mcp_serve --host '127.0.0.1",
 ]
 
 

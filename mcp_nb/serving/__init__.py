@@ -8,7 +8,7 @@ clients hear of a re-run cell (`clients`). Who may connect is decided in `policy
 enforced in `guard`.
 
 One engine is served at most once at a time. Serving stops with `handle.stop()`, when
-the engine closes (`mcp_nb.reset()`, or the kernel shutting down), and at interpreter exit.
+the engine closes (`mcp_nb.reset()`), and at interpreter exit (a kernel shutting down).
 """
 
 from __future__ import annotations

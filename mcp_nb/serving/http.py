@@ -8,9 +8,10 @@ and the kernel's thread stays free for cells.
 
 Stopping goes in this order, so it is quick and nothing is left behind: no new
 connections, then the requests in flight end (their calls are cancelled and recorded as
-such), then the SDK's sessions (SSE streams close), then uvicorn closes what is left. A `reset()` that closes the
-engine without a stop cancels the serving task with everything else on the loop; the
-same cleanup runs on the way out.
+such), then the SDK's sessions (SSE streams close), then uvicorn closes what is left.
+`mcp_nb.reset()` stops it the same way, first thing (`Engine.on_closing`); were the loop
+to stop under it instead, the serving task is cancelled and the same cleanup runs on its
+way out.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+import time
 from typing import Any
 
 from mcp.server.transport_security import TransportSecuritySettings
@@ -137,10 +139,14 @@ class Serving:
         self.served.attach()
         try:
             self._task = loop.submit(self._serve(ready))
+            deadline = time.monotonic() + START_TIMEOUT_S
             while not ready.wait(0.05):
                 if self._task.done():
                     self._task.result()  # raises what stopped it
                     raise RuntimeError("serving ended before it started")
+                if time.monotonic() > deadline:
+                    self._task.cancel()
+                    raise TimeoutError(f"serving did not start within {START_TIMEOUT_S:g} s")
         except BaseException:
             self.served.detach()
             self._socket.close()
@@ -237,8 +243,8 @@ def _listen(host: str, port: int) -> socket.socket:
 
     Made with the protocol named (IPPROTO_TCP), as asyncio's own listeners are: the
     connections accepted on it inherit it, and only then does asyncio turn Nagle's algorithm
-    off on them. Without that, a keep-alive client's second request waited about 40 ms for
-    its answer (the body held back until the client's delayed ACK of the headers).
+    off on them. Without that, every answer after a keep-alive connection's first took about
+    40 ms: its body waited for the client's delayed ACK of its headers.
     """
     address = "127.0.0.1" if host == "localhost" else host.strip("[]")
     family = socket.AF_INET6 if ":" in address else socket.AF_INET

@@ -35,7 +35,7 @@ __all__ = [
     "CAUSES", "CAUSE_DOC", "COLUMNS", "OUTCOMES", "Faults", "History", "Outcome", "Registration", "Retry",
     "ServerLog", "acall", "aget_prompt", "aread", "asweep", "call", "configure", "get_prompt", "history",
     "inject", "load_ipython_extension", "panel", "prompt", "read", "registered", "remove", "reset", "resource",
-    "server", "settings", "sweep", "tool", "connect", "connect_config", "disconnect", "reconnect", "servers",
+    "serve", "server", "settings", "sweep", "tool", "connect", "connect_config", "disconnect", "reconnect", "servers",
 ]  # fmt: skip
 
 _engine: Engine | None = None
@@ -104,16 +104,21 @@ def tool(
     destructive: bool = False,
     open_world: bool = False,
     inject: Faults | str | Mapping[str, Any] | None = None,
+    input_schema: Mapping[str, Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: register the function as a tool, replacing any tool of the same name.
 
     `inject`: faults to inject on purpose, spelled as for `mcp_nb.inject`.
+    `input_schema`: the JSON Schema clients see, where the signature cannot say it (2020-12
+    keywords such as `if`/`then` or `allOf`); its properties must be the function's parameters.
     """
     flags = {"read_only": read_only, "idempotent": idempotent, "destructive": destructive, "open_world": open_world}
     faults = None if inject is None else Faults.from_spec(inject)
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        engine().registry.add_tool(fn, name=name, title=title, description=description, annotations=flags, inject=faults)
+        engine().registry.add_tool(
+            fn, name=name, title=title, description=description, annotations=flags, inject=faults, input_schema=input_schema
+        )
         return fn
 
     return register
@@ -376,6 +381,37 @@ def inject(name: str, faults: Faults | str | Mapping[str, Any] | None) -> Faults
     classify the same way; with a seed they are reproducible.
     """
     return engine().registry.inject(name, None if faults is None else Faults.from_spec(faults))
+
+
+def serve(
+    port: int = 0,
+    host: str = "127.0.0.1",
+    *,
+    dangerously_no_auth: bool = False,
+    allowed_hosts: tuple[str, ...] = (),
+    allowed_origins: tuple[str, ...] = (),
+    max_body: int = 4 * 1024 * 1024,
+):
+    """Serve the kernel's tools, resources and prompts to outside clients over streamable HTTP.
+
+    Returns at once with the handle (`.url`, `.token`, `.stop()`, `.configs()` for Claude
+    Desktop, Cursor, VS Code and the Inspector); the server runs in the background and the
+    kernel stays free. Every request must carry `Authorization: Bearer <token>`; the Host and
+    Origin headers must name this server; bodies over `max_body` bytes are refused. Outside
+    clients' calls land in `mcp_nb.history()` with `via="http"` and the client's name.
+
+    `host` other than loopback reaches other machines: the token cannot be turned off there.
+    `dangerously_no_auth=True` (loopback only) is for clients that cannot send a header.
+    `allowed_hosts` / `allowed_origins` add names this server may be reached by. Serving
+    again with the same settings returns the running handle; other settings raise ValueError
+    until it is stopped. `mcp_nb.reset()`, kernel shutdown and interpreter exit stop it.
+    """
+    from .serving import serve as start
+
+    return start(
+        engine(), port=port, host=host, dangerously_no_auth=dangerously_no_auth,
+        allowed_hosts=tuple(allowed_hosts), allowed_origins=tuple(allowed_origins), max_body=max_body,
+    )  # fmt: skip
 
 
 def panel(engine: Engine | None = None, *, server: str | None = None):

@@ -1,39 +1,8 @@
-"""`python -m mcp_nb COMMAND ...`: mcp_nb's commands, each in a module of its own.
+"""`python -m mcp_nb COMMAND ...`: see `mcp_nb.commands`."""
 
-A command's module has `arguments(parser)`, which declares its options on its own
-argparse parser, and `run(args)`, which does the work and returns the exit status.
-Only the module of the command being run is imported: a command may need more than the
-others. A mistake in the arguments is reported by argparse (`args.parser.error(...)`:
-usage, one line, exit status 2).
-"""
-
-from __future__ import annotations
-
-import argparse
-import importlib
 import sys
 
-# name -> (module, one line of help)
-COMMANDS = {
-    "nbval-sanitize": ("mcp_nb.nbval", "write the nbval sanitizer that holds mcp_nb's outputs still"),
-    "init-course": ("mcp_nb.course", "make a folder to start a course of notebooks from (Binder, nbval, CI)"),
-}
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    parser = argparse.ArgumentParser(prog="python -m mcp_nb", description="mcp_nb's commands.")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    chosen = next((word for word in argv if not word.startswith("-")), None)
-    for name, (module, summary) in COMMANDS.items():
-        sub = commands.add_parser(name, help=summary, description=summary[0].upper() + summary[1:] + ".")
-        if name == chosen:
-            command = importlib.import_module(module)
-            command.arguments(sub)
-            sub.set_defaults(run=command.run, parser=sub)
-    args = parser.parse_args(argv)
-    return args.run(args) or 0
-
+from mcp_nb.commands import COMMANDS, main  # noqa: F401 - COMMANDS: what the help lists
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(prog="python -m mcp_nb"))

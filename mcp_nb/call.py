@@ -67,6 +67,9 @@ class CallRecord:
 
     __slots__ = ("id", "target", "name", "arguments", "timeout", "attempt", "backoff", "trace", "started", "t0")
 
+    via = "kernel"  # who sent it (a subclass that records an outside client's call has its own)
+    client: str | None = None
+
     def __init__(self, target: str, name: str, arguments: dict[str, Any] | None, timeout: float) -> None:
         self.id = next(_ids)
         self.target = target
@@ -117,6 +120,8 @@ class CallRecord:
             attempt=self.attempt or 1,
             backoff_s=self.backoff,
             server=self.server_name(),
+            via=self.via,
+            client=self.client,
         )
 
     def _elapsed_ms(self) -> float:
@@ -134,8 +139,8 @@ class CallRecord:
         text = classify.resource_text(raw.contents) if self.target == "resource" else classify.prompt_text(raw.messages)
         return self._outcome("result", "ok", duration, content=text, is_error=False)
 
-    def _protocol_error(self, error: Any) -> Outcome:
-        cause = classify.protocol_error_cause(self.target, error.code, self.trace, error.message, self.local())
+    def _protocol_error(self, error: Any, raised: tuple[tuple[str, str], ...] = ()) -> Outcome:
+        cause = classify.protocol_error_cause(self.target, error.code, self.trace, error.message, self.local(), raised)
         return self._outcome(
             "protocol_error", cause, self._elapsed_ms(), code=error.code, message=error.message, data=error.data
         )

@@ -70,8 +70,17 @@ def _remote_tool_error(name: str, content: str) -> str:
 
 
 def protocol_error_cause(
-    target: str, code: int | None, trace: ServerTrace | None, message: str = "", local: bool = True
+    target: str,
+    code: int | None,
+    trace: ServerTrace | None,
+    message: str = "",
+    local: bool = True,
+    raised: tuple[tuple[str, str], ...] = (),
 ) -> str:
+    """`local`: the kernel's own server (its log tells what happened), else an outside one (its
+    code and text do). `raised`: the (type, text) chain of the exception the request failed with,
+    when the caller holds it (a served kernel's middleware does; the kernel's own calls read it
+    from the log)."""
     if not local:
         return _remote_protocol_error(target, code, message or "", trace)
     logs = trace.logs if trace is not None else ()
@@ -92,6 +101,8 @@ def protocol_error_cause(
         for log in logs:
             if log.template == HANDLER_RAISED and log.exceptions:
                 return _prompt_failure(log.exceptions)
+        if raised:
+            return _prompt_failure(raised)
         if trace is not None and trace.status == "raised" and trace.error_type != "MCPError":
             return "crash"
         return "mcp_error"

@@ -277,16 +277,28 @@ def _fate_line(o) -> str | None:
     }[fate]
 
 
+def _sender(o) -> str:
+    """Who made an outside client's call ("" for mcp_nb's own calls, which is what most cards show)."""
+    if o.via == "kernel":
+        return ""
+    return f"via {o.via}" + (f" from {o.client}" if o.client else "")
+
+
 def _header_text(o) -> str:
     args = "" if o.target == "resource" or o.arguments is None else " " + compact_json(o.arguments, 80)
     attempt = f", attempt {o.attempt}" if o.attempt > 1 else ""
-    return f"Outcome #{o.call_id}{attempt}: {o.outcome} ({o.cause}) - {o.target} {o.name}{args}{_on(o)}"
+    return f"Outcome #{o.call_id}{attempt}: {o.outcome} ({o.cause}) - {o.target} {o.name}{args}{_on(o)}{_from(o)}"
 
 
 def _on(o) -> str:
     """Where the call went, said only when it is not the kernel's own server."""
     server = getattr(o, "server", None) or "kernel"
     return "" if server == "kernel" else f" on {server}"
+
+
+def _from(o) -> str:
+    """Who made it, said only when it is an outside client (most cards show mcp_nb's own calls)."""
+    return f" ({_sender(o)})" if o.via != "kernel" else ""
 
 
 def outcome_text(o) -> str:
@@ -354,6 +366,7 @@ def outcome_html(o, stable: bool | None = None) -> str:
         + _item(badge(o.outcome)) + _item(f"<b>{_e(o.cause)}</b>") + _item(_kind_badge(o.target))
         + _item(f"<code>{_e(o.name)}</code>")
         + (_item(_e(_on(o).strip()), MUTED) if _on(o) else "")
+        + (_item(_e(_sender(o)), MUTED) if o.via != "kernel" else "")
         + (f'<code style="{MUTED}">{_e(args)}</code>' if args else "")
     )  # fmt: skip
     return (
@@ -464,6 +477,15 @@ def registration_html(r) -> str:
 _SHOWN = ["call_id", "target", "name", "outcome", "cause", "content", "code", "message"]
 
 
+def _outside(frame: pd.DataFrame) -> bool:
+    """Whether outside clients made any of these calls (only then is who made each one shown)."""
+    return bool((frame["via"].astype(str) != "kernel").any())
+
+
+def _via(row) -> str:
+    return "" if str(row.via) == "kernel" else f"{row.via}" + (f" {row.client}" if isinstance(row.client, str) else "")
+
+
 def _counts(frame: pd.DataFrame) -> str:
     counts = frame["outcome"].value_counts()
     return ", ".join(f"{name} {int(counts.get(name, 0))}" for name in FILLS)
@@ -488,10 +510,13 @@ def history_text(frame: pd.DataFrame, rows: int, stable: bool | None = None) -> 
     if frame.empty:
         return "History: no calls yet"
     head = f"History: {len(frame)} calls ({_counts(frame)})"
-    tail = _in_order(frame, _stable(stable)).tail(rows)[_SHOWN].copy()
+    ordered = _in_order(frame, _stable(stable)).tail(rows)
+    tail = ordered[_SHOWN].copy()
     tail["content"] = [_cell(v, 40) for v in tail["content"].astype(object)]
     tail["message"] = [_cell(v, 40) for v in tail["message"].astype(object)]
     tail["code"] = ["" if pd.isna(v) else str(int(v)) for v in tail["code"]]
+    if _outside(frame):
+        tail["via"] = [_via(r) for r in ordered.itertuples(index=False)]
     note = f"\n(last {rows} of {len(frame)}; the whole history: mcp_nb.history().to_frame())" if len(frame) > rows else ""
     return head + "\n" + tail.to_string(index=False) + note
 
@@ -503,13 +528,14 @@ def history_html(frame: pd.DataFrame, rows: int, stable: bool | None = None) -> 
     if frame.empty:
         return f'<div style="{MUTED}">History: no calls yet</div>'
     tail = _in_order(frame, stable).tail(rows)
+    outside = _outside(frame)
     body = []
     for r in tail.itertuples(index=False):
         shown = r.content if r.content is not None else (r.message or "")
         shown = "" if shown is None else str(shown)
         cells = [
             str(r.call_id), _e(r.target), f"<code>{_e(r.name)}</code>", badge(str(r.outcome)), _e(r.cause),
-            "" if pd.isna(r.code) else str(int(r.code)),
+            *([_e(_via(r))] if outside else []), "" if pd.isna(r.code) else str(int(r.code)),
         ]  # fmt: skip
         left = "".join(f'<td style="text-align:left;{CELL}">{cell}</td>' for cell in cells)
         # the duration, then the content cell as far as its title attribute
@@ -520,8 +546,9 @@ def history_html(frame: pd.DataFrame, rows: int, stable: bool | None = None) -> 
         if len(frame) > rows
         else ""
     )
+    names = ["call", "target", "name", "outcome", "cause", *(["via"] if outside else [])]
     head = (
-        "".join(f'<th style="text-align:left;{CELL}">{h}</th>' for h in ["call", "target", "name", "outcome", "cause"])
+        "".join(f'<th style="text-align:left;{CELL}">{h}</th>' for h in names)
         + HISTORY_MS_HEADER(stable)  # the code and ms headers
         + f'<th style="text-align:left;{CELL}">content / message</th>'
     )

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from . import sdk_compat
@@ -51,6 +51,7 @@ class Engine:
         self._closed = False
         self._close_listeners: list[Callable[[], None]] = []
         self._connection_listeners: list[Callable[[], None]] = []
+        self._closers: list[Callable[[], Awaitable[None]]] = []
         LOOP.forget()
 
     # -- the loop -------------------------------------------------------------------------------
@@ -254,7 +255,19 @@ class Engine:
         else:
             self._close_listeners.append(listener)
 
+    def on_closing(self, closer: Callable[[], Awaitable[None]], remove: bool = False) -> None:
+        """Await `closer()` on the loop first when this engine closes, while calls can still be
+        recorded (a server for outside clients stops there); `remove=True` takes it back."""
+        if remove:
+            if closer in self._closers:
+                self._closers.remove(closer)
+        else:
+            self._closers.append(closer)
+
     async def _shutdown(self) -> None:
+        for closer in list(self._closers):
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(closer(), timeout=10)
         # Calls in flight first, so each is recorded as cancelled before the session
         # closes under it (which would fail it otherwise). Nested calls share nothing,
         # so each call's own task is cancelled once.

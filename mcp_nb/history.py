@@ -15,7 +15,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
-from .outcome import CAUSES, FATES, OUTCOMES, TARGETS, Outcome
+from .outcome import CAUSES, FATES, OUTCOMES, TARGETS, VIAS, Outcome
 
 COLUMNS = (
     "call_id",
@@ -42,15 +42,18 @@ COLUMNS = (
     "fate_outcome",
     "fate_cause",
     "fate_after_ms",
+    "via",
+    "client",
 )
 
 _OUTCOME_CODE = {name: i for i, name in enumerate(OUTCOMES)}
 _CAUSE_CODE = {name: i for i, name in enumerate(CAUSES)}
 _TARGET_CODE = {name: i for i, name in enumerate(TARGETS)}
+_VIA_CODE = {name: i for i, name in enumerate(VIAS)}
 _NO_FLAG = 2  # is_error code for "no result, so no flag"
 CHUNK = 4096
 _STORED = ("call_id", "attempt", "backoff", "server", "worker", "target", "name", "arguments", "outcome", "cause", "content", "structured",
-           "is_error", "code", "message", "data", "logs", "started", "duration", "timeout")  # fmt: skip
+           "is_error", "code", "message", "data", "logs", "started", "duration", "timeout", "via", "client")  # fmt: skip
 _EMPTY: tuple = ()
 
 # numpy and pandas are imported where they are used, not with this module: `import mcp_nb`
@@ -81,6 +84,7 @@ class _Store:
         self.names: dict[str, int] = {}
         self.servers: dict[str, int] = {"kernel": 0}
         self.workers: dict[str, int] = {}  # dask workers' addresses; a call made in the kernel has none (-1)
+        self.clients: dict[str, int] = {}  # an outside client's "name version" -> code (-1: no client)
         self.timeouts: dict[int, Outcome] = {}  # row -> Outcome, for the live server-fate columns
 
     def flush(self) -> None:
@@ -89,7 +93,7 @@ class _Store:
             return
         import numpy as np
 
-        names = self.names
+        names, clients = self.names, self.clients
         for row, o in enumerate(calls, self.rows):
             if o.outcome == "timeout":
                 self.timeouts[row] = o
@@ -120,6 +124,10 @@ class _Store:
         c["started"].append(np.array([o.started for o in calls], dtype=np.float64))
         c["duration"].append(np.array([o.duration_ms for o in calls], dtype=np.float64))
         c["timeout"].append(np.array([o.timeout_s for o in calls], dtype=np.float64))
+        c["via"].append(np.array([_VIA_CODE[o.via] for o in calls], dtype=np.int8))
+        c["client"].append(
+            np.array([-1 if o.client is None else clients.setdefault(o.client, len(clients)) for o in calls], dtype=np.int64)
+        )
         self.rows += len(calls)
 
     def column(self, name: str, dtype) -> np.ndarray:
@@ -190,6 +198,7 @@ class History:
             names = list(s.names)
             servers = list(s.servers)
             workers = list(s.workers)
+            clients = list(s.clients)
             timeouts = dict(s.timeouts)
         n = len(columns["call_id"])
         if timeouts:
@@ -237,6 +246,8 @@ class History:
                 "fate_outcome": pd.Categorical(fate_outcome, categories=list(OUTCOMES)),
                 "fate_cause": pd.Categorical(fate_cause, categories=list(CAUSES)),
                 "fate_after_ms": fate_after,
+                "via": category(columns["via"], list(VIAS)),
+                "client": category(columns["client"], clients),  # -1 codes read as missing: mcp_nb's own calls
             },
             columns=list(COLUMNS),
         )

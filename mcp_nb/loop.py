@@ -31,15 +31,23 @@ class LoopThread:
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         self.loop = loop
+        # The loop runs one root task until stop(), as asyncio.run() would. anyio ties each
+        # worker thread it starts for a sync handler to the loop's root task; on a loop with
+        # none (run_forever) it falls back to the task that asked, which ends with its
+        # request, so every sync call started and stopped a thread of its own.
+        self._stopping = loop.create_future()
+        root = loop.create_task(self._until_stopped(), name="mcp_nb-loop-root")
         self._ready.set()
         try:
             while True:
                 try:
-                    loop.run_forever()
+                    loop.run_until_complete(root)
                     break  # stop() was called
                 except BaseException:  # noqa: BLE001
-                    # A SystemExit or KeyboardInterrupt escaping some task stops
-                    # run_forever; the loop itself is fine, so keep serving calls.
+                    # A SystemExit or KeyboardInterrupt escaping some task stops the
+                    # loop; the loop itself is fine, so keep serving calls.
+                    if root.done():
+                        break
                     continue
         finally:
             try:
@@ -109,9 +117,16 @@ class LoopThread:
             return await coro
         return await asyncio.wrap_future(self.submit(coro))
 
+    async def _until_stopped(self) -> None:
+        await self._stopping
+
+    def _end(self) -> None:
+        if not self._stopping.done():
+            self._stopping.set_result(None)
+
     def stop(self) -> None:
         if self.loop is not None and self._thread.is_alive():
-            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.loop.call_soon_threadsafe(self._end)
             self._thread.join(timeout=5)
 
 

@@ -11,6 +11,7 @@ the settings, `%config McpMagics.timeout = 10` sets one, and it is the same sett
 
 from __future__ import annotations
 
+import json
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -122,6 +123,10 @@ class McpMagics(Magics, SharedTraits):
         metavar="FAULTS",
         help='inject faults on purpose, e.g. "latency=0.5,tool_error=0.1,crash=0.05,protocol_error=0.05,seed=1"',
     )
+    @argument(
+        "--input-schema", metavar="SCHEMA",
+        help="the input JSON Schema clients see, where the signature cannot say it: a JSON object, or the name of a dict",
+    )  # fmt: skip
     def mcp_tool(self, line: str, cell: str):
         """Register the cell's function as a tool on the in-kernel MCP server.
 
@@ -139,16 +144,29 @@ class McpMagics(Magics, SharedTraits):
             if args.name is not None:
                 check_tool_name(args.name)
             faults = Faults.parse(args.inject) if args.inject is not None else None
+            schema = self._schema(args.input_schema) if args.input_schema is not None else None
         flags = {"read_only": args.read_only, "idempotent": args.idempotent, "destructive": args.destructive, "open_world": args.open_world}
         registry = mcp_nb.engine().registry
         return self._register(
             cell,
             lambda fn: registry.add_tool(
-                fn, name=args.name, title=args.title, description=args.description, annotations=flags, inject=faults
+                fn, name=args.name, title=args.title, description=args.description, annotations=flags, inject=faults,
+                input_schema=schema,
             ),
             validate_default_name=args.name is None,
             quiet=args.quiet,
         )
+
+    def _schema(self, text: str):
+        """`--input-schema`: a JSON object as typed, or the name of a variable holding one."""
+        if text.lstrip().startswith("{"):
+            try:
+                return json.loads(text)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"--input-schema is not valid JSON: {err}") from None
+        if text not in self.shell.user_ns:
+            raise ValueError(f"--input-schema {text}: no variable of that name (give a JSON object or a dict's name)")
+        return self.shell.user_ns[text]
 
     @no_var_expand
     @cell_magic
@@ -352,6 +370,42 @@ class McpMagics(Magics, SharedTraits):
         args = _parse(self.mcp_panel, line)
         with usage_errors():
             return mcp_nb.panel(server=args.server)
+
+    @no_var_expand
+    @line_magic
+    @magic_arguments()
+    @argument("--port", type=int, default=0, help="port to listen on (default: 0, a free one)")
+    @argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
+    @argument(
+        "--dangerously-no-auth", action="store_true",
+        help="accept requests without the bearer token (127.0.0.1 only; for clients that cannot send a header)",
+    )  # fmt: skip
+    @argument("--stop", action="store_true", help="stop serving")
+    def mcp_serve(self, line: str):
+        """Serve this kernel's tools, resources and prompts to outside clients over streamable HTTP.
+
+            %mcp_serve                 # http://127.0.0.1:PORT/mcp, with a random bearer token
+            %mcp_serve --port 8765
+            %mcp_serve --stop
+
+        Returns the handle (`.url`, `.token`, `.configs()` for Claude Desktop, Cursor, VS Code
+        and the Inspector, `.stop()`); the kernel stays free. Outside clients' calls land in
+        the history (`via` http). Running it again with the same options returns the server
+        already running (same URL and token); other options while serving are refused until
+        `%mcp_serve --stop`.
+        """
+        args = _parse(self.mcp_serve, line)
+        if args.stop:
+            from .serving import stop
+
+            stopped = stop(mcp_nb.engine())
+            print(f"stopped serving at {stopped.url}" if stopped is not None else "not serving")
+            return None
+        with usage_errors():
+            try:
+                return mcp_nb.serve(port=args.port, host=args.host, dangerously_no_auth=args.dangerously_no_auth)
+            except OSError as err:  # the port is taken, the address is not this machine's...
+                raise ValueError(err.strerror or str(err)) from None
 
     @no_var_expand
     @line_magic

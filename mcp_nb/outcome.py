@@ -36,6 +36,7 @@ CAUSES = (
     "worker_lost",
 )
 FATES = ("running", "completed", "cancelled", "unobserved", "cancel_requested")
+VIAS = ("kernel", "http", "stdio")  # who sent the call: mcp_nb itself, or an outside client over a transport
 
 # What each cause means, for docs and help; the table in docs/guide.md mirrors it.
 CAUSE_DOC = {
@@ -87,6 +88,8 @@ class Outcome:
     fallback: bool = False  # `content` is the caller's fallback, not what the server sent
     server: str = "kernel"  # the connection the call went to (the kernel's own server is `kernel`)
     worker: str | None = None  # the dask worker that made the call (a sweep with `cluster=`); None in the kernel
+    via: str = "kernel"  # one of VIAS: "kernel" for mcp_nb's own calls, "http"/"stdio" for an outside client's
+    client: str | None = None  # an outside client's name and version, as it introduced itself
 
     @property
     def started_at(self) -> datetime:

@@ -24,7 +24,7 @@ from mcp_types import ToolAnnotations
 
 from . import sdk_compat
 from .faults import Faults
-from .signatures import check_function, sdk_refusals
+from .signatures import check_function, check_input_schema, sdk_refusals
 from .trace import probe
 
 if TYPE_CHECKING:
@@ -128,10 +128,12 @@ class Registry:
         description: str | None = None,
         annotations: dict[str, bool] | None = None,
         inject: Faults | None = None,
+        input_schema: dict[str, Any] | None = None,
     ) -> Registration:
         _require_function(fn, "tool")
         name = check_tool_name(name or fn.__name__)
         hints, chosen = _annotations(annotations)
+        declared = check_input_schema(fn, input_schema) if input_schema is not None else None
         faults = self.faults
         with sdk_refusals(fn, "tool"):
             tool = Tool.from_function(
@@ -141,6 +143,8 @@ class Registry:
                 description=description or inspect.getdoc(fn),
                 annotations=hints,
             )
+        if declared is not None:
+            tool.parameters = declared  # what clients list and validate against
         with self._lock:
             replaced = name in self._tools
             self._tools[name] = tool

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Callable, Iterator
 
 SDK_VERSION = version("mcp")
@@ -148,6 +148,30 @@ def replace_result_check(session: Any, make: Callable[[Callable[..., Any]], Call
     session.validate_tool_result = make(session.validate_tool_result)
 
 
+# -- what serving the kernel to outside clients reaches -------------------------------------------
+
+
+def lowlevel(server) -> Any:
+    """The low-level `Server` under an `MCPServer`: where request handlers are added and run."""
+    return server._lowlevel_server
+
+
+def subscription_bus(server) -> Any:
+    """The bus that carries change events to 2026-07-28 clients' `subscriptions/listen` streams."""
+    return server._subscriptions
+
+
+def connection_of(session: Any) -> Any:
+    """The per-client `Connection` behind a request's `ServerSession` (one per client session)."""
+    return session._connection
+
+
+def restrict_log_levels(session: Any, levels: frozenset[str]) -> None:
+    """Let this request send only `notifications/message` of these levels (`logging/setLevel`'s filter,
+    which the SDK leaves to the application)."""
+    session._allowed_log_levels = session._allowed_log_levels & levels
+
+
 # -- the server, without its logging side effect -----------------------------------------------
 
 _construct_lock = threading.Lock()
@@ -173,7 +197,15 @@ def new_server(name: str):
     from mcp.server import MCPServer
 
     with _no_logging_setup():
-        return MCPServer(name)
+        # Named with mcp_nb's version, which clients of a served kernel see as the server's.
+        return MCPServer(name, version=_own_version())
+
+
+def _own_version() -> str:
+    try:
+        return version("mcp_nb")
+    except PackageNotFoundError:  # run from a checkout that is not installed
+        return ""
 
 
 # -- the check ------------------------------------------------------------------------------
@@ -198,6 +230,15 @@ def problems() -> list[str]:
         found.append("ClientSession.validate_tool_result is gone (mcp_nb checks structured results first)")
     if "_tool_output_schemas" not in ClientSession.__init__.__code__.co_names:
         found.append("ClientSession._tool_output_schemas is gone (the output schemas mcp_nb checks against)")
+    from mcp.server.session import ServerSession
+
+    for attribute in ("_connection", "_allowed_log_levels"):
+        if attribute not in ServerSession.__init__.__code__.co_names:
+            found.append(f"ServerSession.{attribute} is gone (serving reaches a client's connection and log filter)")
+    if not callable(getattr(getattr(server, "_lowlevel_server", None), "add_request_handler", None)):
+        found.append("MCPServer._lowlevel_server.add_request_handler is gone (serving adds its request handlers there)")
+    if not callable(getattr(getattr(server, "_subscriptions", None), "publish", None)):
+        found.append("MCPServer._subscriptions.publish is gone (serving tells 2026-07-28 clients what changed)")
     for what, reach in (
         ("MCPServer._tool_manager._tools", tools),
         ("MCPServer._prompt_manager._prompts", prompts),

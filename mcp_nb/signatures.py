@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections.abc
 import inspect
+import json
 import sys
 import types
 import typing
@@ -56,6 +57,40 @@ def check_function(fn: Any, kind: str) -> None:
     if typed and not _schemas_build(list(typed.values()), kind):
         for label, annotation in typed.items():
             _check_type(label, annotation, name, kind)
+
+
+def check_input_schema(fn: Any, schema: Any) -> dict[str, Any]:
+    """A copy of the input schema declared for tool `fn`, checked against its parameters.
+
+    For a schema the signature cannot say (JSON Schema 2020-12's `if`/`then`, `allOf`,
+    `$defs`...). It is what clients list and validate against; the function still gets its
+    arguments as the SDK validates them from the signature, so every property must be a
+    parameter, and every parameter without a default must be required.
+    """
+    name = getattr(fn, "__name__", "the tool")
+    if not isinstance(schema, collections.abc.Mapping):
+        raise TypeError(f"input_schema must be a JSON Schema object (a dict), got {type(schema).__name__}")
+    try:
+        declared = json.loads(json.dumps(schema))
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"input_schema of {name} is not JSON: {err}") from None
+    if declared.get("type") != "object":
+        raise ValueError(f'input_schema of {name} must have "type": "object" (tool arguments are named)')
+    properties = declared.get("properties", {})
+    required = declared.get("required", [])
+    if not isinstance(properties, dict) or not isinstance(required, list):
+        raise ValueError(f'input_schema of {name}: "properties" must be an object and "required" a list')
+    parameters = {
+        p.name: p for p in inspect.signature(fn, eval_str=True).parameters.values()
+        if p.annotation is p.empty or not _injected(p.annotation)
+    }  # fmt: skip
+    unknown = sorted(set(properties) - set(parameters))
+    if unknown:
+        raise ValueError(f"input_schema of {name} declares {', '.join(unknown)}, which {name} has no parameter for")
+    unlisted = sorted(n for n, p in parameters.items() if p.default is p.empty and n not in required)
+    if unlisted:
+        raise ValueError(f"parameter {', '.join(unlisted)} of {name} has no default, so input_schema must list it in required")
+    return declared
 
 
 def _require_def(fn: Any) -> None:

@@ -41,7 +41,7 @@ class ServerLog:
         return f"{self.level} {self.logger}: {self.message}"
 
 
-def _exception_chain(exc: BaseException | None) -> tuple[tuple[str, str], ...]:
+def exception_chain(exc: BaseException | None) -> tuple[tuple[str, str], ...]:
     chain = []
     seen = set()
     while exc is not None and id(exc) not in seen and len(chain) < 10:
@@ -62,7 +62,7 @@ def log_from_record(record: logging.LogRecord) -> ServerLog:
         message=record.getMessage(),
         traceback=_formatter.formatException(record.exc_info) if record.exc_info else None,
         template=record.msg if isinstance(record.msg, str) else "",
-        exceptions=_exception_chain(exc),
+        exceptions=exception_chain(exc),
     )
 
 

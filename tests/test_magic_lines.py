@@ -11,7 +11,7 @@ import mcp_nb
 
 LINE_MAGICS = (
     "mcp_call", "mcp_read", "mcp_get_prompt", "mcp_list", "mcp_remove", "mcp_history", "mcp_panel",
-    "mcp_connect", "mcp_disconnect", "mcp_servers",
+    "mcp_connect", "mcp_disconnect", "mcp_servers", "mcp_serve",
 )  # fmt: skip
 CELL_MAGICS = ("mcp_tool", "mcp_resource", "mcp_prompt")
 
@@ -42,7 +42,7 @@ def usage_error(result) -> str:
     return text
 
 
-# -- lines that cannot be split or parsed: one line, nothing changed (all ten magics) ---------------
+# -- lines that cannot be split or parsed: one line, nothing changed (every magic) -----------------
 
 BODY = "def good() -> str:\n    return 'new'\n"
 UNSPLITTABLE = [
@@ -66,6 +66,7 @@ UNSPLITTABLE = [
     "%mcp_connect books -- python 'x",
     '%mcp_disconnect "books',
     "%mcp_servers 'x",
+    "%mcp_serve --host '127.0.0.1",
 ]
 
 

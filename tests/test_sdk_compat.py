@@ -149,6 +149,8 @@ def test_a_moved_private_is_named(monkeypatch):
     assert "MCPServer._tool_manager._tools is gone" in found
     assert "MCPServer._prompt_manager._prompts is gone" in found
     assert "MCPServer._resource_manager._resources is gone" in found
+    assert any(line.startswith("MCPServer._lowlevel_server.add_request_handler is gone") for line in found)
+    assert any(line.startswith("MCPServer._subscriptions.publish is gone") for line in found)
     with pytest.raises(sdk_compat.SDKMismatch, match=r"does not fit the installed mcp .*_tool_manager\._tools is gone"):
         sdk_compat.check()
 

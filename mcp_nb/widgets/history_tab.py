@@ -146,7 +146,9 @@ def call_label(r) -> str:
     head = f"{call:<6}{when} {took:>11}  {what:<33}{r.target:<9}".replace(" ", "\u00a0")
     server = str(getattr(r, "server", None) or "kernel")
     where = "" if server == "kernel" else f"@{server}"
-    return f"{head}{r.name}{where} {args}".rstrip()
+    via = str(getattr(r, "via", "kernel"))
+    sender = "" if via == "kernel" else f"  ← {via}" + (f" {r.client}" if isinstance(getattr(r, "client", None), str) else "")
+    return f"{head}{r.name}{where} {args}".rstrip() + sender
 
 
 def _na(value: Any) -> Any:

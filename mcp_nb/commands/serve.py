@@ -1,0 +1,95 @@
+"""`mcp-nb serve NOTEBOOK.ipynb [--http [--port P] [--host H]]`: a notebook run as an MCP server.
+
+The notebook's code cells run in order in a headless IPython shell (cells tagged
+`mcp-skip` are left out); what they registered is then served, over stdio by default
+(the line a user puts in Claude Desktop's `command`), or over streamable HTTP with
+`--http`, with the same rules as `%mcp_serve`: 127.0.0.1 unless told otherwise, a
+bearer token (printed on stderr) unless `--dangerously-no-auth` on loopback.
+
+In stdio mode nothing but the protocol reaches stdout: from the start, what the cells
+print goes to stderr. The exit status is 0 after a clean stop, 1 when the notebook
+cannot be run (the message names the cell), 2 for bad options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("notebook", type=Path, help="the .ipynb file whose code cells define the tools")
+    parser.add_argument("--http", action="store_true", help="serve over streamable HTTP instead of stdio")
+    parser.add_argument("--port", type=int, default=0, help="with --http: port to listen on (default: a free one)")
+    parser.add_argument("--host", default="127.0.0.1", help="with --http: address to listen on (default: 127.0.0.1)")
+    parser.add_argument(
+        "--dangerously-no-auth", action="store_true",
+        help="with --http on 127.0.0.1: accept requests without the bearer token",
+    )  # fmt: skip
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.http and (args.port or args.host != "127.0.0.1" or args.dangerously_no_auth):
+        args.parser.error("--port, --host and --dangerously-no-auth go with --http")
+    wire = None
+    if not args.http:
+        from mcp_nb.serving.stdio import Wire
+
+        wire = Wire()  # before any cell runs: nothing a cell prints may reach the protocol's stdout
+    import mcp_nb
+    from mcp_nb.serving.notebook import NotebookError, run_notebook
+
+    try:
+        ran = run_notebook(args.notebook)
+    except NotebookError as err:
+        print(f"mcp-nb serve: {err}", file=sys.stderr)
+        return 1
+    engine = mcp_nb.engine()
+    summary = f"{args.notebook.name}: {ran} cells run, {len(engine.registry.entries())} registered"
+    try:
+        if wire is not None:
+            print(f"mcp-nb serve: {summary}; serving over stdio", file=sys.stderr, flush=True)
+            return _serve_stdio(engine, wire)
+        return _serve_http(args, summary)
+    finally:
+        mcp_nb.reset()
+
+
+def _serve_stdio(engine, wire) -> int:
+    from mcp_nb.serving.stdio import serve_stdio
+
+    try:
+        engine.loop.run(serve_stdio(engine, wire))
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _serve_http(args: argparse.Namespace, summary: str) -> int:
+    import signal
+    import threading
+
+    import mcp_nb
+
+    try:
+        handle = mcp_nb.serve(port=args.port, host=args.host, dangerously_no_auth=args.dangerously_no_auth)
+    except (ValueError, OSError) as err:
+        print(f"mcp-nb serve: {err}", file=sys.stderr)
+        return 2
+    print(f"mcp-nb serve: {summary}; serving at {handle.url}", file=sys.stderr)
+    if handle.token is not None:
+        print(f"token: {handle.token}", file=sys.stderr)
+    for client, text in handle.configs(args.notebook.stem).items():
+        print(f"\n{client}:\n{text}", file=sys.stderr)
+    print("\nCtrl-C stops it.", file=sys.stderr, flush=True)
+    done = threading.Event()
+    # This process is the server's own: a terminate from a process manager stops it cleanly.
+    signal.signal(signal.SIGTERM, lambda signum, frame: done.set())
+    try:
+        while not done.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    handle.stop()
+    return 0

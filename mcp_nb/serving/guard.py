@@ -1,0 +1,148 @@
+"""The door of a served kernel: every HTTP request passes these checks before the MCP transport sees it.
+
+In order: the Host header (421 when it names another server: DNS rebinding), the Origin
+header (403 when a web page of another origin sent it), the bearer token (401, compared
+in constant time), the body's declared size (413). A refused request never reaches the
+SDK's transport, so no tool runs and no call is recorded; it is counted in `Refusals`,
+which the serving handle shows.
+
+Behind this door the SDK's transport checks Host and Origin again, with the same lists,
+and caps the body it reads at the same size: a body sent without a declared size (chunked)
+that grows past it gets the SDK's 413 before anything parses it, and is counted too (the
+SDK answers 413 for nothing else).
+
+The door also knows the requests it let in: `end_requests()` ends those still running when
+serving stops (a 2026-07-28 call is one request, outside any session the SDK would end), each
+answered or cut off cleanly, so its call is recorded as cancelled and nothing is left running.
+"""
+
+from __future__ import annotations
+
+import hmac
+import threading
+from collections import Counter
+
+import anyio
+
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .policy import Policy
+
+# reason -> (status, body); the reasons are the keys of `Refusals`
+REFUSED = {
+    "host": (421, "Invalid Host header"),
+    "origin": (403, "Invalid Origin header"),
+    "token": (401, "Missing or invalid bearer token"),
+    "body": (413, "Request body too large"),
+}
+
+
+class Refusals:
+    """How many requests were refused, by reason (thread-safe: counted on the loop, read anywhere)."""
+
+    def __init__(self) -> None:
+        self._counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def add(self, reason: str) -> None:
+        with self._lock:
+            self._counts[reason] += 1
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._counts)
+
+    @property
+    def total(self) -> int:
+        with self._lock:
+            return sum(self._counts.values())
+
+
+class Guard:
+    """An ASGI app: `policy`'s checks in front of `app`."""
+
+    def __init__(self, app: ASGIApp, policy: Policy, refusals: Refusals) -> None:
+        self.app = app
+        self.policy = policy
+        self.refusals = refusals
+        self._token = policy.token.encode() if policy.token is not None else None
+        self._in_flight: set[anyio.CancelScope] = set()  # the requests let in and still running
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":  # uvicorn runs with no lifespan and no WebSocket: nothing else comes
+            await self.app(scope, receive, send)
+            return
+        reason = self.refusal(scope["headers"])
+        if reason is not None:
+            await self.refuse(reason, scope, receive, send)
+            return
+        await self._admitted(scope, receive, send)
+
+    def refusal(self, headers: list[tuple[bytes, bytes]]) -> str | None:
+        """Why a request with these (raw ASGI) headers is refused, or None."""
+        # One pass over the raw headers (names come lowercased); the first of a repeated
+        # header counts, as for the SDK's check behind this door.
+        host = origin = authorization = length = None
+        for name, value in headers:
+            if name == b"host":
+                host = value if host is None else host
+            elif name == b"origin":
+                origin = value if origin is None else origin
+            elif name == b"authorization":
+                authorization = value if authorization is None else authorization
+            elif name == b"content-length":
+                length = value if length is None else length
+        # Exact matches, as the SDK makes them.
+        if host is None or host.decode("latin-1") not in self.policy.hosts:
+            return "host"
+        if origin is not None and origin.decode("latin-1") not in self.policy.origins:
+            return "origin"
+        if self._token is not None and not self._authorized(authorization or b""):
+            return "token"
+        if length is not None and length.isdigit() and int(length) > self.policy.max_body:
+            return "body"
+        return None
+
+    def _authorized(self, header: bytes) -> bool:
+        scheme, _, presented = header.partition(b" ")
+        # compare_digest's time does not depend on where the first difference is, so a
+        # caller cannot guess the token a character at a time.
+        matches = hmac.compare_digest(presented.strip(), self._token)
+        return scheme.lower() == b"bearer" and matches
+
+    async def refuse(self, reason: str, scope: Scope, receive: Receive, send: Send) -> None:
+        self.refusals.add(reason)
+        status, text = REFUSED[reason]
+        headers = {"WWW-Authenticate": 'Bearer realm="mcp_nb"'} if reason == "token" else None
+        await Response(text, status_code=status, headers=headers, media_type="text/plain")(scope, receive, send)
+
+    def end_requests(self) -> None:
+        """End every request still running (on the loop, when serving stops)."""
+        for running in list(self._in_flight):
+            running.cancel()
+
+    async def _admitted(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = finished = False
+
+        async def watch(message) -> None:
+            nonlocal started, finished
+            if message["type"] == "http.response.start":
+                started = True
+                if message["status"] == 413:  # the SDK's cap, on a body that did not declare its size
+                    self.refusals.add("body")
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                finished = True
+            await send(message)
+
+        with anyio.CancelScope() as running:
+            self._in_flight.add(running)
+            try:
+                await self.app(scope, receive, watch)
+            finally:
+                self._in_flight.discard(running)
+        if running.cancelled_caught:  # ended by end_requests(): answer, or close what was begun
+            if not started:
+                await Response("Serving stopped", status_code=503, media_type="text/plain")(scope, receive, send)
+            elif not finished:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})

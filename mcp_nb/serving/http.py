@@ -1,0 +1,259 @@
+"""The kernel's server over streamable HTTP, on mcp_nb's own event loop, until it is stopped.
+
+The SDK builds the transport (`MCPServer.streamable_http_app`: sessions, SSE streams,
+both protocol eras, its own Host and Origin checks); uvicorn runs it; `guard.Guard`
+stands in front of it. Everything runs as tasks on mcp_nb's loop thread, where the
+kernel's own calls run: an async tool always runs on that one loop, whoever called it,
+and the kernel's thread stays free for cells.
+
+Stopping goes in this order, so it is quick and nothing is left behind: no new
+connections, then the requests in flight end (their calls are cancelled and recorded as
+such), then the SDK's sessions (SSE streams close), then uvicorn closes what is left.
+`mcp_nb.reset()` stops it the same way, first thing (`Engine.on_closing`); were the loop
+to stop under it instead, the serving task is cancelled and the same cleanup runs on its
+way out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from typing import Any
+
+from mcp.server.transport_security import TransportSecuritySettings
+
+from .configs import client_configs
+from .events import RecentEvents
+from .guard import Guard, Refusals
+from .policy import DEFAULT_MAX_BODY, Policy, check_address, decide
+from .served import Served
+
+PATH = "/mcp"
+RETRY_MS = 1000  # how soon a client should come back after the server ended its SSE stream
+STOP_GRACE_S = 2.0  # how long uvicorn waits for connections still open after the sessions ended
+START_TIMEOUT_S = 30.0
+
+
+class Serving:
+    """A kernel served over streamable HTTP: where, with which token, who called, and `stop()`."""
+
+    def __init__(
+        self,
+        engine: Any,
+        *,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        dangerously_no_auth: bool = False,
+        allowed_hosts: tuple[str, ...] = (),
+        allowed_origins: tuple[str, ...] = (),
+        max_body: int = DEFAULT_MAX_BODY,
+    ) -> None:
+        check_address(host, port, dangerously_no_auth, max_body)
+        self.engine = engine
+        self.settings = (host, dangerously_no_auth, tuple(allowed_hosts), tuple(allowed_origins), max_body)
+        self.refusals = Refusals()
+        self._socket = _listen(host, port)
+        try:
+            self.policy: Policy = decide(
+                host, self._socket.getsockname()[1], dangerously_no_auth=dangerously_no_auth,
+                allowed_hosts=tuple(allowed_hosts), allowed_origins=tuple(allowed_origins), max_body=max_body,
+            )  # fmt: skip
+        except BaseException:
+            self._socket.close()
+            raise
+        self.served = Served(engine, "http")
+        self._stopped = threading.Event()
+        self._stopping: asyncio.Event | None = None
+        self._uvicorn: Any = None
+        self._task: Any = None  # the serving task's future, for the kernel's thread
+        self._serving_task: asyncio.Task | None = None  # the same task, for the loop
+
+    # -- what the user reads ----------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return self.policy.url
+
+    @property
+    def token(self) -> str | None:
+        """The bearer token every request must carry (None when served with dangerously_no_auth)."""
+        return self.policy.token
+
+    @property
+    def port(self) -> int:
+        return self.policy.port
+
+    @property
+    def running(self) -> bool:
+        return not self._stopped.is_set()
+
+    @property
+    def refused(self) -> dict[str, int]:
+        """Requests refused at the door, by reason (host, origin, token, body); none reached a tool."""
+        return self.refusals.counts()
+
+    @property
+    def calls(self) -> int:
+        """How many calls outside clients made (each is a row of the history, `via` "http")."""
+        return self.served.calls
+
+    @property
+    def clients(self) -> int:
+        """How many 2025-era client sessions are open (2026-07-28 clients keep none)."""
+        return len(self.served.clients)
+
+    def configs(self, name: str | None = None) -> dict[str, str]:
+        """Ready-to-paste settings for Claude Desktop, Cursor, VS Code and the MCP Inspector CLI,
+        naming the server `name` there (default: the server's own name)."""
+        return client_configs(name or self.engine.server.name, self.url, self.token)
+
+    def same(self, port: int, host: str, dangerously_no_auth: bool, allowed_hosts, allowed_origins, max_body) -> bool:
+        """Whether serving with these settings is what is already running (port 0: any port)."""
+        asked = (host, dangerously_no_auth, tuple(allowed_hosts), tuple(allowed_origins), max_body)
+        return asked == self.settings and port in (0, self.port)
+
+    def __repr__(self) -> str:
+        from .view import serving_text
+
+        return serving_text(self)
+
+    def _repr_html_(self) -> str:
+        from .view import serving_html
+
+        return serving_html(self)
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(repr(self))
+
+    # -- starting and stopping --------------------------------------------------------------------
+
+    def start(self) -> Serving:
+        """Listen and serve on mcp_nb's loop; returns once requests are answered."""
+        loop = self.engine.loop
+        if loop.in_loop():
+            self._socket.close()
+            raise RuntimeError("serving cannot start from mcp_nb's own loop (a tool): it would wait on itself")
+        ready = threading.Event()
+        self.served.attach()
+        try:
+            self._task = loop.submit(self._serve(ready))
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while not ready.wait(0.05):
+                if self._task.done():
+                    self._task.result()  # raises what stopped it
+                    raise RuntimeError("serving ended before it started")
+                if time.monotonic() > deadline:
+                    self._task.cancel()
+                    raise TimeoutError(f"serving did not start within {START_TIMEOUT_S:g} s")
+        except BaseException:
+            self.served.detach()
+            self._socket.close()
+            self._stopped.set()
+            raise
+        self.engine.on_closing(self._closing)
+        self.engine.on_close(self._engine_closed)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop serving: connected clients are disconnected, calls in flight are cancelled (and recorded)."""
+        if self._stopped.is_set():
+            return
+        loop = self.engine.loop if not self.engine.closed else None
+        if loop is not None and self._stopping is not None:
+            try:
+                loop.call_soon(self._stopping.set)
+            except RuntimeError:
+                pass
+            if not loop.in_loop():
+                self._stopped.wait(timeout)
+        self.engine.on_closing(self._closing, remove=True)
+        self.engine.on_close(self._engine_closed, remove=True)
+
+    async def _closing(self) -> None:
+        # The engine is closing (mcp_nb.reset()): stop as `stop()` does, while the loop still runs.
+        if self._stopping is not None and self._serving_task is not None:
+            self._stopping.set()
+            await self._serving_task
+
+    def _engine_closed(self) -> None:
+        # By now the serving task has ended (cleaned up on its way out, however it ended).
+        self._stopped.set()
+
+    async def _serve(self, ready: threading.Event) -> None:
+        import uvicorn
+
+        self._stopping = asyncio.Event()
+        self._serving_task = asyncio.current_task()
+        policy = self.policy
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True, allowed_hosts=sorted(policy.hosts), allowed_origins=sorted(policy.origins)
+        )
+        app = self.engine.server.streamable_http_app(
+            streamable_http_path=PATH, event_store=RecentEvents(), retry_interval=RETRY_MS,
+            max_request_body_size=policy.max_body, transport_security=security, host=policy.host,
+        )  # fmt: skip
+        sessions = self.engine.server.session_manager
+        # The user's logging is theirs: no logging configuration, and access lines only where
+        # their handlers would show uvicorn's records anyway.
+        door = Guard(app, policy, self.refusals)
+        config = uvicorn.Config(
+            door, lifespan="off", log_config=None, ws="none", server_header=False,
+            proxy_headers=False, timeout_graceful_shutdown=STOP_GRACE_S,
+        )  # fmt: skip
+        server = self._uvicorn = uvicorn.Server(config)
+        serving = None
+        try:
+            async with sessions.run():
+                try:
+                    serving = asyncio.ensure_future(server.serve(sockets=[self._socket]))
+                    while not server.started:
+                        if serving.done():
+                            serving.result()
+                            return
+                        await asyncio.sleep(0.005)
+                    ready.set()
+                    stop = asyncio.ensure_future(self._stopping.wait())
+                    await asyncio.wait([stop, serving], return_when=asyncio.FIRST_COMPLETED)
+                    stop.cancel()
+                finally:
+                    # First no new connections, then the requests in flight end (their calls are
+                    # recorded as cancelled); leaving this block then ends every SDK session.
+                    self.served.recorder.stopping = True
+                    for listener in server.servers:
+                        listener.close()
+                    door.end_requests()
+            server.should_exit = True
+            if serving is not None:
+                await serving
+        finally:
+            server.should_exit = True
+            for listener in server.servers:
+                listener.close()
+            for connection in list(server.server_state.connections):
+                connection.shutdown()
+            self._socket.close()
+            self.served.detach()
+            self._stopped.set()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to `host`:`port`, or a one-line error naming what is in the way.
+
+    Made with the protocol named (IPPROTO_TCP), as asyncio's own listeners are: the
+    connections accepted on it inherit it, and only then does asyncio turn Nagle's algorithm
+    off on them. Without that, every answer after a keep-alive connection's first took about
+    40 ms: its body waited for the client's delayed ACK of its headers.
+    """
+    address = "127.0.0.1" if host == "localhost" else host.strip("[]")
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((address, port))
+        listener.listen(socket.SOMAXCONN)
+    except OSError as err:
+        listener.close()
+        raise OSError(err.errno, f"cannot listen on {host}:{port}: {err.strerror}") from None
+    return listener

@@ -1,0 +1,177 @@
+"""The calls outside clients make to a served kernel, recorded the way the kernel's own calls are.
+
+A `Recorder` is server middleware (the SDK runs it around every inbound request, in the
+request's own task). For `tools/call`, `resources/read` and `prompts/get` from outside,
+it makes an `OutsideCall` (a `CallRecord`: it records, it sends nothing), puts the call's
+trace in `CURRENT_TRACE` while the SDK runs the handler, so the probe and the log capture
+fill it exactly as for the kernel's own calls, and builds the Outcome from the answer
+with the same classification. Each Outcome says `via` which transport it came and which
+`client` sent it.
+
+A request that already carries a trace was sent by a `Call` of this process (the
+kernel's client dispatches in the caller's task), which records it itself: it passes
+through untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from typing import Any, Callable
+
+from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
+from mcp_types import INTERNAL_ERROR, CallToolResult, ErrorData, GetPromptResult, ReadResourceResult, TextContent
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from .. import sdk_compat
+from ..call import CallRecord
+from ..outcome import REQUEST_CANCELLED, Outcome
+from ..trace import CURRENT_TRACE, ServerTrace, exception_chain
+
+TARGETS = {"tools/call": "tool", "resources/read": "resource", "prompts/get": "prompt"}
+RESULTS = {"tool": CallToolResult, "resource": ReadResourceResult, "prompt": GetPromptResult}
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+class OutsideCall(CallRecord):
+    """A call an outside client made: its request as received, and the Outcome of its answer."""
+
+    __slots__ = ("via", "client", "_observes")
+
+    def __init__(
+        self,
+        target: str,
+        name: str,
+        arguments: dict[str, Any] | None,
+        via: str,
+        client: str | None,
+        observes: Callable[[str, str], bool],
+    ) -> None:
+        # The client's deadline is its own and unknown here: NaN, not a number it never set.
+        super().__init__(target, name, arguments, math.nan)
+        self.via, self.client, self._observes = via, client, observes
+        self.attempt = 1
+        self.started = time.time()
+        self.t0 = time.perf_counter()
+        self.trace = ServerTrace(self.t0)
+
+    def observes(self, target: str, key: str) -> bool:
+        return self._observes(target, key)
+
+    def answered(self, wire: dict[str, Any]) -> Outcome:
+        """The Outcome of the result the server sends back (in its wire form)."""
+        if wire.get("resultType") == "input_required":
+            # 2026-07-28: the handler asked the client for more (an elicitation, a sampling...);
+            # the client answers by calling again, which is a call of its own.
+            asked = ", ".join(wire.get("inputRequests") or {})
+            return self._outcome("result", "ok", self._elapsed_ms(), content=f"input required: {asked}", is_error=False)
+        try:
+            raw = _text_only(wire) if self.target == "tool" else None
+            if raw is None:
+                raw = RESULTS[self.target].model_validate(wire)
+        except Exception as exc:  # noqa: BLE001 - an answer mcp_nb cannot read is still a recorded call
+            return self._client_error(exc)
+        return self._result(raw)
+
+    def failed(self, exc: Exception, modern: bool) -> Outcome:
+        """The Outcome of a request that ended in a JSON-RPC error: the error the client got for `exc`."""
+        error = handler_exception_to_error_data(exc)
+        if error is not None:  # an MCPError, or arguments that failed validation: sent as they are
+            return self._protocol_error(error)
+        # Anything else the SDK logs and answers in its own way on each protocol era, after this
+        # middleware has returned; the exception itself says what happened.
+        if modern:
+            error = ErrorData(code=INTERNAL_ERROR, message="Internal server error")
+        else:
+            error = ErrorData(code=0, message=str(exc))
+        return self._protocol_error(error, exception_chain(exc))
+
+    def cancelled(self, stopping: bool) -> Outcome:
+        elapsed = self._elapsed_ms()
+        why = "serving was stopped" if stopping else "the client cancelled it"
+        return self._outcome(
+            "timeout", "cancelled", elapsed, code=REQUEST_CANCELLED,
+            message=f"Cancelled after {elapsed / 1000:.3g}s: {why}", observed=self.observes(self.target, self.name),
+        )  # fmt: skip
+
+
+def _text_only(wire: dict[str, Any]) -> CallToolResult | None:
+    """The common tool result, text blocks only, read without validating it again (the SDK
+    built it from its own models a moment ago); None for anything else."""
+    blocks = wire.get("content")
+    if not isinstance(blocks, list) or not all(isinstance(b, dict) and b.get("type") == "text" for b in blocks):
+        return None
+    return CallToolResult.model_construct(
+        content=[TextContent.model_construct(type="text", text=str(b.get("text", ""))) for b in blocks],
+        is_error=bool(wire.get("isError", False)),
+        structured_content=wire.get("structuredContent"),
+    )
+
+
+def client_name(session: Any) -> str | None:
+    """The client's name and version as it introduced itself (initialize, or the request's envelope)."""
+    params = session.client_params
+    info = getattr(params, "client_info", None)
+    if info is None:
+        return None
+    return f"{info.name} {info.version}".strip()
+
+
+class Recorder:
+    """Server middleware that records outside clients' calls in the engine's history."""
+
+    def __init__(self, engine: Any, via: str, clients: Any) -> None:
+        self.history = engine.history
+        self.observes = engine.registry.observes
+        self.via = via
+        self.clients = clients  # the Clients of this served kernel: connections, log levels
+        self.stopping = False
+        self.recorded = 0  # outside calls recorded so far
+
+    async def __call__(self, ctx: Any, call_next: Callable[[Any], Any]) -> Any:
+        if CURRENT_TRACE.get() is not None:  # sent by a Call of this process, which records it
+            return await call_next(ctx)
+        level = self.clients.seen(ctx.session)
+        if level is not None:
+            sdk_compat.restrict_log_levels(ctx.session, frozenset(LOG_LEVELS[LOG_LEVELS.index(level) :]))
+        target = TARGETS.get(ctx.method)
+        if target is None:
+            result = await call_next(ctx)
+            if ctx.method == "initialize" and isinstance(result, dict):
+                announce_changes(result)
+            return result
+        params = ctx.params or {}
+        key = "uri" if target == "resource" else "name"
+        arguments = None if target == "resource" else params.get("arguments")
+        call = OutsideCall(
+            target, str(params.get(key, "")), arguments, self.via, client_name(ctx.session), self.observes
+        )
+        token = CURRENT_TRACE.set(call.trace)
+        try:
+            result = await call_next(ctx)
+        except asyncio.CancelledError:
+            self._record(call.cancelled(self.stopping))
+            raise
+        except Exception as exc:
+            self._record(call.failed(exc, ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS))
+            raise
+        finally:
+            CURRENT_TRACE.reset(token)
+        self._record(call.answered(result))
+        return result
+
+    def _record(self, outcome: Outcome) -> None:
+        self.recorded += 1
+        self.history.record(outcome)
+
+
+def announce_changes(result: dict[str, Any]) -> None:
+    """Tell a client at initialize that the lists it gets may change (a re-run cell), and that it
+    will hear when they do."""
+    capabilities = result.get("capabilities")
+    if not isinstance(capabilities, dict):
+        return
+    for kind in ("tools", "resources", "prompts"):
+        if isinstance(capabilities.get(kind), dict):
+            capabilities[kind]["listChanged"] = True

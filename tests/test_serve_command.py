@@ -1,0 +1,129 @@
+"""`python -m mcp_nb serve NOTEBOOK`: a notebook run as a server, driven by the SDK's own clients."""
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import nbformat
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from mcp_nb.commands import main
+from outside import client
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def env() -> dict[str, str]:
+    values = dict(os.environ)
+    values["PYTHONPATH"] = str(ROOT) + os.pathsep + values.get("PYTHONPATH", "")
+    return values
+
+
+def write_notebook(folder: Path, *cells) -> Path:
+    path = folder / "shop.ipynb"
+    nbformat.write(new_notebook(cells=list(cells)), path)
+    return path
+
+
+def shop(folder: Path) -> Path:
+    (folder / "prices.py").write_text("PRICES = {'tea': 3}\n")  # a module beside the notebook
+    return write_notebook(
+        folder,
+        new_markdown_cell("# A shop"),
+        new_code_cell("%load_ext mcp_nb\nimport os\nfrom prices import PRICES\nprint('a cell prints')\nos.system('echo a child prints')"),
+        new_code_cell("%%mcp_tool --read-only\ndef price(item: str) -> int:\n    '''The price of an item.'''\n    print('looking up', item)\n    return PRICES[item]"),
+        new_code_cell("raise RuntimeError('only for a kernel')", metadata={"tags": ["mcp-skip"]}),
+        new_code_cell("PRICES"),
+    )
+
+
+def test_over_stdio_the_sdk_client_calls_the_notebooks_tools_and_stdout_stays_clean(tmp_path):
+    notebook = shop(tmp_path)
+    errors = tmp_path / "stderr.txt"
+
+    async def session_life():
+        params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_nb", "serve", str(notebook)], env=env())
+        with errors.open("w") as log:
+            async with Client(stdio_client(params, errlog=log)) as session:
+                names = [t.name for t in (await session.list_tools()).tools]
+                result = await session.call_tool("price", {"item": "tea"})
+                missing = await session.call_tool("price", {"item": "gold"})
+                return names, result.content[0].text, missing.is_error
+
+    names, price, failed = asyncio.run(session_life())
+    assert names == ["price"] and price == "3" and failed
+    said = errors.read_text()
+    # Every print reached stderr, none the protocol (a stray byte on stdout would have broken the session).
+    for line in ("a cell prints", "a child prints", "looking up tea", "shop.ipynb: 3 cells run, 1 registered"):
+        assert line in said
+
+
+def test_a_cell_that_fails_stops_it_and_is_named(tmp_path):
+    notebook = write_notebook(tmp_path, new_code_cell("%load_ext mcp_nb"), new_code_cell("x = 1"), new_code_cell("undefined_name + 1"))
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_nb", "serve", str(notebook)], env=env(), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    assert "code cell 3 of shop.ipynb failed ('undefined_name + 1'): NameError" in done.stderr
+    assert "tag the cell mcp-skip" in done.stderr
+
+
+def test_not_a_notebook_is_one_line(tmp_path):
+    (tmp_path / "x.ipynb").write_text("{not json")
+    for path in (tmp_path / "x.ipynb", tmp_path / "missing.ipynb"):
+        done = subprocess.run([sys.executable, "-m", "mcp_nb", "serve", str(path)], env=env(), capture_output=True, text=True, timeout=120)
+        assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_over_http_it_serves_with_a_token_until_terminated(tmp_path):
+    notebook = shop(tmp_path)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mcp_nb", "serve", str(notebook), "--http"],
+        env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        said = ""
+        while "Ctrl-C stops it." not in said:
+            line = process.stderr.readline()
+            assert line, f"the server ended early: {said}"
+            said += line
+        url = re.search(r"serving at (http://127\.0\.0\.1:\d+/mcp)", said).group(1)
+        token = re.search(r"^token: (\S+)$", said, re.MULTILINE).group(1)
+        assert '"shop": {' in said  # the settings name the server after the notebook
+
+        async def session_life():
+            async with client(url, token) as session:
+                return (await session.call_tool("price", {"item": "tea"})).content[0].text
+
+        assert asyncio.run(session_life()) == "3"
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stderr.close()
+        process.stdout.close()
+
+
+def test_options_of_http_alone_are_refused_without_it(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["serve", str(tmp_path / "shop.ipynb"), "--port", "8000"])
+    assert exit_.value.code == 2
+    assert "--port, --host and --dangerously-no-auth go with --http" in capsys.readouterr().err
+
+
+def test_the_console_script_is_declared():
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert declared["mcp-nb"] == "mcp_nb.commands:main"
+    with pytest.raises(SystemExit) as exit_:
+        main(["serve", "--help"])
+    assert exit_.value.code == 0

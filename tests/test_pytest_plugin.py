@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -37,11 +38,16 @@ def project(tmp_path):
     return tmp_path
 
 
+# Installed, pytest loads the plugin by its entry point; from a checkout that was installed
+# before the plugin existed, it is named with -p (naming it twice would register it twice).
+LOAD = [] if any(e.name == "mcp_nb" for e in metadata.entry_points(group="pytest11")) else ["-p", "mcp_nb_pytest"]
+
+
 def pytest_run(where: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env["PYTHONPATH"] = str(ROOT)
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "mcp_nb_pytest", "-p", "no:cacheprovider", "-rA", *args],
+        [sys.executable, "-m", "pytest", *LOAD, "-p", "no:cacheprovider", "-rA", *args],
         cwd=where, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
     )  # fmt: skip
 
@@ -117,3 +123,15 @@ def test_the_plugin_is_installed_with_the_package():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert project["project"]["entry-points"]["pytest11"] == {"mcp_nb": "mcp_nb_pytest"}
     assert "mcp_nb_pytest" in project["tool"]["setuptools"]["py-modules"]
+
+
+def test_the_github_actions_snippet_runs_as_written(project):
+    page = (ROOT / "docs" / "cases.md").read_text()
+    snippet = next(block for block in page.split("```text\n")[1:] if "runs-on:" in block.split("```")[0]).split("```")[0]
+    steps = [line.strip()[len("- run: ") :] for line in snippet.splitlines() if line.strip().startswith("- run: ")]
+    assert steps[0] == 'python -m pip install -r requirements.txt "pytest>=8"'
+    command = steps[-1].split()
+    assert command[:3] == ["python", "-m", "pytest"]
+    run = pytest_run(project, *command[3:], "-v")
+    assert run.returncode == 1  # the notebook's get_author has the regression the cases catch
+    assert "collected 3 items" in run.stdout and "cases.json::dune FAILED" in run.stdout

@@ -5,7 +5,6 @@ import os
 import subprocess
 import sys
 import tomllib
-from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -38,14 +37,14 @@ def project(tmp_path):
     return tmp_path
 
 
-# Installed, pytest loads the plugin by its entry point; from a checkout that was installed
-# before the plugin existed, it is named with -p (naming it twice would register it twice).
-LOAD = [] if any(e.name == "mcp_nb" for e in metadata.entry_points(group="pytest11")) else ["-p", "mcp_nb_pytest"]
+# Installed, pytest loads the plugin by its entry point; `-p` names it for a checkout installed
+# before the plugin existed. The entry point has the module's name, so the two are one plugin.
+LOAD = ["-p", "mcp_nb_pytest"]
 
 
-def pytest_run(where: Path, *args: str) -> subprocess.CompletedProcess:
+def pytest_run(where: Path, *args: str, path: tuple = ()) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env["PYTHONPATH"] = str(ROOT)
+    env["PYTHONPATH"] = os.pathsep.join([*map(str, path), str(ROOT)])
     return subprocess.run(
         [sys.executable, "-m", "pytest", *LOAD, "-p", "no:cacheprovider", "-rA", *args],
         cwd=where, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
@@ -121,7 +120,7 @@ def test_a_run_that_does_not_ask_for_cases_never_imports_mcp_nb(tmp_path):
 
 def test_the_plugin_is_installed_with_the_package():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert project["project"]["entry-points"]["pytest11"] == {"mcp_nb": "mcp_nb_pytest"}
+    assert project["project"]["entry-points"]["pytest11"] == {"mcp_nb_pytest": "mcp_nb_pytest"}
     assert "mcp_nb_pytest" in project["tool"]["setuptools"]["py-modules"]
 
 
@@ -135,3 +134,16 @@ def test_the_github_actions_snippet_runs_as_written(project):
     run = pytest_run(project, *command[3:], "-v")
     assert run.returncode == 1  # the notebook's get_author has the regression the cases catch
     assert "collected 3 items" in run.stdout and "cases.json::dune FAILED" in run.stdout
+
+
+def test_installed_and_named_with_dash_p_it_is_one_plugin(project, tmp_path_factory):
+    # An installed distribution, as pip leaves it: the entry point in its dist-info.
+    site = tmp_path_factory.mktemp("site")
+    info = site / "installed_mcp_nb-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: installed-mcp-nb\nVersion: 0.1.0\n")
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    points = pyproject["project"]["entry-points"]["pytest11"]
+    (info / "entry_points.txt").write_text("[pytest11]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()))
+    run = pytest_run(project, "--mcp-cases", "cases.json", "--mcp-notebook", "tools.ipynb", path=(site,))
+    assert "collected 3 items" in run.stdout and "1 failed, 2 passed" in run.stdout, run.stdout + run.stderr

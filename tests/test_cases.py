@@ -347,3 +347,25 @@ def test_the_magics_save_and_replay_and_the_report_shows_the_failures_first(tmp_
         shell.run_line_magic("mcp_replay", f"{path} --server x")
     with pytest.raises(UsageError, match="concurrency must be a whole number >= 1"):
         shell.run_line_magic("mcp_replay", f"{path} --concurrency 0")
+
+
+def test_an_outside_clients_calls_are_cases_replayed_from_the_kernel(tmp_path):
+    import asyncio
+
+    from outside import client
+
+    bookshop_tools()
+    handle = mcp_nb.serve()
+
+    async def outside():
+        async with client(handle.url, handle.token) as session:
+            await session.call_tool("get_author", {"title": "Dune"})
+            await session.call_tool("get_author", {"title": "tool-error"})
+
+    asyncio.run(outside())
+    handle.stop()
+    assert set(mcp_nb.history().to_frame()["via"].astype(str)) == {"http"}
+    cases = mcp_nb.history().to_cases(tmp_path / "c.json")
+    assert [(c.id, c.expect.outcome, c.timeout) for c in cases] == [("get_author-1", "result", None), ("get_author-2", "tool_error", None)]
+    frame = mcp_nb.replay(tmp_path / "c.json")
+    assert frame["passed"].all(), frame[["case", "reason"]]

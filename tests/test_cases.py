@@ -369,3 +369,31 @@ def test_an_outside_clients_calls_are_cases_replayed_from_the_kernel(tmp_path):
     assert [(c.id, c.expect.outcome, c.timeout) for c in cases] == [("get_author-1", "result", None), ("get_author-2", "tool_error", None)]
     frame = mcp_nb.replay(tmp_path / "c.json")
     assert frame["passed"].all(), frame[["case", "reason"]]
+
+
+def test_resource_reads_and_prompts_are_cases_too(tmp_path):
+    @mcp_nb.resource("books://{title}")
+    def book(title: str) -> str:
+        return f"the book {title}"
+
+    @mcp_nb.prompt()
+    def review(title: str) -> str:
+        return f"Review {title}."
+
+    mcp_nb.read("books://Dune")
+    mcp_nb.read("nothing://x")
+    mcp_nb.get_prompt("review", {"title": "Dune"})
+    cases = mcp_nb.history().to_cases(tmp_path / "c.json")
+    assert [(c.id, c.target, c.expect.outcome, c.expect.cause) for c in cases] == [
+        ("books://Dune-1", "resource", "result", "ok"),
+        ("nothing://x-1", "resource", "protocol_error", "not_found"),
+        ("review-1", "prompt", "result", "ok"),
+    ]
+    assert mcp_nb.replay(tmp_path / "c.json")["passed"].all()
+
+    @mcp_nb.prompt()
+    def review(title: str) -> str:  # noqa: F811 - the prompt, changed
+        return f"Review {title} in one line."
+
+    frame = by_case(mcp_nb.replay(tmp_path / "c.json"))
+    assert frame.loc["review-1", "reason"] == "content: expected 'user: Review Dune.', got 'user: Review Dune in one line.'"

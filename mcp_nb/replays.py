@@ -32,6 +32,8 @@ class Replay(Sweep):
     def __init__(self, engine, cases: list[Case], concurrency: int, server: str | None) -> None:
         if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
             raise ValueError(f"concurrency must be a whole number >= 1, got {concurrency!r}")
+        if server is not None:
+            engine.connection_for(server)  # a server that is not connected is the caller's mistake, not a case's
         self.engine = engine
         self.cases = cases
         self.concurrency = concurrency

@@ -256,7 +256,7 @@ def test_a_case_the_engine_refuses_fails_the_replay_before_anything_is_sent(tmp_
     path = tmp_path / "c.json"
     mcp_nb.history().to_cases(path)
     before = len(mcp_nb.history())
-    with pytest.raises(ValueError, match="no server named 'nowhere'"):
+    with pytest.raises(ValueError, match="^no server named 'nowhere' is connected"):
         mcp_nb.replay(path, "nowhere")
     document = json.loads(path.read_text())
     document["cases"][0]["server"] = "gone"

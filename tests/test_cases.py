@@ -205,6 +205,7 @@ def test_tools_that_may_have_side_effects_keep_the_files_order_while_the_rest_ov
 
     @mcp_nb.tool()
     def append(n: int) -> int:  # declares no hints: the order of its calls may matter
+        time.sleep(0.005 * (12 - n))  # the earlier, the slower: calls that overlapped would end out of order
         seen.append(n)
         return n
 

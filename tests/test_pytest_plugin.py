@@ -147,3 +147,23 @@ def test_installed_and_named_with_dash_p_it_is_one_plugin(project, tmp_path_fact
     (info / "entry_points.txt").write_text("[pytest11]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()))
     run = pytest_run(project, "--mcp-cases", "cases.json", "--mcp-notebook", "tools.ipynb", path=(site,))
     assert "collected 3 items" in run.stdout and "1 failed, 2 passed" in run.stdout, run.stdout + run.stderr
+
+
+def test_a_served_kernel_over_http_with_its_token_in_a_header(project):
+    import mcp_nb
+
+    @mcp_nb.tool(read_only=True)
+    def get_author(title: str) -> str:
+        return {"Dune": "Frank Herbert", "Neuromancer": "William Gibson"}[title]
+
+    handle = mcp_nb.serve()
+    try:
+        served = pytest_run(project, "--mcp-cases", "cases.json", "--mcp-url", handle.url, "--mcp-header", f"Authorization: Bearer {handle.token}", "-v")
+        refused = pytest_run(project, "--mcp-cases", "cases.json", "--mcp-url", handle.url)
+    finally:
+        handle.stop()
+    assert served.returncode == 0 and "3 passed" in served.stdout, served.stdout + served.stderr
+    assert "cases.json::dune PASSED" in served.stdout
+    assert refused.returncode == 1 and "3 failed" in refused.stdout
+    assert f"could not connect to {handle.url}" in refused.stdout
+    assert len(mcp_nb.history()) == 3  # the cases' calls, as an outside client's, in the served kernel's history

@@ -20,6 +20,7 @@ import collections
 import contextlib
 import os
 import shlex
+import shutil
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
@@ -484,6 +485,21 @@ def _reason(err: BaseException) -> str:
 # -- the transports ---------------------------------------------------------------------------------
 
 
+def _check_runnable(connection: RemoteConnection, command: str) -> None:
+    """Say plainly that a command is not there, before the SDK tries to start it: the error of
+    a failed start depends on the machine (a directory on PATH that cannot be searched turns
+    "no such file" into "permission denied", which points the user the wrong way)."""
+    if os.sep in command or (os.altsep and os.altsep in command):
+        path = command if os.path.isabs(command) else os.path.join(connection.cwd or os.getcwd(), command)
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            raise ConnectError(f"could not start {connection.name!r}: no program at {command!r} that can be run")
+        return
+    # The SDK gives the process mcp_nb's environment with `env` on top: PATH is searched there.
+    search = connection.env.get("PATH", os.environ.get("PATH", os.defpath))
+    if shutil.which(command, path=search) is None:
+        raise ConnectError(f"could not start {connection.name!r}: no command {command!r} on PATH")
+
+
 class _StdioTransport:
     """The SDK's stdio transport, with the server's stderr read line by line into the connection.
 
@@ -503,6 +519,7 @@ class _StdioTransport:
 
         c = self.connection
         command, *args = c.command
+        _check_runnable(c, command)
         read_end, write_end = os.pipe()
         errlog = os.fdopen(write_end, "w")
         before = _children()

@@ -37,8 +37,13 @@ def interrupted_when(predicate, limit: float = 10.0):
     `_thread.interrupt_main()`, only lands once a blocking wait has ended by itself). Use
     it around code that cannot finish until it is interrupted, and the interrupt lands
     inside the block; the block fails if `predicate()` never held.
+
+    A kernel always has Python's handler for SIGINT; a test process may not (a shell without
+    job control starts its background commands with SIGINT ignored, and Python then installs
+    no handler): the block has it, as a kernel does, and the one before is put back after.
     """
     assert threading.current_thread() is threading.main_thread(), "only the main thread is interrupted"
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
     state = {"open": True, "sent": False}
     lock = threading.Lock()
 
@@ -58,4 +63,5 @@ def interrupted_when(predicate, limit: float = 10.0):
         with lock:
             state["open"] = False
         watcher.join()
+        signal.signal(signal.SIGINT, before)
     assert state["sent"], f"the interrupt was never sent: {predicate.__name__} did not hold within {limit} s"

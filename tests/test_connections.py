@@ -234,7 +234,8 @@ def test_a_kernel_shutdown_ends_the_stdio_process():
 def test_connecting_mistakes_are_one_line_errors_that_leave_connections_untouched(bookshop_url):
     keep = mcp_nb.connect("books", bookshop_url)
     cases = [
-        (lambda: mcp_nb.connect("books", "definitely-not-a-command --flag"), ConnectError, "No such file or directory"),
+        (lambda: mcp_nb.connect("books", "definitely-not-a-command --flag"), ConnectError, "no command 'definitely-not-a-command' on PATH"),
+        (lambda: mcp_nb.connect("books", "./not-here.py"), ConnectError, "no program at './not-here.py' that can be run"),
         (lambda: mcp_nb.connect("other", f"http://127.0.0.1:{peers.free_port()}/mcp", timeout=5), ConnectError, "could not connect to 'other'"),
         (lambda: mcp_nb.connect("hang", [sys.executable, "-c", "import time; time.sleep(60)"], timeout=1), ConnectError, "did not answer initialize within 1 s"),
         (lambda: mcp_nb.connect("kernel", bookshop_url), ValueError, "the kernel's own server"),
@@ -397,7 +398,7 @@ def test_the_magics_connect_call_list_and_disconnect(shell, bookshop_url):
         (f"%mcp_connect x {bookshop_url} --header nocolon", "--header takes 'Name: value'"),
         ("%mcp_connect x --env A -- python", "--env takes KEY=VALUE"),
         ("%mcp_connect x --flag -- python", "unknown option --flag"),
-        ("%mcp_connect x -- definitely-not-a-command", "No such file or directory"),
+        ("%mcp_connect x -- definitely-not-a-command", "no command 'definitely-not-a-command' on PATH"),
         ("%mcp_call get_author --server nope", "no server named 'nope'"),
         ("%mcp_disconnect", "takes one server name"),
         ("%mcp_disconnect nope", "no server named 'nope'"),

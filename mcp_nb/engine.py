@@ -139,12 +139,17 @@ class Engine:
                 raise  # the caller itself is being cancelled
             return call.future.result()  # only the nested call was: its recorded Outcome
 
-    def submit(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, **limits) -> Call:
+    def submit(
+        self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, progress_listener=None, **limits
+    ) -> Call:
         """Start a call without waiting (for callbacks that must not block the kernel).
 
         Returns the `Call`: `call.future` resolves to its Outcome, `call.cancel()` stops it
-        (the future then resolves to the recorded `cancelled` Outcome)."""
-        return self.prepare(target, name, arguments, timeout, retry, server, **limits).start()
+        (the future then resolves to the recorded `cancelled` Outcome). `progress_listener(call,
+        event)` hears each progress event on mcp_nb's loop, from the first one on."""
+        call = self.prepare(target, name, arguments, timeout, retry, server, **limits)
+        call.progress_listener = progress_listener
+        return call.start()
 
     # -- servers ---------------------------------------------------------------------------------
 

@@ -70,6 +70,15 @@ def _text(data: Any) -> str:
         return repr(data)
 
 
+def _show_live(entry: ServerLog) -> None:
+    from .config import settings
+
+    if settings.show_server_logs:  # as the server's other log records are, when asked for
+        import sys
+
+        print(f"[mcp server] {entry}", file=sys.stderr)
+
+
 def _filed_class() -> type:
     global _filed
     if _filed is None:
@@ -81,14 +90,14 @@ def _filed_class() -> type:
             _mcp_nb_handler: str = PrivateAttr(default="")  # the logger a message names when it names none
 
             async def log(self, level: Any, data: Any, *, logger_name: str | None = None, _depth: int = 2) -> None:
+                entry = ServerLog(
+                    level=str(level).upper(), logger=logger_name or self._mcp_nb_handler, message=_text(data),
+                    source="context", at=time.time(),
+                )  # fmt: skip
                 trace = CURRENT_TRACE.get()
                 if trace is not None:
-                    trace.add(
-                        ServerLog(
-                            level=str(level).upper(), logger=logger_name or self._mcp_nb_handler, message=_text(data),
-                            source="context", at=time.time(),
-                        )  # fmt: skip
-                    )
+                    trace.add(entry)
+                _show_live(entry)
                 explain_once(_depth)
                 await sdk_compat.send_context_log(self, level, data, logger_name)
 

@@ -91,6 +91,15 @@ def test_context_logs_land_in_the_record_marked_with_level_source_and_time(tools
     assert [r.source for r in row["server_logs"]] == ["context"] * 3 + ["logging", "context"]
 
 
+def test_show_server_logs_prints_context_logs_live_too(tools, capfd):
+    mcp_nb.configure(show_server_logs=True)
+    assert mcp_nb.call("shelve", {"title": "Dune"}).ok
+    assert "[mcp server] [context] INFO shelve: found a shelf" in capfd.readouterr().err
+    mcp_nb.configure(show_server_logs=False)
+    assert mcp_nb.call("shelve", {"title": "Dune"}).ok
+    assert "found a shelf" not in capfd.readouterr().err
+
+
 def test_each_call_gets_only_its_own_context_logs_when_calls_overlap(tools):
     gate = threading.Event()
 

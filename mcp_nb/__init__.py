@@ -175,14 +175,25 @@ def call(
     timeout: float | None = None,
     retry: Retry | int | bool | None = None,
     server: str | None = None,
+    reset_on_progress: bool = False,
+    max_timeout: float | None = None,
+    progress: bool = True,
 ) -> Outcome:
     """Call a tool and wait for its Outcome. Never raises for the four outcome types.
 
     `retry`: a `Retry` policy, a number of retries, or True for the default (100, 200,
     400 ms); only for tools annotated idempotent or read-only, unless `Retry(force=True)`.
     `server`: the name of a connection (`mcp_nb.connect`); the kernel's own server by default.
+    `reset_on_progress`: each progress event the server sends restarts the deadline, never
+    past `max_timeout` seconds (default: 10 timeouts). `progress`: while the server reports
+    progress, show it (a bar in a notebook, text in a terminal).
     """
-    return engine().run("tool", name, arguments, timeout, retry, server)
+    from .live import watch
+
+    return engine().run(
+        "tool", name, arguments, timeout, retry, server, watch if progress else None,
+        reset_on_progress=reset_on_progress, max_timeout=max_timeout,
+    )  # fmt: skip
 
 
 async def acall(
@@ -192,9 +203,13 @@ async def acall(
     timeout: float | None = None,
     retry: Retry | int | bool | None = None,
     server: str | None = None,
+    reset_on_progress: bool = False,
+    max_timeout: float | None = None,
 ) -> Outcome:
-    """`await` form of `call`, usable from any event loop (top-level await in a cell too)."""
-    return await engine().arun("tool", name, arguments, timeout, retry, server)
+    """`await` form of `call`, usable from any event loop (top-level await in a cell too); no live bar."""
+    return await engine().arun(
+        "tool", name, arguments, timeout, retry, server, reset_on_progress=reset_on_progress, max_timeout=max_timeout
+    )
 
 
 def _with_fallback(outcome: Outcome, fallback: Any) -> Outcome:
@@ -266,6 +281,8 @@ def sweep(
     server: str | None = None,
     cluster=None,
     partition_size: int | None = None,
+    reset_on_progress: bool = False,
+    max_timeout: float | None = None,
 ):
     """Call a tool over many argument sets, `concurrency` at a time; returns a DataFrame.
 
@@ -278,8 +295,11 @@ def sweep(
     runs on its workers in partitions of `partition_size` calls, each worker hosting the
     tools itself, `concurrency` calls at a time per partition; the frame gains a `worker`
     column (needs `pip install 'mcp_nb[dask]'`; see the guide's page on clusters).
+    `reset_on_progress`, `max_timeout`: as for `call`, for every call of the sweep (not on a cluster).
     """
+    limits = {"reset_on_progress": reset_on_progress, "max_timeout": max_timeout}
     if cluster is not None:
+        _no_limits_on_cluster(limits)
         from .cluster.sweep import run_cluster_sweep
 
         return run_cluster_sweep(
@@ -291,16 +311,24 @@ def sweep(
     from .sweeps import run_sweep
 
     return run_sweep(
-        engine(), name, grid, concurrency=concurrency, timeout=timeout, retry=retry, progress=progress, server=server
-    )
+        engine(), name, grid, concurrency=concurrency, timeout=timeout, retry=retry, progress=progress, server=server,
+        **limits,
+    )  # fmt: skip
+
+
+def _no_limits_on_cluster(limits: dict) -> None:
+    if limits["reset_on_progress"] or limits["max_timeout"] is not None:
+        raise ValueError("reset_on_progress and max_timeout are not available for a sweep on a cluster (cluster=...)")
 
 
 async def asweep(
     name: str, grid, *, concurrency: int = 8, timeout: float | None = None, retry=None, server: str | None = None,
-    cluster=None, partition_size: int | None = None,
+    cluster=None, partition_size: int | None = None, reset_on_progress: bool = False, max_timeout: float | None = None,
 ):  # fmt: skip
     """`await` form of `sweep` (no progress bar)."""
+    limits = {"reset_on_progress": reset_on_progress, "max_timeout": max_timeout}
     if cluster is not None:
+        _no_limits_on_cluster(limits)
         from .cluster.sweep import arun_cluster_sweep
 
         return await arun_cluster_sweep(
@@ -311,7 +339,9 @@ async def asweep(
         raise ValueError("partition_size is for a sweep on a cluster (cluster=...)")
     from .sweeps import arun_sweep
 
-    return await arun_sweep(engine(), name, grid, concurrency=concurrency, timeout=timeout, retry=retry, server=server)
+    return await arun_sweep(
+        engine(), name, grid, concurrency=concurrency, timeout=timeout, retry=retry, server=server, **limits
+    )
 
 
 # -- regression cases ---------------------------------------------------------------------------

@@ -78,8 +78,9 @@ class Sweep:
     """The calls of one sweep: which finished, in input order."""
 
     def __init__(
-        self, engine, name: str, sets: list[dict[str, Any]], concurrency: int, timeout: float | None, retry, server: str | None = None
-    ) -> None:
+        self, engine, name: str, sets: list[dict[str, Any]], concurrency: int, timeout: float | None, retry, server: str | None = None,
+        **limits: Any,
+    ) -> None:  # fmt: skip
         if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
             raise ValueError(f"concurrency must be a whole number >= 1, got {concurrency!r}")
         self.engine = engine
@@ -88,7 +89,7 @@ class Sweep:
         self.concurrency = concurrency
         # Every call is prepared before anything is sent: bad arguments, a bad timeout or a
         # refused retry raise here, and the sweep records nothing.
-        self.calls = [engine.prepare("tool", name, arguments, timeout, retry, server) for arguments in sets]
+        self.calls = [engine.prepare("tool", name, arguments, timeout, retry, server, **limits) for arguments in sets]
         self.done = 0
         self.finished = threading.Event()
 
@@ -133,9 +134,10 @@ class Sweep:
 
 
 def run_sweep(
-    engine, name, grid, *, concurrency=8, timeout=None, retry: Retry | int | bool | None = None, progress=True, server=None
-) -> pd.DataFrame:
-    sweep = Sweep(engine, name, argument_sets(grid), concurrency, timeout, retry, server)
+    engine, name, grid, *, concurrency=8, timeout=None, retry: Retry | int | bool | None = None, progress=True, server=None,
+    **limits,
+) -> pd.DataFrame:  # fmt: skip
+    sweep = Sweep(engine, name, argument_sets(grid), concurrency, timeout, retry, server, **limits)
     stopped_by = drive(engine, sweep, len(sweep.sets), f"sweep {name}" if progress else None)
     if stopped_by:
         print(f"sweep of {name!r} {stopped_by}: {sweep.done} of {len(sweep.sets)} calls finished")
@@ -172,8 +174,8 @@ def drive(engine, sweep: Sweep, total: int, label: str | None) -> str | None:
     return stopped_by
 
 
-async def arun_sweep(engine, name, grid, *, concurrency=8, timeout=None, retry=None, server=None) -> pd.DataFrame:
-    sweep = Sweep(engine, name, argument_sets(grid), concurrency, timeout, retry, server)
+async def arun_sweep(engine, name, grid, *, concurrency=8, timeout=None, retry=None, server=None, **limits) -> pd.DataFrame:
+    sweep = Sweep(engine, name, argument_sets(grid), concurrency, timeout, retry, server, **limits)
     try:
         await engine.loop.run_async(sweep.run())
     except asyncio.CancelledError:

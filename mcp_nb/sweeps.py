@@ -124,9 +124,16 @@ class Sweep:
             row = dict(arguments)
             for column in RESULT_COLUMNS:
                 row[column] = getattr(outcome, column)
+            row["progress"], row["deadline_resets"] = len(outcome.progress), outcome.deadline_resets
             rows.append(row)
         keys = list(dict.fromkeys(k for arguments in self.sets for k in arguments))
-        columns = [k for k in keys if k not in RESULT_COLUMNS] + RESULT_COLUMNS
+        shown = list(RESULT_COLUMNS)
+        if any(row["progress"] for row in rows):
+            # A tool that reports progress: how much each call reported, and how often that
+            # moved its deadline, beside how long it took. Other sweeps keep their columns.
+            at = shown.index("duration_ms") + 1
+            shown[at:at] = ["progress", "deadline_resets"]
+        columns = [k for k in keys if k not in shown] + shown
         frame = pd.DataFrame(rows, columns=columns)
         frame["code"] = frame["code"].astype("Int64")
         frame.attrs.update(tool=self.name, calls=len(self.sets), completed=self.done, interrupted=interrupted)

@@ -331,7 +331,12 @@ def test_sweeps_reset_on_progress(tools):
     assert plain["cause"].tolist() == ["deadline", "deadline"]
     resetting = mcp_nb.sweep("restock", grid, timeout=1.0, reset_on_progress=True, progress=False)
     assert resetting["outcome"].tolist() == ["result", "result"]
-    assert mcp_nb.history().to_frame()["deadline_resets"].tolist()[2:] in ([3, 4], [4, 3])
+    # Each row says how much progress its call reported and how often that moved its deadline.
+    assert resetting[["steps", "progress", "deadline_resets"]].values.tolist() == [[3, 3, 3], [4, 4, 4]]
+    assert list(resetting.columns).index("progress") == list(resetting.columns).index("duration_ms") + 1
+    quiet = mcp_nb.sweep("restock", {"steps": [0]}, progress=False)
+    assert "progress" not in quiet.columns  # a tool that reported nothing keeps the sweep's usual columns
+    assert mcp_nb.history().to_frame()["deadline_resets"].tolist()[2:4] in ([3, 4], [4, 3])
     with pytest.raises(ValueError, match="not available for a sweep on a cluster"):
         mcp_nb.sweep("restock", grid, reset_on_progress=True, cluster="tcp://127.0.0.1:1")
 

@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping
 from mcp.server import MCPServer
 
 from .config import configure, settings
+from .elicitation import Answer, Elicitation
 from .engine import Engine
 from .faults import Faults
 from .history import COLUMNS, History
@@ -32,7 +33,7 @@ from .trace import ServerLog, show_live_logs
 
 __version__ = "0.1.0"
 __all__ = [
-    "CAUSES", "CAUSE_DOC", "COLUMNS", "OUTCOMES", "Faults", "History", "Outcome", "Registration", "Retry",
+    "Answer", "CAUSES", "CAUSE_DOC", "COLUMNS", "Elicitation", "OUTCOMES", "Faults", "History", "Outcome", "Registration", "Retry",
     "ServerLog", "acall", "aget_prompt", "aread", "asweep", "call", "configure", "get_prompt", "history",
     "inject", "load_ipython_extension", "panel", "prompt", "read", "registered", "remove", "reset", "resource",
     "serve", "server", "settings", "sweep", "tool", "connect", "connect_config", "disconnect", "reconnect", "servers",
@@ -175,14 +176,18 @@ def call(
     timeout: float | None = None,
     retry: Retry | int | bool | None = None,
     server: str | None = None,
+    elicit: Any = None,
 ) -> Outcome:
     """Call a tool and wait for its Outcome. Never raises for the four outcome types.
 
     `retry`: a `Retry` policy, a number of retries, or True for the default (100, 200,
     400 ms); only for tools annotated idempotent or read-only, unless `Retry(force=True)`.
     `server`: the name of a connection (`mcp_nb.connect`); the kernel's own server by default.
+    `elicit`: answers the questions the tool asks the user while it runs: a function
+    `(message, schema) -> answer`, a list of prepared answers (`Answer.accept({...})`,
+    `Answer.decline()`, `Answer.cancel()`) used in order, or "decline" / "cancel".
     """
-    return engine().run("tool", name, arguments, timeout, retry, server)
+    return engine().run("tool", name, arguments, timeout, retry, server, elicit)
 
 
 async def acall(
@@ -192,9 +197,10 @@ async def acall(
     timeout: float | None = None,
     retry: Retry | int | bool | None = None,
     server: str | None = None,
+    elicit: Any = None,
 ) -> Outcome:
     """`await` form of `call`, usable from any event loop (top-level await in a cell too)."""
-    return await engine().arun("tool", name, arguments, timeout, retry, server)
+    return await engine().arun("tool", name, arguments, timeout, retry, server, elicit)
 
 
 def _with_fallback(outcome: Outcome, fallback: Any) -> Outcome:
@@ -266,6 +272,7 @@ def sweep(
     server: str | None = None,
     cluster=None,
     partition_size: int | None = None,
+    elicit: Any = None,
 ):
     """Call a tool over many argument sets, `concurrency` at a time; returns a DataFrame.
 
@@ -278,8 +285,12 @@ def sweep(
     runs on its workers in partitions of `partition_size` calls, each worker hosting the
     tools itself, `concurrency` calls at a time per partition; the frame gains a `worker`
     column (needs `pip install 'mcp_nb[dask]'`; see the guide's page on clusters).
+
+    `elicit`: as for `call`, for every call of the sweep (each call uses a list of prepared
+    answers from its start).
     """
     if cluster is not None:
+        _no_elicit_on_cluster(elicit)
         from .cluster.sweep import run_cluster_sweep
 
         return run_cluster_sweep(
@@ -291,16 +302,23 @@ def sweep(
     from .sweeps import run_sweep
 
     return run_sweep(
-        engine(), name, grid, concurrency=concurrency, timeout=timeout, retry=retry, progress=progress, server=server
-    )
+        engine(), name, grid, concurrency=concurrency, timeout=timeout, retry=retry, progress=progress, server=server,
+        elicit=elicit,
+    )  # fmt: skip
+
+
+def _no_elicit_on_cluster(elicit: Any) -> None:
+    if elicit is not None:
+        raise ValueError("elicit= is for sweeps in the kernel; a cluster's workers answer with their own settings (none: cancelled)")
 
 
 async def asweep(
     name: str, grid, *, concurrency: int = 8, timeout: float | None = None, retry=None, server: str | None = None,
-    cluster=None, partition_size: int | None = None,
+    cluster=None, partition_size: int | None = None, elicit: Any = None,
 ):  # fmt: skip
     """`await` form of `sweep` (no progress bar)."""
     if cluster is not None:
+        _no_elicit_on_cluster(elicit)
         from .cluster.sweep import arun_cluster_sweep
 
         return await arun_cluster_sweep(
@@ -311,7 +329,9 @@ async def asweep(
         raise ValueError("partition_size is for a sweep on a cluster (cluster=...)")
     from .sweeps import arun_sweep
 
-    return await arun_sweep(engine(), name, grid, concurrency=concurrency, timeout=timeout, retry=retry, server=server)
+    return await arun_sweep(
+        engine(), name, grid, concurrency=concurrency, timeout=timeout, retry=retry, server=server, elicit=elicit
+    )
 
 
 # -- other servers ------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from mcp import MCPError
 from . import classify
 from .connections import METHODS, ConnectionLost
 from .deadline import EXPIRED
+from .elicitation import Answerer, Ask, Elicitation, elicit
 from .outcome import REQUEST_CANCELLED, REQUEST_TIMEOUT, Outcome
 from .sdk_compat import HTTP_STATUS_TEXTS, TIMED_OUT
 from .trace import CURRENT_TRACE, LOOP, ServerTrace
@@ -65,7 +66,7 @@ class CallRecord:
     and its cause mean the same whoever made the call.
     """
 
-    __slots__ = ("id", "target", "name", "arguments", "timeout", "attempt", "backoff", "trace", "started", "t0")
+    __slots__ = ("id", "target", "name", "arguments", "timeout", "attempt", "backoff", "trace", "started", "t0", "elicitations")
 
     via = "kernel"  # who sent it (a subclass that records an outside client's call has its own)
     client: str | None = None
@@ -81,6 +82,7 @@ class CallRecord:
         self.trace: ServerTrace | None = None
         self.started = 0.0  # epoch seconds when the current attempt was sent
         self.t0: float | None = None  # perf_counter() then; None until it is sent
+        self.elicitations: list[Elicitation] = []  # the questions the server asked during this attempt
 
     def observes(self, target: str, key: str) -> bool:
         """Whether mcp_nb's probe watches the handler this call reaches."""
@@ -122,6 +124,7 @@ class CallRecord:
             server=self.server_name(),
             via=self.via,
             client=self.client,
+            elicitations=tuple(self.elicitations),
         )
 
     def _elapsed_ms(self) -> float:
@@ -199,6 +202,7 @@ class Call(CallRecord):
     __slots__ = (
         "rule", "parent", "depth", "engine", "connection", "task", "outcome", "expected_by",
         "_future", "_lock", "_settled", "_ended", "_cancel_asked", "_phase", "children",
+        "answerers", "ask", "_entry",
     )  # fmt: skip
 
     def __init__(
@@ -211,8 +215,14 @@ class Call(CallRecord):
         rule: Any = None,
         parent: Call | None = None,
         connection: Any = None,
+        answerers: tuple[Answerer | None, ...] = (),
     ) -> None:
         super().__init__(target, name, sent_arguments(arguments), timeout)
+        # Who answers the server's questions: the call's own elicit=, then the configured
+        # default; `ask` (set by a face that can show a form) when neither is given.
+        self.answerers = answerers
+        self.ask: Ask | None = None
+        self._entry: list | None = None  # the deadline entry of the attempt in flight
         self.engine = engine  # the loop, the deadlines, the history, the calls in flight
         self.connection = connection if connection is not None else engine.connection  # the server it talks to
         self.rule = rule  # a retry.Retry, or None for one attempt
@@ -300,6 +310,7 @@ class Call(CallRecord):
         self.attempt, self.backoff = number, backoff
         self.t0 = None
         self.trace = None
+        self.elicitations = []
         self.expected_by = time.perf_counter() + self.timeout + GRACE_S
         self._phase = "attempt"
         outcome = await self._send()
@@ -339,7 +350,7 @@ class Call(CallRecord):
         # count of cancellations pending when it starts tells ours from anyone else's.
         entered = task.cancelling()
         deadlines = self.engine.deadlines()
-        entry = deadlines.start(self.timeout, task)
+        entry = self._entry = deadlines.start(self.timeout, task)
         token = CURRENT_TRACE.set(trace)
         connection.sending.add(self)  # the server's own stream (stderr, log messages) lands on this trace too
         try:
@@ -377,6 +388,31 @@ class Call(CallRecord):
             return self._record(self._answered(connection, raw, failure))
         finally:
             connection.sending.discard(self)
+
+    async def elicited(self, message: str, schema: Any, url: str | None = None) -> Elicitation:
+        """Answer a question the server asked during this call, and record it on the call.
+
+        The deadline stands still while the answer is awaited: a person filling a form is not
+        the server being slow. A thread waiting for the call (`wait`) waits as long.
+        """
+        deadlines, entry = self.engine.deadlines(), self._entry
+        left = deadlines.hold(entry) if entry is not None else None
+        self.expected_by = float("inf")
+        t0 = time.perf_counter()
+        try:
+            asked = await elicit(self.answerers, self.ask, message, schema, url)
+        except asyncio.CancelledError:
+            waited = (time.perf_counter() - t0) * 1000.0
+            self.elicitations.append(
+                Elicitation(message, schema, url, "cancel", None, "none", "the call was cancelled while waiting for the answer", waited)
+            )
+            raise
+        finally:
+            if left is not None:
+                deadlines.resume(entry, left)
+            self.expected_by = time.perf_counter() + (left if left is not None else 0.0) + GRACE_S
+        self.elicitations.append(asked)
+        return asked
 
     def _answered(self, connection: Any, raw: Any, failure: BaseException | None) -> Outcome:
         """The Outcome of an attempt that got an answer, or failed some other way than a cancellation."""

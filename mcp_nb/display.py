@@ -320,7 +320,29 @@ def outcome_text(o) -> str:
     fate = _fate_line(o)
     if fate:
         block("server", fate)
+    asked = _asked(o)
+    if asked:
+        block("user asked", "\n".join(f"{question}\n  -> {answer}" for question, answer in asked))
     return "\n".join(lines)
+
+
+def _asked(o) -> list[tuple[str, str]]:
+    """The questions the server asked during the call and their answers, as (question, answer) lines.
+
+    No times: how long an answer took varies from run to run; the Outcome has it.
+    """
+    out = []
+    for e in getattr(o, "elicitations", None) or ():
+        e = e.as_dict() if hasattr(e, "as_dict") else e
+        question = e["message"] + (f" (open {e['url']})" if e.get("url") else "")
+        answer = e["action"] + (" " + compact_json(e["content"]) if e.get("content") else "")
+        answer += {"elicit": ", from the call's elicit=", "default": ", from the configured elicit", "form": ", in the form"}.get(
+            e["source"], ""
+        )
+        if e.get("reason"):
+            answer += f": {e['reason']}"
+        out.append((question, answer))
+    return out
 
 
 def outcome_html(o, stable: bool | None = None) -> str:
@@ -361,6 +383,11 @@ def outcome_html(o, stable: bool | None = None) -> str:
             f'<div style="margin-top:6px;padding:4px 8px;{INKS["timeout"].line("-left", "3px")};{SURFACE}">'
             f"<b>Server side:</b> {_e(fate)}{when}"
         )
+    asked_html = "".join(
+        f'<div style="margin-top:6px;padding:4px 8px;{BORDER};border-radius:6px;{SURFACE}">'
+        f'<b>The server asked:</b> {_e(question)}<div style="{MUTED}">answered {_e(answer)}</div></div>'
+        for question, answer in _asked(o)
+    )
     header = (
         _corner(f"#{o.call_id}{attempt}") + took  # the corner's span ends in `took`
         + _item(badge(o.outcome)) + _item(f"<b>{_e(o.cause)}</b>") + _item(_kind_badge(o.target))
@@ -374,7 +401,7 @@ def outcome_html(o, stable: bool | None = None) -> str:
         f'<div style="margin-bottom:8px">{header}</div>'
         f'<div style="{PANES}">'
         f'{pane("What the model sees", model)}{pane("What the host sees", host)}{pane("What the log says", logs)}'
-        f"</div>{fate_html}</div>"
+        f"</div>{fate_html}{asked_html}</div>"
     )
 
 

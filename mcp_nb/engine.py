@@ -21,6 +21,7 @@ from .call import CURRENT_CALL, Call, CallDepthError
 from .config import check_timeout, settings
 from .connections import KERNEL, ConnectError, Connection, KernelConnection, RemoteConnection
 from .deadline import Deadlines
+from .elicitation import answerer, check_elicit
 from .history import History
 from .loop import LoopThread
 from .registry import Registry
@@ -87,12 +88,18 @@ class Engine:
         timeout: float | None = None,
         retry: Retry | int | bool | None = None,
         server: str | None = None,
+        elicit: Any = None,
     ) -> Call:
         """The Call for a request. Every check runs here: bad input raises, and nothing is sent
-        or recorded."""
+        or recorded.
+
+        `elicit` answers the questions the server asks during the call (`mcp_nb.elicitation`):
+        a function `(message, schema) -> answer`, a list of prepared answers, or "decline" /
+        "cancel"; the configured default (`settings.elicit`) when None."""
         if self._closed:
             raise RuntimeError(CLOSED)
         check_request(target, name, timeout)
+        check_elicit(elicit)
         connection = self.connection_for(server)
         seconds = settings.timeout if timeout is None else check_timeout(timeout)
         rule = policy(retry)
@@ -106,11 +113,12 @@ class Engine:
                 "(a tool calling itself through mcp_nb needs a base case; raise the limit with "
                 "mcp_nb.configure(max_depth=N))"
             )
-        return Call(self, target, name, arguments, seconds, rule, parent, connection)
+        answerers = (answerer(elicit, "elicit"), answerer(settings.elicit, "default"))
+        return Call(self, target, name, arguments, seconds, rule, parent, connection, answerers)
 
-    def run(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None):
+    def run(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, elicit=None):
         """Make a call and block this thread for its Outcome (the sync face)."""
-        call = self.prepare(target, name, arguments, timeout, retry, server)
+        call = self.prepare(target, name, arguments, timeout, retry, server, elicit)
         if self.loop.in_loop():
             raise RuntimeError(
                 "this would block mcp_nb's own event loop; from a coroutine running there, use the "
@@ -118,9 +126,9 @@ class Engine:
             )
         return call.start().wait()
 
-    async def arun(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None):
+    async def arun(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, elicit=None):
         """Make a call and await its Outcome, from any event loop (the async face)."""
-        call = self.prepare(target, name, arguments, timeout, retry, server)
+        call = self.prepare(target, name, arguments, timeout, retry, server, elicit)
         if not self.loop.in_loop():
             return await call.start().wait_async()
         # A handler on mcp_nb's loop calling through mcp_nb: the nested call gets a task of
@@ -133,12 +141,18 @@ class Engine:
                 raise  # the caller itself is being cancelled
             return call.future.result()  # only the nested call was: its recorded Outcome
 
-    def submit(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None) -> Call:
+    def submit(
+        self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, elicit=None, ask=None
+    ) -> Call:
         """Start a call without waiting (for callbacks that must not block the kernel).
 
         Returns the `Call`: `call.future` resolves to its Outcome, `call.cancel()` stops it
-        (the future then resolves to the recorded `cancelled` Outcome)."""
-        return self.prepare(target, name, arguments, timeout, retry, server).start()
+        (the future then resolves to the recorded `cancelled` Outcome). `ask`: a coroutine
+        function `(message, schema, url) -> answer` that asks a person (the panel's form), used
+        when neither `elicit` nor the configured default answers."""
+        call = self.prepare(target, name, arguments, timeout, retry, server, elicit)
+        call.ask = ask
+        return call.start()
 
     # -- servers ---------------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ COLUMNS = (
     "message",
     "data",
     "server_logs",
+    "elicitations",
     "started_at",
     "duration_ms",
     "timeout_s",
@@ -53,7 +54,7 @@ _VIA_CODE = {name: i for i, name in enumerate(VIAS)}
 _NO_FLAG = 2  # is_error code for "no result, so no flag"
 CHUNK = 4096
 _STORED = ("call_id", "attempt", "backoff", "server", "worker", "target", "name", "arguments", "outcome", "cause", "content", "structured",
-           "is_error", "code", "message", "data", "logs", "started", "duration", "timeout", "via", "client")  # fmt: skip
+           "is_error", "code", "message", "data", "logs", "elicitations", "started", "duration", "timeout", "via", "client")  # fmt: skip
 _EMPTY: tuple = ()
 
 # numpy and pandas are imported where they are used, not with this module: `import mcp_nb`
@@ -121,6 +122,9 @@ class _Store:
         # The log records are read now; only a timed-out call's trace can still grow, and
         # its Outcome is kept above for exactly that.
         c["logs"].append(_objects([tuple(o.trace.logs) if o.trace is not None and o.trace.logs else _EMPTY for o in calls]))
+        c["elicitations"].append(
+            _objects([tuple(e.as_dict() for e in o.elicitations) if o.elicitations else _EMPTY for o in calls])
+        )
         c["started"].append(np.array([o.started for o in calls], dtype=np.float64))
         c["duration"].append(np.array([o.duration_ms for o in calls], dtype=np.float64))
         c["timeout"].append(np.array([o.timeout_s for o in calls], dtype=np.float64))
@@ -238,6 +242,7 @@ class History:
                 "message": pd.Series(columns["message"], dtype=object, copy=False),
                 "data": columns["data"],
                 "server_logs": columns["logs"],
+                "elicitations": columns["elicitations"],
                 "started_at": pd.to_datetime(columns["started"].astype(np.float64), unit="s", utc=True),
                 "duration_ms": columns["duration"].astype(np.float64),
                 "timeout_s": columns["timeout"].astype(np.float64),
@@ -268,6 +273,7 @@ class History:
         frame = self.to_frame()
         for column in ("arguments", "structured_content", "data"):
             frame[column] = [None if v is None else json.dumps(v, default=str) for v in frame[column]]
+        frame["elicitations"] = [json.dumps(list(asked), default=str) for asked in frame["elicitations"]]
         frame["server_logs"] = [
             json.dumps([{"level": r.level, "logger": r.logger, "message": r.message, "traceback": r.traceback} for r in logs])
             for logs in frame["server_logs"]

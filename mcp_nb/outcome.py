@@ -90,6 +90,7 @@ class Outcome:
     worker: str | None = None  # the dask worker that made the call (a sweep with `cluster=`); None in the kernel
     via: str = "kernel"  # one of VIAS: "kernel" for mcp_nb's own calls, "http"/"stdio" for an outside client's
     client: str | None = None  # an outside client's name and version, as it introduced itself
+    elicitations: tuple = ()  # the questions the server asked during the call and their answers (`Elicitation`s)
 
     @property
     def started_at(self) -> datetime:

@@ -78,7 +78,8 @@ class Sweep:
     """The calls of one sweep: which finished, in input order."""
 
     def __init__(
-        self, engine, name: str, sets: list[dict[str, Any]], concurrency: int, timeout: float | None, retry, server: str | None = None
+        self, engine, name: str, sets: list[dict[str, Any]], concurrency: int, timeout: float | None, retry, server: str | None = None,
+        elicit: Any = None,
     ) -> None:
         if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
             raise ValueError(f"concurrency must be a whole number >= 1, got {concurrency!r}")
@@ -88,7 +89,7 @@ class Sweep:
         self.concurrency = concurrency
         # Every call is prepared before anything is sent: bad arguments, a bad timeout or a
         # refused retry raise here, and the sweep records nothing.
-        self.calls = [engine.prepare("tool", name, arguments, timeout, retry, server) for arguments in sets]
+        self.calls = [engine.prepare("tool", name, arguments, timeout, retry, server, elicit) for arguments in sets]
         self.done = 0
         self.finished = threading.Event()
 
@@ -133,9 +134,10 @@ class Sweep:
 
 
 def run_sweep(
-    engine, name, grid, *, concurrency=8, timeout=None, retry: Retry | int | bool | None = None, progress=True, server=None
+    engine, name, grid, *, concurrency=8, timeout=None, retry: Retry | int | bool | None = None, progress=True, server=None,
+    elicit=None,
 ) -> pd.DataFrame:
-    sweep = Sweep(engine, name, argument_sets(grid), concurrency, timeout, retry, server)
+    sweep = Sweep(engine, name, argument_sets(grid), concurrency, timeout, retry, server, elicit)
     bar = _progress_bar(len(sweep.sets), name) if progress else None
     future: concurrent.futures.Future = engine.loop.submit(sweep.run())
     stopped_by = None
@@ -165,8 +167,8 @@ def run_sweep(
     return sweep.frame(stopped_by is not None)
 
 
-async def arun_sweep(engine, name, grid, *, concurrency=8, timeout=None, retry=None, server=None) -> pd.DataFrame:
-    sweep = Sweep(engine, name, argument_sets(grid), concurrency, timeout, retry, server)
+async def arun_sweep(engine, name, grid, *, concurrency=8, timeout=None, retry=None, server=None, elicit=None) -> pd.DataFrame:
+    sweep = Sweep(engine, name, argument_sets(grid), concurrency, timeout, retry, server, elicit)
     try:
         await engine.loop.run_async(sweep.run())
     except asyncio.CancelledError:

@@ -49,6 +49,9 @@ CURRENT_CALL: contextvars.ContextVar[Call | None] = contextvars.ContextVar("mcp_
 # How long after its deadline a waiting thread gives mcp_nb's loop to report a timeout
 # itself, before it checks whether the loop is held and, if so, records the timeout.
 GRACE_S = 0.05
+# A waiting thread's longest single wait: `expected_by` is infinite while the call waits for a
+# person's answer, and a lock's timeout must be finite.
+LONGEST_WAIT_S = 3600.0
 # Who held the loop past a deadline, and for how long, in the timeout's message; mcp_nb.nbval's
 # sanitizer is built from it.
 HELD_BY = "event loop was held by async {handler} for {seconds:.2f} s)"
@@ -537,7 +540,7 @@ class Call(CallRecord):
             while True:
                 wait = self.expected_by - time.perf_counter()
                 try:
-                    return future.result(timeout=max(wait, 0.001))
+                    return future.result(timeout=min(max(wait, 0.001), LONGEST_WAIT_S))
                 except concurrent.futures.TimeoutError:
                     if time.perf_counter() < self.expected_by:
                         continue  # the next attempt moved the deadline
@@ -558,7 +561,7 @@ class Call(CallRecord):
             while True:
                 wait = self.expected_by - time.perf_counter()
                 try:
-                    return await asyncio.wait_for(asyncio.shield(wrapped), max(wait, 0.001))
+                    return await asyncio.wait_for(asyncio.shield(wrapped), min(max(wait, 0.001), LONGEST_WAIT_S))
                 except (TimeoutError, asyncio.TimeoutError):
                     if time.perf_counter() < self.expected_by:
                         continue

@@ -32,7 +32,7 @@ from .lines import split
 from .registry import check_tool_name, check_uri
 from .retry import Retry
 
-CALL_OPTIONS = ("timeout", "retries", "backoff", "server")
+CALL_OPTIONS = ("timeout", "retries", "backoff", "server", "elicit")
 # The cell magics' --quiet: a dashboard (Voila) shows what a cell displays, and its readers
 # have no use for a registration card.
 QUIET = argument("--quiet", action="store_true", help="register without showing the card (for dashboards such as Voila)")
@@ -271,17 +271,30 @@ class McpMagics(Magics, SharedTraits):
                 retries = parse_count(options.get("retries", "3"), "--retries")
                 backoff = parse_seconds(options["backoff"], "--backoff") if "backoff" in options else 0.1
                 retry = Retry(retries=retries, backoff=backoff)
-            call = engine.prepare(target, name, arguments, timeout, retry, options.get("server"))
+            elicit = self._answers(options["elicit"]) if "elicit" in options else None
+            call = engine.prepare(target, name, arguments, timeout, retry, options.get("server"), elicit)
         return call.start().wait()
+
+    def _answers(self, text: str):
+        """`--elicit`: decline or cancel, or the name of a variable holding a function or a list of answers."""
+        if text in ("decline", "cancel"):
+            return text
+        if not text.isidentifier():
+            raise ValueError(f"--elicit {text}: give decline, cancel, or the name of a variable holding answers")
+        if text not in self.shell.user_ns:
+            raise ValueError(f"--elicit {text}: no variable of that name (a function or a list of answers)")
+        return self.shell.user_ns[text]
 
     @no_var_expand
     @line_magic
     def mcp_call(self, line: str):
         """Call a tool; returns its Outcome.
 
-            %mcp_call NAME [JSON-object | key=value ...] [--timeout S] [--retries N [--backoff S]] [--server NAME]
+            %mcp_call NAME [JSON-object | key=value ...] [--timeout S] [--retries N [--backoff S]] [--server NAME] [--elicit VAR]
 
-        --retries N retries a timeout up to N times, waiting S, 2S, 4S... (default 0.1 s); only
+        --elicit VAR answers the questions the tool asks while it runs from the variable VAR (a
+        function (message, schema) -> answer, or a list of answers used in order), or with
+        decline / cancel. --retries N retries a timeout up to N times, waiting S, 2S, 4S... (default 0.1 s); only
         for tools annotated --idempotent or --read-only. key=value strings are coerced with the tool's input schema (count=3 sends 3);
         a JSON object is sent verbatim, so wrong types can be sent on purpose:
 
@@ -295,7 +308,7 @@ class McpMagics(Magics, SharedTraits):
     def mcp_read(self, line: str):
         """Read a resource; returns its Outcome.
 
-            %mcp_read URI [--timeout S] [--retries N [--backoff S]] [--server NAME]
+            %mcp_read URI [--timeout S] [--retries N [--backoff S]] [--server NAME] [--elicit VAR]
         """
         return self._call("resource", line, takes_arguments=False)
 
@@ -304,7 +317,7 @@ class McpMagics(Magics, SharedTraits):
     def mcp_get_prompt(self, line: str):
         """Get a prompt; returns its Outcome.
 
-            %mcp_get_prompt NAME [JSON-object | key=value ...] [--timeout S] [--retries N [--backoff S]] [--server NAME]
+            %mcp_get_prompt NAME [JSON-object | key=value ...] [--timeout S] [--retries N [--backoff S]] [--server NAME] [--elicit VAR]
         """
         return self._call("prompt", line)
 

@@ -456,7 +456,39 @@ def registration_text(r) -> str:
             lines.append(f"    {name}: {kind}{' (required)' if required else ''}")
     elif r.kind != "resource" or r.input_schema is not None:
         lines.append("  parameters: none")
+    fields, models = _returns(getattr(r, "output_schema", None))
+    if fields:
+        lines.append("  returns (output schema):")
+        lines.extend(f"    {name}: {kind}" for name, kind, _, _ in fields)
+        lines.extend(f"    {model}: {described}" for model, described in models)
     return "\n".join(lines)
+
+
+_PLAIN = frozenset({"string", "integer", "number", "boolean", "null"})
+
+
+def _one_plain_value(schema: dict[str, Any]) -> bool:
+    """The SDK's wrapper of one plain value (`-> str` gives `{"result": string}`): the result's
+    text says all it does, so the card leaves it out."""
+    properties = schema.get("properties") or {}
+    if set(properties) != {"result"} or schema.get("$defs"):
+        return False
+    kind = properties["result"].get("type")
+    kinds = {kind} if isinstance(kind, str) else set(kind or ["?"])
+    return kinds <= _PLAIN
+
+
+def _returns(schema: dict[str, Any] | None) -> tuple[list[tuple[str, str, bool, str]], list[tuple[str, str]]]:
+    """What a tool's output schema promises: its top-level fields, and each model it refers to,
+    as `Book: title string, year integer`."""
+    if not isinstance(schema, dict) or _one_plain_value(schema):
+        return [], []
+    fields = _parameters(schema)
+    models = []
+    for model, sub in (schema.get("$defs") or {}).items():
+        if isinstance(sub, dict):
+            models.append((model, ", ".join(f"{n} {k}" for n, k, _, _ in _parameters(sub)) or schema_type(sub, schema)))
+    return fields, models
 
 
 def registration_html(r) -> str:
@@ -483,6 +515,27 @@ def registration_html(r) -> str:
         schema = (
             f'<details><summary style="cursor:pointer;{MUTED};font-size:0.85em">input schema</summary>'
             f"{_pre(json.dumps(r.input_schema, indent=2))}</details>"
+        )
+    output = getattr(r, "output_schema", None)
+    fields, models = _returns(output)
+    if fields:
+        returned = "".join(
+            f'<tr><td {td}><code>{_e(n)}</code></td><td {td}><code>{_e(k)}</code></td><td {td}>{"yes" if req else ""}</td>'
+            f'<td {td}><span style="{MUTED}">{_e(d)}</span></td></tr>'
+            for n, k, req, d in fields
+        )
+        returned += "".join(
+            f'<tr><td {td}><code>{_e(m)}</code></td><td {td} colspan="3"><span style="{MUTED}">{_e(d)}</span></td></tr>'
+            for m, d in models
+        )
+        table += (
+            f'<table style="border-collapse:collapse;font-size:0.9em;margin-top:4px"><thead><tr>'
+            f"<th {th}>returns</th><th {th}>type</th><th {th}>required</th><th {th}>description</th></tr></thead>"
+            f"<tbody>{returned}</tbody></table>"
+        )
+        schema += (
+            f'<details><summary style="cursor:pointer;{MUTED};font-size:0.85em">output schema</summary>'
+            f"{_pre(json.dumps(output, indent=2))}</details>"
         )
     desc = _e((r.description or "").strip())
     state = "replaced the earlier version" if r.replaced else "registered"

@@ -257,6 +257,24 @@ class History:
             columns=list(COLUMNS),
         )
 
+    def result_frame(self, call_id: int | None = None, key: str | None = None) -> pd.DataFrame:
+        """The structured result of call `call_id` (the latest call when None) as a DataFrame, one row
+        per record, as `Outcome.frame` gives it; its final attempt counts."""
+        from .structured import NotTabular, records
+
+        frame = self.to_frame()
+        if frame.empty:
+            raise NotTabular("the history is empty: no call to tabulate")
+        rows = frame if call_id is None else frame[frame["call_id"] == call_id]
+        if rows.empty:
+            raise NotTabular(f"no call #{call_id} in the history")
+        row = rows.iloc[-1]
+        if row["outcome"] != "result":
+            raise NotTabular(f"call #{row['call_id']} ended as {row['outcome']} ({row['cause']}): there is no result to tabulate")
+        import pandas as pd
+
+        return pd.DataFrame.from_records(records(row["structured_content"], key))
+
     def summary(self) -> pd.DataFrame:
         """Calls per target and name × outcome, with totals."""
         return summarize(self.to_frame())

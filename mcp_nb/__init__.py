@@ -199,8 +199,23 @@ async def acall(
     server: str | None = None,
     elicit: Any = None,
 ) -> Outcome:
-    """`await` form of `call`, usable from any event loop (top-level await in a cell too)."""
-    return await engine().arun("tool", name, arguments, timeout, retry, server, elicit)
+    """`await` form of `call`, usable from any event loop (top-level await in a cell too).
+
+    In a notebook with a widget front end, a question the tool asks that neither `elicit` nor the
+    configured default answers shows as a form in the cell's output (the cell waits for it).
+    """
+    return await engine().arun("tool", name, arguments, timeout, retry, server, elicit, ask=_cell_form(elicit))
+
+
+def _cell_form(elicit: Any):
+    """The form in the cell for `await acall(...)`, when nothing else would answer and a front end can."""
+    if elicit is not None or settings.elicit is not None:
+        return None
+    try:
+        from .widgets.question import cell_asker
+    except ImportError:  # no ipywidgets: no form
+        return None
+    return cell_asker()
 
 
 def _with_fallback(outcome: Outcome, fallback: Any) -> Outcome:

@@ -10,7 +10,8 @@ Where the answer comes from, first found wins:
 1. the call's own `elicit=`: a callable `(message, schema) -> answer` (sync or async),
    a list of prepared answers consumed in order, or the word "decline" / "cancel";
 2. the configured default, `mcp_nb.configure(elicit=...)` (the same kinds of value);
-3. a person, through a form, when the face that made the call can show one (the panel);
+3. a person, through a form, when the face that made the call can show one (the panel, and
+   `await mcp_nb.acall` in a notebook a person is looking at);
 4. nobody: the question is cancelled, and the record says why. Nothing waits forever.
 
 Every question and its answer is recorded on the call (`Elicitation`), with where the
@@ -35,7 +36,8 @@ SOURCES = ("elicit", "default", "form", "none")
 
 NO_ANSWER = (
     "nobody could answer: give the call elicit= (a function or a list of prepared answers) or set "
-    "mcp_nb.configure(elicit=...); a form needs a face that leaves the kernel free (the panel)"
+    "mcp_nb.configure(elicit=...); a form shows only where a person can click while the call waits "
+    "(the panel, or await mcp_nb.acall in a notebook)"
 )
 
 

@@ -126,9 +126,10 @@ class Engine:
             )
         return call.start().wait()
 
-    async def arun(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, elicit=None):
-        """Make a call and await its Outcome, from any event loop (the async face)."""
+    async def arun(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, elicit=None, ask=None):
+        """Make a call and await its Outcome, from any event loop (the async face). `ask`: as for `submit`."""
         call = self.prepare(target, name, arguments, timeout, retry, server, elicit)
+        call.ask = ask
         if not self.loop.in_loop():
             return await call.start().wait_async()
         # A handler on mcp_nb's loop calling through mcp_nb: the nested call gets a task of

@@ -128,3 +128,53 @@ class Asker:
         if question is not None:
             self._place([q.widget for q in self.questions.values()])
             question.close()
+
+
+def person_at_front_end() -> bool:
+    """Whether the cell running now came from a front end where a person can answer.
+
+    The same test as `input()`'s: JupyterLab, Notebook 7 and VS Code send a cell with
+    `allow_stdin`; nbval, nbconvert and `jupyter execute` (nbclient) send it without, and there
+    nobody could click a form either.
+    """
+    try:
+        from ipykernel.kernelbase import Kernel
+    except ImportError:
+        return False
+    return Kernel.initialized() and bool(getattr(Kernel.instance(), "_allow_stdin", False))
+
+
+def cell_asker() -> Asker | None:
+    """An Asker that shows the questions in the output of the cell running now, or None where no
+    form could be answered (outside a kernel, or with no widget front end connected).
+
+    Only for a face that leaves the kernel's event loop running while it waits (`await
+    mcp_nb.acall` in a cell: ipykernel 7 handles a click while a cell awaits, measured; a
+    blocking wait gets it only after the cell ends).
+    """
+    import contextvars
+
+    from .callbacks import KernelThread
+
+    thread = KernelThread.of_kernel()
+    if thread.loop is None or not thread.here() or not person_at_front_end():
+        return None
+    # The cell's context carries the kernel's parent header: a display made in it goes to this cell.
+    cell = contextvars.copy_context()
+    boxes: list[w.VBox] = []  # made with the first question: most calls ask none
+
+    def enter(what: str, fn: Callable[..., Any], *args: Any) -> None:
+        thread.hand_over(cell.run, fn, *args)
+
+    def place(widgets: list) -> None:
+        if widgets and not boxes:
+            from IPython.display import display
+
+            box = w.VBox()
+            box.add_class("mcp-nb-question-box")
+            boxes.append(box)
+            display(box)
+        if boxes:
+            boxes[0].children = tuple(widgets)
+
+    return Asker(enter, place, lambda: False)

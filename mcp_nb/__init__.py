@@ -233,13 +233,15 @@ def read(
     retry: Retry | int | bool | None = None,
     fallback: Any = _NO_FALLBACK,
     server: str | None = None,
+    elicit: Any = None,
 ) -> Outcome:
     """Read a resource and wait for its Outcome.
 
     `fallback`: content to use when the read fails (cached or default content); the
     returned Outcome then has `fallback=True` and the failure's outcome and cause.
+    `elicit`: answers the server's questions, as for `call`.
     """
-    return _with_fallback(engine().run("resource", uri, None, timeout, retry, server), fallback)
+    return _with_fallback(engine().run("resource", uri, None, timeout, retry, server, elicit), fallback)
 
 
 async def aread(
@@ -249,8 +251,9 @@ async def aread(
     retry: Retry | int | bool | None = None,
     fallback: Any = _NO_FALLBACK,
     server: str | None = None,
+    elicit: Any = None,
 ) -> Outcome:
-    return _with_fallback(await engine().arun("resource", uri, None, timeout, retry, server), fallback)
+    return _with_fallback(await engine().arun("resource", uri, None, timeout, retry, server, elicit, ask=_cell_form(elicit)), fallback)
 
 
 def get_prompt(
@@ -260,9 +263,10 @@ def get_prompt(
     timeout: float | None = None,
     retry: Retry | int | bool | None = None,
     server: str | None = None,
+    elicit: Any = None,
 ) -> Outcome:
-    """Get a prompt and wait for its Outcome."""
-    return engine().run("prompt", name, arguments, timeout, retry, server)
+    """Get a prompt and wait for its Outcome (`elicit`: as for `call`)."""
+    return engine().run("prompt", name, arguments, timeout, retry, server, elicit)
 
 
 async def aget_prompt(
@@ -272,8 +276,9 @@ async def aget_prompt(
     timeout: float | None = None,
     retry: Retry | int | bool | None = None,
     server: str | None = None,
+    elicit: Any = None,
 ) -> Outcome:
-    return await engine().arun("prompt", name, arguments, timeout, retry, server)
+    return await engine().arun("prompt", name, arguments, timeout, retry, server, elicit, ask=_cell_form(elicit))
 
 
 def sweep(

@@ -228,3 +228,26 @@ def test_server_everything_asks_over_stdio_and_gets_the_notebooks_answer():
     assert "declined" in declined.content and declined.elicitations[0].action == "decline"
     unanswered = mcp_nb.call("trigger-elicitation-request", server="everything")
     assert "cancelled" in unanswered.content and unanswered.elicitations[0].source == "none"
+
+
+def test_reads_and_prompts_take_elicit_too():
+    @mcp_nb.prompt()
+    def review(title: str) -> str:
+        return f"Review {title}."
+
+    assert mcp_nb.get_prompt("review", {"title": "Dune"}, elicit=["decline"]).ok
+    with pytest.raises(TypeError, match="an answer is"):
+        mcp_nb.read("books://x", elicit=42)
+    assert len(mcp_nb.history()) == 1
+
+
+def test_a_python_sdk_server_over_stdio_answers_resolvers_and_not_ctx_elicit():
+    import sys
+    from pathlib import Path
+
+    mcp_nb.connect("asker", [sys.executable, str(Path(__file__).parent / "servers" / "asker.py")])
+    assert mcp_nb.servers().loc["asker", "protocol"] == "2026-07-28"
+    greeted = mcp_nb.call("greet", server="asker", elicit=[{"name": "Ada"}])
+    assert greeted.content == "hello Ada" and greeted.elicitations[0].content == {"name": "Ada"}
+    direct = mcp_nb.call("ask_directly", server="asker", elicit=[{"name": "Ada"}])
+    assert (direct.outcome, direct.cause) == ("protocol_error", "mcp_error") and "no back-channel" in direct.message

@@ -176,6 +176,9 @@ def call(
     timeout: float | None = None,
     retry: Retry | int | bool | None = None,
     server: str | None = None,
+    reset_on_progress: bool = False,
+    max_timeout: float | None = None,
+    progress: bool = True,
     elicit: Any = None,
 ) -> Outcome:
     """Call a tool and wait for its Outcome. Never raises for the four outcome types.
@@ -183,11 +186,19 @@ def call(
     `retry`: a `Retry` policy, a number of retries, or True for the default (100, 200,
     400 ms); only for tools annotated idempotent or read-only, unless `Retry(force=True)`.
     `server`: the name of a connection (`mcp_nb.connect`); the kernel's own server by default.
+    `reset_on_progress`: each progress event the server sends restarts the deadline, never
+    past `max_timeout` seconds (default: 10 timeouts). `progress`: while the server reports
+    progress, show it (a bar in a notebook, text in a terminal).
     `elicit`: answers the questions the tool asks the user while it runs: a function
     `(message, schema) -> answer`, a list of prepared answers (`Answer.accept({...})`,
     `Answer.decline()`, `Answer.cancel()`) used in order, or "decline" / "cancel".
     """
-    return engine().run("tool", name, arguments, timeout, retry, server, elicit)
+    from .live import watch
+
+    return engine().run(
+        "tool", name, arguments, timeout, retry, server, watch if progress else None,
+        reset_on_progress=reset_on_progress, max_timeout=max_timeout, elicit=elicit,
+    )  # fmt: skip
 
 
 async def acall(
@@ -197,18 +208,23 @@ async def acall(
     timeout: float | None = None,
     retry: Retry | int | bool | None = None,
     server: str | None = None,
+    reset_on_progress: bool = False,
+    max_timeout: float | None = None,
     elicit: Any = None,
 ) -> Outcome:
-    """`await` form of `call`, usable from any event loop (top-level await in a cell too).
+    """`await` form of `call`, usable from any event loop (top-level await in a cell too); no live bar.
 
-    In a notebook with a widget front end, a question the tool asks that neither `elicit` nor the
+    In a notebook a person is looking at, a question the tool asks that neither `elicit` nor the
     configured default answers shows as a form in the cell's output (the cell waits for it).
     """
-    return await engine().arun("tool", name, arguments, timeout, retry, server, elicit, ask=_cell_form(elicit))
+    return await engine().arun(
+        "tool", name, arguments, timeout, retry, server, ask=_cell_form(elicit),
+        reset_on_progress=reset_on_progress, max_timeout=max_timeout, elicit=elicit,
+    )  # fmt: skip
 
 
 def _cell_form(elicit: Any):
-    """The form in the cell for `await acall(...)`, when nothing else would answer and a front end can."""
+    """The form in the cell for `await acall(...)`, when nothing else would answer and a person can."""
     if elicit is not None or settings.elicit is not None:
         return None
     try:
@@ -241,7 +257,7 @@ def read(
     returned Outcome then has `fallback=True` and the failure's outcome and cause.
     `elicit`: answers the server's questions, as for `call`.
     """
-    return _with_fallback(engine().run("resource", uri, None, timeout, retry, server, elicit), fallback)
+    return _with_fallback(engine().run("resource", uri, None, timeout, retry, server, elicit=elicit), fallback)
 
 
 async def aread(
@@ -253,7 +269,7 @@ async def aread(
     server: str | None = None,
     elicit: Any = None,
 ) -> Outcome:
-    return _with_fallback(await engine().arun("resource", uri, None, timeout, retry, server, elicit, ask=_cell_form(elicit)), fallback)
+    return _with_fallback(await engine().arun("resource", uri, None, timeout, retry, server, ask=_cell_form(elicit), elicit=elicit), fallback)
 
 
 def get_prompt(
@@ -266,7 +282,7 @@ def get_prompt(
     elicit: Any = None,
 ) -> Outcome:
     """Get a prompt and wait for its Outcome (`elicit`: as for `call`)."""
-    return engine().run("prompt", name, arguments, timeout, retry, server, elicit)
+    return engine().run("prompt", name, arguments, timeout, retry, server, elicit=elicit)
 
 
 async def aget_prompt(
@@ -278,7 +294,7 @@ async def aget_prompt(
     server: str | None = None,
     elicit: Any = None,
 ) -> Outcome:
-    return await engine().arun("prompt", name, arguments, timeout, retry, server, elicit, ask=_cell_form(elicit))
+    return await engine().arun("prompt", name, arguments, timeout, retry, server, ask=_cell_form(elicit), elicit=elicit)
 
 
 def sweep(
@@ -292,6 +308,8 @@ def sweep(
     server: str | None = None,
     cluster=None,
     partition_size: int | None = None,
+    reset_on_progress: bool = False,
+    max_timeout: float | None = None,
     elicit: Any = None,
 ):
     """Call a tool over many argument sets, `concurrency` at a time; returns a DataFrame.
@@ -305,12 +323,13 @@ def sweep(
     runs on its workers in partitions of `partition_size` calls, each worker hosting the
     tools itself, `concurrency` calls at a time per partition; the frame gains a `worker`
     column (needs `pip install 'mcp_nb[dask]'`; see the guide's page on clusters).
-
-    `elicit`: as for `call`, for every call of the sweep (each call uses a list of prepared
-    answers from its start).
+    `reset_on_progress`, `max_timeout`: as for `call`, for every call of the sweep (not on a cluster).
+    `elicit`: as for `call`, for every call of the sweep (each call starts from the first prepared
+    answer; not on a cluster).
     """
+    limits = {"reset_on_progress": reset_on_progress, "max_timeout": max_timeout, "elicit": elicit}
     if cluster is not None:
-        _no_elicit_on_cluster(elicit)
+        _no_limits_on_cluster(limits)
         from .cluster.sweep import run_cluster_sweep
 
         return run_cluster_sweep(
@@ -323,22 +342,26 @@ def sweep(
 
     return run_sweep(
         engine(), name, grid, concurrency=concurrency, timeout=timeout, retry=retry, progress=progress, server=server,
-        elicit=elicit,
+        **limits,
     )  # fmt: skip
 
 
-def _no_elicit_on_cluster(elicit: Any) -> None:
-    if elicit is not None:
+def _no_limits_on_cluster(limits: dict) -> None:
+    if limits["reset_on_progress"] or limits["max_timeout"] is not None:
+        raise ValueError("reset_on_progress and max_timeout are not available for a sweep on a cluster (cluster=...)")
+    if limits["elicit"] is not None:
         raise ValueError("elicit= is for sweeps in the kernel; a cluster's workers answer with their own settings (none: cancelled)")
 
 
 async def asweep(
     name: str, grid, *, concurrency: int = 8, timeout: float | None = None, retry=None, server: str | None = None,
-    cluster=None, partition_size: int | None = None, elicit: Any = None,
+    cluster=None, partition_size: int | None = None, reset_on_progress: bool = False, max_timeout: float | None = None,
+    elicit: Any = None,
 ):  # fmt: skip
     """`await` form of `sweep` (no progress bar)."""
+    limits = {"reset_on_progress": reset_on_progress, "max_timeout": max_timeout, "elicit": elicit}
     if cluster is not None:
-        _no_elicit_on_cluster(elicit)
+        _no_limits_on_cluster(limits)
         from .cluster.sweep import arun_cluster_sweep
 
         return await arun_cluster_sweep(
@@ -350,7 +373,7 @@ async def asweep(
     from .sweeps import arun_sweep
 
     return await arun_sweep(
-        engine(), name, grid, concurrency=concurrency, timeout=timeout, retry=retry, server=server, elicit=elicit
+        engine(), name, grid, concurrency=concurrency, timeout=timeout, retry=retry, server=server, **limits
     )
 
 

@@ -21,11 +21,13 @@ class ArgumentsError(LineError):
     """A one-line description of what is wrong with the line."""
 
 
-def parse_call_line(line: str, options: tuple[str, ...] = ("timeout",), takes_arguments: bool = True) -> tuple[str, str | dict, dict[str, str]]:
-    """Split `NAME [JSON | key=value ...] [--option VALUE ...]` into its three parts.
+def parse_call_line(
+    line: str, options: tuple[str, ...] = ("timeout",), takes_arguments: bool = True, flags: tuple[str, ...] = ()
+) -> tuple[str, str | dict, dict[str, str]]:
+    """Split `NAME [JSON | key=value ...] [--option VALUE ...] [--flag ...]` into its three parts.
 
     Returns the name, then either the decoded JSON object or the raw key=value text
-    (a string), then the options. The words are split by `lines.split`: a trailing
+    (a string), then the options (a flag that is present maps to ""). The words are split by `lines.split`: a trailing
     `# comment` is dropped, and JSON (the object, or a value after `key=`) is kept as typed.
     """
     try:
@@ -60,8 +62,14 @@ def parse_call_line(line: str, options: tuple[str, ...] = ("timeout",), takes_ar
         match = _OPTION.match(token)
         if match:
             key = match.group(1)
+            if key in flags:
+                if match.group(2) is not None:
+                    raise ArgumentsError(f"--{key} takes no value")
+                found[key] = ""
+                i += 1
+                continue
             if key not in options:
-                known = ", ".join(f"--{o}" for o in options) or "none"
+                known = ", ".join(f"--{o}" for o in (*options, *flags)) or "none"
                 raise ArgumentsError(f"unknown option --{key} (known: {known})")
             value = match.group(2)
             if value is None:

@@ -33,7 +33,7 @@ from mcp import MCPError
 
 from . import classify
 from .connections import METHODS, ConnectionLost
-from .deadline import EXPIRED
+from .deadline import EXPIRED, WHEN
 from .elicitation import Answerer, Ask, Elicitation, elicit
 from .outcome import REQUEST_CANCELLED, REQUEST_TIMEOUT, Outcome
 from .sdk_compat import HTTP_STATUS_TEXTS, TIMED_OUT
@@ -46,6 +46,10 @@ _ids = itertools.count(1)  # process-wide, so ids stay unique across `reset()`
 # anyio copies the context into a sync handler's worker thread).
 CURRENT_CALL: contextvars.ContextVar[Call | None] = contextvars.ContextVar("mcp_nb_call", default=None)
 
+# How often a waiting thread redraws the live view of a call's progress.
+WATCH_S = 0.1
+# With `reset_on_progress` and no `max_timeout`, the ceiling is this many timeouts.
+DEFAULT_CEILING = 10
 # How long after its deadline a waiting thread gives mcp_nb's loop to report a timeout
 # itself, before it checks whether the loop is held and, if so, records the timeout.
 GRACE_S = 0.05
@@ -69,7 +73,10 @@ class CallRecord:
     and its cause mean the same whoever made the call.
     """
 
-    __slots__ = ("id", "target", "name", "arguments", "timeout", "attempt", "backoff", "trace", "started", "t0", "elicitations")
+    __slots__ = (
+        "id", "target", "name", "arguments", "timeout", "attempt", "backoff", "trace", "started", "t0",
+        "reset_on_progress", "max_timeout", "resets", "_by_ceiling", "elicitations",
+    )  # fmt: skip
 
     via = "kernel"  # who sent it (a subclass that records an outside client's call has its own)
     client: str | None = None
@@ -85,6 +92,10 @@ class CallRecord:
         self.trace: ServerTrace | None = None
         self.started = 0.0  # epoch seconds when the current attempt was sent
         self.t0: float | None = None  # perf_counter() then; None until it is sent
+        self.reset_on_progress = False  # each progress event restarts the deadline...
+        self.max_timeout: float | None = None  # ...never past this many seconds after the request was sent
+        self.resets = 0  # how many times the current attempt's deadline was restarted
+        self._by_ceiling = False  # the deadline in force is max_timeout, not the last progress + timeout
         self.elicitations: list[Elicitation] = []  # the questions the server asked during this attempt
 
     def observes(self, target: str, key: str) -> bool:
@@ -128,6 +139,8 @@ class CallRecord:
             via=self.via,
             client=self.client,
             elicitations=tuple(self.elicitations),
+            deadline_resets=self.resets,
+            max_timeout_s=self.max_timeout,
         )
 
     def _elapsed_ms(self) -> float:
@@ -152,9 +165,18 @@ class CallRecord:
         )
 
     def _deadline(self, note: str = "") -> Outcome:
-        message = self.timed_out_text().format(seconds=self.timeout, method=METHODS[self.target]) + note
+        method = METHODS[self.target]
+        resets = f"the deadline was reset {self.resets} time{'s' if self.resets != 1 else ''} on progress"
+        if self._by_ceiling:
+            cause = "max_timeout"
+            message = self.timed_out_text().format(seconds=self.max_timeout, method=method) + f" (max_timeout; {resets})"
+        else:
+            cause = "deadline"
+            message = self.timed_out_text().format(seconds=self.timeout, method=method)
+            if self.resets:
+                message += f" (no progress for {self.timeout:g}s; {resets})"
         return self._outcome(
-            "timeout", "deadline", self._elapsed_ms(), code=REQUEST_TIMEOUT, message=message,
+            "timeout", cause, self._elapsed_ms(), code=REQUEST_TIMEOUT, message=message + note,
             observed=self.observes(self.target, self.name),
         )  # fmt: skip
 
@@ -204,8 +226,8 @@ class Call(CallRecord):
 
     __slots__ = (
         "rule", "parent", "depth", "engine", "connection", "task", "outcome", "expected_by",
-        "_future", "_lock", "_settled", "_ended", "_cancel_asked", "_phase", "children",
-        "answerers", "ask", "_entry",
+        "_future", "_lock", "_settled", "_ended", "_cancel_asked", "_phase", "children", "_entry", "_ceiling",
+        "progress_listener", "answerers", "ask",
     )  # fmt: skip
 
     def __init__(
@@ -218,14 +240,18 @@ class Call(CallRecord):
         rule: Any = None,
         parent: Call | None = None,
         connection: Any = None,
+        reset_on_progress: bool = False,
+        max_timeout: float | None = None,
         answerers: tuple[Answerer | None, ...] = (),
     ) -> None:
         super().__init__(target, name, sent_arguments(arguments), timeout)
+        if reset_on_progress:
+            self.reset_on_progress = True
+            self.max_timeout = max_timeout if max_timeout is not None else timeout * DEFAULT_CEILING
         # Who answers the server's questions: the call's own elicit=, then the configured
         # default; `ask` (set by a face that can show a form) when neither is given.
         self.answerers = answerers
         self.ask: Ask | None = None
-        self._entry: list | None = None  # the deadline entry of the attempt in flight
         self.engine = engine  # the loop, the deadlines, the history, the calls in flight
         self.connection = connection if connection is not None else engine.connection  # the server it talks to
         self.rule = rule  # a retry.Retry, or None for one attempt
@@ -243,6 +269,10 @@ class Call(CallRecord):
         self._cancel_asked = False
         self._phase = "new"  # "attempt" while one runs, "waiting" once recorded, "recorded" when it raised
         self.children: list[Call] = []
+        self._entry: list | None = None  # the deadline in force for the attempt in flight
+        self._ceiling = math.inf  # loop time past which no progress moves that deadline
+        # Called on mcp_nb's loop with each progress event (a panel hands it to the kernel's thread).
+        self.progress_listener: Any = None
         if parent is not None:
             parent.adopt(self)
 
@@ -314,6 +344,7 @@ class Call(CallRecord):
         self.t0 = None
         self.trace = None
         self.elicitations = []
+        self.resets, self._by_ceiling = 0, False
         self.expected_by = time.perf_counter() + self.timeout + GRACE_S
         self._phase = "attempt"
         outcome = await self._send()
@@ -353,15 +384,18 @@ class Call(CallRecord):
         # count of cancellations pending when it starts tells ours from anyone else's.
         entered = task.cancelling()
         deadlines = self.engine.deadlines()
-        entry = self._entry = deadlines.start(self.timeout, task)
+        self._entry = deadlines.start(self.timeout, task)
+        if self.reset_on_progress:
+            self._ceiling = asyncio.get_running_loop().time() + self.max_timeout  # type: ignore[operator]
         token = CURRENT_TRACE.set(trace)
         connection.sending.add(self)  # the server's own stream (stderr, log messages) lands on this trace too
         try:
             raw: Any = None
             failure: BaseException | None = None
             try:
-                raw = await connection.send(client, self.target, self.name, self.arguments)
+                raw = await connection.send(client, self.target, self.name, self.arguments, self._progress_for(trace))
             except asyncio.CancelledError:
+                entry = self._entry
                 if entry[EXPIRED]:
                     outcome = self._record(self._deadline())
                     if task.uncancel() <= entered:
@@ -377,7 +411,7 @@ class Call(CallRecord):
             except BaseException as err:  # noqa: BLE001 - whatever escapes the SDK is recorded, never re-raised
                 failure = err
             finally:
-                deadlines.end(entry)
+                deadlines.end(self._entry)
                 CURRENT_TRACE.reset(token)
             if connection.transport == "stdio":
                 # A stdio server writes what it says about a call to stderr before it answers:
@@ -413,9 +447,38 @@ class Call(CallRecord):
         finally:
             if left is not None:
                 deadlines.resume(entry, left)
+                if self.reset_on_progress:  # the ceiling, too, does not count the wait
+                    self._ceiling += time.perf_counter() - t0
             self.expected_by = time.perf_counter() + (left if left is not None else 0.0) + GRACE_S
         self.elicitations.append(asked)
         return asked
+
+    def _progress_for(self, trace: ServerTrace) -> Any:
+        """The SDK's progress callback for this attempt: each event recorded on its trace, and
+        the deadline restarted when the call resets on progress."""
+        if self.target != "tool":
+            return None  # the SDK's Client takes a progress callback for tools/call only
+
+        async def progressed(progress: float, total: float | None, message: str | None) -> None:
+            event = trace.progressed(progress, total, message)
+            if self.reset_on_progress and self.trace is trace and self._entry is not None:
+                moved = self.engine.deadlines().restart(self._entry, self.timeout, self._ceiling)
+                if moved is not None:  # not when the deadline already fired: it stays fired
+                    self._entry = moved
+                    self.resets += 1
+                    self._by_ceiling = moved[WHEN] >= self._ceiling
+                    left = moved[WHEN] - asyncio.get_running_loop().time()
+                    self.expected_by = time.perf_counter() + left + GRACE_S
+            listener = self.progress_listener
+            if listener is not None:
+                try:
+                    listener(self, event)
+                except Exception:  # a broken view must never break the call
+                    import logging
+
+                    logging.getLogger(__name__).exception("progress listener failed")
+
+        return progressed
 
     def _answered(self, connection: Any, raw: Any, failure: BaseException | None) -> Outcome:
         """The Outcome of an attempt that got an answer, or failed some other way than a cancellation."""
@@ -527,21 +590,26 @@ class Call(CallRecord):
             return self.wait()
         return self.future.result(timeout)
 
-    def wait(self) -> Outcome:
+    def wait(self, watch: Any = None) -> Outcome:
         """Block this thread until the call ends, and no later than its deadline.
 
         If the deadline passes and mcp_nb's loop does not answer (an async handler is
         holding it), the timeout is recorded from here; the handler's fate is still
         traced. An interrupt (Ctrl-C, the kernel's stop button) cancels the call and is
-        re-raised.
+        re-raised. `watch()`, when given, is called every `WATCH_S` while the call runs and
+        `watch(done=True)` at its end, on this thread: a live view of its progress is drawn
+        by the thread that waits (in a notebook, the kernel's, which owns the widgets).
         """
         future = self.future
+        tick = WATCH_S if watch is not None else math.inf
         try:
             while True:
                 wait = self.expected_by - time.perf_counter()
                 try:
-                    return future.result(timeout=min(max(wait, 0.001), LONGEST_WAIT_S))
+                    return future.result(timeout=min(max(min(wait, tick), 0.001), LONGEST_WAIT_S))
                 except concurrent.futures.TimeoutError:
+                    if watch is not None:
+                        watch()
                     if time.perf_counter() < self.expected_by:
                         continue  # the next attempt moved the deadline
                     if LOOP.blocker() is None and self.engine.loop.answers(0.1):
@@ -553,6 +621,9 @@ class Call(CallRecord):
         except KeyboardInterrupt:
             self.cancel()
             raise
+        finally:
+            if watch is not None:
+                watch(done=True)
 
     async def wait_async(self) -> Outcome:
         """`wait` for a coroutine on another event loop (the kernel's, for top-level await)."""

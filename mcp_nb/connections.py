@@ -20,6 +20,7 @@ import collections
 import contextlib
 import os
 import shlex
+import time
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
@@ -80,9 +81,11 @@ class Connection:
     async def heard_all(self) -> None:
         """Hook: wait until what the server said alongside an answer is filed (a stdio server's stderr)."""
 
-    async def send(self, client: Client, target: str, name: str, arguments: dict[str, Any] | None) -> Any:
+    async def send(
+        self, client: Client, target: str, name: str, arguments: dict[str, Any] | None, progress: Any = None
+    ) -> Any:
         if target == "tool":
-            return await client.call_tool(name, arguments)
+            return await client.call_tool(name, arguments, progress_callback=progress)
         if target == "resource":
             return await client.read_resource(name)
         return await client.get_prompt(name, arguments)
@@ -365,8 +368,10 @@ class RemoteConnection(Connection):
     # -- opening ---------------------------------------------------------------------------------
 
     def _client_for(self) -> Client:
+        # `log_level`: a 2026-07-28 server sends a request's log messages only to a client that
+        # opted in on it (SEP-2577); an older one sends them unless `logging/setLevel` said otherwise.
         options: dict[str, Any] = {
-            "cache": None, "logging_callback": self._logged, "message_handler": self._message,
+            "cache": None, "logging_callback": self._logged, "log_level": "debug", "message_handler": self._message,
             "elicitation_callback": self._elicited,
         }  # fmt: skip
         if self.transport == "http":
@@ -472,7 +477,7 @@ class RemoteConnection(Connection):
     async def _logged(self, params: Any) -> None:
         level = str(getattr(params, "level", "info")).upper()
         data = getattr(params, "data", "")
-        self.heard(ServerLog(level=level, logger=getattr(params, "logger", None) or self.name, message=str(data), source="notification"))
+        self.heard(ServerLog(level=level, logger=getattr(params, "logger", None) or self.name, message=str(data), source="notification", at=time.time()))
 
     async def heard_all(self) -> None:
         if self._stderr is not None:
@@ -591,14 +596,15 @@ class _StderrReader:
                 self._finish()
                 return
             *lines, self._rest = (self._rest + self._decoder.decode(chunk)).split("\n")
+            now = time.time()
             for line in lines:
-                c.heard(ServerLog(level="STDERR", logger=f"{c.name} stderr", message=line.rstrip("\r"), source="stderr"))
+                c.heard(ServerLog(level="STDERR", logger=f"{c.name} stderr", message=line.rstrip("\r"), source="stderr", at=now))
 
     def _finish(self) -> None:
         c = self.connection
         self.done = True
         if self._rest:
-            c.heard(ServerLog(level="STDERR", logger=f"{c.name} stderr", message=self._rest, source="stderr"))
+            c.heard(ServerLog(level="STDERR", logger=f"{c.name} stderr", message=self._rest, source="stderr", at=time.time()))
         with contextlib.suppress(Exception):
             self._loop.remove_reader(self.fd)
         with contextlib.suppress(OSError):

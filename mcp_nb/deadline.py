@@ -56,6 +56,27 @@ class Deadlines:
         if entry[WHEN] < self._armed_for:
             self._arm(entry[WHEN])
 
+    def restart(self, entry: list, seconds: float, ceiling: float) -> list | None:
+        """Move a running call's deadline to `seconds` from now, never past `ceiling` (loop time).
+
+        The old entry is ended and a new one pushed (the heap is never re-ordered in place).
+        Returns the new entry, or None when the old one already fired or ended (a deadline
+        that has expired is not brought back by a progress event that came too late), or is
+        held (`hold`: the call waits for a person's answer, and its clock stands still).
+        """
+        task = entry[TASK]
+        if task is None:
+            return None
+        if entry[WHEN] is None:
+            return None  # held while the call waits for a person: its clock stands still
+        when = min(self._loop.time() + seconds, ceiling)
+        self.end(entry)
+        new = [when, next(self._seq), task, False]
+        heapq.heappush(self._heap, new)
+        if when < self._armed_for:
+            self._arm(when)
+        return new
+
     def end(self, entry: list) -> None:
         if entry[TASK] is None:  # the timer already took it out
             return

@@ -32,6 +32,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .trace import MARKED
+
 if TYPE_CHECKING:
     import pandas as pd  # imported by the history views that use it: an outcome card needs none
 
@@ -134,7 +136,9 @@ _CONTENT_CELL = (
     f'<td style="text-align:left;{CELL};max-width:420px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap" title="'
 )
 HISTORY_MS_CELL = Varying(f'<td style="text-align:right;{CELL}">' + "{ms:.1f}</td>" + _CONTENT_CELL, _CONTENT_CELL)
-VARYING = (CARD_TIME, FATE_TIME, HISTORY_MS_HEADER, HISTORY_MS_CELL)
+# When a log entry was heard, after the request was sent, on its level in the card (a tooltip).
+LOG_TIME = Varying(' title="+{ms:.1f} ms">', ">")
+VARYING = (CARD_TIME, FATE_TIME, HISTORY_MS_HEADER, HISTORY_MS_CELL, LOG_TIME)
 # A log record's traceback, folded under its root cause. Its frames change with the install
 # and the kernel (a cell's file name holds the process id); `stable_output` leaves them out.
 TRACEBACK = (
@@ -301,6 +305,10 @@ def _from(o) -> str:
     return f" ({_sender(o)})" if o.via != "kernel" else ""
 
 
+def _after_ms(o, at: float | None) -> float:
+    return 0.0 if at is None else (at - o.started) * 1000.0
+
+
 def outcome_text(o) -> str:
     headline, details = _model_view(o)
     lines = [_header_text(o)]
@@ -355,7 +363,12 @@ def outcome_html(o, stable: bool | None = None) -> str:
         items = []
         for log in o.server_logs:
             level = ERROR.text if log.level in ("ERROR", "CRITICAL") else MUTED
-            item = f'<div><b style="{level}">{_e(log.level)}</b> <span style="{MUTED}">{_e(log.logger)}</span>{_pre(log.message)}'
+            mark = f'<span style="{MUTED}">[{_e(log.source)}]</span> ' if log.source in MARKED else ""
+            at = LOG_TIME(stable or log.at is None, ms=_after_ms(o, log.at))
+            item = (
+                f'<div>{mark}<b style="{level}"{at}{_e(log.level)}</b> <span style="{MUTED}">{_e(log.logger)}</span>'
+                f"{_pre(log.message)}"
+            )
             if log.traceback:
                 shown = without_frames(log.traceback) if stable else log.traceback
                 item += TRACEBACK.format(cause=_e(_root_cause(log) or "traceback"), traceback=_e(shown))

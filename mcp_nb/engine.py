@@ -88,6 +88,8 @@ class Engine:
         timeout: float | None = None,
         retry: Retry | int | bool | None = None,
         server: str | None = None,
+        reset_on_progress: bool = False,
+        max_timeout: float | None = None,
         elicit: Any = None,
     ) -> Call:
         """The Call for a request. Every check runs here: bad input raises, and nothing is sent
@@ -100,8 +102,9 @@ class Engine:
             raise RuntimeError(CLOSED)
         check_request(target, name, timeout)
         check_elicit(elicit)
-        connection = self.connection_for(server)
         seconds = settings.timeout if timeout is None else check_timeout(timeout)
+        ceiling = check_ceiling(seconds, reset_on_progress, max_timeout)
+        connection = self.connection_for(server)
         rule = policy(retry)
         if rule is not None:
             check_idempotent(target, name, connection.annotations(name) if target == "tool" else None, rule)
@@ -114,21 +117,24 @@ class Engine:
                 "mcp_nb.configure(max_depth=N))"
             )
         answerers = (answerer(elicit, "elicit"), answerer(settings.elicit, "default"))
-        return Call(self, target, name, arguments, seconds, rule, parent, connection, answerers)
+        return Call(self, target, name, arguments, seconds, rule, parent, connection, reset_on_progress, ceiling, answerers)
 
-    def run(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, elicit=None):
-        """Make a call and block this thread for its Outcome (the sync face)."""
-        call = self.prepare(target, name, arguments, timeout, retry, server, elicit)
+    def run(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, watch=None, **limits):
+        """Make a call and block this thread for its Outcome (the sync face).
+
+        `watch(call)`, when given, makes the live view of the call's progress (`live.py`): this
+        thread, the one waiting, draws it. `limits`: `reset_on_progress`, `max_timeout`, `elicit`."""
+        call = self.prepare(target, name, arguments, timeout, retry, server, **limits)
         if self.loop.in_loop():
             raise RuntimeError(
                 "this would block mcp_nb's own event loop; from a coroutine running there, use the "
                 "async form (for example `await mcp_nb.acall(...)`)"
             )
-        return call.start().wait()
+        return call.start().wait(watch(call) if watch is not None else None)
 
-    async def arun(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, elicit=None, ask=None):
+    async def arun(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, ask=None, **limits):
         """Make a call and await its Outcome, from any event loop (the async face). `ask`: as for `submit`."""
-        call = self.prepare(target, name, arguments, timeout, retry, server, elicit)
+        call = self.prepare(target, name, arguments, timeout, retry, server, **limits)
         call.ask = ask
         if not self.loop.in_loop():
             return await call.start().wait_async()
@@ -142,16 +148,14 @@ class Engine:
                 raise  # the caller itself is being cancelled
             return call.future.result()  # only the nested call was: its recorded Outcome
 
-    def submit(
-        self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, elicit=None, ask=None
-    ) -> Call:
+    def submit(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, ask=None, **limits) -> Call:
         """Start a call without waiting (for callbacks that must not block the kernel).
 
         Returns the `Call`: `call.future` resolves to its Outcome, `call.cancel()` stops it
         (the future then resolves to the recorded `cancelled` Outcome). `ask`: a coroutine
         function `(message, schema, url) -> answer` that asks a person (the panel's form), used
         when neither `elicit` nor the configured default answers."""
-        call = self.prepare(target, name, arguments, timeout, retry, server, elicit)
+        call = self.prepare(target, name, arguments, timeout, retry, server, **limits)
         call.ask = ask
         return call.start()
 
@@ -301,6 +305,24 @@ def check_server_name(name: object) -> None:
         raise ValueError(f"a server's name must be a non-empty string without surrounding spaces, got {name!r}")
     if name == KERNEL:
         raise ValueError(f"{KERNEL!r} is the kernel's own server; give the connection another name")
+
+
+def check_ceiling(timeout: float, reset_on_progress: object, max_timeout: object) -> float | None:
+    """The hard ceiling of a deadline that resets on progress (None when it does not reset); bad
+    values raise ValueError, as a bad timeout does."""
+    if not isinstance(reset_on_progress, bool):
+        raise ValueError(f"reset_on_progress must be True or False, got {reset_on_progress!r}")
+    if max_timeout is None:
+        return None
+    ceiling = check_timeout(max_timeout, "max_timeout")
+    if not reset_on_progress:
+        raise ValueError(
+            "max_timeout is the ceiling of a deadline that resets on progress: add reset_on_progress=True "
+            "(--reset-on-progress), or give the call a longer timeout"
+        )
+    if ceiling < timeout:
+        raise ValueError(f"max_timeout ({ceiling:g} s) must be at least the timeout ({timeout:g} s)")
+    return ceiling
 
 
 def check_request(target: str, name: str, timeout: float | None) -> None:

@@ -45,6 +45,8 @@ COLUMNS = (
     "fate_after_ms",
     "via",
     "client",
+    "progress",
+    "deadline_resets",
 )
 
 _OUTCOME_CODE = {name: i for i, name in enumerate(OUTCOMES)}
@@ -54,7 +56,8 @@ _VIA_CODE = {name: i for i, name in enumerate(VIAS)}
 _NO_FLAG = 2  # is_error code for "no result, so no flag"
 CHUNK = 4096
 _STORED = ("call_id", "attempt", "backoff", "server", "worker", "target", "name", "arguments", "outcome", "cause", "content", "structured",
-           "is_error", "code", "message", "data", "logs", "elicitations", "started", "duration", "timeout", "via", "client")  # fmt: skip
+           "is_error", "code", "message", "data", "logs", "elicitations", "started", "duration", "timeout", "via", "client",
+           "progress", "resets")  # fmt: skip
 _EMPTY: tuple = ()
 
 # numpy and pandas are imported where they are used, not with this module: `import mcp_nb`
@@ -125,6 +128,8 @@ class _Store:
         c["elicitations"].append(
             _objects([tuple(e.as_dict() for e in o.elicitations) if o.elicitations else _EMPTY for o in calls])
         )
+        c["progress"].append(_objects([tuple(o.trace.progress) if o.trace is not None and o.trace.progress else _EMPTY for o in calls]))
+        c["resets"].append(np.array([o.deadline_resets for o in calls], dtype=np.int32))
         c["started"].append(np.array([o.started for o in calls], dtype=np.float64))
         c["duration"].append(np.array([o.duration_ms for o in calls], dtype=np.float64))
         c["timeout"].append(np.array([o.timeout_s for o in calls], dtype=np.float64))
@@ -207,9 +212,12 @@ class History:
         n = len(columns["call_id"])
         if timeouts:
             columns["logs"] = columns["logs"].copy()  # never write into the stored chunk
+        if timeouts:
+            columns["progress"] = columns["progress"].copy()
         for row, o in timeouts.items():
-            # A timed-out call's server side may have logged more since it was recorded.
+            # A timed-out call's server side may have logged (or reported progress) since it was recorded.
             columns["logs"][row] = tuple(o.server_logs)
+            columns["progress"][row] = o.progress
         fate = np.full(n, None, dtype=object)
         fate_outcome = np.full(n, None, dtype=object)
         fate_cause = np.full(n, None, dtype=object)
@@ -253,6 +261,8 @@ class History:
                 "fate_after_ms": fate_after,
                 "via": category(columns["via"], list(VIAS)),
                 "client": category(columns["client"], clients),  # -1 codes read as missing: mcp_nb's own calls
+                "progress": np.fromiter((len(events) for events in columns["progress"]), dtype=np.int64, count=n),
+                "deadline_resets": columns["resets"].astype(np.int64),
             },
             columns=list(COLUMNS),
         )
@@ -275,6 +285,25 @@ class History:
 
         return pd.DataFrame.from_records(records(row["structured_content"], key))
 
+    def progress(self, call_id: int | None = None) -> pd.DataFrame:
+        """The progress events of a call (every attempt of it), or of every call when `call_id` is None:
+        call_id, attempt, progress, total, message, seconds since the request was sent."""
+        from .outcome import progress_frame
+
+        with self._lock:
+            s = self._store
+            s.flush()
+            ids = s.column("call_id", object)
+            attempts = s.column("attempt", object)
+            events = s.column("progress", object)
+            timeouts = dict(s.timeouts)
+        rows = range(len(ids)) if call_id is None else [int(i) for i in (ids == call_id).nonzero()[0]]
+        if call_id is not None and not rows:
+            raise KeyError(f"no call #{call_id} in the history")
+        return progress_frame(
+            (int(ids[row]), int(attempts[row]), timeouts[row].progress if row in timeouts else events[row]) for row in rows
+        )
+
     def summary(self) -> pd.DataFrame:
         """Calls per target and name × outcome, with totals."""
         return summarize(self.to_frame())
@@ -293,7 +322,10 @@ class History:
             frame[column] = [None if v is None else json.dumps(v, default=str) for v in frame[column]]
         frame["elicitations"] = [json.dumps(list(asked), default=str) for asked in frame["elicitations"]]
         frame["server_logs"] = [
-            json.dumps([{"level": r.level, "logger": r.logger, "message": r.message, "traceback": r.traceback} for r in logs])
+            json.dumps([
+                {"level": r.level, "logger": r.logger, "message": r.message, "traceback": r.traceback, "source": r.source, "at": r.at}
+                for r in logs
+            ])  # fmt: skip
             for logs in frame["server_logs"]
         ]
         return frame

@@ -33,6 +33,8 @@ from .registry import check_tool_name, check_uri
 from .retry import Retry
 
 CALL_OPTIONS = ("timeout", "retries", "backoff", "server", "elicit")
+TOOL_OPTIONS = (*CALL_OPTIONS, "max-timeout")
+TOOL_FLAGS = ("reset-on-progress",)
 # The cell magics' --quiet: a dashboard (Voila) shows what a cell displays, and its readers
 # have no use for a registration card.
 QUIET = argument("--quiet", action="store_true", help="register without showing the card (for dashboards such as Voila)")
@@ -257,7 +259,10 @@ class McpMagics(Magics, SharedTraits):
     def _call(self, target: str, line: str, takes_arguments: bool = True):
         engine = mcp_nb.engine()
         with usage_errors():
-            name, payload, options = parse_call_line(line, CALL_OPTIONS, takes_arguments=takes_arguments)
+            tool = target == "tool"
+            name, payload, options = parse_call_line(
+                line, TOOL_OPTIONS if tool else CALL_OPTIONS, takes_arguments=takes_arguments, flags=TOOL_FLAGS if tool else ()
+            )
             if isinstance(payload, dict):
                 arguments = payload  # verbatim: wrong types can be sent on purpose
             elif payload:
@@ -271,9 +276,17 @@ class McpMagics(Magics, SharedTraits):
                 retries = parse_count(options.get("retries", "3"), "--retries")
                 backoff = parse_seconds(options["backoff"], "--backoff") if "backoff" in options else 0.1
                 retry = Retry(retries=retries, backoff=backoff)
-            elicit = self._answers(options["elicit"]) if "elicit" in options else None
-            call = engine.prepare(target, name, arguments, timeout, retry, options.get("server"), elicit)
-        return call.start().wait()
+            limits = {}
+            if tool:
+                limits["reset_on_progress"] = "reset-on-progress" in options
+                if "max-timeout" in options:
+                    limits["max_timeout"] = parse_seconds(options["max-timeout"], "--max-timeout")
+            if "elicit" in options:
+                limits["elicit"] = self._answers(options["elicit"])
+            call = engine.prepare(target, name, arguments, timeout, retry, options.get("server"), **limits)
+        from .live import watch
+
+        return call.start().wait(watch(call) if tool else None)
 
     def _answers(self, text: str):
         """`--elicit`: decline or cancel, or the name of a variable holding a function or a list of answers."""
@@ -290,8 +303,11 @@ class McpMagics(Magics, SharedTraits):
     def mcp_call(self, line: str):
         """Call a tool; returns its Outcome.
 
-            %mcp_call NAME [JSON-object | key=value ...] [--timeout S] [--retries N [--backoff S]] [--server NAME] [--elicit VAR]
+            %mcp_call NAME [JSON-object | key=value ...] [--timeout S] [--retries N [--backoff S]] [--server NAME]
+                      [--reset-on-progress [--max-timeout S]] [--elicit VAR]
 
+        --reset-on-progress restarts the deadline at each progress event the tool sends, never
+        past --max-timeout seconds (default: 10 timeouts); the progress shows live as a bar.
         --elicit VAR answers the questions the tool asks while it runs from the variable VAR (a
         function (message, schema) -> answer, or a list of answers used in order), or with
         decline / cancel. --retries N retries a timeout up to N times, waiting S, 2S, 4S... (default 0.1 s); only

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from .trace import ServerLog, ServerTrace
+from .trace import ProgressEvent, ServerLog, ServerTrace
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 OUTCOMES = ("result", "tool_error", "protocol_error", "timeout")
 TARGETS = ("tool", "resource", "prompt")
@@ -33,6 +36,7 @@ CAUSES = (
     "invalid_response",
     "invalid_output",
     "deadline",
+    "max_timeout",
     "cancelled",
     "worker_lost",
 )
@@ -55,7 +59,8 @@ CAUSE_DOC = {
     "http_error": "the HTTP server answered with an error status (401, 403, 404, 5xx...): status and body in data",
     "invalid_response": "the server's answer did not pass the protocol's schema: the client refused it",
     "invalid_output": "the tool's structured result did not match its declared output schema (refused by the server's check of the return value, or by the client's)",
-    "deadline": "the client stopped waiting at the deadline (code -32001)",
+    "deadline": "the client stopped waiting at the deadline (code -32001); with reset_on_progress, no progress came for a whole timeout",
+    "max_timeout": "the call reset its deadline on progress until the hard ceiling max_timeout ended it (code -32001)",
     "cancelled": "the caller stopped waiting before the deadline (interrupt, cancel; code -32800)",
     "worker_lost": "the dask worker running the call died before it sent the call's record back: whether the call ran is unknown",
 }
@@ -92,6 +97,8 @@ class Outcome:
     worker: str | None = None  # the dask worker that made the call (a sweep with `cluster=`); None in the kernel
     via: str = "kernel"  # one of VIAS: "kernel" for mcp_nb's own calls, "http"/"stdio" for an outside client's
     client: str | None = None  # an outside client's name and version, as it introduced itself
+    deadline_resets: int = 0  # how many progress events restarted the deadline (reset_on_progress)
+    max_timeout_s: float | None = None  # the ceiling of a deadline that resets on progress; None without resets
     elicitations: tuple = ()  # the questions the server asked during the call and their answers (`Elicitation`s)
 
     @property
@@ -107,6 +114,15 @@ class Outcome:
     def server_logs(self) -> tuple[ServerLog, ...]:
         """The server's log records for this call (level, logger, message, traceback)."""
         return tuple(self.trace.logs) if self.trace is not None else ()
+
+    @property
+    def progress(self) -> tuple[ProgressEvent, ...]:
+        """The progress notifications the server sent for this call (progress, total, message, seconds)."""
+        return tuple(self.trace.progress) if self.trace is not None else ()
+
+    def progress_frame(self) -> pd.DataFrame:
+        """The progress events as a DataFrame: progress, total, message, seconds since the request was sent."""
+        return progress_frame([(self.call_id, self.attempt, self.progress)])
 
     @property
     def server_fate(self) -> str | None:
@@ -179,3 +195,19 @@ class Outcome:
 
     def _repr_pretty_(self, printer, cycle) -> None:  # IPython's text/plain
         printer.text(repr(self))
+
+
+PROGRESS_COLUMNS = ("call_id", "attempt", "progress", "total", "message", "seconds")
+
+
+def progress_frame(calls: Iterable[tuple[int, int, Iterable[ProgressEvent]]]) -> pd.DataFrame:
+    """One row per progress event of the given (call_id, attempt, events), in the order they came."""
+    import pandas as pd
+
+    rows = [
+        (call_id, attempt, e.progress, e.total, e.message, e.seconds)
+        for call_id, attempt, events in calls
+        for e in events
+    ]
+    frame = pd.DataFrame(rows, columns=list(PROGRESS_COLUMNS))
+    return frame.astype({"call_id": "int64", "attempt": "int32", "progress": "float64", "total": "float64", "seconds": "float64"})

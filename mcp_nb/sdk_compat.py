@@ -176,6 +176,38 @@ def restrict_log_levels(session: Any, levels: frozenset[str]) -> None:
     session._allowed_log_levels = session._allowed_log_levels & levels
 
 
+# -- a handler's Context ------------------------------------------------------------------------
+
+
+def context_parameter(fn: Callable[..., Any]) -> str | None:
+    """The parameter of `fn` the SDK fills with the request's `Context` (what the SDK itself looks for)."""
+    from mcp.server.mcpserver.utilities.context_injection import find_context_parameter
+
+    return find_context_parameter(fn)
+
+
+async def send_context_log(ctx: Any, level: Any, data: Any, logger: str | None) -> None:
+    """What `Context.log` sends, through the session's public `send_notification`.
+
+    `Context.log` and `ServerSession.send_log_message` are deprecated (SEP-2577) and warn on
+    every call; the message is the same notification on the request's stream, sent only
+    at the levels this request opted in to (the session's `_allowed_log_levels`, as
+    `send_log_message` checks it).
+    """
+    from mcp import types
+
+    request = getattr(ctx, "_request_context", None)
+    session = getattr(request, "session", None)
+    if session is None:  # outside a request: nobody to send it to
+        return
+    if level not in getattr(session, "_allowed_log_levels", ()):
+        return
+    await session.send_notification(
+        types.LoggingMessageNotification(params=types.LoggingMessageNotificationParams(level=level, data=data, logger=logger)),
+        related_request_id=ctx.request_id,
+    )
+
+
 # -- the server, without its logging side effect -----------------------------------------------
 
 _construct_lock = threading.Lock()
@@ -239,6 +271,12 @@ def problems() -> list[str]:
     for attribute in ("_connection", "_allowed_log_levels"):
         if attribute not in ServerSession.__init__.__code__.co_names:
             found.append(f"ServerSession.{attribute} is gone (serving reaches a client's connection and log filter)")
+    from mcp.server.mcpserver import Context
+
+    if "_request_context" not in getattr(Context, "__private_attributes__", {}):
+        found.append("Context._request_context is gone (mcp_nb sends a handler's log messages through its session)")
+    if not callable(getattr(ServerSession, "send_notification", None)):
+        found.append("ServerSession.send_notification is gone (mcp_nb sends a handler's log messages with it)")
     if not callable(getattr(getattr(server, "_lowlevel_server", None), "add_request_handler", None)):
         found.append("MCPServer._lowlevel_server.add_request_handler is gone (serving adds its request handlers there)")
     if not callable(getattr(getattr(server, "_subscriptions", None), "publish", None)):

@@ -79,8 +79,8 @@ class Sweep:
 
     def __init__(
         self, engine, name: str, sets: list[dict[str, Any]], concurrency: int, timeout: float | None, retry, server: str | None = None,
-        elicit: Any = None,
-    ) -> None:
+        **limits: Any,
+    ) -> None:  # fmt: skip
         if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
             raise ValueError(f"concurrency must be a whole number >= 1, got {concurrency!r}")
         self.engine = engine
@@ -89,7 +89,7 @@ class Sweep:
         self.concurrency = concurrency
         # Every call is prepared before anything is sent: bad arguments, a bad timeout or a
         # refused retry raise here, and the sweep records nothing.
-        self.calls = [engine.prepare("tool", name, arguments, timeout, retry, server, elicit) for arguments in sets]
+        self.calls = [engine.prepare("tool", name, arguments, timeout, retry, server, **limits) for arguments in sets]
         self.done = 0
         self.finished = threading.Event()
 
@@ -135,9 +135,9 @@ class Sweep:
 
 def run_sweep(
     engine, name, grid, *, concurrency=8, timeout=None, retry: Retry | int | bool | None = None, progress=True, server=None,
-    elicit=None,
-) -> pd.DataFrame:
-    sweep = Sweep(engine, name, argument_sets(grid), concurrency, timeout, retry, server, elicit)
+    **limits,
+) -> pd.DataFrame:  # fmt: skip
+    sweep = Sweep(engine, name, argument_sets(grid), concurrency, timeout, retry, server, **limits)
     bar = _progress_bar(len(sweep.sets), name) if progress else None
     future: concurrent.futures.Future = engine.loop.submit(sweep.run())
     stopped_by = None
@@ -167,8 +167,8 @@ def run_sweep(
     return sweep.frame(stopped_by is not None)
 
 
-async def arun_sweep(engine, name, grid, *, concurrency=8, timeout=None, retry=None, server=None, elicit=None) -> pd.DataFrame:
-    sweep = Sweep(engine, name, argument_sets(grid), concurrency, timeout, retry, server, elicit)
+async def arun_sweep(engine, name, grid, *, concurrency=8, timeout=None, retry=None, server=None, **limits) -> pd.DataFrame:
+    sweep = Sweep(engine, name, argument_sets(grid), concurrency, timeout, retry, server, **limits)
     try:
         await engine.loop.run_async(sweep.run())
     except asyncio.CancelledError:

@@ -35,10 +35,30 @@ class ServerLog:
     traceback: str | None = None
     template: str = ""  # the record's unformatted message, which classification matches on
     exceptions: tuple[tuple[str, str], ...] = ()  # (type, text) of the logged exception and its causes
-    source: str = "logging"  # "logging" (a log record here), "stderr" (a stdio server's), "notification" (a log message it sent)
+    # "logging" (a log record here), "context" (a handler's `ctx.info(...)`), "stderr" (a stdio
+    # server's), "notification" (a log message an outside server sent)
+    source: str = "logging"
+    at: float | None = None  # when it was heard, in seconds since the epoch
 
     def __str__(self) -> str:
-        return f"{self.level} {self.logger}: {self.message}"
+        # A log record and a stderr line say where they come from by their logger; a handler's
+        # Context and an outside server's log notification are marked.
+        mark = f"[{self.source}] " if self.source in MARKED else ""
+        return f"{mark}{self.level} {self.logger}: {self.message}" if self.logger else f"{mark}{self.level}: {self.message}"
+
+
+SOURCES = ("logging", "context", "stderr", "notification")
+MARKED = frozenset({"context", "notification"})
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressEvent:
+    """One progress notification the server sent for a call, as the client received it."""
+
+    progress: float
+    total: float | None
+    message: str | None
+    seconds: float  # since the request was sent
 
 
 def exception_chain(exc: BaseException | None) -> tuple[tuple[str, str], ...]:
@@ -63,17 +83,19 @@ def log_from_record(record: logging.LogRecord) -> ServerLog:
         traceback=_formatter.formatException(record.exc_info) if record.exc_info else None,
         template=record.msg if isinstance(record.msg, str) else "",
         exceptions=exception_chain(exc),
+        at=record.created,
     )
 
 
 class ServerTrace:
     """Mutable record of the server side of one call; written from the loop or a worker thread."""
 
-    __slots__ = ("t0", "logs", "handler_started", "handler_ended", "status", "error_type", "returned_error")
+    __slots__ = ("t0", "logs", "progress", "handler_started", "handler_ended", "status", "error_type", "returned_error")
 
     def __init__(self, t0: float) -> None:
         self.t0 = t0  # perf_counter() when the request was sent
         self.logs: list[ServerLog] | tuple[()] = ()  # a list from the first record on; most calls log nothing
+        self.progress: list[ProgressEvent] | tuple[()] = ()  # likewise, from the first progress notification
         self.handler_started: float | None = None
         self.handler_ended: float | None = None
         self.status: str | None = None  # "returned" | "raised" | "cancelled"
@@ -99,6 +121,14 @@ class ServerTrace:
             self.logs.append(entry)
         else:
             self.logs = [entry]
+
+    def progressed(self, progress: float, total: float | None, message: str | None) -> ProgressEvent:
+        event = ProgressEvent(progress, total, message, time.perf_counter() - self.t0)
+        if self.progress:
+            self.progress.append(event)
+        else:
+            self.progress = [event]
+        return event
 
 
 def _kind_of_error(exc: BaseException) -> str:
@@ -172,7 +202,7 @@ class LoopWatch:
             "the blocking work into `await asyncio.to_thread(...)`."
         )
         if trace is not None:
-            trace.add(ServerLog(level="WARNING", logger="mcp_nb", message=message))
+            trace.add(ServerLog(level="WARNING", logger="mcp_nb", message=message, at=time.time()))
         with self._lock:
             first = label not in self._warned
             self._warned.add(label)
@@ -250,9 +280,12 @@ def probe(
     (or None): they act inside the handler, so they travel the path real faults take.
     `label` and `kind` name the handler in messages (`add`, `tool`).
     """
+    from .context import context_parameter, filed
     from .faults import raise_fault
 
     named = f"{kind} {label or fn.__name__!r}"
+    # A handler's log messages through its Context are filed under its call (context.py).
+    ctx_name = context_parameter(fn)
 
     if inspect.iscoroutinefunction(fn):
 
@@ -267,6 +300,8 @@ def probe(
                     if injected.latency:
                         await asyncio.sleep(injected.latency)
                     raise_fault(injected.draw(kwargs), label)
+                if ctx_name is not None and ctx_name in kwargs:
+                    kwargs[ctx_name] = filed(kwargs[ctx_name])
                 value = await _Stepped(fn(*args, **kwargs), named, trace, fn)
             except BaseException as exc:
                 exc = _contained(exc, in_task=True)
@@ -291,6 +326,8 @@ def probe(
                 if injected.latency:
                     time.sleep(injected.latency)
                 raise_fault(injected.draw(kwargs), label)
+            if ctx_name is not None and ctx_name in kwargs:
+                kwargs[ctx_name] = filed(kwargs[ctx_name])
             value = fn(*args, **kwargs)
             _check_returned(value, named)
         except BaseException as exc:

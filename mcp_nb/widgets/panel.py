@@ -45,6 +45,7 @@ from .style import (
     kind_label,
     note_html,
     problems_html,
+    progress_html,
     running_html,
     section,
 )
@@ -142,6 +143,16 @@ class Panel(w.VBox):
         self.problems.add_class("mcp-nb-problems")
         self.timeout = w.Text(value=_seconds(settings.timeout), layout=w.Layout(width="70px"))
         self.timeout.add_class("mcp-nb-timeout")
+        self.reset_on_progress = w.Checkbox(
+            value=False, description="reset on progress", indent=False, layout=w.Layout(width="auto"),
+            tooltip="each progress event of a tool restarts the deadline (never past 10 timeouts)",
+        )  # fmt: skip
+        self.reset_on_progress.add_class("mcp-nb-reset-on-progress")
+        # The running call's progress, as the server reports it; shown only while one reports.
+        self.progress = w.FloatProgress(value=0.0, min=0.0, max=1.0, layout=w.Layout(width="140px", display="none"))
+        self.progress.add_class("mcp-nb-progress")
+        self.progress_text = w.HTML()
+        self.progress_text.add_class("mcp-nb-progress-text")
         self.call_button = w.Button(description="Call", icon="play", button_style="primary", layout=w.Layout(width="auto"))
         self.call_button.add_class("mcp-nb-call")
         self.cancel_button = w.Button(
@@ -154,9 +165,12 @@ class Panel(w.VBox):
             [
                 w.HTML('<span style="white-space:nowrap">timeout (s)</span>'),
                 self.timeout,
+                self.reset_on_progress,
                 self.call_button,
                 self.cancel_button,
                 self.status,
+                self.progress,
+                self.progress_text,
             ],
             layout=w.Layout(align_items="center", grid_gap="8px", flex_flow="row wrap"),
         )
@@ -502,11 +516,15 @@ class Panel(w.VBox):
             self.problems.value = problems_html("Nothing was sent:", [f"{dotted(p)}: {m}" if p else m for p, m in err.problems])
             return None
         running = running_html(target, name, timeout)
+        resets = target == "tool" and self.reset_on_progress.value
         try:
-            call = self.engine.submit(target, name, arguments, timeout, server=self.server, ask=self.asker)
+            call = self.engine.prepare(target, name, arguments, timeout, server=self.server, reset_on_progress=resets)
         except (ValueError, TypeError) as err:  # the engine's own checks, before anything is sent
             self.problems.value = problems_html("Nothing was sent:", [str(err)])
             return None
+        call.progress_listener = self._progressed  # before it starts: its first event is not missed
+        call.ask = self.asker  # the server's questions, asked in this panel
+        call.start()
         self.problems.value = ""
         self._call = self.last_call = call
         self.call_button.disabled = True
@@ -531,6 +549,20 @@ class Panel(w.VBox):
         if not call.cancel():
             self.status.value = ""  # it had just finished; its outcome shows as usual
 
+    def _progressed(self, call, event) -> None:
+        # The call's progress listener, on mcp_nb's loop thread: hand over to the kernel's thread.
+        self._guard.enter("showing the call's progress", self._show_progress, call, event)
+
+    def _show_progress(self, call, event) -> None:
+        if call is not self._call:
+            return  # a late event of a call that is no longer on screen
+        bar = self.progress
+        bar.layout.display = None
+        # Without a total the bar fills as the count grows (a server may report only a count).
+        bar.max = float(event.total) if event.total else max(float(event.progress), 1.0)
+        bar.value = min(float(event.progress), bar.max)
+        self.progress_text.value = progress_html(event.progress, event.total, event.message, call.resets)
+
     def _finished(self, future) -> None:
         # The call's done-callback, on mcp_nb's loop thread: hand over to the kernel's thread.
         # The future holds the recorded Outcome however the call ended, a cancellation included.
@@ -550,6 +582,8 @@ class Panel(w.VBox):
         self._running = False
         self.call_button.disabled = self._current is None or self.engine.closed
         self.cancel_button.layout.display = "none"
+        self.progress.layout.display = "none"
+        self.progress_text.value = ""
 
     def _server_closed(self) -> None:
         # The engine's close listener (`mcp_nb.reset()`): this panel's server is gone. Its

@@ -160,5 +160,12 @@ def running_html(target: str, name: str, timeout: float) -> str:
     )
 
 
+def progress_html(progress: float, total: float | None, message: str | None, resets: int) -> str:
+    count = f"{progress:g}/{total:g}" if total else f"{progress:g}"
+    said = f" · {_e(message)}" if message else ""
+    reset = f" · deadline reset {resets}×" if resets else ""
+    return f'<span style="{MUTED}">{count}{said}{reset}</span>'
+
+
 def section(text: str) -> str:
     return f'<div class="mcp-nb-section">{_e(text)}</div>'

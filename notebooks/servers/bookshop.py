@@ -12,10 +12,17 @@ import logging
 import os
 import sys
 import time
+import warnings
 
 from mcp import MCPError
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.shared.exceptions import MCPDeprecationWarning
+
+# This server is a process of its own, and its author knows `ctx.info` is deprecated (SEP-2577):
+# the warning would otherwise reach its clients as stderr lines on every call that logs.
+warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
 
 CATALOG = {"Dune": "Frank Herbert", "Neuromancer": "William Gibson"}
 
@@ -61,6 +68,17 @@ def chatty(n: int) -> str:
     for i in range(n):
         print(f"chatty line {i}", file=sys.stderr, flush=True)
     return f"wrote {n} lines"
+
+
+@server.tool()
+async def restock(count: int, ctx: Context) -> str:
+    """Logs through its Context and reports progress, as a long job does."""
+    await ctx.info(f"restocking {count} books")
+    for i in range(count):
+        await asyncio.sleep(0.05)
+        await ctx.report_progress(i + 1, count, f"book {i + 1} of {count}")
+    await ctx.warning("shelf 3 is full")
+    return f"restocked {count}"
 
 
 @server.tool()

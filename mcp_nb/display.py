@@ -305,8 +305,12 @@ def _from(o) -> str:
     return f" ({_sender(o)})" if o.via != "kernel" else ""
 
 
-def _after_ms(o, at: float | None) -> float:
-    return 0.0 if at is None else (at - o.started) * 1000.0
+def _log_time(o, at: float | None, stable: bool) -> str:
+    """When a log entry came, after the request was sent; a call rebuilt from a history row has no `started`."""
+    started = getattr(o, "started", None)
+    if stable or at is None or started is None:
+        return LOG_TIME.stable
+    return LOG_TIME(False, ms=(at - started) * 1000.0)
 
 
 def outcome_text(o) -> str:
@@ -364,7 +368,7 @@ def outcome_html(o, stable: bool | None = None) -> str:
         for log in o.server_logs:
             level = ERROR.text if log.level in ("ERROR", "CRITICAL") else MUTED
             mark = f'<span style="{MUTED}">[{_e(log.source)}]</span> ' if log.source in MARKED else ""
-            at = LOG_TIME(stable or log.at is None, ms=_after_ms(o, log.at))
+            at = _log_time(o, log.at, stable)
             item = (
                 f'<div>{mark}<b style="{level}"{at}{_e(log.level)}</b> <span style="{MUTED}">{_e(log.logger)}</span>'
                 f"{_pre(log.message)}"

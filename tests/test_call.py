@@ -476,3 +476,81 @@ def test_a_call_whose_task_never_ran_is_answered_when_the_engine_closes():
     outcome = future.result(timeout=5)
     assert (outcome.cause, outcome.message) == ("cancelled", "Cancelled by the caller before attempt 1 was sent")
     assert causes(eng.history) == [("quick", "ok"), ("quick", "cancelled")]
+
+
+# -- deadlines that reset on progress keep every guarantee ---------------------------------------
+
+
+def _reporting_tool():
+    from mcp.server.mcpserver import Context
+
+    @mcp_nb.tool()
+    async def ticks(steps: int, pause: float, ctx: Context) -> str:
+        for i in range(steps):
+            await asyncio.sleep(pause)
+            await ctx.report_progress(i + 1, steps)
+        return "ticked"
+
+
+def test_the_waiting_thread_follows_a_deadline_that_progress_moves():
+    _reporting_tool()
+    # 2.4 s of work against a 0.5 s timeout: a waiting thread that kept the first deadline would
+    # record a timeout of its own a second after it (the loop answering), long before the end.
+    o = mcp_nb.call("ticks", {"steps": 8, "pause": 0.3}, timeout=0.5, reset_on_progress=True, progress=False)
+    assert (o.outcome, o.deadline_resets) == ("result", 8), o
+    assert causes() == [("ticks", "ok")]
+
+
+def test_a_resetting_deadline_that_fires_with_another_cancellation_passes_it_on():
+    _reporting_tool()
+
+    @mcp_nb.tool()
+    async def hog() -> str:
+        time.sleep(0.6)  # holds mcp_nb's loop across the deadline  # noqa: ASYNC251
+        return "done"
+
+    eng = mcp_nb.engine()
+
+    async def scenario():
+        call = eng.prepare("tool", "ticks", {"steps": 1000, "pause": 0.02}, timeout=0.2, reset_on_progress=True, max_timeout=0.25)
+        task = asyncio.ensure_future(call.run())
+        await asyncio.sleep(0.1)  # a few events: the deadline was reset, the ceiling is near
+        threading.Timer(0.3, lambda: eng.loop.call_soon(task.cancel)).start()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LoopBlockedWarning)
+            await eng.prepare("tool", "hog", timeout=5).run()
+        try:
+            await task
+        except asyncio.CancelledError:
+            return "cancelled", call.outcome
+        return "returned", call.outcome
+
+    how, outcome = eng.loop.run(scenario())
+    assert how == "cancelled"  # the interrupt that came with the ceiling goes on
+    assert (outcome.outcome, outcome.cause) == ("timeout", "max_timeout")
+    assert outcome.deadline_resets >= 1
+    assert causes() == [("hog", "ok"), ("ticks", "max_timeout")]
+
+
+def test_a_deadline_that_fired_is_not_revived_and_a_restart_never_passes_the_ceiling():
+    from mcp_nb.deadline import EXPIRED, TASK, WHEN, Deadlines
+
+    async def scenario():
+        loop = asyncio.get_running_loop()
+        deadlines = Deadlines(loop)
+        sleeper = asyncio.ensure_future(asyncio.sleep(30))
+        fired = deadlines.start(0.01, sleeper)
+        await asyncio.sleep(0.05)
+        assert fired[EXPIRED]
+        assert deadlines.restart(fired, 10.0, loop.time() + 10) is None  # a late event changes nothing
+        waiter = asyncio.ensure_future(asyncio.sleep(30))
+        entry = deadlines.start(5.0, waiter)
+        moved = deadlines.restart(entry, 5.0, loop.time() + 0.05)  # clamped to the ceiling
+        assert entry[TASK] is None and moved[TASK] is waiter and moved[WHEN] <= loop.time() + 0.05
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            return moved[EXPIRED]
+        return False
+
+    assert mcp_nb.engine().loop.run(scenario()) is True

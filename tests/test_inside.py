@@ -437,3 +437,11 @@ def test_a_python_server_over_stdio_sends_context_logs_and_progress():
     ]
     assert [(e.progress, e.message) for e in o.progress] == [(i, f"book {i} of 4") for i in range(1, 5)]
     assert "[notification] INFO books: restocking 4 books" in repr(o)
+
+
+def test_a_resetting_call_stopped_at_its_ceiling_tells_the_outside_server_to_cancel():
+    connection = mcp_nb.connect("books", BOOKSHOP)
+    o = mcp_nb.call("restock", {"count": 100000}, server="books", timeout=1.0, reset_on_progress=True, max_timeout=1.5, progress=False)
+    assert (o.cause, o.server_fate) == ("max_timeout", "cancel_requested") and o.deadline_resets > 0
+    # The server's handler heard it: its own stderr line says so.
+    assert wait_until(lambda: any("restock: cancelled by the client" in r.message for r in connection.logs))

@@ -74,9 +74,13 @@ def chatty(n: int) -> str:
 async def restock(count: int, ctx: Context) -> str:
     """Logs through its Context and reports progress, as a long job does."""
     await ctx.info(f"restocking {count} books")
-    for i in range(count):
-        await asyncio.sleep(0.05)
-        await ctx.report_progress(i + 1, count, f"book {i + 1} of {count}")
+    try:
+        for i in range(count):
+            await asyncio.sleep(0.05)
+            await ctx.report_progress(i + 1, count, f"book {i + 1} of {count}")
+    except asyncio.CancelledError:
+        print(f"restock: cancelled by the client after {i} books", file=sys.stderr, flush=True)
+        raise
     await ctx.warning("shelf 3 is full")
     return f"restocked {count}"
 

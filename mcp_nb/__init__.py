@@ -269,7 +269,8 @@ async def aread(
     server: str | None = None,
     elicit: Any = None,
 ) -> Outcome:
-    return _with_fallback(await engine().arun("resource", uri, None, timeout, retry, server, ask=_cell_form(elicit), elicit=elicit), fallback)
+    outcome = await engine().arun("resource", uri, None, timeout, retry, server, ask=_cell_form(elicit), elicit=elicit)
+    return _with_fallback(outcome, fallback)
 
 
 def get_prompt(

@@ -53,6 +53,8 @@ DEFAULT_CEILING = 10
 # How long after its deadline a waiting thread gives mcp_nb's loop to report a timeout
 # itself, before it checks whether the loop is held and, if so, records the timeout.
 GRACE_S = 0.05
+# Why a question has no answer when its call was cancelled while it waited (Ctrl-C, a panel's Cancel).
+CANCELLED_WAITING = "the call was cancelled while waiting for the answer"
 # A waiting thread's longest single wait: `expected_by` is infinite while the call waits for a
 # person's answer, and a lock's timeout must be finite.
 LONGEST_WAIT_S = 3600.0
@@ -441,7 +443,7 @@ class Call(CallRecord):
         except asyncio.CancelledError:
             waited = (time.perf_counter() - t0) * 1000.0
             self.elicitations.append(
-                Elicitation(message, schema, url, "cancel", None, "none", "the call was cancelled while waiting for the answer", waited)
+                Elicitation(message, schema, url, "cancel", None, "none", CANCELLED_WAITING, waited)
             )
             raise
         finally:

@@ -58,7 +58,10 @@ CAUSE_DOC = {
     "disconnected": "the connection to the server was lost (its process exited, the stream closed), or it was not connected",
     "http_error": "the HTTP server answered with an error status (401, 403, 404, 5xx...): status and body in data",
     "invalid_response": "the server's answer did not pass the protocol's schema: the client refused it",
-    "invalid_output": "the tool's structured result did not match its declared output schema (refused by the server's check of the return value, or by the client's)",
+    "invalid_output": (
+        "the tool's structured result did not match its declared output schema "
+        "(refused by the server's check of the return value, or by the client's)"
+    ),
     "deadline": "the client stopped waiting at the deadline (code -32001); with reset_on_progress, no progress came for a whole timeout",
     "max_timeout": "the call reset its deadline on progress until the hard ceiling max_timeout ended it (code -32001)",
     "cancelled": "the caller stopped waiting before the deadline (interrupt, cancel; code -32800)",

@@ -343,7 +343,10 @@ def records(structured: Any, key: str | None = None) -> list[dict[str, Any]]:
                 f"the structured result is not a list of records: an object with fields {', '.join(map(str, structured)) or 'none'}"
             )
     if not _is_records(value):
-        kind = type(value).__name__ if not isinstance(value, list) else "a list of " + ", ".join(sorted({type(v).__name__ for v in value}))
+        if isinstance(value, list):
+            kind = "a list of " + ", ".join(sorted({type(item).__name__ for item in value}))
+        else:
+            kind = type(value).__name__
         raise NotTabular(f"the structured result is not a list of records (objects): it is {kind}")
     return value
 

@@ -251,3 +251,10 @@ def test_a_python_sdk_server_over_stdio_answers_resolvers_and_not_ctx_elicit():
     assert greeted.content == "hello Ada" and greeted.elicitations[0].content == {"name": "Ada"}
     direct = mcp_nb.call("ask_directly", server="asker", elicit=[{"name": "Ada"}])
     assert (direct.outcome, direct.cause) == ("protocol_error", "mcp_error") and "no back-channel" in direct.message
+
+
+def test_config_sets_the_same_default(shell):
+    register()
+    shell.run_line_magic("config", 'McpMagics.elicit = "decline"')
+    assert settings.elicit == "decline"
+    assert mcp_nb.call("greet").content == "no name (decline)"

@@ -193,11 +193,3 @@ async def elicit(
         waited_ms=(time.perf_counter() - t0) * 1000.0,
     )  # fmt: skip
 
-
-def summary(elicitations: Sequence[Elicitation]) -> str:
-    """One line per question, for text views: `accept {'name': 'Ada'} (prepared) <- Your name?`."""
-    lines = []
-    for e in elicitations:
-        what = e.action + (f" {dict(e.content)!r}" if e.content else "")
-        lines.append(f"{what} ({e.source}{': ' + e.reason if e.reason else ''}) <- {e.message}")
-    return "\n".join(lines)

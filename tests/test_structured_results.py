@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import cell
 from pydantic import BaseModel, ValidationError
 
 import mcp_nb
@@ -49,7 +48,7 @@ def test_the_registration_card_shows_what_the_tool_returns():
 
 
 def test_a_tool_returning_one_plain_value_shows_no_returns(shell):
-    result = cell(shell, "mcp_tool", "", "def shout(text: str) -> str:\n    return text.upper()")
+    result = shell.run_cell("%%mcp_tool\ndef shout(text: str) -> str:\n    return text.upper()")
     assert result.success
     assert "returns" not in repr(mcp_nb.engine().registry.get("tool", "shout"))
 

@@ -26,6 +26,7 @@ import warnings
 from typing import Any, Callable
 
 from mcp.shared.exceptions import MCPDeprecationWarning
+from pydantic import PrivateAttr
 
 from . import sdk_compat
 from .trace import CURRENT_TRACE, ServerLog
@@ -69,6 +70,15 @@ def _text(data: Any) -> str:
         return repr(data)
 
 
+def _show_live(entry: ServerLog) -> None:
+    from .config import settings
+
+    if settings.show_server_logs:  # as the server's other log records are, when asked for
+        import sys
+
+        print(f"[mcp server] {entry}", file=sys.stderr)
+
+
 def _filed_class() -> type:
     global _filed
     if _filed is None:
@@ -77,15 +87,17 @@ def _filed_class() -> type:
         class FiledContext(Context):  # type: ignore[misc, valid-type]
             """The SDK's `Context`, whose log messages are filed under the call before they are sent."""
 
+            _mcp_nb_handler: str = PrivateAttr(default="")  # the logger a message names when it names none
+
             async def log(self, level: Any, data: Any, *, logger_name: str | None = None, _depth: int = 2) -> None:
+                entry = ServerLog(
+                    level=str(level).upper(), logger=logger_name or self._mcp_nb_handler, message=_text(data),
+                    source="context", at=time.time(),
+                )  # fmt: skip
                 trace = CURRENT_TRACE.get()
                 if trace is not None:
-                    trace.add(
-                        ServerLog(
-                            level=str(level).upper(), logger=logger_name or "", message=_text(data),
-                            source="context", at=time.time(),
-                        )  # fmt: skip
-                    )
+                    trace.add(entry)
+                _show_live(entry)
                 explain_once(_depth)
                 await sdk_compat.send_context_log(self, level, data, logger_name)
 
@@ -105,8 +117,9 @@ def _filed_class() -> type:
     return _filed
 
 
-def filed(ctx: Any) -> Any:
-    """A copy of the SDK's `Context` whose log methods file their message under the call.
+def filed(ctx: Any, handler: str) -> Any:
+    """A copy of the SDK's `Context` whose log methods file their message under the call, under
+    the logger name `handler` (the tool's name) when the message names none.
 
     Anything that is not exactly the SDK's `Context` (a subclass of the user's, None) is
     passed on unchanged."""
@@ -116,6 +129,7 @@ def filed(ctx: Any) -> Any:
         return ctx
     twin = copy.copy(ctx)
     twin.__class__ = _filed_class()
+    twin.__pydantic_private__ = {**(twin.__pydantic_private__ or {}), "_mcp_nb_handler": handler}
     return twin
 
 

@@ -148,14 +148,19 @@ class Engine:
                 raise  # the caller itself is being cancelled
             return call.future.result()  # only the nested call was: its recorded Outcome
 
-    def submit(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, ask=None, **limits) -> Call:
+    def submit(
+        self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, progress_listener=None,
+        ask=None, **limits,
+    ) -> Call:  # fmt: skip
         """Start a call without waiting (for callbacks that must not block the kernel).
 
         Returns the `Call`: `call.future` resolves to its Outcome, `call.cancel()` stops it
-        (the future then resolves to the recorded `cancelled` Outcome). `ask`: a coroutine
-        function `(message, schema, url) -> answer` that asks a person (the panel's form), used
-        when neither `elicit` nor the configured default answers."""
+        (the future then resolves to the recorded `cancelled` Outcome). `progress_listener(call,
+        event)` hears each progress event on mcp_nb's loop, from the first one on. `ask`: a
+        coroutine function `(message, schema, url) -> answer` that asks a person (the panel's
+        form), used when neither `elicit` nor the configured default answers."""
         call = self.prepare(target, name, arguments, timeout, retry, server, **limits)
+        call.progress_listener = progress_listener
         call.ask = ask
         return call.start()
 

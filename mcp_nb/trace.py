@@ -286,6 +286,7 @@ def probe(
     named = f"{kind} {label or fn.__name__!r}"
     # A handler's log messages through its Context are filed under its call (context.py).
     ctx_name = context_parameter(fn)
+    handler = label or fn.__name__
 
     if inspect.iscoroutinefunction(fn):
 
@@ -301,7 +302,7 @@ def probe(
                         await asyncio.sleep(injected.latency)
                     raise_fault(injected.draw(kwargs), label)
                 if ctx_name is not None and ctx_name in kwargs:
-                    kwargs[ctx_name] = filed(kwargs[ctx_name])
+                    kwargs[ctx_name] = filed(kwargs[ctx_name], handler)
                 value = await _Stepped(fn(*args, **kwargs), named, trace, fn)
             except BaseException as exc:
                 exc = _contained(exc, in_task=True)
@@ -327,7 +328,7 @@ def probe(
                     time.sleep(injected.latency)
                 raise_fault(injected.draw(kwargs), label)
             if ctx_name is not None and ctx_name in kwargs:
-                kwargs[ctx_name] = filed(kwargs[ctx_name])
+                kwargs[ctx_name] = filed(kwargs[ctx_name], handler)
             value = fn(*args, **kwargs)
             _check_returned(value, named)
         except BaseException as exc:

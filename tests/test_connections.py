@@ -58,8 +58,8 @@ def test_a_stdio_server_connects_and_says_what_it_is():
     row = connection.describe()
     assert (row["transport"], row["state"], row["server_name"], row["server_version"]) == ("stdio", "connected", "bookshop", "1.0.0")
     assert row["protocol"] in ("2026-07-28", "2025-11-25")
-    assert (row["tool"], row["resource"], row["template"], row["prompt"]) == (6, 1, 1, 1)
-    assert "server books (stdio, connected)" in repr(connection) and "offers 6 tools" in repr(connection)
+    assert (row["tool"], row["resource"], row["template"], row["prompt"]) == (7, 1, 1, 1)
+    assert "server books (stdio, connected)" in repr(connection) and "offers 7 tools" in repr(connection)
     assert 'class="mcp-nb-connection"' in connection._repr_html_()
     table = mcp_nb.servers()
     assert list(table.index) == ["kernel", "books"] and table.loc["books", "state"] == "connected"

@@ -74,21 +74,30 @@ def test_context_logs_land_in_the_record_marked_with_level_source_and_time(tools
     assert o.ok, o
     logs = [(r.source, r.level, r.logger, r.message) for r in o.server_logs]
     assert logs == [
-        ("context", "DEBUG", "", "looking for Dune"),
-        ("context", "INFO", "", "found a shelf"),
-        ("context", "WARNING", "", '{"shelf": 3, "full": true}'),
+        ("context", "DEBUG", "shelve", "looking for Dune"),
+        ("context", "INFO", "shelve", "found a shelf"),
+        ("context", "WARNING", "shelve", '{"shelf": 3, "full": true}'),
         ("logging", "WARNING", "bookshop", "python logging too"),
         ("context", "ERROR", "labels", "label missing"),
     ]
     assert all(o.started <= r.at <= o.started + o.duration_ms / 1000 + 1 for r in o.server_logs)
     text = repr(o)
-    assert "log says    [context] DEBUG: looking for Dune" in text
+    assert "log says    [context] DEBUG shelve: looking for Dune" in text
     assert "WARNING bookshop: python logging too" in text and "[context] ERROR labels: label missing" in text
     html = o._repr_html_()
     assert "[context]</span>" in html and 'title="+' in html  # the source, and when (a tooltip)
     assert 'title="+' not in outcome_html(o, stable=True)
     row = mcp_nb.history().to_frame().iloc[0]
     assert [r.source for r in row["server_logs"]] == ["context"] * 3 + ["logging", "context"]
+
+
+def test_show_server_logs_prints_context_logs_live_too(tools, capfd):
+    mcp_nb.configure(show_server_logs=True)
+    assert mcp_nb.call("shelve", {"title": "Dune"}).ok
+    assert "[mcp server] [context] INFO shelve: found a shelf" in capfd.readouterr().err
+    mcp_nb.configure(show_server_logs=False)
+    assert mcp_nb.call("shelve", {"title": "Dune"}).ok
+    assert "found a shelf" not in capfd.readouterr().err
 
 
 def test_each_call_gets_only_its_own_context_logs_when_calls_overlap(tools):
@@ -154,8 +163,8 @@ def test_a_kernel_gets_the_logs_in_its_cards_and_one_warning_not_one_per_call():
     done = subprocess.run([sys.executable, "-c", SHELL_SCRIPT], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     for title in ("Dune", "Emma", "Ulysses"):
-        assert f"[context] INFO: found a shelf for {title}" in done.stdout
-    assert done.stdout.count("[context] WARNING: shelf 3 is full") == 3
+        assert f"[context] INFO shelve: found a shelf for {title}" in done.stdout
+    assert done.stdout.count("[context] WARNING shelve: shelf 3 is full") == 3
     assert done.stderr.count("ContextLogWarning") == 1, done.stderr
     assert "MCPDeprecationWarning" not in done.stderr  # the SDK's own: none at all
     assert len(done.stderr.strip().splitlines()) == 2, done.stderr  # the warning, and the line it points at

@@ -518,13 +518,13 @@ class Panel(w.VBox):
         running = running_html(target, name, timeout)
         resets = target == "tool" and self.reset_on_progress.value
         try:
-            call = self.engine.prepare(target, name, arguments, timeout, server=self.server, reset_on_progress=resets)
+            call = self.engine.submit(
+                target, name, arguments, timeout, server=self.server, progress_listener=self._progressed,
+                ask=self.asker, reset_on_progress=resets,
+            )  # fmt: skip
         except (ValueError, TypeError) as err:  # the engine's own checks, before anything is sent
             self.problems.value = problems_html("Nothing was sent:", [str(err)])
             return None
-        call.progress_listener = self._progressed  # before it starts: its first event is not missed
-        call.ask = self.asker  # the server's questions, asked in this panel
-        call.start()
         self.problems.value = ""
         self._call = self.last_call = call
         self.call_button.disabled = True

@@ -36,7 +36,7 @@ __all__ = [
     "Answer", "CAUSES", "CAUSE_DOC", "COLUMNS", "Elicitation", "OUTCOMES", "Faults", "History", "Outcome", "Registration", "Retry",
     "ServerLog", "acall", "aget_prompt", "aread", "asweep", "call", "configure", "get_prompt", "history",
     "inject", "load_ipython_extension", "panel", "prompt", "read", "registered", "remove", "reset", "resource",
-    "serve", "server", "settings", "sweep", "tool", "connect", "connect_config", "disconnect", "reconnect", "servers",
+    "replay", "serve", "server", "settings", "sweep", "tool", "connect", "connect_config", "disconnect", "reconnect", "servers",
 ]  # fmt: skip
 
 _engine: Engine | None = None
@@ -376,6 +376,36 @@ async def asweep(
     return await arun_sweep(
         engine(), name, grid, concurrency=concurrency, timeout=timeout, retry=retry, server=server, **limits
     )
+
+
+# -- regression cases ---------------------------------------------------------------------------
+
+
+def replay(
+    cases,
+    server: str | None = None,
+    *,
+    connect: str | list[str] | None = None,
+    headers: Mapping[str, str] | None = None,
+    concurrency: int = 8,
+    progress: bool = False,
+):
+    """Replay cases (a cases file's path, its JSON, or a list of `Case`) and judge each one.
+
+    Returns a DataFrame, one row per case: `passed`, `expected` and `got` (outcome and cause),
+    and a readable `reason` when it failed (a diff for content). Each case goes to the server
+    it names (the kernel's own by default); `server=` sends every case to that connection
+    instead, and `connect=` (a command or a URL, `headers=` for a URL) starts one for the replay
+    and closes it after. Calls that may overlap run `concurrency` at a time; tools annotated
+    neither read-only nor idempotent keep the file's order. Replayed calls are in the history.
+    A bad file raises `mcp_nb.cases.CasesError` (a ValueError) naming the case and the field.
+    """
+    from .replays import run_replay
+
+    return run_replay(
+        engine(), cases, server=server, connect=connect, headers=dict(headers) if headers is not None else None,
+        concurrency=concurrency, progress=progress,
+    )  # fmt: skip
 
 
 # -- other servers ------------------------------------------------------------------------------

@@ -341,6 +341,18 @@ class History:
     def to_parquet(self, path, **kwargs: Any):
         return self.to_records_frame().to_parquet(path, index=False, **kwargs)
 
+    def to_cases(self, path, *, last: int | None = None, name: str | None = None, server: str | None = None):
+        """Write the calls as a cases file (JSON) for `mcp_nb.replay` and the pytest plugin; returns the cases.
+
+        One case per call, by its final attempt. `last`: the latest N calls; `name`: a glob on
+        the name (`get_*`); `server`: only that connection's calls. See docs/cases.md.
+        """
+        from .cases import from_frame, save
+
+        cases = from_frame(self.to_frame(), last=last, name=name, server=server)
+        save(cases, path)
+        return cases
+
     # -- display --------------------------------------------------------------------------------
 
     def _repr_html_(self) -> str:

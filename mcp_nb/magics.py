@@ -459,6 +459,49 @@ class McpMagics(Magics, SharedTraits):
             return summarize(history.to_frame())
         return history
 
+    # -- regression cases -----------------------------------------------------------------------
+
+    @no_var_expand
+    @line_magic
+    @magic_arguments()
+    @argument("path", help="the cases file to write (JSON)")
+    @argument("--last", type=int, metavar="N", help="only the latest N calls")
+    @argument("--name", metavar="PATTERN", help="only calls whose name (or URI) matches this glob, e.g. get_*")
+    @argument("--server", metavar="NAME", help="only the calls made to this connection")
+    def mcp_save_cases(self, line: str):
+        """Write the recorded calls as regression cases: one case per call, with its expected outcome.
+
+            %mcp_save_cases cases.json
+            %mcp_save_cases cases.json --last 5 --name "get_*"
+
+        Replay them with %mcp_replay, mcp_nb.replay(), or pytest --mcp-cases (docs/cases.md).
+        """
+        args = _parse(self.mcp_save_cases, line)
+        with usage_errors():
+            cases = mcp_nb.history().to_cases(args.path, last=args.last, name=args.name, server=args.server)
+        print(f"saved {len(cases)} case{'s' if len(cases) != 1 else ''} to {args.path}")
+
+    @no_var_expand
+    @line_magic
+    @magic_arguments()
+    @argument("path", help="the cases file (written by %%mcp_save_cases, or by hand)")
+    @argument("--server", metavar="NAME", help="send every case to this connection (default: the server each case names)")
+    @argument("--concurrency", type=int, default=8, metavar="N", help="calls at a time, where the tools allow it (default 8)")
+    def mcp_replay(self, line: str):
+        """Replay a cases file and show expected against got, the failures first, with why.
+
+            %mcp_replay cases.json
+            %mcp_replay cases.json --server bookshop
+
+        Returns the report; its `.frame` is the DataFrame `mcp_nb.replay()` returns.
+        """
+        from .replay_view import ReplayReport
+
+        args = _parse(self.mcp_replay, line)
+        with usage_errors():
+            frame = mcp_nb.replay(args.path, args.server, concurrency=args.concurrency)
+        return ReplayReport(frame)
+
 
 def _connect_line(line: str) -> tuple[str, str | list[str], dict]:
     """`NAME URL [--header H]... [--timeout S]` or `NAME [--env K=V]... [--cwd D] [--timeout S] -- COMMAND...`."""

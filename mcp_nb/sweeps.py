@@ -138,7 +138,16 @@ def run_sweep(
     **limits,
 ) -> pd.DataFrame:  # fmt: skip
     sweep = Sweep(engine, name, argument_sets(grid), concurrency, timeout, retry, server, **limits)
-    bar = _progress_bar(len(sweep.sets), name) if progress else None
+    stopped_by = drive(engine, sweep, len(sweep.sets), f"sweep {name}" if progress else None)
+    if stopped_by:
+        print(f"sweep of {name!r} {stopped_by}: {sweep.done} of {len(sweep.sets)} calls finished")
+    return sweep.frame(stopped_by is not None)
+
+
+def drive(engine, sweep: Sweep, total: int, label: str | None) -> str | None:
+    """Run `sweep` on mcp_nb's loop and wait in this thread, moving a progress bar named
+    `label` (None: no bar). Returns None, or what stopped it early (an interrupt, a reset)."""
+    bar = _progress_bar(total, "", label) if label is not None else None
     future: concurrent.futures.Future = engine.loop.submit(sweep.run())
     stopped_by = None
     try:
@@ -162,9 +171,7 @@ def run_sweep(
         _advance(bar, sweep.done)
         if bar is not None:
             bar.close()
-    if stopped_by:
-        print(f"sweep of {name!r} {stopped_by}: {sweep.done} of {len(sweep.sets)} calls finished")
-    return sweep.frame(stopped_by is not None)
+    return stopped_by
 
 
 async def arun_sweep(engine, name, grid, *, concurrency=8, timeout=None, retry=None, server=None, **limits) -> pd.DataFrame:
@@ -178,10 +185,10 @@ async def arun_sweep(engine, name, grid, *, concurrency=8, timeout=None, retry=N
     return sweep.frame(False)
 
 
-def _progress_bar(total: int, name: str):
+def _progress_bar(total: int, name: str, label: str | None = None):
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=f"sweep {name}", unit="call")
+    return tqdm(total=total, desc=label or f"sweep {name}", unit="call")
 
 
 def _advance(bar, done: int) -> None:

@@ -4,6 +4,10 @@ from IPython.core.interactiveshell import InteractiveShell
 import mcp_nb
 from mcp_nb.config import DEFAULT_TIMEOUT, settings
 
+# Notebooks under tests/ are fixtures that tests run themselves (the conformance suite's tools,
+# the browser's pages): nbval, given `tests` on the command line, is not to compare them.
+collect_ignore_glob = ["*.ipynb"]
+
 
 @pytest.fixture(autouse=True)
 def fresh():

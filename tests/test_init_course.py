@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from importlib import metadata
 from pathlib import Path
 
@@ -139,7 +140,10 @@ def source_copy(base: Path) -> Path:
     """What the package is built from, without this checkout's build leftovers."""
     src = base / "src"
     src.mkdir()
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
+    # The modules beside the package (the pytest plugin) are named in pyproject.toml: a wheel
+    # without one would install an entry point that breaks every pytest run of its venv.
+    modules = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"].get("py-modules", [])
+    for name in ("pyproject.toml", "README.md", "LICENSE", *(f"{module}.py" for module in modules)):
         shutil.copy2(ROOT / name, src / name)
     shutil.copytree(ROOT / "mcp_nb", src / "mcp_nb", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     return src

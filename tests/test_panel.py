@@ -464,3 +464,37 @@ def test_close_stops_listening_and_closes_every_model(bookshop):
         return "x"  # registering after close touches no closed widget
 
     mcp_nb.configure(timeout=settings.timeout + 1)
+
+
+def test_pinned_calls_are_saved_as_cases_that_replay(panel, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    mcp_nb.call("get_author", {"title": "Dune"})
+    mcp_nb.call("reserve", {"title": "Dune"})
+    mcp_nb.call("catalog_status")
+    tab = panel.history_tab
+    panel.tabs.selected_index = 1
+    assert tab.save_button.disabled
+    tab.pinning.value = True
+
+    def choose(name):
+        (row,) = [row for label, row in tab.calls.options if f" tool {name}" in " ".join(label.split())]
+        tab.calls.value = row
+
+    choose("get_author")
+    choose("catalog_status")
+    choose("reserve")
+    choose("reserve")  # chosen again: unpinned
+    assert panel.tabs.selected_index == 1  # pinning loads nothing into the form
+    assert [label.startswith("\U0001f4cc") for label, _ in tab.calls.options] == [True, False, True]
+    assert tab.save_button.description == "Save 2 pinned as cases" and not tab.save_button.disabled
+    tab.cases_path.value = "pinned.json"
+    tab.save_button.click()
+    assert "saved 2 cases to <code>pinned.json</code>" in tab.cases_status.value
+    frame = mcp_nb.replay("pinned.json")
+    assert list(frame["case"]) == ["get_author-1", "catalog_status-1"] and frame["passed"].all()
+    tab.cases_path.value = str(tmp_path / "no" / "such" / "dir.json")
+    tab.save_button.click()
+    assert "cannot write" in tab.cases_status.value
+    tab.pinning.value = False
+    choose("reserve")  # with Pin off, choosing loads the call again
+    assert panel.tabs.selected_index == 0 and panel._current == ("tool", "reserve")

@@ -1,10 +1,13 @@
-"""The history tab: the latest calls, and how each name's calls ended.
+"""The history tab: the latest calls, how each name's calls ended, and calls pinned as cases.
 
 Computed from `History.to_frame()`, like every other view of the history: the panel
 keeps no second store. A frame is not free on a long history, so the tab is rebuilt
 only while it is on screen, at most a few times a second, on the kernel's thread after
 a short delay (never on mcp_nb's loop thread, where it would hold up calls); while
 hidden it only remembers that it is out of date.
+
+With Pin on, choosing a call pins it (again: unpins it) instead of loading it; the pinned
+calls are saved as a cases file (`mcp_nb.cases`), as `%mcp_save_cases` saves the history.
 """
 
 from __future__ import annotations
@@ -17,13 +20,15 @@ from typing import Any, Callable
 import ipywidgets as w
 import pandas as pd
 
-from ..display import CELL, INKS, MUTED, badge, border, compact_json
+from ..cases import CasesError, from_frame, save
+from ..display import CELL, ERROR, INKS, MUTED, badge, border, compact_json
 from ..outcome import OUTCOMES, Outcome
 from .callbacks import Guard
 from .form import close_tree
 from .style import note_html
 
 LATEST = 50  # rows in the list of calls
+PIN = "\U0001f4cc "  # before a pinned call's line
 DEBOUNCE_S = 0.3
 
 
@@ -41,12 +46,27 @@ class HistoryTab:
         self.calls = w.Select(options=[], value=None, rows=12, layout=w.Layout(width="auto"))
         self.calls.add_class("mcp-nb-history-calls")
         self.calls.observe(guard("choosing a call from the history", self._chosen), "value")
+        self.pinning = w.ToggleButton(
+            value=False, description="Pin", icon="thumb-tack", layout=w.Layout(width="auto"),
+            tooltip="while on, choosing a call pins it as a regression case (choosing it again unpins it)",
+        )  # fmt: skip
+        self.pinning.add_class("mcp-nb-pinning")
+        self.pinned: dict[int, None] = {}  # call ids, in the order they were pinned
+        self.cases_path = w.Text(value="cases.json", placeholder="cases.json", layout=w.Layout(width="220px"))
+        self.cases_path.add_class("mcp-nb-cases-path")
+        self.save_button = w.Button(description="Save pinned as cases", disabled=True, layout=w.Layout(width="auto"))
+        self.save_button.add_class("mcp-nb-save-cases")
+        self.save_button.on_click(guard("saving the pinned calls", lambda _: self.save_pinned()))
+        self.cases_status = w.HTML()
+        self.cases_status.add_class("mcp-nb-cases-status")
         self.widget = w.VBox(
             [
                 self.summary,
                 self.counts,
                 w.HTML(note_html("The latest calls, newest first. Choose one to load its arguments into the form.")),
                 self.calls,
+                w.HBox([self.pinning, self.cases_path, self.save_button], layout=w.Layout(align_items="center")),
+                self.cases_status,
             ],
             layout=w.Layout(width="100%", padding="4px 2px"),
         )
@@ -98,7 +118,7 @@ class HistoryTab:
         latest = frame.tail(LATEST).iloc[::-1]
         # Keyed by row, not call id: the attempts of a retried call share its id.
         rows = dict(zip(latest.index.tolist(), latest.itertuples(index=False)))
-        options = [(call_label(r), row) for row, r in rows.items()]
+        options = [((PIN if r.call_id in self.pinned else "") + call_label(r), row) for row, r in rows.items()]
         self._rows = rows
         if self.on_count is not None:
             self.on_count(len(frame))
@@ -116,8 +136,44 @@ class HistoryTab:
         row = self._rows.get(chosen)
         if row is None:
             return
+        if self.pinning.value:
+            self.pin(int(row.call_id))
+            return
         self.choose(as_call(row))
         self.clear_choice()
+
+    # -- pinned calls, saved as cases ------------------------------------------------------------
+
+    def pin(self, call_id: int) -> None:
+        """Pin a call as a case, or unpin it if it is pinned."""
+        if call_id in self.pinned:
+            del self.pinned[call_id]
+        else:
+            self.pinned[call_id] = None
+        count = len(self.pinned)
+        self.save_button.disabled = not count
+        self.save_button.description = f"Save {count} pinned as cases" if count else "Save pinned as cases"
+        self.cases_status.value = ""
+        self.refresh()
+
+    def save_pinned(self) -> None:
+        """Write the pinned calls to the cases file named in the box (one case per call, by its final attempt)."""
+        frame = self.history.to_frame()
+        chosen = frame[frame["call_id"].isin(list(self.pinned))]  # the cases come in the order the calls started
+        path = self.cases_path.value.strip()
+        try:
+            if not path:
+                raise CasesError("name the cases file to write (cases.json, say)")
+            cases = save_cases(chosen, path)
+        except CasesError as err:
+            self.cases_status.value = f'<span style="{ERROR.text}">{html.escape(str(err))}</span>'
+            return
+        left = len(self.pinned) - len(cases)
+        skipped = f" ({left} cancelled or disconnected left out: a replay could not repeat them)" if left else ""
+        self.cases_status.value = (
+            f'<span style="{MUTED}">saved {len(cases)} case{"s" if len(cases) != 1 else ""} to '
+            f"<code>{html.escape(path)}</code>{html.escape(skipped)}</span>"
+        )
 
     def clear_choice(self) -> None:
         """Clear the chosen row, so choosing the same call again loads it again."""
@@ -128,6 +184,13 @@ class HistoryTab:
             self.calls.value = None
         finally:
             self._quiet = False
+
+
+def save_cases(frame: pd.DataFrame, path: str) -> list:
+    """The calls of `frame` written as cases to `path`; the cases written."""
+    cases = from_frame(frame)
+    save(cases, path)
+    return cases
 
 
 def call_label(r) -> str:

@@ -71,6 +71,9 @@ STYLESHEET = f"""<style>
 /* An inactive tab's title is the theme's secondary text on a grey tab, 4.45:1 in the light
    theme: the panel's two tabs take the primary text, and keep the tab's own background. */
 .mcp-nb-panel .mcp-nb-tabs > .lm-TabBar .lm-TabBar-tab {{ color: inherit; }}
+/* A checkbox's input carries the value "on", drawn in the browser's default black, which a dark
+   theme puts on a dark page: it takes the page's text colour, as the label beside it does. */
+.mcp-nb-panel input[type="checkbox"] {{ color: inherit; }}
 /* Cancel pulses a ring around it, never its own opacity, which would fade its text too. */
 .mcp-nb-panel .mcp-nb-cancel {{ animation: mcp-nb-pulse 1.6s ease-in-out infinite; }}
 .mcp-nb-spinner {{

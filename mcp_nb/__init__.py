@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping
 from mcp.server import MCPServer
 
 from .config import configure, settings
+from .elicitation import Answer, Elicitation
 from .engine import Engine
 from .faults import Faults
 from .history import COLUMNS, History
@@ -32,7 +33,7 @@ from .trace import ServerLog, show_live_logs
 
 __version__ = "0.1.0"
 __all__ = [
-    "CAUSES", "CAUSE_DOC", "COLUMNS", "OUTCOMES", "Faults", "History", "Outcome", "Registration", "Retry",
+    "Answer", "CAUSES", "CAUSE_DOC", "COLUMNS", "Elicitation", "OUTCOMES", "Faults", "History", "Outcome", "Registration", "Retry",
     "ServerLog", "acall", "aget_prompt", "aread", "asweep", "call", "configure", "get_prompt", "history",
     "inject", "load_ipython_extension", "panel", "prompt", "read", "registered", "remove", "reset", "resource",
     "replay", "serve", "server", "settings", "sweep", "tool", "connect", "connect_config", "disconnect", "reconnect", "servers",
@@ -178,6 +179,7 @@ def call(
     reset_on_progress: bool = False,
     max_timeout: float | None = None,
     progress: bool = True,
+    elicit: Any = None,
 ) -> Outcome:
     """Call a tool and wait for its Outcome. Never raises for the four outcome types.
 
@@ -187,12 +189,15 @@ def call(
     `reset_on_progress`: each progress event the server sends restarts the deadline, never
     past `max_timeout` seconds (default: 10 timeouts). `progress`: while the server reports
     progress, show it (a bar in a notebook, text in a terminal).
+    `elicit`: answers the questions the tool asks the user while it runs: a function
+    `(message, schema) -> answer`, a list of prepared answers (`Answer.accept({...})`,
+    `Answer.decline()`, `Answer.cancel()`) used in order, or "decline" / "cancel".
     """
     from .live import watch
 
     return engine().run(
         "tool", name, arguments, timeout, retry, server, watch if progress else None,
-        reset_on_progress=reset_on_progress, max_timeout=max_timeout,
+        reset_on_progress=reset_on_progress, max_timeout=max_timeout, elicit=elicit,
     )  # fmt: skip
 
 
@@ -205,11 +210,28 @@ async def acall(
     server: str | None = None,
     reset_on_progress: bool = False,
     max_timeout: float | None = None,
+    elicit: Any = None,
 ) -> Outcome:
-    """`await` form of `call`, usable from any event loop (top-level await in a cell too); no live bar."""
+    """`await` form of `call`, usable from any event loop (top-level await in a cell too); no live bar.
+
+    In a notebook a person is looking at, a question the tool asks that neither `elicit` nor the
+    configured default answers shows as a form in the cell's output (the cell waits for it).
+    """
     return await engine().arun(
-        "tool", name, arguments, timeout, retry, server, reset_on_progress=reset_on_progress, max_timeout=max_timeout
-    )
+        "tool", name, arguments, timeout, retry, server, ask=_cell_form(elicit),
+        reset_on_progress=reset_on_progress, max_timeout=max_timeout, elicit=elicit,
+    )  # fmt: skip
+
+
+def _cell_form(elicit: Any):
+    """The form in the cell for `await acall(...)`, when nothing else would answer and a person can."""
+    if elicit is not None or settings.elicit is not None:
+        return None
+    try:
+        from .widgets.question import cell_asker
+    except ImportError:  # no ipywidgets: no form
+        return None
+    return cell_asker()
 
 
 def _with_fallback(outcome: Outcome, fallback: Any) -> Outcome:
@@ -227,13 +249,15 @@ def read(
     retry: Retry | int | bool | None = None,
     fallback: Any = _NO_FALLBACK,
     server: str | None = None,
+    elicit: Any = None,
 ) -> Outcome:
     """Read a resource and wait for its Outcome.
 
     `fallback`: content to use when the read fails (cached or default content); the
     returned Outcome then has `fallback=True` and the failure's outcome and cause.
+    `elicit`: answers the server's questions, as for `call`.
     """
-    return _with_fallback(engine().run("resource", uri, None, timeout, retry, server), fallback)
+    return _with_fallback(engine().run("resource", uri, None, timeout, retry, server, elicit=elicit), fallback)
 
 
 async def aread(
@@ -243,8 +267,10 @@ async def aread(
     retry: Retry | int | bool | None = None,
     fallback: Any = _NO_FALLBACK,
     server: str | None = None,
+    elicit: Any = None,
 ) -> Outcome:
-    return _with_fallback(await engine().arun("resource", uri, None, timeout, retry, server), fallback)
+    outcome = await engine().arun("resource", uri, None, timeout, retry, server, ask=_cell_form(elicit), elicit=elicit)
+    return _with_fallback(outcome, fallback)
 
 
 def get_prompt(
@@ -254,9 +280,10 @@ def get_prompt(
     timeout: float | None = None,
     retry: Retry | int | bool | None = None,
     server: str | None = None,
+    elicit: Any = None,
 ) -> Outcome:
-    """Get a prompt and wait for its Outcome."""
-    return engine().run("prompt", name, arguments, timeout, retry, server)
+    """Get a prompt and wait for its Outcome (`elicit`: as for `call`)."""
+    return engine().run("prompt", name, arguments, timeout, retry, server, elicit=elicit)
 
 
 async def aget_prompt(
@@ -266,8 +293,9 @@ async def aget_prompt(
     timeout: float | None = None,
     retry: Retry | int | bool | None = None,
     server: str | None = None,
+    elicit: Any = None,
 ) -> Outcome:
-    return await engine().arun("prompt", name, arguments, timeout, retry, server)
+    return await engine().arun("prompt", name, arguments, timeout, retry, server, ask=_cell_form(elicit), elicit=elicit)
 
 
 def sweep(
@@ -283,6 +311,7 @@ def sweep(
     partition_size: int | None = None,
     reset_on_progress: bool = False,
     max_timeout: float | None = None,
+    elicit: Any = None,
 ):
     """Call a tool over many argument sets, `concurrency` at a time; returns a DataFrame.
 
@@ -296,8 +325,10 @@ def sweep(
     tools itself, `concurrency` calls at a time per partition; the frame gains a `worker`
     column (needs `pip install 'mcp_nb[dask]'`; see the guide's page on clusters).
     `reset_on_progress`, `max_timeout`: as for `call`, for every call of the sweep (not on a cluster).
+    `elicit`: as for `call`, for every call of the sweep (each call starts from the first prepared
+    answer; not on a cluster).
     """
-    limits = {"reset_on_progress": reset_on_progress, "max_timeout": max_timeout}
+    limits = {"reset_on_progress": reset_on_progress, "max_timeout": max_timeout, "elicit": elicit}
     if cluster is not None:
         _no_limits_on_cluster(limits)
         from .cluster.sweep import run_cluster_sweep
@@ -319,14 +350,17 @@ def sweep(
 def _no_limits_on_cluster(limits: dict) -> None:
     if limits["reset_on_progress"] or limits["max_timeout"] is not None:
         raise ValueError("reset_on_progress and max_timeout are not available for a sweep on a cluster (cluster=...)")
+    if limits["elicit"] is not None:
+        raise ValueError("elicit= is for sweeps in the kernel; a cluster's workers answer with their own settings (none: cancelled)")
 
 
 async def asweep(
     name: str, grid, *, concurrency: int = 8, timeout: float | None = None, retry=None, server: str | None = None,
     cluster=None, partition_size: int | None = None, reset_on_progress: bool = False, max_timeout: float | None = None,
+    elicit: Any = None,
 ):  # fmt: skip
     """`await` form of `sweep` (no progress bar)."""
-    limits = {"reset_on_progress": reset_on_progress, "max_timeout": max_timeout}
+    limits = {"reset_on_progress": reset_on_progress, "max_timeout": max_timeout, "elicit": elicit}
     if cluster is not None:
         _no_limits_on_cluster(limits)
         from .cluster.sweep import arun_cluster_sweep

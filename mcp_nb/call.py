@@ -34,6 +34,7 @@ from mcp import MCPError
 from . import classify
 from .connections import METHODS, ConnectionLost
 from .deadline import EXPIRED, WHEN
+from .elicitation import Answerer, Ask, Elicitation, elicit
 from .outcome import REQUEST_CANCELLED, REQUEST_TIMEOUT, Outcome
 from .sdk_compat import HTTP_STATUS_TEXTS, TIMED_OUT
 from .trace import CURRENT_TRACE, LOOP, ServerTrace
@@ -52,6 +53,11 @@ DEFAULT_CEILING = 10
 # How long after its deadline a waiting thread gives mcp_nb's loop to report a timeout
 # itself, before it checks whether the loop is held and, if so, records the timeout.
 GRACE_S = 0.05
+# Why a question has no answer when its call was cancelled while it waited (Ctrl-C, a panel's Cancel).
+CANCELLED_WAITING = "the call was cancelled while waiting for the answer"
+# A waiting thread's longest single wait: `expected_by` is infinite while the call waits for a
+# person's answer, and a lock's timeout must be finite.
+LONGEST_WAIT_S = 3600.0
 # Who held the loop past a deadline, and for how long, in the timeout's message; mcp_nb.nbval's
 # sanitizer is built from it.
 HELD_BY = "event loop was held by async {handler} for {seconds:.2f} s)"
@@ -71,7 +77,7 @@ class CallRecord:
 
     __slots__ = (
         "id", "target", "name", "arguments", "timeout", "attempt", "backoff", "trace", "started", "t0",
-        "reset_on_progress", "max_timeout", "resets", "_by_ceiling",
+        "reset_on_progress", "max_timeout", "resets", "_by_ceiling", "elicitations",
     )  # fmt: skip
 
     via = "kernel"  # who sent it (a subclass that records an outside client's call has its own)
@@ -92,6 +98,7 @@ class CallRecord:
         self.max_timeout: float | None = None  # ...never past this many seconds after the request was sent
         self.resets = 0  # how many times the current attempt's deadline was restarted
         self._by_ceiling = False  # the deadline in force is max_timeout, not the last progress + timeout
+        self.elicitations: list[Elicitation] = []  # the questions the server asked during this attempt
 
     def observes(self, target: str, key: str) -> bool:
         """Whether mcp_nb's probe watches the handler this call reaches."""
@@ -133,6 +140,7 @@ class CallRecord:
             server=self.server_name(),
             via=self.via,
             client=self.client,
+            elicitations=tuple(self.elicitations),
             deadline_resets=self.resets,
             max_timeout_s=self.max_timeout,
         )
@@ -221,7 +229,7 @@ class Call(CallRecord):
     __slots__ = (
         "rule", "parent", "depth", "engine", "connection", "task", "outcome", "expected_by",
         "_future", "_lock", "_settled", "_ended", "_cancel_asked", "_phase", "children", "_entry", "_ceiling",
-        "progress_listener",
+        "progress_listener", "answerers", "ask",
     )  # fmt: skip
 
     def __init__(
@@ -236,11 +244,16 @@ class Call(CallRecord):
         connection: Any = None,
         reset_on_progress: bool = False,
         max_timeout: float | None = None,
+        answerers: tuple[Answerer | None, ...] = (),
     ) -> None:
         super().__init__(target, name, sent_arguments(arguments), timeout)
         if reset_on_progress:
             self.reset_on_progress = True
             self.max_timeout = max_timeout if max_timeout is not None else timeout * DEFAULT_CEILING
+        # Who answers the server's questions: the call's own elicit=, then the configured
+        # default; `ask` (set by a face that can show a form) when neither is given.
+        self.answerers = answerers
+        self.ask: Ask | None = None
         self.engine = engine  # the loop, the deadlines, the history, the calls in flight
         self.connection = connection if connection is not None else engine.connection  # the server it talks to
         self.rule = rule  # a retry.Retry, or None for one attempt
@@ -332,6 +345,7 @@ class Call(CallRecord):
         self.attempt, self.backoff = number, backoff
         self.t0 = None
         self.trace = None
+        self.elicitations = []
         self.resets, self._by_ceiling = 0, False
         self.expected_by = time.perf_counter() + self.timeout + GRACE_S
         self._phase = "attempt"
@@ -413,6 +427,33 @@ class Call(CallRecord):
             return self._record(self._answered(connection, raw, failure))
         finally:
             connection.sending.discard(self)
+
+    async def elicited(self, message: str, schema: Any, url: str | None = None) -> Elicitation:
+        """Answer a question the server asked during this call, and record it on the call.
+
+        The deadline stands still while the answer is awaited: a person filling a form is not
+        the server being slow. A thread waiting for the call (`wait`) waits as long.
+        """
+        deadlines, entry = self.engine.deadlines(), self._entry
+        left = deadlines.hold(entry) if entry is not None else None
+        self.expected_by = float("inf")
+        t0 = time.perf_counter()
+        try:
+            asked = await elicit(self.answerers, self.ask, message, schema, url)
+        except asyncio.CancelledError:
+            waited = (time.perf_counter() - t0) * 1000.0
+            self.elicitations.append(
+                Elicitation(message, schema, url, "cancel", None, "none", CANCELLED_WAITING, waited)
+            )
+            raise
+        finally:
+            if left is not None:
+                deadlines.resume(entry, left)
+                if self.reset_on_progress:  # the ceiling, too, does not count the wait
+                    self._ceiling += time.perf_counter() - t0
+            self.expected_by = time.perf_counter() + (left if left is not None else 0.0) + GRACE_S
+        self.elicitations.append(asked)
+        return asked
 
     def _progress_for(self, trace: ServerTrace) -> Any:
         """The SDK's progress callback for this attempt: each event recorded on its trace, and
@@ -567,7 +608,7 @@ class Call(CallRecord):
             while True:
                 wait = self.expected_by - time.perf_counter()
                 try:
-                    return future.result(timeout=max(min(wait, tick), 0.001))
+                    return future.result(timeout=min(max(min(wait, tick), 0.001), LONGEST_WAIT_S))
                 except concurrent.futures.TimeoutError:
                     if watch is not None:
                         watch()
@@ -593,7 +634,7 @@ class Call(CallRecord):
             while True:
                 wait = self.expected_by - time.perf_counter()
                 try:
-                    return await asyncio.wait_for(asyncio.shield(wrapped), max(wait, 0.001))
+                    return await asyncio.wait_for(asyncio.shield(wrapped), min(max(wait, 0.001), LONGEST_WAIT_S))
                 except (TimeoutError, asyncio.TimeoutError):
                     if time.perf_counter() < self.expected_by:
                         continue

@@ -19,6 +19,8 @@ from .sdk_compat import (
     REMOTE_TOOL_ERRORS,
     RESOURCE_CRASH_TEXTS,
     MISSING_ARGUMENTS,
+    OUTPUT_INVALID,
+    OUTPUT_MISSING,
     RESOURCE_CRASHED,
     RESOURCE_FAILED,
     TOOL_CRASHED,
@@ -49,7 +51,7 @@ def tool_result_cause(name: str, content: str, is_error: bool, trace: ServerTrac
     if TOOL_REJECTED in seen:
         return "tool_error", "invalid_arguments"
     if TOOL_CRASHED in seen:
-        return "tool_error", "crash"
+        return "tool_error", "invalid_output" if _output_refused(trace) else "crash"
     if TOOL_FAILED in seen:
         if content == UNKNOWN_TOOL.format(name=name):
             return "tool_error", "unknown_tool"
@@ -59,6 +61,14 @@ def tool_result_cause(name: str, content: str, is_error: bool, trace: ServerTrac
     if trace is not None and trace.status == "raised":
         return ("tool_error", "raised") if trace.error_type == "ToolError" else ("tool_error", "crash")
     return "tool_error", "returned"
+
+
+def _output_refused(trace: ServerTrace | None) -> bool:
+    """The server refused what the handler returned: it returned normally, and then the SDK's check
+    of the value against the tool's output schema (a pydantic model) raised the crash."""
+    if trace is None or trace.status != "returned":
+        return False
+    return any(kind == "ValidationError" for log in trace.logs for kind, _ in log.exceptions)
 
 
 def _remote_tool_error(name: str, content: str) -> str:
@@ -165,6 +175,8 @@ def client_failure(err: BaseException) -> tuple[str, Any]:
         if getattr(err, "title", "").endswith(("RequestParams", "Request")):
             return "client_error", None
         return "invalid_response", None
+    if isinstance(err, RuntimeError) and (str(err).startswith(OUTPUT_INVALID) or str(err).endswith(OUTPUT_MISSING)):
+        return "invalid_output", None  # the client refused a structured result that breaks the declared schema
     return "client_error", None
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 
-from traitlets import Bool, Float, HasTraits, Int, TraitError, validate
+from traitlets import Any, Bool, Float, HasTraits, Int, TraitError, validate
 
 DEFAULT_TIMEOUT = 30.0  # seconds: the deadline the error-model documents give every request
 MAX_DEPTH = 10
@@ -83,6 +83,26 @@ class SharedTraits(HasTraits):
         help="How deep calls may nest (a tool that calls a tool through mcp_nb...); deeper calls are refused.",
     ).tag(config=True)
 
+    elicit = Any(
+        None,
+        allow_none=True,
+        help=(
+            "How calls answer a server's questions (elicitation) when the call gives no elicit=: a function "
+            "(message, schema) -> answer, a list of prepared answers, or 'decline' / 'cancel'. None: the panel "
+            "shows a form; any other call cancels the question and records why."
+        ),
+    ).tag(config=True)
+
+    @validate("elicit")
+    def _valid_elicit(self, proposal):
+        from .elicitation import check_elicit
+
+        try:
+            check_elicit(proposal["value"])
+        except (ValueError, TypeError) as err:
+            raise TraitError(str(err)) from None
+        return proposal["value"]
+
     @validate("timeout")
     def _valid_timeout(self, proposal):
         try:
@@ -110,7 +130,7 @@ class Settings(SharedTraits):
 
 settings = Settings()
 
-CONFIGURABLE = ("timeout", "show_server_logs", "history_rows", "max_depth", "stable_output")
+CONFIGURABLE = ("timeout", "show_server_logs", "history_rows", "max_depth", "stable_output", "elicit")
 
 
 def configure(**values: object) -> dict[str, object]:

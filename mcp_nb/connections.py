@@ -94,6 +94,32 @@ class Connection:
     def _client_for(self) -> Client:
         raise NotImplementedError
 
+    async def _elicited(self, context: Any, params: Any) -> Any:
+        """The SDK's elicitation callback: find the call the question belongs to, and let it answer.
+
+        On protocol 2026-07-28 the question comes back inside the call's own result
+        (input-required), so this runs in the call's task and the call is the current one. On
+        2025-11-25 it is a request of its own, read by the session's reader: the call is then the
+        one waiting on this connection, the earliest sent when there are several (the request
+        does not say which call it belongs to).
+        """
+        from mcp_types import ElicitResult
+
+        from .call import CURRENT_CALL
+
+        current = CURRENT_CALL.get()
+        if current is None or current not in self.sending:
+            waiting = sorted((c for c in self.sending if c.t0 is not None), key=lambda c: c.t0)
+            current = waiting[0] if waiting else None
+        message = getattr(params, "message", "") or ""
+        url = getattr(params, "url", None)
+        if current is None or not hasattr(current, "elicited"):
+            note = f"cancelled an elicitation no call was waiting for: {message}"
+            self.logs.append(ServerLog(level="WARNING", logger="mcp_nb.elicitation", message=note))
+            return ElicitResult(action="cancel")
+        asked = await current.elicited(message, getattr(params, "requested_schema", None), url)
+        return ElicitResult(action=asked.action, content=dict(asked.content) if asked.action == "accept" else None)
+
     async def _open(self) -> Client:
         if self._opening is None:
             loop = asyncio.get_running_loop()
@@ -256,7 +282,7 @@ class KernelConnection(Connection):
         registry.subscribe(self._changed)
 
     def _client_for(self) -> Client:
-        return Client(self.server, cache=None)
+        return Client(self.server, cache=None, elicitation_callback=self._elicited)
 
     async def ready(self) -> Client:
         """The open session, with the tools of the registry's current version listed."""
@@ -347,6 +373,7 @@ class RemoteConnection(Connection):
         # opted in on it (SEP-2577); an older one sends them unless `logging/setLevel` said otherwise.
         options: dict[str, Any] = {
             "cache": None, "logging_callback": self._logged, "log_level": "debug", "message_handler": self._message,
+            "elicitation_callback": self._elicited,
         }  # fmt: skip
         if self.transport == "http":
             return Client(_HttpTransport(self.url, self.headers, self.http_errors), **options)

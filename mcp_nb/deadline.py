@@ -14,7 +14,7 @@ import asyncio
 import heapq
 import itertools
 
-# An entry is [when, seq, task, expired]; task is None once the call has ended.
+# An entry is [when, seq, task, expired]; task is None once the call has ended, when is None while held.
 WHEN, SEQ, TASK, EXPIRED = 0, 1, 2, 3
 
 
@@ -35,16 +35,40 @@ class Deadlines:
             self._arm(entry[WHEN])
         return entry
 
+    def hold(self, entry: list) -> float | None:
+        """Stop `entry`'s clock (a call waiting for a person's answer); returns the seconds it had
+        left, for `resume`. None when it already expired or ended."""
+        if entry[TASK] is None or entry[WHEN] is None:
+            return None
+        left = entry[WHEN] - self._loop.time()
+        # Rare (one per question a server asks), so taking it out of the heap may cost a rebuild.
+        self._heap.remove(entry)
+        heapq.heapify(self._heap)
+        entry[WHEN] = None  # held: out of the heap until `resume`
+        return max(left, 0.0)
+
+    def resume(self, entry: list, left: float) -> None:
+        """Start `entry`'s clock again with the `left` seconds `hold` returned."""
+        if entry[TASK] is None or entry[WHEN] is not None:
+            return
+        entry[WHEN] = self._loop.time() + left
+        heapq.heappush(self._heap, entry)
+        if entry[WHEN] < self._armed_for:
+            self._arm(entry[WHEN])
+
     def restart(self, entry: list, seconds: float, ceiling: float) -> list | None:
         """Move a running call's deadline to `seconds` from now, never past `ceiling` (loop time).
 
         The old entry is ended and a new one pushed (the heap is never re-ordered in place).
-        Returns the new entry, or None when the old one already fired or ended: a deadline
-        that has expired is not brought back by a progress event that came too late.
+        Returns the new entry, or None when the old one already fired or ended (a deadline
+        that has expired is not brought back by a progress event that came too late), or is
+        held (`hold`: the call waits for a person's answer, and its clock stands still).
         """
         task = entry[TASK]
         if task is None:
             return None
+        if entry[WHEN] is None:
+            return None  # held while the call waits for a person: its clock stands still
         when = min(self._loop.time() + seconds, ceiling)
         self.end(entry)
         new = [when, next(self._seq), task, False]
@@ -55,6 +79,9 @@ class Deadlines:
 
     def end(self, entry: list) -> None:
         if entry[TASK] is None:  # the timer already took it out
+            return
+        if entry[WHEN] is None:  # held, so not in the heap
+            entry[TASK] = None
             return
         entry[TASK] = None
         self._ended += 1

@@ -332,7 +332,29 @@ def outcome_text(o) -> str:
     fate = _fate_line(o)
     if fate:
         block("server", fate)
+    asked = _asked(o)
+    if asked:
+        block("user asked", "\n".join(f"{question}\n  -> {answer}" for question, answer in asked))
     return "\n".join(lines)
+
+
+def _asked(o) -> list[tuple[str, str]]:
+    """The questions the server asked during the call and their answers, as (question, answer) lines.
+
+    No times: how long an answer took varies from run to run; the Outcome has it.
+    """
+    out = []
+    for e in getattr(o, "elicitations", None) or ():
+        e = e.as_dict() if hasattr(e, "as_dict") else e
+        question = e["message"] + (f" (open {e['url']})" if e.get("url") else "")
+        answer = e["action"] + (" " + compact_json(e["content"]) if e.get("content") else "")
+        answer += {"elicit": ", from the call's elicit=", "default": ", from the configured elicit", "form": ", in the form"}.get(
+            e["source"], ""
+        )
+        if e.get("reason"):
+            answer += f": {e['reason']}"
+        out.append((question, answer))
+    return out
 
 
 def outcome_html(o, stable: bool | None = None) -> str:
@@ -378,6 +400,11 @@ def outcome_html(o, stable: bool | None = None) -> str:
             f'<div style="margin-top:6px;padding:4px 8px;{INKS["timeout"].line("-left", "3px")};{SURFACE}">'
             f"<b>Server side:</b> {_e(fate)}{when}"
         )
+    asked_html = "".join(
+        f'<div style="margin-top:6px;padding:4px 8px;{BORDER};border-radius:6px;{SURFACE}">'
+        f'<b>The server asked:</b> {_e(question)}<div style="{MUTED}">answered {_e(answer)}</div></div>'
+        for question, answer in _asked(o)
+    )
     header = (
         _corner(f"#{o.call_id}{attempt}") + took  # the corner's span ends in `took`
         + _item(badge(o.outcome)) + _item(f"<b>{_e(o.cause)}</b>") + _item(_kind_badge(o.target))
@@ -391,7 +418,7 @@ def outcome_html(o, stable: bool | None = None) -> str:
         f'<div style="margin-bottom:8px">{header}</div>'
         f'<div style="{PANES}">'
         f'{pane("What the model sees", model)}{pane("What the host sees", host)}{pane("What the log says", logs)}'
-        f"</div>{fate_html}</div>"
+        f"</div>{fate_html}{asked_html}</div>"
     )
 
 
@@ -446,7 +473,39 @@ def registration_text(r) -> str:
             lines.append(f"    {name}: {kind}{' (required)' if required else ''}")
     elif r.kind != "resource" or r.input_schema is not None:
         lines.append("  parameters: none")
+    fields, models = _returns(getattr(r, "output_schema", None))
+    if fields:
+        lines.append("  returns (output schema):")
+        lines.extend(f"    {name}: {kind}" for name, kind, _, _ in fields)
+        lines.extend(f"    {model}: {described}" for model, described in models)
     return "\n".join(lines)
+
+
+_PLAIN = frozenset({"string", "integer", "number", "boolean", "null"})
+
+
+def _one_plain_value(schema: dict[str, Any]) -> bool:
+    """The SDK's wrapper of one plain value (`-> str` gives `{"result": string}`): the result's
+    text says all it does, so the card leaves it out."""
+    properties = schema.get("properties") or {}
+    if set(properties) != {"result"} or schema.get("$defs"):
+        return False
+    kind = properties["result"].get("type")
+    kinds = {kind} if isinstance(kind, str) else set(kind or ["?"])
+    return kinds <= _PLAIN
+
+
+def _returns(schema: dict[str, Any] | None) -> tuple[list[tuple[str, str, bool, str]], list[tuple[str, str]]]:
+    """What a tool's output schema promises: its top-level fields, and each model it refers to,
+    as `Book: title string, year integer`."""
+    if not isinstance(schema, dict) or _one_plain_value(schema):
+        return [], []
+    fields = _parameters(schema)
+    models = []
+    for model, sub in (schema.get("$defs") or {}).items():
+        if isinstance(sub, dict):
+            models.append((model, ", ".join(f"{n} {k}" for n, k, _, _ in _parameters(sub)) or schema_type(sub, schema)))
+    return fields, models
 
 
 def registration_html(r) -> str:
@@ -473,6 +532,27 @@ def registration_html(r) -> str:
         schema = (
             f'<details><summary style="cursor:pointer;{MUTED};font-size:0.85em">input schema</summary>'
             f"{_pre(json.dumps(r.input_schema, indent=2))}</details>"
+        )
+    output = getattr(r, "output_schema", None)
+    fields, models = _returns(output)
+    if fields:
+        returned = "".join(
+            f'<tr><td {td}><code>{_e(n)}</code></td><td {td}><code>{_e(k)}</code></td><td {td}>{"yes" if req else ""}</td>'
+            f'<td {td}><span style="{MUTED}">{_e(d)}</span></td></tr>'
+            for n, k, req, d in fields
+        )
+        returned += "".join(
+            f'<tr><td {td}><code>{_e(m)}</code></td><td {td} colspan="3"><span style="{MUTED}">{_e(d)}</span></td></tr>'
+            for m, d in models
+        )
+        table += (
+            f'<table style="border-collapse:collapse;font-size:0.9em;margin-top:4px"><thead><tr>'
+            f"<th {th}>returns</th><th {th}>type</th><th {th}>required</th><th {th}>description</th></tr></thead>"
+            f"<tbody>{returned}</tbody></table>"
+        )
+        schema += (
+            f'<details><summary style="cursor:pointer;{MUTED};font-size:0.85em">output schema</summary>'
+            f"{_pre(json.dumps(output, indent=2))}</details>"
         )
     desc = _e((r.description or "").strip())
     state = "replaced the earlier version" if r.replaced else "registered"

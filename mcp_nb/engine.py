@@ -21,6 +21,7 @@ from .call import CURRENT_CALL, Call, CallDepthError
 from .config import check_timeout, settings
 from .connections import KERNEL, ConnectError, Connection, KernelConnection, RemoteConnection
 from .deadline import Deadlines
+from .elicitation import answerer, check_elicit
 from .history import History
 from .loop import LoopThread
 from .registry import Registry
@@ -89,12 +90,18 @@ class Engine:
         server: str | None = None,
         reset_on_progress: bool = False,
         max_timeout: float | None = None,
+        elicit: Any = None,
     ) -> Call:
         """The Call for a request. Every check runs here: bad input raises, and nothing is sent
-        or recorded."""
+        or recorded.
+
+        `elicit` answers the questions the server asks during the call (`mcp_nb.elicitation`):
+        a function `(message, schema) -> answer`, a list of prepared answers, or "decline" /
+        "cancel"; the configured default (`settings.elicit`) when None."""
         if self._closed:
             raise RuntimeError(CLOSED)
         check_request(target, name, timeout)
+        check_elicit(elicit)
         seconds = settings.timeout if timeout is None else check_timeout(timeout)
         ceiling = check_ceiling(seconds, reset_on_progress, max_timeout)
         connection = self.connection_for(server)
@@ -109,13 +116,14 @@ class Engine:
                 "(a tool calling itself through mcp_nb needs a base case; raise the limit with "
                 "mcp_nb.configure(max_depth=N))"
             )
-        return Call(self, target, name, arguments, seconds, rule, parent, connection, reset_on_progress, ceiling)
+        answerers = (answerer(elicit, "elicit"), answerer(settings.elicit, "default"))
+        return Call(self, target, name, arguments, seconds, rule, parent, connection, reset_on_progress, ceiling, answerers)
 
     def run(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, watch=None, **limits):
         """Make a call and block this thread for its Outcome (the sync face).
 
         `watch(call)`, when given, makes the live view of the call's progress (`live.py`): this
-        thread, the one waiting, draws it. `limits`: `reset_on_progress`, `max_timeout`."""
+        thread, the one waiting, draws it. `limits`: `reset_on_progress`, `max_timeout`, `elicit`."""
         call = self.prepare(target, name, arguments, timeout, retry, server, **limits)
         if self.loop.in_loop():
             raise RuntimeError(
@@ -124,9 +132,10 @@ class Engine:
             )
         return call.start().wait(watch(call) if watch is not None else None)
 
-    async def arun(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, **limits):
-        """Make a call and await its Outcome, from any event loop (the async face)."""
+    async def arun(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, ask=None, **limits):
+        """Make a call and await its Outcome, from any event loop (the async face). `ask`: as for `submit`."""
         call = self.prepare(target, name, arguments, timeout, retry, server, **limits)
+        call.ask = ask
         if not self.loop.in_loop():
             return await call.start().wait_async()
         # A handler on mcp_nb's loop calling through mcp_nb: the nested call gets a task of
@@ -140,15 +149,19 @@ class Engine:
             return call.future.result()  # only the nested call was: its recorded Outcome
 
     def submit(
-        self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, progress_listener=None, **limits
-    ) -> Call:
+        self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, progress_listener=None,
+        ask=None, **limits,
+    ) -> Call:  # fmt: skip
         """Start a call without waiting (for callbacks that must not block the kernel).
 
         Returns the `Call`: `call.future` resolves to its Outcome, `call.cancel()` stops it
         (the future then resolves to the recorded `cancelled` Outcome). `progress_listener(call,
-        event)` hears each progress event on mcp_nb's loop, from the first one on."""
+        event)` hears each progress event on mcp_nb's loop, from the first one on. `ask`: a
+        coroutine function `(message, schema, url) -> answer` that asks a person (the panel's
+        form), used when neither `elicit` nor the configured default answers."""
         call = self.prepare(target, name, arguments, timeout, retry, server, **limits)
         call.progress_listener = progress_listener
+        call.ask = ask
         return call.start()
 
     # -- servers ---------------------------------------------------------------------------------

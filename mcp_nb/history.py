@@ -34,6 +34,7 @@ COLUMNS = (
     "message",
     "data",
     "server_logs",
+    "elicitations",
     "started_at",
     "duration_ms",
     "timeout_s",
@@ -55,7 +56,8 @@ _VIA_CODE = {name: i for i, name in enumerate(VIAS)}
 _NO_FLAG = 2  # is_error code for "no result, so no flag"
 CHUNK = 4096
 _STORED = ("call_id", "attempt", "backoff", "server", "worker", "target", "name", "arguments", "outcome", "cause", "content", "structured",
-           "is_error", "code", "message", "data", "logs", "started", "duration", "timeout", "via", "client", "progress", "resets")  # fmt: skip
+           "is_error", "code", "message", "data", "logs", "elicitations", "started", "duration", "timeout", "via", "client",
+           "progress", "resets")  # fmt: skip
 _EMPTY: tuple = ()
 
 # numpy and pandas are imported where they are used, not with this module: `import mcp_nb`
@@ -123,6 +125,9 @@ class _Store:
         # The log records are read now; only a timed-out call's trace can still grow, and
         # its Outcome is kept above for exactly that.
         c["logs"].append(_objects([tuple(o.trace.logs) if o.trace is not None and o.trace.logs else _EMPTY for o in calls]))
+        c["elicitations"].append(
+            _objects([tuple(e.as_dict() for e in o.elicitations) if o.elicitations else _EMPTY for o in calls])
+        )
         c["progress"].append(_objects([tuple(o.trace.progress) if o.trace is not None and o.trace.progress else _EMPTY for o in calls]))
         c["resets"].append(np.array([o.deadline_resets for o in calls], dtype=np.int32))
         c["started"].append(np.array([o.started for o in calls], dtype=np.float64))
@@ -245,6 +250,7 @@ class History:
                 "message": pd.Series(columns["message"], dtype=object, copy=False),
                 "data": columns["data"],
                 "server_logs": columns["logs"],
+                "elicitations": columns["elicitations"],
                 "started_at": pd.to_datetime(columns["started"].astype(np.float64), unit="s", utc=True),
                 "duration_ms": columns["duration"].astype(np.float64),
                 "timeout_s": columns["timeout"].astype(np.float64),
@@ -260,6 +266,24 @@ class History:
             },
             columns=list(COLUMNS),
         )
+
+    def result_frame(self, call_id: int | None = None, key: str | None = None) -> pd.DataFrame:
+        """The structured result of call `call_id` (the latest call when None) as a DataFrame, one row
+        per record, as `Outcome.frame` gives it; its final attempt counts."""
+        from .structured import NotTabular, records
+
+        frame = self.to_frame()
+        if frame.empty:
+            raise NotTabular("the history is empty: no call to tabulate")
+        rows = frame if call_id is None else frame[frame["call_id"] == call_id]
+        if rows.empty:
+            raise NotTabular(f"no call #{call_id} in the history")
+        row = rows.iloc[-1]
+        if row["outcome"] != "result":
+            raise NotTabular(f"call #{row['call_id']} ended as {row['outcome']} ({row['cause']}): there is no result to tabulate")
+        import pandas as pd
+
+        return pd.DataFrame.from_records(records(row["structured_content"], key))
 
     def progress(self, call_id: int | None = None) -> pd.DataFrame:
         """The progress events of a call (every attempt of it), or of every call when `call_id` is None:
@@ -296,6 +320,7 @@ class History:
         frame = self.to_frame()
         for column in ("arguments", "structured_content", "data"):
             frame[column] = [None if v is None else json.dumps(v, default=str) for v in frame[column]]
+        frame["elicitations"] = [json.dumps(list(asked), default=str) for asked in frame["elicitations"]]
         frame["server_logs"] = [
             json.dumps([
                 {"level": r.level, "logger": r.logger, "message": r.message, "traceback": r.traceback, "source": r.source, "at": r.at}

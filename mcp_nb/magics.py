@@ -32,7 +32,7 @@ from .lines import split
 from .registry import check_tool_name, check_uri
 from .retry import Retry
 
-CALL_OPTIONS = ("timeout", "retries", "backoff", "server")
+CALL_OPTIONS = ("timeout", "retries", "backoff", "server", "elicit")
 TOOL_OPTIONS = (*CALL_OPTIONS, "max-timeout")
 TOOL_FLAGS = ("reset-on-progress",)
 # The cell magics' --quiet: a dashboard (Voila) shows what a cell displays, and its readers
@@ -281,10 +281,22 @@ class McpMagics(Magics, SharedTraits):
                 limits["reset_on_progress"] = "reset-on-progress" in options
                 if "max-timeout" in options:
                     limits["max_timeout"] = parse_seconds(options["max-timeout"], "--max-timeout")
+            if "elicit" in options:
+                limits["elicit"] = self._answers(options["elicit"])
             call = engine.prepare(target, name, arguments, timeout, retry, options.get("server"), **limits)
         from .live import watch
 
         return call.start().wait(watch(call) if tool else None)
+
+    def _answers(self, text: str):
+        """`--elicit`: decline or cancel, or the name of a variable holding a function or a list of answers."""
+        if text in ("decline", "cancel"):
+            return text
+        if not text.isidentifier():
+            raise ValueError(f"--elicit {text}: give decline, cancel, or the name of a variable holding answers")
+        if text not in self.shell.user_ns:
+            raise ValueError(f"--elicit {text}: no variable of that name (a function or a list of answers)")
+        return self.shell.user_ns[text]
 
     @no_var_expand
     @line_magic
@@ -292,11 +304,13 @@ class McpMagics(Magics, SharedTraits):
         """Call a tool; returns its Outcome.
 
             %mcp_call NAME [JSON-object | key=value ...] [--timeout S] [--retries N [--backoff S]] [--server NAME]
-                      [--reset-on-progress [--max-timeout S]]
+                      [--reset-on-progress [--max-timeout S]] [--elicit VAR]
 
         --reset-on-progress restarts the deadline at each progress event the tool sends, never
         past --max-timeout seconds (default: 10 timeouts); the progress shows live as a bar.
-        --retries N retries a timeout up to N times, waiting S, 2S, 4S... (default 0.1 s); only
+        --elicit VAR answers the questions the tool asks while it runs from the variable VAR (a
+        function (message, schema) -> answer, or a list of answers used in order), or with
+        decline / cancel. --retries N retries a timeout up to N times, waiting S, 2S, 4S... (default 0.1 s); only
         for tools annotated --idempotent or --read-only. key=value strings are coerced with the tool's input schema (count=3 sends 3);
         a JSON object is sent verbatim, so wrong types can be sent on purpose:
 
@@ -310,7 +324,7 @@ class McpMagics(Magics, SharedTraits):
     def mcp_read(self, line: str):
         """Read a resource; returns its Outcome.
 
-            %mcp_read URI [--timeout S] [--retries N [--backoff S]] [--server NAME]
+            %mcp_read URI [--timeout S] [--retries N [--backoff S]] [--server NAME] [--elicit VAR]
         """
         return self._call("resource", line, takes_arguments=False)
 
@@ -319,7 +333,7 @@ class McpMagics(Magics, SharedTraits):
     def mcp_get_prompt(self, line: str):
         """Get a prompt; returns its Outcome.
 
-            %mcp_get_prompt NAME [JSON-object | key=value ...] [--timeout S] [--retries N [--backoff S]] [--server NAME]
+            %mcp_get_prompt NAME [JSON-object | key=value ...] [--timeout S] [--retries N [--backoff S]] [--server NAME] [--elicit VAR]
         """
         return self._call("prompt", line)
 

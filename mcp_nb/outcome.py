@@ -34,6 +34,7 @@ CAUSES = (
     "disconnected",
     "http_error",
     "invalid_response",
+    "invalid_output",
     "deadline",
     "max_timeout",
     "cancelled",
@@ -57,6 +58,10 @@ CAUSE_DOC = {
     "disconnected": "the connection to the server was lost (its process exited, the stream closed), or it was not connected",
     "http_error": "the HTTP server answered with an error status (401, 403, 404, 5xx...): status and body in data",
     "invalid_response": "the server's answer did not pass the protocol's schema: the client refused it",
+    "invalid_output": (
+        "the tool's structured result did not match its declared output schema "
+        "(refused by the server's check of the return value, or by the client's)"
+    ),
     "deadline": "the client stopped waiting at the deadline (code -32001); with reset_on_progress, no progress came for a whole timeout",
     "max_timeout": "the call reset its deadline on progress until the hard ceiling max_timeout ended it (code -32001)",
     "cancelled": "the caller stopped waiting before the deadline (interrupt, cancel; code -32800)",
@@ -97,6 +102,7 @@ class Outcome:
     client: str | None = None  # an outside client's name and version, as it introduced itself
     deadline_resets: int = 0  # how many progress events restarted the deadline (reset_on_progress)
     max_timeout_s: float | None = None  # the ceiling of a deadline that resets on progress; None without resets
+    elicitations: tuple = ()  # the questions the server asked during the call and their answers (`Elicitation`s)
 
     @property
     def started_at(self) -> datetime:
@@ -167,6 +173,18 @@ class Outcome:
         from .classify import late_outcome
 
         return late_outcome(self.target, self.trace)
+
+    def frame(self, key: str | None = None):
+        """The structured result as a DataFrame, one row per record (`-> list[Book]` gives a row per
+        Book). `key` picks the field when the result holds more than one list of records. A result
+        that is not a list of records raises ValueError saying what it is."""
+        import pandas as pd
+
+        from .structured import NotTabular, records
+
+        if self.outcome != "result":
+            raise NotTabular(f"call #{self.call_id} ended as {self.outcome} ({self.cause}): there is no result to tabulate")
+        return pd.DataFrame.from_records(records(self.structured_content, key))
 
     def _repr_html_(self) -> str:
         from .display import outcome_html

@@ -35,6 +35,10 @@ UNKNOWN_PROMPT = "Unknown prompt:"  # the start of the ValueError for an unknown
 MISSING_ARGUMENTS = "Missing required arguments"  # the start of a prompt's missing-argument ValueError
 TIMED_OUT = "Timed out after {seconds:g}s waiting for '{method}'"  # the in-process -32001 message
 TIMED_OUT_JSONRPC = "Request '{method}' timed out"  # the same over JSON-RPC transports (stdio, HTTP)
+# The client's RuntimeError for a structured result that breaks the tool's declared output schema
+# (`ClientSession.validate_tool_result`): its text starts with the first, or ends with the second.
+OUTPUT_INVALID = "Invalid structured content returned by tool "
+OUTPUT_MISSING = " has an output schema but did not return structured content"
 
 SDK_LOGGER = "mcp"  # the root of the SDK's logger tree
 

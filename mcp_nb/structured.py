@@ -311,3 +311,45 @@ class LocalCheck:
 def check_results_locally(session: Any) -> None:
     """Give this session (mcp_nb's own) the check above, in place of the SDK's first step."""
     sdk_compat.replace_result_check(session, lambda sdk_check: LocalCheck(session, sdk_check))
+
+
+# -- a structured result as a table ----------------------------------------------------------------
+
+
+class NotTabular(ValueError):
+    """A structured result that is not a list of records, said in one line."""
+
+
+def records(structured: Any, key: str | None = None) -> list[dict[str, Any]]:
+    """The list of records in a structured result: the list itself, or the one list of records
+    among its fields (`{"result": [...]}`, the SDK's wrapper of a `-> list[Book]`), or the field
+    named `key`. Anything else raises `NotTabular`, saying what the result holds."""
+    if structured is None:
+        raise NotTabular("the call has no structured result (the tool declares no output schema, or the call failed)")
+    value = structured
+    if key is not None:
+        if not isinstance(structured, dict) or key not in structured:
+            fields = ", ".join(map(str, structured)) if isinstance(structured, dict) else type(structured).__name__
+            raise NotTabular(f"the structured result has no field {key!r} (it has: {fields})")
+        value = structured[key]
+    elif isinstance(structured, dict):
+        tables = [name for name, field in structured.items() if _is_records(field)]
+        if len(tables) == 1:
+            value = structured[tables[0]]
+        elif len(tables) > 1:
+            raise NotTabular(f"the structured result holds {len(tables)} lists of records ({', '.join(tables)}): pick one with key=")
+        else:
+            raise NotTabular(
+                f"the structured result is not a list of records: an object with fields {', '.join(map(str, structured)) or 'none'}"
+            )
+    if not _is_records(value):
+        if isinstance(value, list):
+            kind = "a list of " + ", ".join(sorted({type(item).__name__ for item in value}))
+        else:
+            kind = type(value).__name__
+        raise NotTabular(f"the structured result is not a list of records (objects): it is {kind}")
+    return value
+
+
+def _is_records(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, dict) for item in value)

@@ -16,11 +16,13 @@ def fresh():
     settings.timeout = DEFAULT_TIMEOUT
     settings.show_server_logs = False
     settings.stable_output = False  # whatever MCP_NB_STABLE_OUTPUT says where the tests run
+    settings.elicit = None
     yield
     mcp_nb.reset()
     settings.timeout = DEFAULT_TIMEOUT
     settings.show_server_logs = False
     settings.stable_output = False  # whatever MCP_NB_STABLE_OUTPUT says where the tests run
+    settings.elicit = None
 
 
 @pytest.fixture(scope="session")

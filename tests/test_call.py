@@ -238,9 +238,11 @@ def test_a_tool_calling_itself_without_a_base_case_stops_at_the_depth_limit_with
 
     o = mcp_nb.call("countdown", {"n": 100})
     # Before: 45 levels exhausted the SDK's worker threads and everything waited for its deadline.
-    assert (o.outcome, o.cause) == ("tool_error", "crash")
+    # The deepest level crashed (CallDepthError); each level above returned that crash's text where
+    # its `-> int` promised an integer, which the server's output check refused: invalid_output.
+    assert (o.outcome, o.cause) == ("tool_error", "invalid_output")
     frame = mcp_nb.history().to_frame()
-    assert len(frame) == 10 and set(frame["cause"].astype(str)) == {"crash"}
+    assert len(frame) == 10 and frame["cause"].astype(str).tolist() == ["crash"] + ["invalid_output"] * 9
     deepest = frame.iloc[0]["server_logs"][0]
     kind, text = deepest.exceptions[-1]
     assert kind == "CallDepthError"

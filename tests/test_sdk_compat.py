@@ -181,3 +181,25 @@ def test_resource_building_runs_the_sdks_own_checks():
         return name
 
     assert sdk_compat.is_template(sdk_compat.build_resource(named, "r://{name}"))
+
+
+def test_the_clients_output_schema_texts_are_the_sdks():
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("shelf", Path(__file__).parent / "servers" / "shelf.py")
+    shelf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shelf)
+
+    async def refused() -> list[str]:
+        texts = []
+        async with Client(shelf.server, cache=None) as client:
+            for name in ("bad_books", "no_structure"):
+                with pytest.raises(RuntimeError) as raised:
+                    await client.call_tool(name, {})
+                texts.append(str(raised.value))
+        return texts
+
+    invalid, missing = asyncio.run(refused())
+    assert invalid.startswith(sdk_compat.OUTPUT_INVALID + "bad_books"), f"sdk_compat.OUTPUT_INVALID moved: {invalid}"
+    assert missing.endswith(sdk_compat.OUTPUT_MISSING), f"sdk_compat.OUTPUT_MISSING moved: {missing}"

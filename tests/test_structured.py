@@ -276,7 +276,7 @@ def test_a_result_the_sdk_rejects_is_rejected_as_before():
     expected = mcp_nb.engine().loop.run(plain_sdk_errors())
     for name in INVALID:
         o = mcp_nb.call(name)
-        assert (o.outcome, o.cause) == ("protocol_error", "client_error"), name
+        assert (o.outcome, o.cause) == ("protocol_error", "invalid_output"), name  # its own cause, same message
         assert o.message == expected[name]
         assert o.message.startswith(f"RuntimeError: Invalid structured content returned by tool {name}: ")
     assert len(mcp_nb.history()) == len(INVALID)

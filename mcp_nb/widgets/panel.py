@@ -37,6 +37,7 @@ from ..registry import Registration
 from .callbacks import FailureView, Guard, KernelThread
 from .form import Form, Invalid, close_tree, dotted
 from .history_tab import HistoryTab
+from .question import Asker
 from .style import (
     ERROR,
     STYLESHEET,
@@ -176,8 +177,13 @@ class Panel(w.VBox):
         controls.add_class("mcp-nb-controls")
         self.outcome = w.HTML()
         self.outcome.add_class("mcp-nb-outcome-view")
+        # A question the server asks during a call (elicitation) shows here, between the
+        # controls and the outcome, until it is answered or the call ends.
+        self.question = w.VBox(layout=w.Layout(width="100%", display="none"))
+        self.question.add_class("mcp-nb-question-box")
+        self.asker = Asker(self._guard.enter, self._place_question, lambda: self._closed)
         call_box = w.VBox(
-            [self.header, self.mode, self.form_box, self.raw, self.uri, self.problems, controls, self.outcome],
+            [self.header, self.mode, self.form_box, self.raw, self.uri, self.problems, controls, self.question, self.outcome],
             layout=w.Layout(flex="1 1 420px", min_width="0", grid_gap="6px"),
         )
         call_page = w.HBox([picker_box, call_box], layout=w.Layout(width="100%", flex_flow="row wrap", padding="6px 2px"))
@@ -514,7 +520,7 @@ class Panel(w.VBox):
         try:
             call = self.engine.submit(
                 target, name, arguments, timeout, server=self.server, progress_listener=self._progressed,
-                reset_on_progress=resets,
+                ask=self.asker, reset_on_progress=resets,
             )  # fmt: skip
         except (ValueError, TypeError) as err:  # the engine's own checks, before anything is sent
             self.problems.value = problems_html("Nothing was sent:", [str(err)])
@@ -528,6 +534,10 @@ class Panel(w.VBox):
         self._render_outcome()  # the last outcome stays for reference, dimmed: it is not this call's
         call.future.add_done_callback(self._finished)
         return call
+
+    def _place_question(self, widgets: list) -> None:
+        self.question.children = tuple(widgets)
+        self.question.layout.display = None if widgets else "none"
 
     def cancel(self) -> None:
         """Stop the running call (the Cancel button); it is recorded, and shown, as cancelled."""
@@ -755,6 +765,7 @@ class Panel(w.VBox):
         if self._closed:
             return
         self._closed = True
+        self.asker.abandon()  # a call waiting for an answer from this panel gets a cancel
         self._unsubscribe()
         self.history_tab.close()
         for entry in self._entries.values():

@@ -1,0 +1,195 @@
+"""Elicitation: a server asks the user for input in the middle of a call, and the notebook answers.
+
+The MCP specification lets a server ask its client for input while a request runs
+(`elicitation/create`: a message and a flat JSON schema, or a URL to open). The answer is
+one of three actions: `accept` (with content matching the schema), `decline` (the user said
+no) or `cancel` (the user dismissed the question without choosing).
+
+Where the answer comes from, first found wins:
+
+1. the call's own `elicit=`: a callable `(message, schema) -> answer` (sync or async),
+   a list of prepared answers consumed in order, or the word "decline" / "cancel";
+2. the configured default, `mcp_nb.configure(elicit=...)` (the same kinds of value);
+3. a person, through a form, when the face that made the call can show one (the panel, and
+   `await mcp_nb.acall` in a notebook a person is looking at);
+4. nobody: the question is cancelled, and the record says why. Nothing waits forever.
+
+Every question and its answer is recorded on the call (`Elicitation`), with where the
+answer came from and how long it took.
+
+This module knows nothing of IPython or widgets; a face that can ask a person passes an
+`ask` coroutine function to the call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+ACTIONS = ("accept", "decline", "cancel")
+# Where an answer came from, as the record says.
+SOURCES = ("elicit", "default", "form", "none")
+
+NO_ANSWER = (
+    "nobody could answer: give the call elicit= (a function or a list of prepared answers) or set "
+    "mcp_nb.configure(elicit=...); a form shows only where a person can click while the call waits "
+    "(the panel, or await mcp_nb.acall in a notebook)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """An answer to one elicitation: `Answer.accept({...})`, `Answer.decline()`, `Answer.cancel()`."""
+
+    action: str
+    content: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.action not in ACTIONS:
+            raise ValueError(f"an answer's action is one of {', '.join(ACTIONS)}, got {self.action!r}")
+        if self.content is not None and self.action != "accept":
+            raise ValueError(f"only an accepted answer carries content; {self.action!r} carries none")
+        if self.content is not None and not isinstance(self.content, Mapping):
+            raise TypeError(f"an accepted answer's content is a mapping of field names to values, got {type(self.content).__name__}")
+
+    @classmethod
+    def accept(cls, content: Mapping[str, Any] | None = None, /, **fields: Any) -> Answer:
+        """Accept, with the fields the server asked for (a dict, keywords, or both)."""
+        merged = {**(content or {}), **fields}
+        return cls("accept", merged)
+
+    @classmethod
+    def decline(cls) -> Answer:
+        return cls("decline")
+
+    @classmethod
+    def cancel(cls) -> Answer:
+        return cls("cancel")
+
+
+@dataclass(frozen=True, slots=True)
+class Elicitation:
+    """One question a server asked during a call, and the answer it got."""
+
+    message: str
+    schema: Mapping[str, Any] | None  # the requested schema of a form question; None for a URL question
+    url: str | None  # the page a URL question asks the user to open
+    action: str  # one of ACTIONS
+    content: Mapping[str, Any] | None  # what was sent with an accept
+    source: str  # one of SOURCES
+    reason: str | None  # why the answer is not the person's or the caller's choice (nobody to ask, a broken answerer)
+    waited_ms: float  # how long the call waited for the answer (not counted against its deadline)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "message": self.message, "action": self.action, "content": None if self.content is None else dict(self.content),
+            "source": self.source, "reason": self.reason, "url": self.url,
+        }  # fmt: skip
+
+
+def answer_of(value: Any) -> Answer:
+    """An `Answer` from what a user may write for one: an Answer, the SDK's ElicitResult, a dict
+    (the content of an accept), or the word "accept", "decline" or "cancel"."""
+    if isinstance(value, Answer):
+        return value
+    if isinstance(value, str):
+        if value in ACTIONS:
+            return Answer(value, {} if value == "accept" else None)
+        raise ValueError(f"an answer written as a word is one of {', '.join(ACTIONS)}, got {value!r}")
+    if isinstance(value, Mapping):
+        return Answer.accept(value)
+    action = getattr(value, "action", None)
+    if action in ACTIONS:  # mcp_types.ElicitResult, or the server-side ElicitationResult members
+        content = getattr(value, "content", None)
+        return Answer(action, dict(content) if content is not None and action == "accept" else None)
+    raise TypeError(
+        "an answer is Answer.accept({...}) / Answer.decline() / Answer.cancel(), a dict (accepted content), "
+        f"or 'decline' / 'cancel'; got {type(value).__name__}"
+    )
+
+
+class Answerer:
+    """Where one call's answers come from (made fresh for every call, so prepared answers are
+    consumed per call)."""
+
+    def __init__(self, value: Any, source: str) -> None:
+        self.value = value
+        self.source = source
+        self._prepared: list[Answer] | None = None
+        self._used = 0
+        if isinstance(value, (list, tuple)):
+            self._prepared = [answer_of(item) for item in value]
+        elif isinstance(value, str):
+            answer_of(value)
+        elif not callable(value):
+            answer_of(value)  # a single answer, given for every question
+
+    async def answer(self, message: str, schema: Any) -> tuple[Answer, str | None]:
+        """The answer, and a reason when it is not the answerer's own choice."""
+        if self._prepared is not None:
+            if self._used >= len(self._prepared):
+                return Answer.cancel(), f"the {len(self._prepared)} prepared answer(s) were all used"
+            answer = self._prepared[self._used]
+            self._used += 1
+            return answer, None
+        if not callable(self.value) or isinstance(self.value, str):
+            return answer_of(self.value), None
+        try:
+            if inspect.iscoroutinefunction(self.value):
+                given = await self.value(message, schema)
+            else:
+                # A plain function may block (input() in a script): not on mcp_nb's loop.
+                given = await asyncio.to_thread(self.value, message, schema)
+            return answer_of(given), None
+        except (ValueError, TypeError) as err:
+            return Answer.cancel(), f"the elicit function's answer is not one: {err}"
+        except Exception as err:  # noqa: BLE001 - a broken answerer cancels the question, the call goes on
+            return Answer.cancel(), f"the elicit function raised {type(err).__name__}: {err}"
+
+
+def check_elicit(value: Any, what: str = "elicit") -> None:
+    """Raise ValueError/TypeError for a value that cannot answer elicitations (None is fine)."""
+    if value is None:
+        return
+    if isinstance(value, (bytes, bytearray)) or isinstance(value, (set, frozenset)):
+        raise TypeError(f"{what} must be a function, a list of answers or an answer, got {type(value).__name__}")
+    try:
+        Answerer(value, what)
+    except (ValueError, TypeError) as err:
+        raise type(err)(f"{what}: {err}") from None
+
+
+def answerer(value: Any, source: str) -> Answerer | None:
+    return None if value is None else Answerer(value, source)
+
+
+# A face that can ask a person: `await ask(message, schema, url)` -> Answer.
+Ask = Callable[[str, Any, "str | None"], Any]
+
+
+async def elicit(
+    answerers: Sequence[Answerer | None], ask: Ask | None, message: str, schema: Any, url: str | None
+) -> Elicitation:
+    """Answer one question from the first source there is, and record how."""
+    t0 = time.perf_counter()
+    reason: str | None = None
+    for source in answerers:
+        if source is not None:
+            answer, reason = await source.answer(message, schema if url is None else {"url": url})
+            where = source.source
+            break
+    else:
+        if ask is not None:
+            answer, where = answer_of(await ask(message, schema, url)), "form"
+        else:
+            answer, where, reason = Answer.cancel(), "none", NO_ANSWER
+    return Elicitation(
+        message=message, schema=schema, url=url, action=answer.action,
+        content=None if answer.content is None else dict(answer.content), source=where, reason=reason,
+        waited_ms=(time.perf_counter() - t0) * 1000.0,
+    )  # fmt: skip
+

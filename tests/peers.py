@@ -159,11 +159,27 @@ def everything_http():
         stop(process)
 
 
+BOOKSHOP = [sys.executable, str(ROOT / "notebooks" / "servers" / "bookshop.py")]
+
+
+@contextlib.contextmanager
+def bookshop_http():
+    """The bookshop of notebooks/servers/ over streamable HTTP on 127.0.0.1; yields its URL, stops it after."""
+    port = free_port()
+    process = subprocess.Popen([*BOOKSHOP, "http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, process)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        stop(process)
+
+
 def wait_for_port(port: int, process: subprocess.Popen, limit: float = 30.0) -> None:
     end = time.monotonic() + limit
     while time.monotonic() < end:
         if process.poll() is not None:
-            raise RuntimeError(f"the peer exited with {process.returncode}: {process.stderr.read().decode()[-500:]}")
+            said = process.stderr.read().decode()[-500:] if process.stderr is not None else ""
+            raise RuntimeError(f"the peer exited with {process.returncode}: {said}")
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
             return
         time.sleep(0.05)

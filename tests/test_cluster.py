@@ -6,12 +6,11 @@ test checks that none of its processes outlived it.
 
 import asyncio
 import os
+import re
 import signal
-import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -25,7 +24,7 @@ from mcp_nb import Retry
 import distributed  # the test extra brings it (mcp_nb[dask])
 import peers
 
-BOOKSHOP = [sys.executable, str(Path(__file__).parent.parent / "notebooks" / "servers" / "bookshop.py")]
+BOOKSHOP = peers.BOOKSHOP
 STARTED_ON_WORKERS: set[int] = set()  # the stdio servers the workers started: none may outlive the cluster
 
 
@@ -318,13 +317,8 @@ def test_the_async_face_runs_on_the_cluster_and_stops_when_cancelled(client):
 
 @pytest.fixture(scope="module")
 def bookshop_url():
-    port = peers.free_port()
-    process = subprocess.Popen([*BOOKSHOP, "http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        peers.wait_for_port(port, process)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        peers.stop(process)
+    with peers.bookshop_http() as url:
+        yield url
 
 
 TITLES = {"title": ["Dune", "Neuromancer", "tool-error", "mcp-error", "Solaris"]}
@@ -369,19 +363,15 @@ def _bookshop_children() -> list[int]:
 
 
 def test_workers_that_cannot_reach_the_server_record_why(client):
-    port = peers.free_port()
-    server = subprocess.Popen([*BOOKSHOP, "http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        peers.wait_for_port(port, server)
-        mcp_nb.connect("books", f"http://127.0.0.1:{port}/mcp")
-    finally:
-        peers.stop(server)  # gone before the workers try: as a URL the kernel reaches and the workers do not
+    with peers.bookshop_http() as url:
+        mcp_nb.connect("books", url)
+    # the server is gone before the workers try: a URL the kernel reached and the workers do not
 
     frame = mcp_nb.sweep("get_author", TITLES, server="books", cluster=client, partition_size=5, progress=False)
     assert frame["title"].tolist() == TITLES["title"]  # every call has its row
     assert (frame["cause"] == "client_error").all() and frame["worker"].notna().all()
     assert frame["message"].str.contains(
-        rf"the partition failed there: ConnectError: could not connect to 'books' \(http://127.0.0.1:{port}/mcp\)"
+        rf"the partition failed there: ConnectError: could not connect to 'books' \({re.escape(url)}\)"
     ).all()
     assert len(mcp_nb.history()) == 5
 

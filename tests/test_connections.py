@@ -6,7 +6,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import peers
 import pytest
@@ -15,7 +14,7 @@ from helpers import wait_until
 import mcp_nb
 from mcp_nb.connections import ConnectError
 
-BOOKSHOP = [sys.executable, str(Path(__file__).parent.parent / "notebooks" / "servers" / "bookshop.py")]
+BOOKSHOP = peers.BOOKSHOP
 
 
 def alive(pid: int) -> bool:
@@ -28,13 +27,8 @@ def alive(pid: int) -> bool:
 
 @pytest.fixture(scope="module")
 def bookshop_url():
-    port = peers.free_port()
-    process = subprocess.Popen([*BOOKSHOP, "http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        peers.wait_for_port(port, process)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        peers.stop(process)
+    with peers.bookshop_http() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -219,7 +219,9 @@ def test_the_waiting_thread_draws_the_live_view(tools, capsys):
             self.call = call
 
         def __call__(self, done=False):
-            seen.append((threading.current_thread() is threading.main_thread(), len(self.call.trace.progress), done))
+            # Before the request is sent (a loaded machine), the call has no trace yet: no events.
+            events = self.call.trace.progress if self.call.trace is not None else ()
+            seen.append((threading.current_thread() is threading.main_thread(), len(events), done))
 
     o = engine.run("tool", "restock", {"steps": 3, "pause": 0.2}, watch=Watch)
     assert o.ok

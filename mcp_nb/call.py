@@ -149,16 +149,17 @@ class CallRecord:
         return 0.0 if self.t0 is None else (time.perf_counter() - self.t0) * 1000.0
 
     def _result(self, raw: Any) -> Outcome:
-        duration = self._elapsed_ms()
         if self.target == "tool":
-            content = classify.content_text(raw.content)
-            is_error = bool(raw.is_error)
-            kind, cause = classify.tool_result_cause(self.name, content, is_error, self.trace, self.local())
-            return self._outcome(
-                kind, cause, duration, content=content, structured_content=raw.structured_content, is_error=is_error
-            )
+            return self._tool_result(classify.content_text(raw.content), bool(raw.is_error), raw.structured_content)
+        duration = self._elapsed_ms()
         text = classify.resource_text(raw.contents) if self.target == "resource" else classify.prompt_text(raw.messages)
         return self._outcome("result", "ok", duration, content=text, is_error=False)
+
+    def _tool_result(self, content: str, is_error: bool, structured: Any) -> Outcome:
+        kind, cause = classify.tool_result_cause(self.name, content, is_error, self.trace, self.local())
+        return self._outcome(
+            kind, cause, self._elapsed_ms(), content=content, structured_content=structured, is_error=is_error
+        )
 
     def _protocol_error(self, error: Any, raised: tuple[tuple[str, str], ...] = ()) -> Outcome:
         cause = classify.protocol_error_cause(self.target, error.code, self.trace, error.message, self.local(), raised)

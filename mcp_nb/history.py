@@ -1,8 +1,8 @@
 """Every call, kept column by column, and the tidy DataFrame built from it.
 
-One row per call, one column per variable. Recording a call is one append of its
-Outcome to a short pending list; every few thousand calls that list is turned into
-column chunks at once (typed arrays for numbers, small integer codes for the
+One row per call, one column per variable. Recording a call is one append of its row
+(a tuple of the Outcome's column values) to a short pending list; every thousand calls
+that list is turned into column chunks at once (typed arrays for numbers, small integer codes for the
 vocabularies, object arrays for the rest). So recording stays cheap on the call path,
 and `to_frame()` on a million calls concatenates arrays instead of walking a million
 objects. Views such as `summary()` are computed from the frame; nothing is stored twice.
@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import TYPE_CHECKING, Any
+from collections import deque
+from typing import TYPE_CHECKING, Any, Callable
 
 from .outcome import CAUSES, FATES, OUTCOMES, TARGETS, VIAS, Outcome
 
@@ -54,10 +55,16 @@ _CAUSE_CODE = {name: i for i, name in enumerate(CAUSES)}
 _TARGET_CODE = {name: i for i, name in enumerate(TARGETS)}
 _VIA_CODE = {name: i for i, name in enumerate(VIAS)}
 _NO_FLAG = 2  # is_error code for "no result, so no flag"
-CHUNK = 4096
+CHUNK = 1024
 _STORED = ("call_id", "attempt", "backoff", "server", "worker", "target", "name", "arguments", "outcome", "cause", "content", "structured",
            "is_error", "code", "message", "data", "logs", "elicitations", "started", "duration", "timeout", "via", "client",
            "progress", "resets")  # fmt: skip
+# The numeric columns' types (numpy's names); the others are object columns.
+_DTYPES = {"call_id": "int64", "attempt": "int32", "backoff": "float64", "server": "int64", "worker": "int64",
+           "target": "int8", "name": "int64", "outcome": "int8", "cause": "int8", "is_error": "int8", "code": "float64",
+           "started": "float64", "duration": "float64", "timeout": "float64", "via": "int8", "client": "int64",
+           "resets": "int32"}  # fmt: skip
+_NO_CODE = float("nan")  # the code column of a call that got none
 _EMPTY: tuple = ()
 
 # numpy and pandas are imported where they are used, not with this module: `import mcp_nb`
@@ -78,66 +85,58 @@ def _objects(values: list) -> np.ndarray:
 class _Store:
     """Column chunks, plus the calls not yet turned into columns.
 
+    A call waits as a row: a tuple of its column values, in `_STORED` order, with the
+    vocabularies already coded. Rows hold plain values only (numbers, strings, the
+    arguments and results as they came), so Python's cycle collector stops tracking them
+    at its first pass instead of carrying thousands of Outcome objects into its oldest
+    generation, where every full collection would walk them again. Only a timeout's
+    Outcome is kept, for its trace (the server may still log, or finish).
+
     Replaced whole by `clear()`, so a reader never sees a half-cleared store.
     """
 
     def __init__(self) -> None:
         self.chunks: dict[str, list[np.ndarray]] = {column: [] for column in _STORED}
         self.rows = 0  # rows in the chunks
-        self.pending: list[Outcome] = []
+        self.pending: list[tuple] = []
         self.names: dict[str, int] = {}
         self.servers: dict[str, int] = {"kernel": 0}
         self.workers: dict[str, int] = {}  # dask workers' addresses; a call made in the kernel has none (-1)
         self.clients: dict[str, int] = {}  # an outside client's "name version" -> code (-1: no client)
         self.timeouts: dict[int, Outcome] = {}  # row -> Outcome, for the live server-fate columns
 
+    def add(self, o: Outcome) -> None:
+        """Queue `o` as a row (the caller holds the history's lock)."""
+        if o.outcome == "timeout":
+            self.timeouts[self.rows + len(self.pending)] = o
+        names, servers, workers, clients = self.names, self.servers, self.workers, self.clients
+        trace = o.trace
+        self.pending.append((
+            o.call_id, o.attempt, o.backoff_s, servers.setdefault(o.server, len(servers)),
+            -1 if o.worker is None else workers.setdefault(o.worker, len(workers)), _TARGET_CODE[o.target],
+            names.setdefault(o.name, len(names)), o.arguments, _OUTCOME_CODE[o.outcome], _CAUSE_CODE[o.cause],
+            o.content, o.structured_content, _NO_FLAG if o.is_error is None else o.is_error,
+            _NO_CODE if o.code is None else o.code, o.message, o.data,
+            # What the server logged and reported is read now: only a timeout's trace can still
+            # grow, and its Outcome is kept above for exactly that.
+            tuple(trace.logs) if trace is not None and trace.logs else _EMPTY,
+            tuple(e.as_dict() for e in o.elicitations) if o.elicitations else _EMPTY,
+            o.started, o.duration_ms, o.timeout_s, _VIA_CODE[o.via],
+            -1 if o.client is None else clients.setdefault(o.client, len(clients)),
+            tuple(trace.progress) if trace is not None and trace.progress else _EMPTY, o.deadline_resets,
+        ))  # fmt: skip
+
     def flush(self) -> None:
-        calls, self.pending = self.pending, []
-        if not calls:
+        rows, self.pending = self.pending, []
+        if not rows:
             return
         import numpy as np
 
-        names, clients = self.names, self.clients
-        for row, o in enumerate(calls, self.rows):
-            if o.outcome == "timeout":
-                self.timeouts[row] = o
-        c = self.chunks
-        c["call_id"].append(np.array([o.call_id for o in calls], dtype=np.int64))
-        c["attempt"].append(np.array([o.attempt for o in calls], dtype=np.int32))
-        c["backoff"].append(np.array([o.backoff_s for o in calls], dtype=np.float64))
-        c["target"].append(np.array([_TARGET_CODE[o.target] for o in calls], dtype=np.int8))
-        c["name"].append(np.array([names.setdefault(o.name, len(names)) for o in calls], dtype=np.int64))
-        servers = self.servers
-        c["server"].append(np.array([servers.setdefault(o.server, len(servers)) for o in calls], dtype=np.int64))
-        workers = self.workers
-        c["worker"].append(
-            np.array([-1 if o.worker is None else workers.setdefault(o.worker, len(workers)) for o in calls], dtype=np.int64)
-        )
-        c["arguments"].append(_objects([o.arguments for o in calls]))
-        c["outcome"].append(np.array([_OUTCOME_CODE[o.outcome] for o in calls], dtype=np.int8))
-        c["cause"].append(np.array([_CAUSE_CODE[o.cause] for o in calls], dtype=np.int8))
-        c["content"].append(_objects([o.content for o in calls]))
-        c["structured"].append(_objects([o.structured_content for o in calls]))
-        c["is_error"].append(np.array([_NO_FLAG if o.is_error is None else o.is_error for o in calls], dtype=np.int8))
-        c["code"].append(np.array([np.nan if o.code is None else o.code for o in calls], dtype=np.float64))
-        c["message"].append(_objects([o.message for o in calls]))
-        c["data"].append(_objects([o.data for o in calls]))
-        # The log records are read now; only a timed-out call's trace can still grow, and
-        # its Outcome is kept above for exactly that.
-        c["logs"].append(_objects([tuple(o.trace.logs) if o.trace is not None and o.trace.logs else _EMPTY for o in calls]))
-        c["elicitations"].append(
-            _objects([tuple(e.as_dict() for e in o.elicitations) if o.elicitations else _EMPTY for o in calls])
-        )
-        c["progress"].append(_objects([tuple(o.trace.progress) if o.trace is not None and o.trace.progress else _EMPTY for o in calls]))
-        c["resets"].append(np.array([o.deadline_resets for o in calls], dtype=np.int32))
-        c["started"].append(np.array([o.started for o in calls], dtype=np.float64))
-        c["duration"].append(np.array([o.duration_ms for o in calls], dtype=np.float64))
-        c["timeout"].append(np.array([o.timeout_s for o in calls], dtype=np.float64))
-        c["via"].append(np.array([_VIA_CODE[o.via] for o in calls], dtype=np.int8))
-        c["client"].append(
-            np.array([-1 if o.client is None else clients.setdefault(o.client, len(clients)) for o in calls], dtype=np.int64)
-        )
-        self.rows += len(calls)
+        chunks = self.chunks
+        for name, values in zip(_STORED, zip(*rows)):
+            dtype = _DTYPES.get(name)
+            chunks[name].append(_objects(values) if dtype is None else np.array(values, dtype=dtype))
+        self.rows += len(rows)
 
     def column(self, name: str, dtype) -> np.ndarray:
         import numpy as np
@@ -155,11 +154,42 @@ class History:
         self._lock = threading.Lock()
         self._store = _Store()
         self._listeners: list = []
+        self._later: deque[Callable[[], Outcome]] = deque()  # calls answered, their Outcomes not built yet
+        self._settling = threading.Lock()  # taken before `_lock`, never after it
 
     def record(self, o: Outcome) -> None:
+        if self._later:
+            self.settle()  # those answered earlier come first
+        self._append(o)
+
+    def record_later(self, build: Callable[[], Outcome]) -> None:
+        """Record a call whose Outcome `build()` makes once its answer has left (`settle()`).
+
+        An outside client's answer need not wait for the bookkeeping: the door that sent it
+        settles right after. Every reader settles first, so a call that was answered is
+        always in what it reads.
+        """
+        self._later.append(build)
+
+    def settle(self) -> None:
+        """Record the calls waiting since `record_later`, in the order they came."""
+        later = self._later
+        if not later:
+            return
+        with self._settling:
+            while later:
+                build = later.popleft()
+                try:
+                    outcome = build()
+                except Exception:  # a bug of mcp_nb's; said, and the next calls are still recorded
+                    logging.getLogger(__name__).exception("an answered call could not be recorded")
+                    continue
+                self._append(outcome)
+
+    def _append(self, o: Outcome) -> None:
         with self._lock:
             store = self._store
-            store.pending.append(o)
+            store.add(o)
             if len(store.pending) >= CHUNK:
                 store.flush()
         if self._listeners:
@@ -185,11 +215,13 @@ class History:
                 logging.getLogger(__name__).exception("history listener failed")
 
     def __len__(self) -> int:
+        self.settle()
         store = self._store
         return store.rows + len(store.pending)
 
     def clear(self) -> None:
         """Forget every recorded call."""
+        self.settle()
         with self._lock:
             self._store = _Store()
         if self._listeners:
@@ -200,6 +232,7 @@ class History:
         import numpy as np
         import pandas as pd
 
+        self.settle()
         with self._lock:
             s = self._store
             s.flush()
@@ -290,6 +323,7 @@ class History:
         call_id, attempt, progress, total, message, seconds since the request was sent."""
         from .outcome import progress_frame
 
+        self.settle()
         with self._lock:
             s = self._store
             s.flush()

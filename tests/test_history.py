@@ -143,3 +143,65 @@ def test_registry_listeners(shell):
     shell.run_cell("%%mcp_tool\ndef a() -> int:\n    return 2\n")
     mcp_nb.remove("a")
     assert changes == [1, 1, 0]
+
+
+def _answered(call_id: int, name: str = "late"):
+    from mcp_nb.outcome import Outcome
+
+    return Outcome(call_id=call_id, target="tool", name=name, arguments={}, outcome="result", cause="ok", content="x",
+                   structured_content=None, is_error=False, code=None, message=None, data=None, started=0.0,
+                   duration_ms=1.0, timeout_s=float("nan"), via="http")  # fmt: skip
+
+
+def test_calls_recorded_later_are_in_every_view_in_the_order_they_came(caplog):
+    history = mcp_nb.history()
+    heard = []
+    history.subscribe(lambda o: heard.append(None if o is None else o.call_id))
+    built = []
+
+    def later(call_id):
+        def build():
+            built.append(call_id)
+            if call_id == 3:
+                raise RuntimeError("a bug in building an Outcome")
+            return _answered(call_id)
+
+        return build
+
+    history.record_later(later(1))
+    history.record_later(later(2))
+    assert built == []  # nothing is built on the answer's path
+    assert len(history) == 2 and built == [1, 2]  # a reader settles first
+    history.record_later(later(3))
+    history.record_later(later(4))
+    history.record(_answered(5, "now"))  # one recorded at once comes after those answered before it
+    assert list(history.to_frame()["call_id"]) == [1, 2, 4, 5]
+    assert heard == [1, 2, 4, 5]
+    assert "an answered call could not be recorded" in caplog.text  # said, and the next call still recorded
+    history.record_later(later(6))
+    history.clear()  # clear records what was waiting first (heard), then forgets everything (heard once)
+    assert len(history) == 0 and heard[-2:] == [6, None]
+
+
+def test_a_reader_on_another_thread_settles_without_losing_or_doubling_a_call():
+    history = mcp_nb.history()
+    stop = threading.Event()
+    seen = []
+
+    def reader():
+        while not stop.is_set():
+            seen.append(len(history))
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        for i in range(2000):
+            history.record_later(lambda i=i: _answered(i))
+            if i % 7 == 0:
+                history.settle()
+    finally:
+        stop.set()
+        thread.join()
+    ids = list(history.to_frame()["call_id"])
+    assert ids == list(range(2000))
+    assert seen == sorted(seen)  # the count never went back

@@ -120,6 +120,56 @@ def test_outside_calls_land_in_the_history_classified_as_the_kernels_own(mode):
 
 
 
+@pytest.mark.parametrize("mode", ["auto", "legacy"], ids=["2026-07-28", "2025-11-25"])
+def test_an_answered_outside_call_is_in_the_history_when_its_client_has_the_answer(mode):
+    """Over HTTP the Outcome is built after the answer has left; whoever reads the history
+    then, from any thread, still finds every answered call, and a listener hears each one."""
+
+    @mcp_nb.tool()
+    def echo(n: int) -> int:
+        return n
+
+    heard = []
+    mcp_nb.history().subscribe(lambda o: heard.append(None if o is None else o.arguments["n"]))
+    handle = mcp_nb.serve()
+
+    async def outside():
+        async with client(handle.url, handle.token, mode=mode) as session:
+            for n in range(60):
+                await session.call_tool("echo", {"n": n})
+                assert len(mcp_nb.history()) == n + 1  # read the moment the answer is in
+
+    asyncio.run(outside())
+    assert heard == list(range(60))
+    assert list(mcp_nb.history().to_frame()["arguments"].map(lambda a: a["n"])) == list(range(60))
+    handle.stop()
+
+
+def test_a_call_whose_answer_left_on_another_stream_is_heard_without_a_reader():
+    """SEP-1699: the tool ends its POST's stream early and answers on the stream the client
+    resumes; the listeners still hear the call within moments, nobody reading the history."""
+
+    @mcp_nb.tool()
+    async def poll(ctx: Context) -> str:
+        await ctx.close_sse_stream()
+        await asyncio.sleep(0.2)  # the client reconnects meanwhile
+        return "done"
+
+    heard = []
+    mcp_nb.history().subscribe(lambda o: heard.append(o))
+    handle = mcp_nb.serve()
+
+    async def outside():
+        async with client(handle.url, handle.token, mode="legacy") as session:
+            result = await session.call_tool("poll", {})
+            assert result.content[0].text == "done"
+            assert await asyncio.wait_for(_until(lambda: heard), 5)  # the session is still open: no request ends it
+
+    asyncio.run(outside())
+    handle.stop()
+    assert [(o.name, o.outcome, o.via) for o in heard] == [("poll", "result", "http")]
+
+
 def test_history_views_say_who_made_an_outside_call():
     @mcp_nb.tool()
     def add(a: int, b: int) -> int:
@@ -504,3 +554,31 @@ def _env():
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     return env
+
+
+def test_an_answered_call_no_door_settles_is_still_heard_within_moments():
+    """The recorder's own promise, apart from any door: a call recorded for later is settled
+    on the loop shortly after, so views hear it even when no response ever ends."""
+    from types import SimpleNamespace
+
+    from mcp_nb.serving.record import SETTLE_WITHIN_S, Recorder
+
+    engine = mcp_nb.engine()
+    heard = []
+    engine.history.subscribe(heard.append)
+    recorder = Recorder(engine, "http", SimpleNamespace(seen=lambda session: None), later=True)
+    session = SimpleNamespace(client_params=None)
+    ctx = SimpleNamespace(method="tools/call", params={"name": "echo", "arguments": {"n": 1}}, session=session)
+    wire = {"content": [{"type": "text", "text": "1"}], "isError": False}
+
+    async def answered(_ctx):
+        return wire
+
+    async def main():
+        assert await recorder(ctx, answered) is wire
+        assert heard == []  # built after the answer, not on its path
+        await asyncio.sleep(SETTLE_WITHIN_S + 0.2)
+        return list(heard)
+
+    settled = asyncio.run(main())
+    assert [(o.name, o.outcome, o.content, o.via) for o in settled] == [("echo", "result", "1", "http")]

@@ -11,7 +11,8 @@ and caps the body it reads at the same size: a body sent without a declared size
 that grows past it gets the SDK's 413 before anything parses it, and is counted too (the
 SDK answers 413 for nothing else).
 
-The door also knows the requests it let in: `end_requests()` ends those still running when
+After every response has left, the door calls `answered` (the history records the calls
+it answered then, off the answer's path). The door also knows the requests it let in: `end_requests()` ends those still running when
 serving stops (a 2026-07-28 call is one request, outside any session the SDK would end), each
 answered or cut off cleanly, so its call is recorded as cancelled and nothing is left running.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 import hmac
 import threading
 from collections import Counter
+from typing import Callable
 
 import anyio
 
@@ -62,10 +64,11 @@ class Refusals:
 class Guard:
     """An ASGI app: `policy`'s checks in front of `app`."""
 
-    def __init__(self, app: ASGIApp, policy: Policy, refusals: Refusals) -> None:
+    def __init__(self, app: ASGIApp, policy: Policy, refusals: Refusals, answered: Callable[[], None] | None = None) -> None:
         self.app = app
         self.policy = policy
         self.refusals = refusals
+        self.answered = answered  # called after every response has left (the history settles then)
         self._token = policy.token.encode() if policy.token is not None else None
         self._in_flight: set[anyio.CancelScope] = set()  # the requests let in and still running
 
@@ -133,6 +136,10 @@ class Guard:
                     self.refusals.add("body")
             elif message["type"] == "http.response.body" and not message.get("more_body", False):
                 finished = True
+                await send(message)
+                if self.answered is not None:
+                    self.answered()
+                return
             await send(message)
 
         with anyio.CancelScope() as running:

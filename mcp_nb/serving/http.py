@@ -63,7 +63,7 @@ class Serving:
         except BaseException:
             self._socket.close()
             raise
-        self.served = Served(engine, "http")
+        self.served = Served(engine, "http", answers_seen=True)
         self._stopped = threading.Event()
         self._stopping: asyncio.Event | None = None
         self._uvicorn: Any = None
@@ -197,7 +197,7 @@ class Serving:
         sessions = self.engine.server.session_manager
         # The user's logging is theirs: no logging configuration, and access lines only where
         # their handlers would show uvicorn's records anyway.
-        door = Guard(app, policy, self.refusals)
+        door = Guard(app, policy, self.refusals, answered=self.engine.history.settle)
         config = uvicorn.Config(
             door, lifespan="off", log_config=None, ws="none", server_header=False,
             proxy_headers=False, timeout_graceful_shutdown=STOP_GRACE_S,
@@ -235,6 +235,7 @@ class Serving:
                 connection.shutdown()
             self._socket.close()
             self.served.detach()
+            self.engine.history.settle()  # what was answered last is recorded before stop() returns
             self._stopped.set()
 
 

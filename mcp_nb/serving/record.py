@@ -6,7 +6,9 @@ it makes an `OutsideCall` (a `CallRecord`: it records, it sends nothing), puts t
 trace in `CURRENT_TRACE` while the SDK runs the handler, so the probe and the log capture
 fill it exactly as for the kernel's own calls, and builds the Outcome from the answer
 with the same classification. Each Outcome says `via` which transport it came and which
-`client` sent it.
+`client` sent it. Over HTTP the Outcome is built once the answer has left (the door settles
+the history after every response, and every reader of the history settles first), so the
+client does not wait on the bookkeeping.
 
 A request that already carries a trace was sent by a `Call` of this process (the
 kernel's client dispatches in the caller's task), which records it itself: it passes
@@ -18,10 +20,11 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from functools import partial
 from typing import Any, Callable
 
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
-from mcp_types import INTERNAL_ERROR, CallToolResult, ErrorData, GetPromptResult, ReadResourceResult, TextContent
+from mcp_types import INTERNAL_ERROR, CallToolResult, ErrorData, GetPromptResult, ReadResourceResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import sdk_compat
@@ -31,6 +34,7 @@ from ..trace import CURRENT_TRACE, ServerTrace, exception_chain
 
 TARGETS = {"tools/call": "tool", "resources/read": "resource", "prompts/get": "prompt"}
 RESULTS = {"tool": CallToolResult, "resource": ReadResourceResult, "prompt": GetPromptResult}
+SETTLE_WITHIN_S = 0.1  # the longest an answered call waits to be recorded when no door settles it
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 
@@ -66,10 +70,12 @@ class OutsideCall(CallRecord):
             # the client answers by calling again, which is a call of its own.
             asked = ", ".join(wire.get("inputRequests") or {})
             return self._outcome("result", "ok", self._elapsed_ms(), content=f"input required: {asked}", is_error=False)
+        if self.target == "tool":
+            text = _text_of(wire.get("content"))
+            if text is not None:
+                return self._tool_result(text, bool(wire.get("isError", False)), wire.get("structuredContent"))
         try:
-            raw = _text_only(wire) if self.target == "tool" else None
-            if raw is None:
-                raw = RESULTS[self.target].model_validate(wire)
+            raw = RESULTS[self.target].model_validate(wire)
         except Exception as exc:  # noqa: BLE001 - an answer mcp_nb cannot read is still a recorded call
             return self._client_error(exc)
         return self._result(raw)
@@ -96,17 +102,15 @@ class OutsideCall(CallRecord):
         )  # fmt: skip
 
 
-def _text_only(wire: dict[str, Any]) -> CallToolResult | None:
-    """The common tool result, text blocks only, read without validating it again (the SDK
-    built it from its own models a moment ago); None for anything else."""
-    blocks = wire.get("content")
-    if not isinstance(blocks, list) or not all(isinstance(b, dict) and b.get("type") == "text" for b in blocks):
+def _text_of(blocks: Any) -> str | None:
+    """The text of a tool result made of text blocks only (the common case), read straight from
+    the wire form the SDK built a moment ago from its own models; None for anything else, which
+    is then validated and read as the kernel's own calls read it."""
+    if type(blocks) is not list or not all(type(b) is dict and b.get("type") == "text" for b in blocks):
         return None
-    return CallToolResult.model_construct(
-        content=[TextContent.model_construct(type="text", text=str(b.get("text", ""))) for b in blocks],
-        is_error=bool(wire.get("isError", False)),
-        structured_content=wire.get("structuredContent"),
-    )
+    if len(blocks) == 1:
+        return str(blocks[0].get("text", ""))
+    return "\n".join(str(b.get("text", "")) for b in blocks)
 
 
 def client_name(session: Any) -> str | None:
@@ -121,11 +125,15 @@ def client_name(session: Any) -> str | None:
 class Recorder:
     """Server middleware that records outside clients' calls in the engine's history."""
 
-    def __init__(self, engine: Any, via: str, clients: Any) -> None:
+    def __init__(self, engine: Any, via: str, clients: Any, later: bool = False) -> None:
         self.history = engine.history
         self.observes = engine.registry.observes
         self.via = via
         self.clients = clients  # the Clients of this served kernel: connections, log levels
+        # Whether an answered call's Outcome is built after its answer has left: where a door
+        # sees every answer leave and settles the history then (HTTP: `guard.Guard`).
+        self.later = later
+        self._settle_soon = False  # a settle of the history is scheduled on the loop
         self.stopping = False
         self.recorded = 0  # outside calls recorded so far
 
@@ -158,8 +166,22 @@ class Recorder:
             raise
         finally:
             CURRENT_TRACE.reset(token)
-        self._record(call.answered(result))
+        if self.later:
+            self.recorded += 1
+            self.history.record_later(partial(call.answered, result))
+            if not self._settle_soon:
+                # The door settles after the answer leaves; should no answer leave (a stream
+                # the client dropped), the views still hear of the call within moments. One
+                # timer at a time: a busy server's doors settle long before it fires.
+                self._settle_soon = True
+                asyncio.get_running_loop().call_later(SETTLE_WITHIN_S, self._settle)
+        else:
+            self._record(call.answered(result))
         return result
+
+    def _settle(self) -> None:
+        self._settle_soon = False
+        self.history.settle()
 
     def _record(self, outcome: Outcome) -> None:
         self.recorded += 1

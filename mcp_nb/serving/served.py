@@ -19,10 +19,11 @@ from .record import Recorder
 class Served:
     """The served side of one engine, for one transport (`via`: "http" or "stdio")."""
 
-    def __init__(self, engine: Any, via: str) -> None:
+    def __init__(self, engine: Any, via: str, answers_seen: bool = False) -> None:
         self.engine = engine
         self.clients = Clients(engine)
-        self.recorder = Recorder(engine, via, self.clients)
+        # answers_seen: a door sees every answer leave and settles the history after it
+        self.recorder = Recorder(engine, via, self.clients, later=answers_seen)
 
     def attach(self) -> None:
         self.engine.server.middleware.append(self.recorder)

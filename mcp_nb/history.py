@@ -2,8 +2,8 @@
 
 One row per call, one column per variable. Recording a call is one append of its row
 (a tuple of the Outcome's column values) to a short pending list; every thousand calls
-that list is turned into column chunks at once (typed arrays for numbers, small integer codes for the
-vocabularies, object arrays for the rest). So recording stays cheap on the call path,
+that list is turned into column chunks at once (typed arrays for numbers, small integer
+codes for the vocabularies, object arrays for the rest). So recording stays cheap on the call path,
 and `to_frame()` on a million calls concatenates arrays instead of walking a million
 objects. Views such as `summary()` are computed from the frame; nothing is stored twice.
 """
@@ -155,7 +155,9 @@ class History:
         self._store = _Store()
         self._listeners: list = []
         self._later: deque[Callable[[], Outcome]] = deque()  # calls answered, their Outcomes not built yet
-        self._settling = threading.Lock()  # taken before `_lock`, never after it
+        # Taken before `_lock`, never after it; re-entrant, as a listener that reads the
+        # history while a call is being settled settles the next ones itself.
+        self._settling = threading.RLock()
 
     def record(self, o: Outcome) -> None:
         if self._later:

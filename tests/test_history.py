@@ -205,3 +205,17 @@ def test_a_reader_on_another_thread_settles_without_losing_or_doubling_a_call():
     ids = list(history.to_frame()["call_id"])
     assert ids == list(range(2000))
     assert seen == sorted(seen)  # the count never went back
+
+
+def test_a_listener_that_reads_the_history_while_calls_are_settled_neither_hangs_nor_reorders():
+    history = mcp_nb.history()
+    lengths = []
+    history.subscribe(lambda o: lengths.append(len(history)))  # reads, so it settles, from inside a settle
+    for i in range(5):
+        history.record_later(lambda i=i: _answered(i))
+    done = threading.Event()
+    thread = threading.Thread(target=lambda: (history.settle(), done.set()), daemon=True)
+    thread.start()
+    assert done.wait(10), "settling hung on its own lock"
+    assert list(history.to_frame()["call_id"]) == list(range(5))
+    assert len(lengths) == 5

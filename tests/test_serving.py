@@ -572,13 +572,16 @@ def test_an_answered_call_no_door_settles_is_still_heard_within_moments():
     wire = {"content": [{"type": "text", "text": "1"}], "isError": False}
 
     async def answered(_ctx):
+        await asyncio.sleep(0.05)  # the handler's own time
         return wire
 
     async def main():
         assert await recorder(ctx, answered) is wire
         assert heard == []  # built after the answer, not on its path
-        await asyncio.sleep(SETTLE_WITHIN_S + 0.2)
+        await asyncio.sleep(SETTLE_WITHIN_S + 0.3)
         return list(heard)
 
     settled = asyncio.run(main())
     assert [(o.name, o.outcome, o.content, o.via) for o in settled] == [("echo", "result", "1", "http")]
+    # The duration is the call's, not the wait until it was recorded.
+    assert 50 <= settled[0].duration_ms < 50 + SETTLE_WITHIN_S * 1000

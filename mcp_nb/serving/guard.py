@@ -12,9 +12,10 @@ that grows past it gets the SDK's 413 before anything parses it, and is counted 
 SDK answers 413 for nothing else).
 
 After every response has left, the door calls `answered` (the history records the calls
-it answered then, off the answer's path). The door also knows the requests it let in: `end_requests()` ends those still running when
-serving stops (a 2026-07-28 call is one request, outside any session the SDK would end), each
-answered or cut off cleanly, so its call is recorded as cancelled and nothing is left running.
+it answered then, off the answer's path). The door also knows the requests it let in:
+`end_requests()` ends those still running when serving stops (a 2026-07-28 call is one
+request, outside any session the SDK would end), each answered or cut off cleanly, so its
+call is recorded as cancelled and nothing is left running.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert"
 class OutsideCall(CallRecord):
     """A call an outside client made: its request as received, and the Outcome of its answer."""
 
-    __slots__ = ("via", "client", "_observes")
+    __slots__ = ("via", "client", "_observes", "t1")
 
     def __init__(
         self,
@@ -59,9 +59,18 @@ class OutsideCall(CallRecord):
         self.started = time.time()
         self.t0 = time.perf_counter()
         self.trace = ServerTrace(self.t0)
+        self.t1: float | None = None  # perf_counter() when the answer was ready (`answer_ready`)
 
     def observes(self, target: str, key: str) -> bool:
         return self._observes(target, key)
+
+    def answer_ready(self) -> None:
+        """Stop the clock: the Outcome may be built later, its duration is the call's."""
+        self.t1 = time.perf_counter()
+
+    def _elapsed_ms(self) -> float:
+        end = self.t1 if self.t1 is not None else time.perf_counter()
+        return (end - self.t0) * 1000.0
 
     def answered(self, wire: dict[str, Any]) -> Outcome:
         """The Outcome of the result the server sends back (in its wire form)."""
@@ -167,6 +176,7 @@ class Recorder:
         finally:
             CURRENT_TRACE.reset(token)
         if self.later:
+            call.answer_ready()
             self.recorded += 1
             self.history.record_later(partial(call.answered, result))
             if not self._settle_soon:

@@ -66,6 +66,28 @@ def median(values):
     return statistics.median(values)
 
 
+async def alternate(raw, ours, pairs: int, reset) -> tuple[list[float], list[float], list[float]]:
+    """Time `raw` and `ours` (coroutine functions, each returning its seconds per call) in
+    `pairs` pairs, the order swapping every pair so a change in the machine's load lands on
+    both alike; `reset()` before each pair. Returns (raw times, our times, ratios ours/raw)."""
+    raws, mine, ratios = [], [], []
+    for i in range(pairs):
+        reset()
+        if i % 2:
+            a, b = await raw(), await ours()
+        else:
+            b, a = await ours(), await raw()
+        raws.append(a)
+        mine.append(b)
+        ratios.append(b / a)
+    return raws, mine, ratios
+
+
+def p10_p90(values) -> tuple[float, float]:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 10], ordered[-(len(ordered) // 10) - 1]
+
+
 def write_json(name: str, payload: dict) -> Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / name

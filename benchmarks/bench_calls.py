@@ -25,7 +25,7 @@ import time
 import mcp
 
 import mcp_nb
-from _common import machine, median, write_json
+from _common import alternate, machine, median, p10_p90, write_json
 
 TARGETS = {"sync": 1.5, "in-loop": 1.10}
 VARIANTS = ("raw", "sync", "in-loop", "hopped")
@@ -133,19 +133,10 @@ def paired_in_loop(name: str, pairs: int, n: int) -> dict:
 
             await raw_block()
             await mcp_nb_block()  # warm-up pair, not kept
-            raws, ours, ratios = [], [], []
-            for i in range(pairs):
-                eng.history.clear()
-                if i % 2:
-                    a, b = await raw_block(), await mcp_nb_block()
-                else:
-                    b, a = await mcp_nb_block(), await raw_block()
-                raws.append(a)
-                ours.append(b)
-                ratios.append(b / a)
+            raws, ours, ratios = await alternate(raw_block, mcp_nb_block, pairs, eng.history.clear)
             eng.history.clear()
             return {"raw_us": median(raws) * 1e6, "in_loop_us": median(ours) * 1e6, "ratio": median(ratios),
-                    "ratio_p10_p90": (sorted(ratios)[len(ratios) // 10], sorted(ratios)[-(len(ratios) // 10) - 1])}
+                    "ratio_p10_p90": p10_p90(ratios)}
 
     return eng.loop.run(measure())
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import mcp
 
 import mcp_nb
-from _common import machine, median, write_json
+from _common import alternate, machine, median, write_json
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -59,16 +59,7 @@ def paired(server: str, target: str, pairs: int, block: int) -> dict:
 
             await raw()
             await ours()  # a warm-up pair, not kept
-            raws, mine, ratios = [], [], []
-            for i in range(pairs):
-                eng.history.clear()
-                if i % 2:
-                    a, b = await raw(), await ours()
-                else:
-                    b, a = await ours(), await raw()
-                raws.append(a)
-                mine.append(b)
-                ratios.append(b / a)
+            raws, mine, ratios = await alternate(raw, ours, pairs, eng.history.clear)
             return {"raw_us": median(raws) * 1e6, "mcp_nb_us": median(mine) * 1e6, "ratio": median(ratios)}
 
     return eng.loop.run(measure())

@@ -27,7 +27,7 @@ import mcp
 from mcp.server.mcpserver import Context
 
 import mcp_nb
-from _common import machine, median, write_json
+from _common import alternate, machine, median, p10_p90, write_json
 
 TARGET = 1.10
 LOGS, EVENTS = 3, 10
@@ -75,26 +75,19 @@ def paired(pairs: int, n: int) -> dict:
             assert len(logs) >= LOGS * n and len(events) >= EVENTS * n, (len(logs), len(events))
             last = eng.history.to_frame().iloc[-1]
             assert last["progress"] == EVENTS and len(last["server_logs"]) == LOGS, last
-            raws, ours, ratios = [], [], []
-            for i in range(pairs):
+            def reset() -> None:
                 eng.history.clear()
                 logs.clear()
                 events.clear()
                 gc.collect()
-                if i % 2:
-                    a, b = await raw_block(), await mcp_nb_block()
-                else:
-                    b, a = await mcp_nb_block(), await raw_block()
-                raws.append(a)
-                ours.append(b)
-                ratios.append(b / a)
+
+            raws, ours, ratios = await alternate(raw_block, mcp_nb_block, pairs, reset)
             eng.history.clear()
-            ordered = sorted(ratios)
             return {
                 "raw_us": median(raws) * 1e6,
                 "in_loop_us": median(ours) * 1e6,
                 "ratio": median(ratios),
-                "ratio_p10_p90": (ordered[len(ordered) // 10], ordered[-(len(ordered) // 10) - 1]),
+                "ratio_p10_p90": p10_p90(ratios),
             }
 
     return eng.loop.run(measure())

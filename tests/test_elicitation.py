@@ -6,46 +6,18 @@ from typing import Annotated
 
 import peers
 import pytest
+from asking import Name, ask_name, register_askers
 from IPython.core.error import UsageError
 from mcp.server.elicitation import ElicitationResult
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.resolve import Elicit, Resolve
-from pydantic import BaseModel
+from mcp.server.mcpserver.resolve import Resolve
 
 import mcp_nb
 from mcp_nb import Answer
 from mcp_nb.config import settings
 
 
-class Name(BaseModel):
-    name: str
-
-
-class Age(BaseModel):
-    years: int
-
-
-def ask_name() -> Elicit[Name]:
-    return Elicit("Your name?", Name)
-
-
-def ask_age() -> Elicit[Age]:
-    return Elicit("Your age?", Age)
-
-
-def register():
-    # The 2026-07-28 way to ask: a resolver returns Elicit(...); the SDK sends the question back
-    # inside the call's result (input-required) and calls again with the answer.
-    @mcp_nb.tool()
-    def greet(who: Annotated[ElicitationResult[Name], Resolve(ask_name)]) -> str:
-        return f"hello {who.data.name}" if who.action == "accept" else f"no name ({who.action})"
-
-    @mcp_nb.tool()
-    def card(
-        who: Annotated[ElicitationResult[Name], Resolve(ask_name)], age: Annotated[ElicitationResult[Age], Resolve(ask_age)]
-    ) -> str:
-        parts = [who.data.name if who.action == "accept" else who.action, str(age.data.years) if age.action == "accept" else age.action]
-        return " ".join(parts)
+register = register_askers
 
 
 def test_prepared_answers_accept_decline_and_cancel_and_each_is_recorded():

@@ -3,46 +3,18 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated
 
 import pytest
+from asking import register_askers
 from helpers import wait_until
-from mcp.server.elicitation import ElicitationResult
-from mcp.server.mcpserver.resolve import Elicit, Resolve
-from pydantic import BaseModel
 
 import mcp_nb
 from mcp_nb.widgets import show
 
 
-class Name(BaseModel):
-    name: str
-
-
-class Age(BaseModel):
-    years: int
-
-
-def ask_name() -> Elicit[Name]:
-    return Elicit("Your name?", Name)
-
-
-def ask_age() -> Elicit[Age]:
-    return Elicit("Your age?", Age)
-
-
 @pytest.fixture
 def panel():
-    @mcp_nb.tool()
-    def greet(who: Annotated[ElicitationResult[Name], Resolve(ask_name)]) -> str:
-        return f"hello {who.data.name}" if who.action == "accept" else f"no name ({who.action})"
-
-    @mcp_nb.tool()
-    def card(
-        who: Annotated[ElicitationResult[Name], Resolve(ask_name)], age: Annotated[ElicitationResult[Age], Resolve(ask_age)]
-    ) -> str:
-        return f"{who.data.name if who.action == 'accept' else who.action} {age.data.years if age.action == 'accept' else age.action}"
-
+    register_askers()
     p = show()
     yield p
     p.close()

@@ -115,25 +115,20 @@ def test_nan_through_the_magic_is_a_one_line_usage_error(shell):
 # -- cancellation and deadlines ----------------------------------------------------------------------
 
 
-def test_a_cancellation_that_lands_with_the_deadline_is_passed_on_not_swallowed():
-    @mcp_nb.tool()
-    async def slow() -> str:
-        await asyncio.sleep(30)
-        return "never"
+def _cancelled_while_hog_holds_the_loop(eng, call, head_start: float):
+    """Run `call`; after `head_start` s an async tool, hog, holds mcp_nb's loop for 0.6 s, and
+    0.3 s into that the call's task is cancelled (an interrupt, a reset): the cancellation is
+    delivered in the same turn of the loop as whatever deadline passed meanwhile. Returns
+    ("cancelled" or "returned", the call's Outcome)."""
 
     @mcp_nb.tool()
     async def hog() -> str:
-        time.sleep(0.6)  # holds mcp_nb's loop across slow's deadline  # noqa: ASYNC251
+        time.sleep(0.6)  # holds mcp_nb's loop across the deadline  # noqa: ASYNC251
         return "done"
 
-    eng = mcp_nb.engine()
-
     async def scenario():
-        call = eng.prepare("tool", "slow", timeout=0.2)
         task = asyncio.ensure_future(call.run())
-        await asyncio.sleep(0.05)
-        # While hog holds the loop, an interrupt (or a reset) asks for the task to stop; it is
-        # delivered in the same turn of the loop as slow's deadline.
+        await asyncio.sleep(head_start)
         threading.Timer(0.3, lambda: eng.loop.call_soon(task.cancel)).start()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LoopBlockedWarning)
@@ -144,7 +139,19 @@ def test_a_cancellation_that_lands_with_the_deadline_is_passed_on_not_swallowed(
             return "cancelled", call.outcome
         return "returned", call.outcome
 
-    how, outcome = eng.loop.run(scenario())
+    return eng.loop.run(scenario())
+
+
+def test_a_cancellation_that_lands_with_the_deadline_is_passed_on_not_swallowed():
+    @mcp_nb.tool()
+    async def slow() -> str:
+        await asyncio.sleep(30)
+        return "never"
+
+    eng = mcp_nb.engine()
+    # While hog holds the loop, an interrupt (or a reset) asks for the task to stop; it is
+    # delivered in the same turn of the loop as slow's deadline.
+    how, outcome = _cancelled_while_hog_holds_the_loop(eng, eng.prepare("tool", "slow", timeout=0.2), 0.05)
     assert how == "cancelled"  # before, the deadline path took the cancellation for its own
     assert (outcome.outcome, outcome.cause) == ("timeout", "deadline")
     assert causes() == [("hog", "ok"), ("slow", "deadline")]
@@ -504,28 +511,11 @@ def test_the_waiting_thread_follows_a_deadline_that_progress_moves():
 def test_a_resetting_deadline_that_fires_with_another_cancellation_passes_it_on():
     _reporting_tool()
 
-    @mcp_nb.tool()
-    async def hog() -> str:
-        time.sleep(0.6)  # holds mcp_nb's loop across the deadline  # noqa: ASYNC251
-        return "done"
-
     eng = mcp_nb.engine()
-
-    async def scenario():
-        call = eng.prepare("tool", "ticks", {"steps": 1000, "pause": 0.02}, timeout=0.2, reset_on_progress=True, max_timeout=0.25)
-        task = asyncio.ensure_future(call.run())
-        await asyncio.sleep(0.1)  # a few events: the deadline was reset, the ceiling is near
-        threading.Timer(0.3, lambda: eng.loop.call_soon(task.cancel)).start()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", LoopBlockedWarning)
-            await eng.prepare("tool", "hog", timeout=5).run()
-        try:
-            await task
-        except asyncio.CancelledError:
-            return "cancelled", call.outcome
-        return "returned", call.outcome
-
-    how, outcome = eng.loop.run(scenario())
+    call = eng.prepare("tool", "ticks", {"steps": 1000, "pause": 0.02}, timeout=0.2, reset_on_progress=True, max_timeout=0.25)
+    # After a few events (the deadline was reset, the ceiling is near), hog holds the loop
+    # and the interrupt comes in the same turn as the ceiling.
+    how, outcome = _cancelled_while_hog_holds_the_loop(eng, call, 0.1)
     assert how == "cancelled"  # the interrupt that came with the ceiling goes on
     assert (outcome.outcome, outcome.cause) == ("timeout", "max_timeout")
     assert outcome.deadline_resets >= 1

@@ -81,7 +81,7 @@ class CasesRun:
     """The session's cases files and the server they run against, started at the first case."""
 
     def __init__(self, paths: list[str], notebook: str | None, command: str | None, url: str | None, headers: list[str]) -> None:
-        from mcp_nb.cases import CasesError, load
+        from mcp_nb.records.cases import CasesError, load
 
         chosen = [flag for flag, value in (("--mcp-notebook", notebook), ("--mcp-server", command), ("--mcp-url", url)) if value]
         if len(chosen) > 1:

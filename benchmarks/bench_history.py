@@ -17,8 +17,8 @@ import random
 import time
 import tracemalloc
 
-from mcp_nb.history import History
-from mcp_nb.outcome import Outcome
+from mcp_nb.records.history import History
+from mcp_nb.records.outcome import Outcome
 from _common import machine, median, write_json
 
 TO_FRAME_TARGET_S = 1.0

@@ -13,6 +13,8 @@ import os
 
 from traitlets import Any, Bool, Float, HasTraits, Int, TraitError, validate
 
+from mcp_nb.elicitation import check_elicit
+
 DEFAULT_TIMEOUT = 30.0  # seconds: the deadline the error-model documents give every request
 MAX_DEPTH = 10
 # A sync tool waiting on a nested call holds one of the SDK's 40 worker threads per level;
@@ -95,8 +97,6 @@ class SharedTraits(HasTraits):
 
     @validate("elicit")
     def _valid_elicit(self, proposal):
-        from .elicitation import check_elicit
-
         try:
             check_elicit(proposal["value"])
         except (ValueError, TypeError) as err:

@@ -4,7 +4,7 @@ import pytest
 from IPython.core.error import UsageError
 
 import mcp_nb
-from mcp_nb.arguments import ArgumentsError, coerce, parse_call_line, parse_pairs
+from mcp_nb.notebook.arguments import ArgumentsError, coerce, parse_call_line, parse_pairs
 
 SCHEMA = {
     "type": "object",

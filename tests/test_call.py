@@ -11,8 +11,8 @@ import pytest
 from helpers import wait_until
 
 import mcp_nb
-from mcp_nb.call import Call, CallDepthError
-from mcp_nb.trace import LoopBlockedWarning
+from mcp_nb.calling.call import Call, CallDepthError
+from mcp_nb.registering.loop_watch import LoopBlockedWarning
 
 
 def causes(history=None):
@@ -523,7 +523,7 @@ def test_a_resetting_deadline_that_fires_with_another_cancellation_passes_it_on(
 
 
 def test_a_deadline_that_fired_is_not_revived_and_a_restart_never_passes_the_ceiling():
-    from mcp_nb.deadline import EXPIRED, TASK, WHEN, Deadlines
+    from mcp_nb.calling.deadline import EXPIRED, TASK, WHEN, Deadlines
 
     async def scenario():
         loop = asyncio.get_running_loop()

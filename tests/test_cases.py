@@ -12,7 +12,7 @@ from mcp import MCPError
 from mcp.server.mcpserver.exceptions import ToolError
 
 import mcp_nb
-from mcp_nb.cases import CasesError, load
+from mcp_nb.records.cases import CasesError, load
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOKSHOP = [sys.executable, str(ROOT / "notebooks" / "servers" / "bookshop.py"), "stdio"]
@@ -339,7 +339,7 @@ def test_the_magics_save_and_replay_and_the_report_shows_the_failures_first(tmp_
         "        content: expected 'Frank Herbert', got 'F. Herbert'",
     ]
     page = report._repr_html_()
-    from mcp_nb.display import ERROR, INKS
+    from mcp_nb.views.theme import ERROR, INKS
 
     assert ERROR.plain in page and INKS["result"].plain in page
     assert "4 passed, 1 failed" in page and "F. Herbert" in page

@@ -39,7 +39,7 @@ def test_only_the_chosen_command_is_imported(tmp_path):
         "import sys\n"
         "from mcp_nb.__main__ import main\n"
         f"assert main(['nbval-sanitize', '-o', {str(tmp_path / 'sanitize.cfg')!r}]) == 0\n"
-        "print('mcp_nb.nbval' in sys.modules, 'mcp_nb.course' in sys.modules)\n"
+        "print('mcp_nb.notebook.nbval' in sys.modules, 'mcp_nb.commands.course' in sys.modules)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=120

@@ -12,7 +12,7 @@ import pytest
 from helpers import wait_until
 
 import mcp_nb
-from mcp_nb.connections import ConnectError
+from mcp_nb.calling.connections import ConnectError
 
 BOOKSHOP = peers.BOOKSHOP
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import mcp_nb
-from mcp_nb.history import COLUMNS
+from mcp_nb.records.history import COLUMNS
 
 
 def register():
@@ -146,7 +146,7 @@ def test_registry_listeners(shell):
 
 
 def _answered(call_id: int, name: str = "late"):
-    from mcp_nb.outcome import Outcome
+    from mcp_nb.records.outcome import Outcome
 
     return Outcome(call_id=call_id, target="tool", name=name, arguments={}, outcome="result", cause="ok", content="x",
                    structured_content=None, is_error=False, code=None, message=None, data=None, started=0.0,

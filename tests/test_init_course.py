@@ -25,7 +25,8 @@ import pytest
 
 import mcp_nb
 from fresh_venv import make, run, tail
-from mcp_nb import course, nbval
+from mcp_nb.commands import course
+from mcp_nb.notebook import nbval
 
 ROOT = Path(__file__).resolve().parent.parent
 PIN = "mcp_nb[lab] @ git+https://github.com/OWNER/mcp_nb@v0.1.0"

@@ -23,8 +23,8 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 import mcp_nb
 import peers
 from helpers import wait_until
-from mcp_nb import context as context_logs
-from mcp_nb.display import outcome_html
+from mcp_nb.registering import context as context_logs
+from mcp_nb.views.cards import outcome_html
 from mcp_nb.widgets import show
 
 BOOKSHOP = [sys.executable, str(Path(__file__).resolve().parent.parent / "notebooks" / "servers" / "bookshop.py"), "stdio"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import mcp_nb
 from helpers import wait_until
-from mcp_nb import display
+from mcp_nb.views import cards, tables, theme
 from mcp_nb.widgets import show
 
 PACKAGE = Path(mcp_nb.__file__).parent
@@ -65,11 +65,11 @@ def test_registered_says_nothing_as_an_empty_string_never_nan():
 
 
 def test_the_theme_is_defined_once():
-    # Every colour, line and font of the views is written in display.py; the panel's modules
+    # Every colour, line and font of the views is written in views/theme.py; the panel's modules
     # only put its declarations together.
     literal = re.compile(r"#[0-9a-fA-F]{3,8}\b|rgba?\(|var\(--|color-mix\(|font-family:")
     for path in PACKAGE.rglob("*.py"):
-        if path.name != "display.py":
+        if path.relative_to(PACKAGE).as_posix() != "views/theme.py":
             found = literal.findall(path.read_text())
             assert not found, (path.relative_to(PACKAGE), found)
-    assert display.MUTED and display.BORDER and display.SURFACE and display.MONO and display.ERROR.text
+    assert theme.MUTED and theme.BORDER and theme.SURFACE and theme.MONO and theme.ERROR.text

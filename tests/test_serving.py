@@ -194,7 +194,7 @@ def test_history_views_say_who_made_an_outside_call():
 
     kernels, outsiders = [call_label(r) for r in frame.itertuples(index=False)]
     assert "←" not in kernels and outsiders.endswith("← http mcp 0.1.0")  # the panel's history list
-    from mcp_nb.display import outcome_text
+    from mcp_nb.views.cards import outcome_text
 
     card = outcome_text(as_call(next(frame.tail(1).itertuples(index=False))))  # the panel's card of a past call
     assert card.splitlines()[0].endswith("(via http from mcp 0.1.0)")

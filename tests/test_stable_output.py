@@ -30,9 +30,10 @@ from nbval.plugin import get_sanitize_patterns
 
 import mcp_nb
 from helpers import wait_until
-from mcp_nb import display, nbval
+from mcp_nb.views import cards, tables, theme
+from mcp_nb.notebook import nbval
 from mcp_nb.config import STABLE_OUTPUT_ENV, flag_from_env, settings
-from mcp_nb.trace import LoopBlockedWarning
+from mcp_nb.registering.loop_watch import LoopBlockedWarning
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,7 +73,7 @@ def nbval_sanitize(text: str) -> str:
 
 def stable_form(text: str) -> str:
     """`text` rewritten by the sanitizer's rules for mcp_nb's own varying parts only."""
-    for part in display.VARYING:
+    for part in theme.VARYING:
         text = re.sub(nbval.pattern(part.printed), part.stable, text)
     return text
 
@@ -154,23 +155,23 @@ def test_stable_cards_leave_out_timings_and_frames_and_keep_what_teaches():
         "ok", "raised", "crash", "mcp_error", "invalid_arguments", "deadline",
     ]  # fmt: skip
     for o in (ok, raised, crash, offline, invalid, late):
-        shown = display.outcome_html(o, stable=False)
-        stable = display.outcome_html(o, stable=True)
+        shown = cards.outcome_html(o, stable=False)
+        stable = cards.outcome_html(o, stable=True)
         assert re.search(r" · \d+\.\d ms</span>", shown)
         assert " ms</span>" not in stable and f"#{o.call_id}</span>" in stable
         for kept in (o.outcome, o.cause, o.name):
             assert kept in stable
-        assert repr(o) == display.outcome_text(o)  # the text view has no timings either way
-    assert "Frank Herbert" in display.outcome_html(ok, stable=True)
-    assert "No book titled &#x27;Nothing&#x27;." in display.outcome_html(raised, stable=True)
-    offline_card = display.outcome_html(offline, stable=True)
+        assert repr(o) == cards.outcome_text(o)  # the text view has no timings either way
+    assert "Frank Herbert" in cards.outcome_html(ok, stable=True)
+    assert "No book titled &#x27;Nothing&#x27;." in cards.outcome_html(raised, stable=True)
+    offline_card = cards.outcome_html(offline, stable=True)
     assert "-32050 catalog offline" in offline_card and "retry_after" in offline_card
-    assert "-32001 Timed out after 0.05s" in display.outcome_html(late, stable=True)
+    assert "-32001 Timed out after 0.05s" in cards.outcome_html(late, stable=True)
     # the late fate, as a state without the time it came
-    assert re.search(r"completed after the client gave up: result \(ok\) at \d+\.\d\d s</div>", display.outcome_html(late, stable=False))
-    assert "completed after the client gave up: result (ok)</div>" in display.outcome_html(late, stable=True)
+    assert re.search(r"completed after the client gave up: result \(ok\) at \d+\.\d\d s</div>", cards.outcome_html(late, stable=False))
+    assert "completed after the client gave up: result (ok)</div>" in cards.outcome_html(late, stable=True)
     # the crash's traceback: the exceptions and their chain, without the frames
-    shown, stable = display.outcome_html(crash, stable=False), display.outcome_html(crash, stable=True)
+    shown, stable = cards.outcome_html(crash, stable=False), cards.outcome_html(crash, stable=True)
     assert "File &quot;" in shown and "File &quot;" not in stable and "Traceback (most recent call last)" not in stable
     assert "<summary style=\"cursor:pointer\">KeyError: &#x27;catalog&#x27;</summary>" in stable
     assert "KeyError: &#x27;catalog&#x27;\n\nThe above exception was the direct cause of the following exception:" in stable
@@ -179,10 +180,10 @@ def test_stable_cards_leave_out_timings_and_frames_and_keep_what_teaches():
 def test_the_stable_setting_is_what_the_views_read():
     (o,) = every_outcome()[:1]
     mcp_nb.configure(stable_output=True)
-    assert o._repr_html_() == display.outcome_html(o, stable=True)
-    assert mcp_nb.history()._repr_html_() == display.history_html(mcp_nb.history().to_frame(), settings.history_rows, stable=True)
+    assert o._repr_html_() == cards.outcome_html(o, stable=True)
+    assert mcp_nb.history()._repr_html_() == tables.history_html(mcp_nb.history().to_frame(), settings.history_rows, stable=True)
     mcp_nb.configure(stable_output=False)
-    assert o._repr_html_() == display.outcome_html(o, stable=False)
+    assert o._repr_html_() == cards.outcome_html(o, stable=False)
 
 
 def test_the_stable_history_has_no_durations_and_lists_calls_in_the_order_they_started():
@@ -195,12 +196,12 @@ def test_the_stable_history_has_no_durations_and_lists_calls_in_the_order_they_s
     frame = mcp_nb.sweep("wait", [{"seconds": 0.3}, {"seconds": 0.2}, {"seconds": 0.1}], progress=False)
     history = mcp_nb.history().to_frame()
     assert list(history["call_id"]) == sorted(frame["call_id"], reverse=True)
-    stable_html = display.history_html(history, 20, stable=True)
+    stable_html = tables.history_html(history, 20, stable=True)
     assert ">ms</th>" not in stable_html and 'text-align:right' not in stable_html
-    assert ">ms</th>" in display.history_html(history, 20, stable=False)
+    assert ">ms</th>" in tables.history_html(history, 20, stable=False)
     ids = [int(i) for i in re.findall(r'<tr><td style="[^"]*">(\d+)</td>', stable_html)]
     assert ids == sorted(frame["call_id"])
-    text = display.history_text(history, 20, stable=True)
+    text = tables.history_text(history, 20, stable=True)
     assert [int(line.split()[0]) for line in text.splitlines()[2:]] == sorted(frame["call_id"])
     # what teaches stays: every outcome, cause and content
     assert stable_html.count("mcp-nb-result") == 3 and "0.3" in stable_html
@@ -221,24 +222,24 @@ def test_the_sanitizer_rewrites_every_view_into_its_stable_form():
     outcomes = every_outcome()
     frame = mcp_nb.history().to_frame()
     for o in outcomes:
-        shown, stable = display.outcome_html(o, stable=False), display.outcome_html(o, stable=True)
+        shown, stable = cards.outcome_html(o, stable=False), cards.outcome_html(o, stable=True)
         assert nbval_sanitize(shown) == nbval_sanitize(stable)
         if "<details>" not in stable:  # a traceback's body is the one part both forms mask
             assert stable_form(shown) == stable
         # the text view has nothing to rewrite but pydantic's link to its docs
-        text = display.outcome_text(o)
+        text = cards.outcome_text(o)
         assert nbval_sanitize(text) == re.sub(r"errors\.pydantic\.dev/[\d.]+/", "errors.pydantic.dev/VERSION/", text)
-    assert stable_form(display.history_html(frame, 20, stable=False)) == display.history_html(frame, 20, stable=True)
-    assert nbval_sanitize(display.history_text(frame, 20, stable=False)) == nbval_sanitize(display.history_text(frame, 20, stable=True))
+    assert stable_form(tables.history_html(frame, 20, stable=False)) == tables.history_html(frame, 20, stable=True)
+    assert nbval_sanitize(tables.history_text(frame, 20, stable=False)) == nbval_sanitize(tables.history_text(frame, 20, stable=True))
     # nbval reads every rule of the file, once, in order (it keys them by regex)
     patterns = get_sanitize_patterns(nbval.sanitizer())
     assert [(r.regex, r.replace) for r in nbval.rules()] == patterns
     assert len({regex for regex, _ in patterns}) == len(patterns)
-    assert nbval.sanitize(display.history_html(frame, 20, stable=False)) == nbval_sanitize(display.history_html(frame, 20, stable=False))
+    assert nbval.sanitize(tables.history_html(frame, 20, stable=False)) == nbval_sanitize(tables.history_html(frame, 20, stable=False))
 
 
 def test_each_part_that_varies_is_rewritten_whatever_its_value():
-    for part in display.VARYING:
+    for part in theme.VARYING:
         for value in (0.0, 0.04, 7.5, 1234.56, 98765.4):
             printed = part.printed.format(ms=value, seconds=value)
             assert nbval_sanitize(printed) == part.stable, printed

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from referencing import Registry
 
 import mcp_nb
-from mcp_nb.structured import conforms, supported
+from mcp_nb.records.structured import conforms, supported
 
 
 def sdk_error(schema: dict, value: Any) -> str | None:

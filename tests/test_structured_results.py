@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 import mcp_nb
-from mcp_nb.structured import NotTabular
+from mcp_nb.records.structured import NotTabular
 
 SHELF = [sys.executable, str(Path(__file__).parent / "servers" / "shelf.py")]
 
@@ -81,7 +81,7 @@ def test_what_is_not_a_table_says_so_in_one_line(make, said):
 
 
 def test_plain_records_and_mixed_lists():
-    from mcp_nb.structured import records
+    from mcp_nb.records.structured import records
 
     assert records([{"a": 1}]) == [{"a": 1}]
     with pytest.raises(NotTabular, match="2 lists of records \\(a, b\\): pick one with key="):

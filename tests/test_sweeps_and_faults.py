@@ -14,7 +14,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 import mcp_nb
 from helpers import FakeClock, interrupted_when, wait_until
 from mcp_nb import Faults, Retry
-from mcp_nb.sweeps import argument_sets
+from mcp_nb.batch.sweeps import argument_sets
 
 
 def test_argument_sets_from_grids_frames_and_lists():

@@ -17,8 +17,8 @@ import sys
 # name -> (module, one line of help)
 COMMANDS = {
     "serve": ("mcp_nb.commands.serve", "serve a notebook's tools, resources and prompts to MCP clients"),
-    "nbval-sanitize": ("mcp_nb.nbval", "write the nbval sanitizer that holds mcp_nb's outputs still"),
-    "init-course": ("mcp_nb.course", "make a folder to start a course of notebooks from (Binder, nbval, CI)"),
+    "nbval-sanitize": ("mcp_nb.notebook.nbval", "write the nbval sanitizer that holds mcp_nb's outputs still"),
+    "init-course": ("mcp_nb.commands.course", "make a folder to start a course of notebooks from (Binder, nbval, CI)"),
 }
 
 

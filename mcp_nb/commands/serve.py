@@ -14,8 +14,14 @@ cannot be run (the message names the cell), 2 for bad options.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from pathlib import Path
+
+from mcp_nb import api
+from mcp_nb.serving.notebook import NotebookError, run_notebook
+from mcp_nb.serving.stdio import Wire, serve_stdio
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,18 +40,13 @@ def run(args: argparse.Namespace) -> int:
         args.parser.error("--port, --host and --dangerously-no-auth go with --http")
     wire = None
     if not args.http:
-        from mcp_nb.serving.stdio import Wire
-
         wire = Wire()  # before any cell runs: nothing a cell prints may reach the protocol's stdout
-    import mcp_nb
-    from mcp_nb.serving.notebook import NotebookError, run_notebook
-
     try:
         ran = run_notebook(args.notebook)
     except NotebookError as err:
         print(f"mcp-nb serve: {err}", file=sys.stderr)
         return 1
-    engine = mcp_nb.engine()
+    engine = api.engine()
     summary = f"{args.notebook.name}: {ran} cells run, {len(engine.registry.entries())} registered"
     try:
         if wire is not None:
@@ -53,12 +54,10 @@ def run(args: argparse.Namespace) -> int:
             return _serve_stdio(engine, wire)
         return _serve_http(args, summary)
     finally:
-        mcp_nb.reset()
+        api.reset()
 
 
 def _serve_stdio(engine, wire) -> int:
-    from mcp_nb.serving.stdio import serve_stdio
-
     try:
         engine.loop.run(serve_stdio(engine, wire))
     except KeyboardInterrupt:
@@ -67,13 +66,8 @@ def _serve_stdio(engine, wire) -> int:
 
 
 def _serve_http(args: argparse.Namespace, summary: str) -> int:
-    import signal
-    import threading
-
-    import mcp_nb
-
     try:
-        handle = mcp_nb.serve(port=args.port, host=args.host, dangerously_no_auth=args.dangerously_no_auth)
+        handle = api.serve(port=args.port, host=args.host, dangerously_no_auth=args.dangerously_no_auth)
     except (ValueError, OSError) as err:
         print(f"mcp-nb serve: {err}", file=sys.stderr)
         return 2

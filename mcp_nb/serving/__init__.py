@@ -17,8 +17,8 @@ import atexit
 import threading
 from typing import Any
 
-from .http import Serving
-from .policy import DEFAULT_MAX_BODY, check_address
+from mcp_nb.serving.http import Serving
+from mcp_nb.serving.policy import DEFAULT_MAX_BODY, check_address
 
 __all__ = ["Serving", "current", "serve", "stop"]
 

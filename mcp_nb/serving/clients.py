@@ -19,12 +19,22 @@ import logging
 import threading
 from typing import Any
 
-from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, ToolsListChanged
+from mcp.server.subscriptions import (
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ToolsListChanged,
+)
 from mcp.shared.uri_template import UriTemplate
-from mcp_types import EmptyResult, SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams
+from mcp_types import (
+    EmptyResult,
+    SetLevelRequestParams,
+    SubscribeRequestParams,
+    UnsubscribeRequestParams,
+)
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from .. import sdk_compat
+from mcp_nb import sdk_compat
 
 SUBSCRIBED = "mcp_nb.subscribed"  # connection.state key: the URIs this client subscribed to
 LOG_LEVEL = "mcp_nb.log_level"  # connection.state key: the least severe log level it wants

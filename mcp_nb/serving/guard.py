@@ -26,11 +26,10 @@ from collections import Counter
 from typing import Callable
 
 import anyio
-
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .policy import Policy
+from mcp_nb.serving.policy import Policy
 
 # reason -> (status, body); the reasons are the keys of `Refusals`
 REFUSED = {

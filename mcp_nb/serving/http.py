@@ -24,11 +24,12 @@ from typing import Any
 
 from mcp.server.transport_security import TransportSecuritySettings
 
-from .configs import client_configs
-from .events import RecentEvents
-from .guard import Guard, Refusals
-from .policy import DEFAULT_MAX_BODY, Policy, check_address, decide
-from .served import Served
+from mcp_nb.serving.configs import client_configs
+from mcp_nb.serving.events import RecentEvents
+from mcp_nb.serving.guard import Guard, Refusals
+from mcp_nb.serving.policy import DEFAULT_MAX_BODY, Policy, check_address, decide
+from mcp_nb.serving.served import Served
+from mcp_nb.serving.view import serving_html, serving_text
 
 PATH = "/mcp"
 RETRY_MS = 1000  # how soon a client should come back after the server ended its SSE stream
@@ -115,13 +116,9 @@ class Serving:
         return asked == self.settings and port in (0, self.port)
 
     def __repr__(self) -> str:
-        from .view import serving_text
-
         return serving_text(self)
 
     def _repr_html_(self) -> str:
-        from .view import serving_html
-
         return serving_html(self)
 
     def _repr_pretty_(self, printer, cycle) -> None:

@@ -24,13 +24,19 @@ from functools import partial
 from typing import Any, Callable
 
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
-from mcp_types import INTERNAL_ERROR, CallToolResult, ErrorData, GetPromptResult, ReadResourceResult
+from mcp_types import (
+    INTERNAL_ERROR,
+    CallToolResult,
+    ErrorData,
+    GetPromptResult,
+    ReadResourceResult,
+)
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from .. import sdk_compat
-from ..call import CallRecord
-from ..outcome import REQUEST_CANCELLED, Outcome
-from ..trace import CURRENT_TRACE, ServerTrace, exception_chain
+from mcp_nb import sdk_compat
+from mcp_nb.calling.call import CallRecord
+from mcp_nb.records.outcome import REQUEST_CANCELLED, Outcome
+from mcp_nb.records.trace import CURRENT_TRACE, ServerTrace, exception_chain
 
 TARGETS = {"tools/call": "tool", "resources/read": "resource", "prompts/get": "prompt"}
 RESULTS = {"tool": CallToolResult, "resource": ReadResourceResult, "prompt": GetPromptResult}

@@ -11,9 +11,9 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from . import completion
-from .clients import Clients
-from .record import Recorder
+from mcp_nb.serving import completion
+from mcp_nb.serving.clients import Clients
+from mcp_nb.serving.record import Recorder
 
 
 class Served:

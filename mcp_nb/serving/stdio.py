@@ -14,8 +14,8 @@ import os
 import sys
 from typing import Any
 
-from .. import sdk_compat
-from .served import Served
+from mcp_nb import sdk_compat
+from mcp_nb.serving.served import Served
 
 
 class Wire:

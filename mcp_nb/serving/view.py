@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 
-from ..display import BORDER, CELL, MONO, MUTED, SURFACE, UI
+from mcp_nb.views.theme import BORDER, CELL, MONO, MUTED, SURFACE, UI
 
 
 def masked(token: str | None) -> str:

@@ -11,7 +11,7 @@ here is imported by `import mcp_nb`.
 
 from __future__ import annotations
 
-from .form import OMIT, Form, Invalid, build_form
-from .panel import Panel, parse_raw, show
+from mcp_nb.widgets.form import OMIT, Form, Invalid, build_form
+from mcp_nb.widgets.panel import Panel, parse_raw, show
 
 __all__ = ["OMIT", "Form", "Invalid", "Panel", "build_form", "parse_raw", "show"]

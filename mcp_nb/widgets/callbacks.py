@@ -21,8 +21,8 @@ import threading
 import traceback
 from typing import Any, Callable
 
-from ..display import MONO, MUTED
-from .style import PROBLEM_BOX
+from mcp_nb.views.theme import MONO, MUTED
+from mcp_nb.widgets.style import PROBLEM_BOX
 
 log = logging.getLogger(__name__)
 

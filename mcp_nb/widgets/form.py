@@ -33,7 +33,8 @@ from typing import Any, Callable, Mapping
 
 import ipywidgets as w
 
-from ..display import ERROR, LINE, MUTED, schema_type
+from mcp_nb.views.cards import schema_type
+from mcp_nb.views.theme import ERROR, LINE, MUTED
 
 
 class _Omit:

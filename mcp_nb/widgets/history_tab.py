@@ -20,12 +20,12 @@ from typing import Any, Callable
 import ipywidgets as w
 import pandas as pd
 
-from ..cases import CasesError, from_frame, save
-from ..display import CELL, ERROR, INKS, MUTED, badge, border, compact_json
-from ..outcome import OUTCOMES, Outcome
-from .callbacks import Guard
-from .form import close_tree
-from .style import note_html
+from mcp_nb.records.cases import CasesError, from_frame, save
+from mcp_nb.records.outcome import OUTCOMES, Outcome
+from mcp_nb.views.theme import CELL, ERROR, INKS, MUTED, badge, border, compact_json
+from mcp_nb.widgets.callbacks import Guard
+from mcp_nb.widgets.form import close_tree
+from mcp_nb.widgets.style import note_html
 
 LATEST = 50  # rows in the list of calls
 PIN = "\U0001f4cc "  # before a pinned call's line

@@ -2,7 +2,7 @@
 
 Wiring only; the parts live next door: `form.py` turns a schema into fields,
 `history_tab.py` shows the history, `style.py` holds the looks, and
-`mcp_nb.display.outcome_html` renders an outcome as everywhere else.
+`mcp_nb.views.cards.outcome_html` renders an outcome as everywhere else.
 
 Threads. The kernel's thread owns every widget update. Widget callbacks (a click, a
 choice) run there already. A call is started with `Engine.submit`, which returns the
@@ -30,15 +30,17 @@ from typing import Any
 
 import ipywidgets as w
 
-from ..config import check_timeout, settings
-from ..display import MUTED, outcome_html
-from ..outcome import Outcome
-from ..registry import Registration
-from .callbacks import FailureView, Guard, KernelThread
-from .form import Form, Invalid, close_tree, dotted
-from .history_tab import HistoryTab
-from .question import Asker
-from .style import (
+from mcp_nb.calling import default
+from mcp_nb.config import check_timeout, settings
+from mcp_nb.records.outcome import Outcome
+from mcp_nb.registering.registry import Registration
+from mcp_nb.views.cards import outcome_html
+from mcp_nb.views.theme import MUTED
+from mcp_nb.widgets.callbacks import FailureView, Guard, KernelThread
+from mcp_nb.widgets.form import Form, Invalid, close_tree, dotted
+from mcp_nb.widgets.history_tab import HistoryTab
+from mcp_nb.widgets.question import Asker
+from mcp_nb.widgets.style import (
     ERROR,
     STYLESHEET,
     entry_html,
@@ -824,7 +826,5 @@ def _title_html(engine, entries: list[Registration], connection: Any = None) -> 
 def show(engine=None, server: str | None = None) -> Panel:
     """The panel for the kernel's server (or `engine`'s, or a connected `server`'s); IPython displays the returned widget."""
     if engine is None:
-        import mcp_nb
-
-        engine = mcp_nb.engine()
+        engine = default.engine()
     return Panel(engine, server=server)

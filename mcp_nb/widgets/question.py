@@ -20,10 +20,11 @@ from typing import Any, Callable
 
 import ipywidgets as w
 
-from ..display import BORDER, MUTED, SURFACE
-from ..elicitation import Answer
-from .form import Form, Invalid, close_tree, dotted
-from .style import problems_html
+from mcp_nb.elicitation import Answer
+from mcp_nb.views.theme import BORDER, MUTED, SURFACE
+from mcp_nb.widgets.callbacks import KernelThread
+from mcp_nb.widgets.form import Form, Invalid, close_tree, dotted
+from mcp_nb.widgets.style import problems_html
 
 
 class Question:
@@ -153,8 +154,6 @@ def cell_asker() -> Asker | None:
     blocking wait gets it only after the cell ends).
     """
     import contextvars
-
-    from .callbacks import KernelThread
 
     thread = KernelThread.of_kernel()
     if thread.loop is None or not thread.here() or not person_at_front_end():

@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from ..display import (
+from mcp_nb.views.theme import (
     BORDER,
     ERROR,
     ERROR_TINT,

@@ -1,0 +1,136 @@
+"""Cases replayed against a server, and judged: expected against got, one row per case.
+
+A replay is a sweep whose calls are not one tool's: every case is prepared as a `Call`
+first (a case the engine would refuse fails the replay before anything is sent, naming
+the case), then the calls run on mcp_nb's loop through the sweep's workers, each recorded
+in the history like any other call.
+
+Concurrency goes as far as the server allows it: reading a resource, getting a prompt and
+calling a tool annotated read-only or idempotent may overlap; a tool that declares neither
+may have side effects whose order matters, so those calls run one after another, in the
+file's order, in one lane beside the others.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pandas as pd
+
+from mcp_nb.batch.sweeps import Sweep, drive
+from mcp_nb.calling.retry import Retry
+from mcp_nb.records.cases import Case, CasesError, judge, load
+
+COLUMNS = ["case", "target", "name", "server", "passed", "expected", "got", "reason", "call_id", "duration_ms"]
+REPLAY_SERVER = "replay"  # the connection a replay opens for itself (`connect=`), then closes
+
+
+class Replay(Sweep):
+    """The cases' calls, in lanes: each call that may overlap others is a lane of its own."""
+
+    def __init__(self, engine, cases: list[Case], concurrency: int, server: str | None) -> None:
+        if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
+            raise ValueError(f"concurrency must be a whole number >= 1, got {concurrency!r}")
+        if server is not None:
+            engine.connection_for(server)  # a server that is not connected is the caller's mistake, not a case's
+        self.engine = engine
+        self.cases = cases
+        self.concurrency = concurrency
+        self.calls = []
+        for case in cases:
+            where = server if server is not None else (None if case.server == "kernel" else case.server)
+            try:
+                call = engine.prepare(
+                    case.target, case.name, case.arguments, case.timeout, Retry(retries=case.retries) if case.retries else None, where
+                )
+            except (ValueError, TypeError) as err:
+                raise CasesError(f"case {case.id!r}: {str(err).strip().splitlines()[0]}") from None
+            self.calls.append(call)
+        ordered = [i for i, call in enumerate(self.calls) if not _may_overlap(call)]
+        lanes = [[i] for i, call in enumerate(self.calls) if _may_overlap(call)]
+        if ordered:
+            lanes.insert(0, ordered)
+        # Sweep.run starts min(concurrency, len(sets)) workers over positions in `sets`: here a
+        # position is a lane.
+        self.sets = lanes
+        self.done = 0
+        self.finished = threading.Event()
+
+    async def _worker(self, positions) -> None:
+        for lane in positions:
+            for i in self.sets[lane]:
+                await self.calls[i].run()
+                self.done += 1
+
+    def frame(self, interrupted: bool) -> pd.DataFrame:
+        rows = []
+        for case, call in zip(self.cases, self.calls, strict=True):
+            got = call.outcome
+            if got is None:
+                continue  # never made: the replay was stopped first
+            reason = judge(case, got)
+            rows.append(
+                {
+                    "case": case.id, "target": case.target, "name": case.name, "server": got.server,
+                    "passed": not reason, "expected": _said(case.expect.outcome, case.expect.cause),
+                    "got": _said(got.outcome, got.cause), "reason": reason, "call_id": got.call_id,
+                    "duration_ms": got.duration_ms,
+                }  # fmt: skip
+            )
+        frame = pd.DataFrame(rows, columns=COLUMNS)
+        frame["passed"] = frame["passed"].astype(bool)
+        passed = int(frame["passed"].sum())
+        frame.attrs.update(cases=len(self.cases), passed=passed, failed=len(frame) - passed, interrupted=interrupted)
+        return frame
+
+
+def _may_overlap(call) -> bool:
+    if call.target != "tool":
+        return True  # reads and gets change nothing
+    hints = call.connection.annotations(call.name)
+    return hints is not None and bool(hints.read_only_hint or hints.idempotent_hint)
+
+
+def _said(outcome: str, cause: str) -> str:
+    return f"{outcome} ({cause})"
+
+
+def run_replay(
+    engine,
+    cases: Any,
+    *,
+    server: str | None = None,
+    connect: str | list[str] | None = None,
+    headers: dict[str, str] | None = None,
+    concurrency: int = 8,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """See `mcp_nb.replay`."""
+    cases = load(cases)
+    if server is not None and connect is not None:
+        raise ValueError("give server= (a connection's name) or connect= (a server to start for the replay), not both")
+    if headers is not None and connect is None:
+        raise ValueError("headers= go with connect= (a URL)")
+    opened = None
+    if connect is not None:
+        opened = _free_name(engine)
+        engine.connect(opened, connect, headers=headers)
+        server = opened
+    try:
+        replay = Replay(engine, cases, concurrency, server)
+        stopped_by = drive(engine, replay, len(cases), "replay" if progress else None)
+        if stopped_by:
+            print(f"replay {stopped_by}: {replay.done} of {len(cases)} cases run")
+        return replay.frame(stopped_by is not None)
+    finally:
+        if opened is not None and not engine.closed and opened in engine.connections:
+            engine.disconnect(opened)
+
+
+def _free_name(engine) -> str:
+    name, n = REPLAY_SERVER, 1
+    while name in engine.connections:
+        n += 1
+        name = f"{REPLAY_SERVER}-{n}"
+    return name

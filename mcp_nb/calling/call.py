@@ -1,0 +1,739 @@
+"""One call, from the moment a face asks for it to the row it leaves in the history.
+
+A `Call` owns everything about one call: what was asked (target, name, the arguments
+as sent), its deadline, its attempts, the task running it, the server-side trace of
+the current attempt, and the Outcomes it records. Every face makes Calls through
+`Engine.prepare`; nothing else builds an Outcome.
+
+Where it runs. The work (`run`) runs on mcp_nb's loop, in a task of its own or in the
+task of whoever awaits it there (a sweep's worker). A face in another thread waits with
+`wait()`, which keeps the deadline's promise even when mcp_nb's loop is held by an
+async handler that never awaits: at the deadline the waiting thread records the
+timeout itself, and the loop's side, when it comes back, finds the call settled.
+
+What a Call talks to is a `Connection` (`connections.py`); a Call knows nothing of the
+in-kernel server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import copy
+import itertools
+import math
+import numbers
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from mcp import MCPError
+
+from mcp_nb.calling.connections import METHODS, ConnectionLost
+from mcp_nb.calling.current import CURRENT_CALL
+from mcp_nb.calling.deadline import EXPIRED, WHEN
+from mcp_nb.calling.retry import with_retries
+from mcp_nb.elicitation import Answerer, Ask, Elicitation, elicit
+from mcp_nb.records import classify
+from mcp_nb.records.outcome import REQUEST_CANCELLED, REQUEST_TIMEOUT, Outcome
+from mcp_nb.records.trace import CURRENT_TRACE, ServerTrace
+from mcp_nb.sdk_compat import HTTP_STATUS_TEXTS, TIMED_OUT
+
+_ids = itertools.count(1)  # process-wide, so ids stay unique across `reset()`
+
+# How often a waiting thread redraws the live view of a call's progress.
+WATCH_S = 0.1
+# With `reset_on_progress` and no `max_timeout`, the ceiling is this many timeouts.
+DEFAULT_CEILING = 10
+# How long after its deadline a waiting thread gives mcp_nb's loop to report a timeout
+# itself, before it checks whether the loop is held and, if so, records the timeout.
+GRACE_S = 0.05
+# Why a question has no answer when its call was cancelled while it waited (Ctrl-C, a panel's Cancel).
+CANCELLED_WAITING = "the call was cancelled while waiting for the answer"
+# A waiting thread's longest single wait: `expected_by` is infinite while the call waits for a
+# person's answer, and a lock's timeout must be finite.
+LONGEST_WAIT_S = 3600.0
+# Who held the loop past a deadline, and for how long, in the timeout's message; mcp_nb.nbval's
+# sanitizer is built from it.
+HELD_BY = "event loop was held by async {handler} for {seconds:.2f} s)"
+
+
+class CallDepthError(RuntimeError):
+    """Calls nested deeper than `settings.max_depth` (a tool that calls tools that call tools...)."""
+
+
+class CallRecord:
+    """What every recorded call has, and how its Outcomes are built.
+
+    A `Call` is one (it sends the request); a call an outside client made to the served
+    kernel is another (it only records): both build Outcomes the same way, so an outcome
+    and its cause mean the same whoever made the call.
+    """
+
+    __slots__ = (
+        "id", "target", "name", "arguments", "timeout", "attempt", "backoff", "trace", "started", "t0",
+        "reset_on_progress", "max_timeout", "resets", "_by_ceiling", "elicitations",
+    )  # fmt: skip
+
+    via = "kernel"  # who sent it (a subclass that records an outside client's call has its own)
+    client: str | None = None
+
+    def __init__(self, target: str, name: str, arguments: dict[str, Any] | None, timeout: float) -> None:
+        self.id = next(_ids)
+        self.target = target
+        self.name = name
+        self.arguments = arguments
+        self.timeout = timeout
+        self.attempt = 0
+        self.backoff = 0.0
+        self.trace: ServerTrace | None = None
+        self.started = 0.0  # epoch seconds when the current attempt was sent
+        self.t0: float | None = None  # perf_counter() then; None until it is sent
+        self.reset_on_progress = False  # each progress event restarts the deadline...
+        self.max_timeout: float | None = None  # ...never past this many seconds after the request was sent
+        self.resets = 0  # how many times the current attempt's deadline was restarted
+        self._by_ceiling = False  # the deadline in force is max_timeout, not the last progress + timeout
+        self.elicitations: list[Elicitation] = []  # the questions the server asked during this attempt
+
+    def observes(self, target: str, key: str) -> bool:
+        """Whether mcp_nb's probe watches the handler this call reaches."""
+        return False
+
+    def server_name(self) -> str:
+        return "kernel"
+
+    def local(self) -> bool:
+        """Whether the server is in this process, where its log and its handlers are seen."""
+        return True
+
+    def timed_out_text(self) -> str:
+        return TIMED_OUT
+
+    # -- the Outcomes ---------------------------------------------------------------------------
+
+    def _outcome(self, outcome: str, cause: str, duration_ms: float, **fields: Any) -> Outcome:
+        return Outcome(
+            call_id=self.id,
+            target=self.target,
+            name=self.name,
+            arguments=self.arguments,
+            outcome=outcome,
+            cause=cause,
+            content=fields.get("content"),
+            structured_content=fields.get("structured_content"),
+            is_error=fields.get("is_error"),
+            code=fields.get("code"),
+            message=fields.get("message"),
+            data=fields.get("data"),
+            started=self.started or time.time(),
+            duration_ms=duration_ms,
+            timeout_s=self.timeout,
+            trace=self.trace,
+            observed=fields.get("observed", True),
+            attempt=self.attempt or 1,
+            backoff_s=self.backoff,
+            server=self.server_name(),
+            via=self.via,
+            client=self.client,
+            elicitations=tuple(self.elicitations),
+            deadline_resets=self.resets,
+            max_timeout_s=self.max_timeout,
+        )
+
+    def _elapsed_ms(self) -> float:
+        return 0.0 if self.t0 is None else (time.perf_counter() - self.t0) * 1000.0
+
+    def _result(self, raw: Any) -> Outcome:
+        if self.target == "tool":
+            return self._tool_result(classify.content_text(raw.content), bool(raw.is_error), raw.structured_content)
+        duration = self._elapsed_ms()
+        text = classify.resource_text(raw.contents) if self.target == "resource" else classify.prompt_text(raw.messages)
+        return self._outcome("result", "ok", duration, content=text, is_error=False)
+
+    def _tool_result(self, content: str, is_error: bool, structured: Any) -> Outcome:
+        kind, cause = classify.tool_result_cause(self.name, content, is_error, self.trace, self.local())
+        return self._outcome(
+            kind, cause, self._elapsed_ms(), content=content, structured_content=structured, is_error=is_error
+        )
+
+    def _protocol_error(self, error: Any, raised: tuple[tuple[str, str], ...] = ()) -> Outcome:
+        cause = classify.protocol_error_cause(self.target, error.code, self.trace, error.message, self.local(), raised)
+        return self._outcome(
+            "protocol_error", cause, self._elapsed_ms(), code=error.code, message=error.message, data=error.data
+        )
+
+    def _deadline(self, note: str = "") -> Outcome:
+        method = METHODS[self.target]
+        resets = f"the deadline was reset {self.resets} time{'s' if self.resets != 1 else ''} on progress"
+        if self._by_ceiling:
+            cause = "max_timeout"
+            message = self.timed_out_text().format(seconds=self.max_timeout, method=method) + f" (max_timeout; {resets})"
+        else:
+            cause = "deadline"
+            message = self.timed_out_text().format(seconds=self.timeout, method=method)
+            if self.resets:
+                message += f" (no progress for {self.timeout:g}s; {resets})"
+        return self._outcome(
+            "timeout", cause, self._elapsed_ms(), code=REQUEST_TIMEOUT, message=message + note,
+            observed=self.observes(self.target, self.name),
+        )  # fmt: skip
+
+    def _cancelled(self) -> Outcome:
+        elapsed = self._elapsed_ms()
+        return self._outcome(
+            "timeout", "cancelled", elapsed, code=REQUEST_CANCELLED,
+            message=f"Cancelled by the caller after {elapsed / 1000:.3g}s",
+            observed=self.observes(self.target, self.name),
+        )  # fmt: skip
+
+    def _unsent(self, attempt: int) -> Outcome:
+        """Cancelled before the request was sent (while connecting, or waiting to retry)."""
+        self.attempt, self.t0 = attempt, None
+        self.started = time.time()
+        self.trace = ServerTrace(time.perf_counter())  # no handler ever started: the server dropped nothing
+        return self._outcome(
+            "timeout", "cancelled", 0.0, code=REQUEST_CANCELLED, message=f"Cancelled by the caller before attempt {attempt} was sent"
+        )
+
+    def _http_error(self, error: Any, status: dict[str, Any]) -> Outcome:
+        return self._outcome(
+            "protocol_error", "http_error", self._elapsed_ms(), code=error.code,
+            message=f"HTTP {status['status']}: {error.message}", data=status,
+        )  # fmt: skip
+
+    def _sent_params(self) -> dict[str, Any]:
+        """What the request's params hold, to find its HTTP answer among the connection's."""
+        if self.target == "resource":
+            return {"uri": self.name}
+        return {"name": self.name}
+
+    def _client_error(self, err: BaseException) -> Outcome:
+        """What escaped the SDK: a transport's failure where one can be told, else a client error."""
+        cause, data = classify.client_failure(err)
+        text = str(err).strip()
+        if cause == "disconnected" and isinstance(err, ConnectionLost):
+            message = text
+        else:
+            message = f"{type(err).__name__}: {text}" if text else type(err).__name__
+        return self._outcome("protocol_error", cause, self._elapsed_ms(), message=message, data=data)
+
+
+
+class Call(CallRecord):
+    """One call: what was asked, its attempts, and the Outcomes they recorded."""
+
+    __slots__ = (
+        "rule", "parent", "depth", "engine", "connection", "task", "outcome", "expected_by",
+        "_future", "_lock", "_settled", "_ended", "_cancel_asked", "_phase", "children", "_entry", "_ceiling",
+        "progress_listener", "answerers", "ask",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        engine: Any,
+        target: str,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        timeout: float,
+        rule: Any = None,
+        parent: Call | None = None,
+        connection: Any = None,
+        reset_on_progress: bool = False,
+        max_timeout: float | None = None,
+        answerers: tuple[Answerer | None, ...] = (),
+    ) -> None:
+        super().__init__(target, name, sent_arguments(arguments), timeout)
+        if reset_on_progress:
+            self.reset_on_progress = True
+            self.max_timeout = max_timeout if max_timeout is not None else timeout * DEFAULT_CEILING
+        # Who answers the server's questions: the call's own elicit=, then the configured
+        # default; `ask` (set by a face that can show a form) when neither is given.
+        self.answerers = answerers
+        self.ask: Ask | None = None
+        self.engine = engine  # the loop, the deadlines, the history, the calls in flight
+        self.connection = connection if connection is not None else engine.connection  # the server it talks to
+        self.rule = rule  # a retry.Retry, or None for one attempt
+        self.parent = parent
+        self.depth = 1 if parent is None else parent.depth + 1
+        self.task: asyncio.Task | None = None
+        self.outcome: Outcome | None = None  # the latest recorded Outcome
+        # By when a thread waiting for this call should hear of it (perf_counter); moves
+        # with each attempt, so the deadline always counts from the request in flight.
+        self.expected_by = time.perf_counter() + timeout + GRACE_S
+        self._future: concurrent.futures.Future[Outcome] | None = None
+        self._lock = threading.Lock()
+        self._settled = False  # a waiting thread recorded the timeout: the loop's side records nothing
+        self._ended = False
+        self._cancel_asked = False
+        self._phase = "new"  # "attempt" while one runs, "waiting" once recorded, "recorded" when it raised
+        self.children: list[Call] = []
+        self._entry: list | None = None  # the deadline in force for the attempt in flight
+        self._ceiling = math.inf  # loop time past which no progress moves that deadline
+        # Called on mcp_nb's loop with each progress event (a panel hands it to the kernel's thread).
+        self.progress_listener: Any = None
+        if parent is not None:
+            parent.adopt(self)
+
+    def observes(self, target: str, key: str) -> bool:
+        return self.connection.observes(target, key)
+
+    def server_name(self) -> str:
+        return self.connection.name
+
+    def local(self) -> bool:
+        return self.connection.transport == "in-kernel"
+
+    def timed_out_text(self) -> str:
+        return self.connection.timed_out
+
+    # -- nesting --------------------------------------------------------------------------------
+
+    def adopt(self, child: Call) -> None:
+        with self._lock:
+            if self._ended:
+                raise RuntimeError(
+                    f"call #{self.id} ({self.target} {self.name!r}) already ended as {self.outcome.outcome if self.outcome else 'cancelled'}, "
+                    f"so the {child.target} {child.name!r} it would start now is refused: a handler that outlives "
+                    "its call cannot start new calls"
+                )
+            self.children = [c for c in self.children if not c._ended]
+            self.children.append(child)
+
+    def chain(self) -> list[str]:
+        """The names from the outermost call down to this one."""
+        names, call = [], self
+        while call is not None:
+            names.append(call.name)
+            call = call.parent
+        return names[::-1]
+
+    # -- running (on mcp_nb's loop) -------------------------------------------------------------
+
+    async def run(self) -> Outcome:
+        """Make the call, every attempt of it, each recorded; returns the last Outcome.
+
+        Cancelled, it records the attempt in flight as cancelled and raises
+        CancelledError, as a coroutine should; its `future` still gets that Outcome.
+        """
+        self.task = asyncio.current_task()
+        token = CURRENT_CALL.set(self)
+        calls = self.engine.calls
+        calls.add(self)
+        try:
+            if self._cancel_asked:  # cancelled before its task had taken a step
+                return self._record(self._unsent(1))
+            if self.rule is None:
+                return await self._attempt(1, 0.0)
+
+            return await with_retries(self._attempt, self.rule)
+        except asyncio.CancelledError:
+            if self._phase == "waiting":  # between attempts: the next one was never sent
+                self._record(self._unsent(self.attempt + 1))
+            raise
+        finally:
+            calls.discard(self)
+            CURRENT_CALL.reset(token)
+            self._end()
+
+    async def _attempt(self, number: int, backoff: float) -> Outcome:
+        """One attempt, recorded whatever happens (a cancellation is recorded, then raised)."""
+        self.attempt, self.backoff = number, backoff
+        self.t0 = None
+        self.trace = None
+        self.elicitations = []
+        self.resets, self._by_ceiling = 0, False
+        self.expected_by = time.perf_counter() + self.timeout + GRACE_S
+        self._phase = "attempt"
+        outcome = await self._send()
+        self._phase = "waiting"
+        if self.rule is not None:
+            # A retry may wait before its attempt starts; the waiting thread must not take
+            # that wait for a held loop.
+            rule = self.rule
+            self.expected_by = time.perf_counter() + rule.max_backoff + rule.jitter + self.timeout + GRACE_S
+        return outcome
+
+    async def _send(self) -> Outcome:
+        task = self.task
+        connection = self.connection
+        # Session set-up is mcp_nb's business, not the request's: it happens before the
+        # request's clock starts (in-process it cannot hang).
+        try:
+            client = await connection.ready()
+        except ConnectionLost as err:
+            return self._record(self._client_error(err))
+        except asyncio.CancelledError:
+            if task.cancelling():
+                self._record(self._unsent(self.attempt))
+                self._phase = "recorded"
+                raise
+            return self._record(self._client_error(asyncio.CancelledError("raised while connecting")))
+        except BaseException as err:  # noqa: BLE001 - a failure to connect is still a call, still recorded
+            return self._record(self._client_error(err))
+        with self._lock:
+            if self._settled:  # a waiting thread gave up on it while the loop was held: do not send
+                return self.outcome  # type: ignore[return-value]
+            self.started = time.time()
+            t0 = self.t0 = time.perf_counter()
+            trace = self.trace = ServerTrace(t0)
+        self.expected_by = t0 + self.timeout + GRACE_S
+        # The deadline cancels this task natively at expiry, as asyncio.timeout would; the
+        # count of cancellations pending when it starts tells ours from anyone else's.
+        entered = task.cancelling()
+        deadlines = self.engine.deadlines()
+        self._entry = deadlines.start(self.timeout, task)
+        if self.reset_on_progress:
+            self._ceiling = asyncio.get_running_loop().time() + self.max_timeout  # type: ignore[operator]
+        token = CURRENT_TRACE.set(trace)
+        connection.sending.add(self)  # the server's own stream (stderr, log messages) lands on this trace too
+        try:
+            raw: Any = None
+            failure: BaseException | None = None
+            try:
+                raw = await connection.send(client, self.target, self.name, self.arguments, self._progress_for(trace))
+            except asyncio.CancelledError:
+                entry = self._entry
+                if entry[EXPIRED]:
+                    outcome = self._record(self._deadline())
+                    if task.uncancel() <= entered:
+                        return outcome
+                    self._phase = "recorded"
+                    raise  # a cancellation arrived with the deadline (a reset, an interrupt): it goes on
+                if task.cancelling() > entered:
+                    self._record(self._cancelled())
+                    self._phase = "recorded"
+                    raise
+                # Nobody cancelled this task: a handler raised CancelledError by itself.
+                failure = asyncio.CancelledError("raised inside the request, though nothing cancelled it")
+            except BaseException as err:  # noqa: BLE001 - whatever escapes the SDK is recorded, never re-raised
+                failure = err
+            finally:
+                deadlines.end(self._entry)
+                CURRENT_TRACE.reset(token)
+            if connection.transport == "stdio":
+                # A stdio server writes what it says about a call to stderr before it answers:
+                # those lines go on the call before it is classified (a prompt's failure, say).
+                try:
+                    await connection.heard_all()
+                except asyncio.CancelledError:
+                    self._record(self._answered(connection, raw, failure))
+                    self._phase = "recorded"
+                    raise
+            return self._record(self._answered(connection, raw, failure))
+        finally:
+            connection.sending.discard(self)
+
+    async def elicited(self, message: str, schema: Any, url: str | None = None) -> Elicitation:
+        """Answer a question the server asked during this call, and record it on the call.
+
+        The deadline stands still while the answer is awaited: a person filling a form is not
+        the server being slow. A thread waiting for the call (`wait`) waits as long.
+        """
+        deadlines, entry = self.engine.deadlines(), self._entry
+        left = deadlines.hold(entry) if entry is not None else None
+        self.expected_by = float("inf")
+        t0 = time.perf_counter()
+        try:
+            asked = await elicit(self.answerers, self.ask, message, schema, url)
+        except asyncio.CancelledError:
+            waited = (time.perf_counter() - t0) * 1000.0
+            self.elicitations.append(
+                Elicitation(message, schema, url, "cancel", None, "none", CANCELLED_WAITING, waited)
+            )
+            raise
+        finally:
+            if left is not None:
+                deadlines.resume(entry, left)
+                if self.reset_on_progress:  # the ceiling, too, does not count the wait
+                    self._ceiling += time.perf_counter() - t0
+            self.expected_by = time.perf_counter() + (left if left is not None else 0.0) + GRACE_S
+        self.elicitations.append(asked)
+        return asked
+
+    def _progress_for(self, trace: ServerTrace) -> Any:
+        """The SDK's progress callback for this attempt: each event recorded on its trace, and
+        the deadline restarted when the call resets on progress."""
+        if self.target != "tool":
+            return None  # the SDK's Client takes a progress callback for tools/call only
+
+        async def progressed(progress: float, total: float | None, message: str | None) -> None:
+            event = trace.progressed(progress, total, message)
+            if self.reset_on_progress and self.trace is trace and self._entry is not None:
+                moved = self.engine.deadlines().restart(self._entry, self.timeout, self._ceiling)
+                if moved is not None:  # not when the deadline already fired: it stays fired
+                    self._entry = moved
+                    self.resets += 1
+                    self._by_ceiling = moved[WHEN] >= self._ceiling
+                    left = moved[WHEN] - asyncio.get_running_loop().time()
+                    self.expected_by = time.perf_counter() + left + GRACE_S
+            listener = self.progress_listener
+            if listener is not None:
+                try:
+                    listener(self, event)
+                except Exception:  # a broken view must never break the call
+                    import logging
+
+                    logging.getLogger(__name__).exception("progress listener failed")
+
+        return progressed
+
+    def _answered(self, connection: Any, raw: Any, failure: BaseException | None) -> Outcome:
+        """The Outcome of an attempt that got an answer, or failed some other way than a cancellation."""
+        if failure is None:
+            return self._result(raw)
+        if isinstance(failure, MCPError):
+            outcome = self._protocol_error(failure.error)
+            if connection.transport == "http" and failure.error.message in HTTP_STATUS_TEXTS:
+                status = connection.http_error(METHODS[self.target], self._sent_params())
+                if status is not None:
+                    outcome = self._http_error(failure.error, status)
+            if outcome.cause == "disconnected":
+                connection.lost(f"the connection closed during a call ({failure.error.message})")
+            return outcome
+        outcome = self._client_error(failure)
+        if outcome.cause == "disconnected":
+            connection.lost(f"the connection failed during a call ({outcome.message})")
+        return outcome
+
+    def _record(self, outcome: Outcome) -> Outcome:
+        with self._lock:
+            if self._settled:  # a waiting thread already recorded this call's timeout
+                return self.outcome  # type: ignore[return-value]
+            self.outcome = outcome
+        self.engine.history.record(outcome)
+        return outcome
+
+    def _end(self) -> None:
+        with self._lock:
+            self._ended = True
+            children = [c for c in self.children if not c._ended]
+            self.children = []
+        for child in children:  # a call that ends takes the calls it started with it
+            child.cancel()
+        future = self._future
+        if future is not None and not future.done() and self.outcome is not None:
+            try:
+                future.set_result(self.outcome)
+            except concurrent.futures.InvalidStateError:
+                pass
+
+    # -- the faces in other threads -------------------------------------------------------------
+
+    @property
+    def future(self) -> concurrent.futures.Future[Outcome]:
+        """Resolves to the call's final Outcome, also when the call was cancelled (then `cancelled`)."""
+        if self._future is None:
+            with self._lock:
+                if self._future is None:
+                    self._future = concurrent.futures.Future()
+                    if self._ended and self.outcome is not None:
+                        self._future.set_result(self.outcome)
+        return self._future
+
+    def start(self) -> Call:
+        """Run the call in a task of its own on mcp_nb's loop; returns at once."""
+        self.future  # noqa: B018 - created before the task can end
+        self.engine.calls.add(self)  # in flight from now: a closing engine answers for it
+        # Its own future is what a waiter waits on, so the task is made directly on the loop
+        # (no second future chained to it, as `run_coroutine_threadsafe` would add).
+        try:
+            self.engine.loop.call_soon(self._begin)
+        except RuntimeError:
+            self.engine.calls.discard(self)
+            raise
+        return self
+
+    def _begin(self) -> None:
+        asyncio.get_running_loop().create_task(self._drive())
+
+    async def _drive(self) -> None:
+        try:
+            await self.run()
+        except asyncio.CancelledError:
+            pass  # recorded as cancelled; the future has that Outcome
+        except BaseException as err:  # noqa: BLE001 - a bug in mcp_nb: the waiter must hear of it
+            future = self.future
+            if not future.done():
+                future.set_exception(err)
+
+    def done(self) -> bool:
+        return self._ended or self._settled
+
+    def cancel(self) -> bool:
+        """Stop the call (from any thread). It is recorded as cancelled, and its future resolves to
+        that Outcome. False when it had already ended."""
+        if self.done():
+            return False
+        loop = self.engine.loop
+        if loop.in_loop():
+            self._cancel_here()
+        else:
+            try:
+                loop.call_soon(self._cancel_here)
+            except RuntimeError:  # the loop is gone: nothing runs the call any more
+                return False
+        return True
+
+    def _cancel_here(self) -> None:
+        task = self.task
+        if task is None:
+            self._cancel_asked = True  # its task has not taken a step yet: `run` sees this first
+        elif not task.done() and not self._ended:
+            task.cancel()
+
+    def result(self, timeout: float | None = None) -> Outcome:
+        """Wait for the final Outcome (see `wait`); `timeout` bounds the wait, not the call."""
+        if timeout is None:
+            return self.wait()
+        return self.future.result(timeout)
+
+    def wait(self, watch: Any = None) -> Outcome:
+        """Block this thread until the call ends, and no later than its deadline.
+
+        If the deadline passes and mcp_nb's loop does not answer (an async handler is
+        holding it), the timeout is recorded from here; the handler's fate is still
+        traced. An interrupt (Ctrl-C, the kernel's stop button) cancels the call and is
+        re-raised. `watch()`, when given, is called every `WATCH_S` while the call runs and
+        `watch(done=True)` at its end, on this thread: a live view of its progress is drawn
+        by the thread that waits (in a notebook, the kernel's, which owns the widgets).
+        """
+        future = self.future
+        tick = WATCH_S if watch is not None else math.inf
+        try:
+            while True:
+                wait = self.expected_by - time.perf_counter()
+                try:
+                    return future.result(timeout=min(max(min(wait, tick), 0.001), LONGEST_WAIT_S))
+                except concurrent.futures.TimeoutError:
+                    if watch is not None:
+                        watch()
+                    if time.perf_counter() < self.expected_by:
+                        continue  # the next attempt moved the deadline
+                    if self.engine.registry.watch.blocker() is None and self.engine.loop.answers(0.1):
+                        # The loop is alive, so its own deadline will report: wait a little more,
+                        # but never without bound.
+                        if time.perf_counter() < self.expected_by + 1.0:
+                            continue
+                    return self._settle_here()
+        except KeyboardInterrupt:
+            self.cancel()
+            raise
+        finally:
+            if watch is not None:
+                watch(done=True)
+
+    async def wait_async(self) -> Outcome:
+        """`wait` for a coroutine on another event loop (the kernel's, for top-level await)."""
+        wrapped = asyncio.wrap_future(self.future)
+        try:
+            while True:
+                wait = self.expected_by - time.perf_counter()
+                try:
+                    return await asyncio.wait_for(asyncio.shield(wrapped), min(max(wait, 0.001), LONGEST_WAIT_S))
+                except (TimeoutError, asyncio.TimeoutError):
+                    if time.perf_counter() < self.expected_by:
+                        continue
+                    if self.engine.registry.watch.blocker() is None and await self.engine.loop.answers_async(0.1):
+                        if time.perf_counter() < self.expected_by + 1.0:
+                            continue
+                    return self._settle_here()
+        except asyncio.CancelledError:
+            self.cancel()
+            raise
+
+    def _settle_here(self) -> Outcome:
+        """Record the timeout from the waiting thread: mcp_nb's loop cannot."""
+        held = self.engine.registry.watch.blocker(0.0)
+        note = (
+            " (mcp_nb's " + HELD_BY.format(handler=held[0], seconds=held[1])
+            if held is not None
+            else " (mcp_nb's event loop did not answer)"
+        )
+        with self._lock:
+            if self._ended or self._settled:
+                settled = self.outcome
+            else:
+                if self.trace is None:  # never sent: a trace with no handler start reads as dropped
+                    self.trace = ServerTrace(time.perf_counter())
+                settled = self.outcome = self._deadline(note)
+                self._settled = True
+        if settled is None:
+            return self.future.result()
+        future = self.future
+        if not future.done():
+            self.engine.history.record(settled)
+            try:
+                future.set_result(settled)
+            except concurrent.futures.InvalidStateError:
+                pass
+            self.cancel_soon()
+        return future.result()
+
+    def abandon(self) -> None:
+        """The loop is gone and this call never ran (or never ended): record it as cancelled
+        from here, so its waiter gets an Outcome. Only for a closed engine's leftovers."""
+        with self._lock:
+            if self._ended or self._settled:
+                return
+            self._settled = True
+            outcome = self.outcome = self._cancelled() if self.t0 is not None else self._unsent(max(self.attempt, 1))
+        self.engine.history.record(outcome)
+        future = self.future
+        if not future.done():
+            future.set_result(outcome)
+
+    def cancel_soon(self) -> None:
+        try:
+            self.engine.loop.call_soon(self._cancel_here)
+        except RuntimeError:
+            pass
+
+    def __repr__(self) -> str:
+        state = "ended" if self._ended else "settled" if self._settled else "running" if self.task else "new"
+        return f"<Call #{self.id} {self.target} {self.name!r} attempt {self.attempt} {state}>"
+
+
+# -- the arguments as they are sent ------------------------------------------------------------
+
+_KEPT = (str, int, bool, type(None))
+
+
+def sent_arguments(arguments: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A copy of `arguments` as JSON will carry it, so the record keeps what was sent.
+
+    Nested dicts and lists are copied (a record must not change when the caller edits
+    their dict after the call); tuples become lists, as they are sent. NaN and
+    infinities are refused: JSON has no such numbers, and they would reach the server as
+    null while the record said otherwise.
+    """
+    if arguments is None:
+        return None
+    if not isinstance(arguments, Mapping):
+        raise TypeError(f"arguments must be a mapping (a dict of argument names to values), got {type(arguments).__name__}")
+    return {key: _sent(value, (key,)) for key, value in arguments.items()}
+
+
+def _sent(value: Any, path: tuple) -> Any:
+    kind = type(value)
+    if kind in _KEPT:
+        return value
+    if isinstance(value, float) or (isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral)):
+        if not math.isfinite(value):
+            raise ValueError(
+                f"argument {_where(path)} is {value!r}: JSON has no NaN or infinity, so the server would receive "
+                "null; send None, or the number as a string, if that is what you mean"
+            )
+        return value
+    if isinstance(value, Mapping):
+        return {key: _sent(item, (*path, key)) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_sent(item, (*path, i)) for i, item in enumerate(value)]
+    return copy.deepcopy(value)
+
+
+def _where(path: tuple) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return repr(out)

@@ -1,0 +1,696 @@
+"""Connections: one client session to one server each, owned by one task on mcp_nb's loop.
+
+The SDK's `Client` is an anyio context manager whose cancel scopes must be entered and
+left by the same task, so a connection keeps one long-lived owner task that enters the
+session, parks until `close()`, and leaves it. Calls only borrow the session.
+
+Three transports, one shape: the kernel's own server over the SDK's in-memory transport
+(`KernelConnection`, named `kernel`), and outside servers over stdio (a process mcp_nb
+starts and ends) or streamable HTTP (`RemoteConnection`). A connection also answers what
+the server offers (its catalog: the kernel's registry, or the lists an outside server
+sent) and keeps what the server said outside any answer (a stdio server's stderr lines,
+its log notifications).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import collections
+import contextlib
+import os
+import shlex
+import shutil
+import time
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+from mcp import Client
+
+from mcp_nb import sdk_compat
+from mcp_nb.calling.current import CURRENT_CALL
+from mcp_nb.config import settings
+from mcp_nb.records.structured import check_results_locally
+from mcp_nb.records.trace import ServerLog
+from mcp_nb.registering.registry import ANNOTATION_FLAGS, Registration, template_schema
+from mcp_nb.views.cards import connection_html, connection_text
+
+METHODS = {"tool": "tools/call", "resource": "resources/read", "prompt": "prompts/get"}
+KERNEL = "kernel"  # the name of the kernel's own server among the connections
+LOG_LINES = 2000  # what a connection keeps of its server's stream
+
+
+class ConnectError(RuntimeError):
+    """A server could not be connected; the message is one line for the user."""
+
+
+class ConnectionLost(RuntimeError):
+    """The connection is gone (the process exited, the stream closed); calls are recorded as `disconnected`."""
+
+
+class Connection:
+    """A client session to one server, opened on first use, and what that server offers."""
+
+    transport = "in-kernel"
+    timed_out = sdk_compat.TIMED_OUT  # the message of a deadline, as the SDK words it on this transport
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.state = "new"  # new | connected | failed | lost | closed
+        self.reason: str | None = None  # why it failed, was lost or closed
+        self._client: Client | None = None
+        self._opening: asyncio.Future[Client] | None = None
+        self._closing: asyncio.Event | None = None
+        self._owner: asyncio.Task[None] | None = None
+        self.logs: collections.deque[ServerLog] = collections.deque(maxlen=LOG_LINES)
+        self.sending: set[Any] = set()  # the calls waiting for an answer on this connection now
+        self._listeners: list[Callable[[], None]] = []
+
+    # -- the session ----------------------------------------------------------------------------
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the session is open now."""
+        return self._client is not None
+
+    async def ready(self) -> Client:
+        """The open session (opened now if need be)."""
+        if self.state in ("lost", "closed"):
+            raise ConnectionLost(self._gone())
+        return self._client or await self._open()
+
+    def _gone(self) -> str:
+        return f"server {self.name!r} is not connected ({self.reason or self.state})"
+
+    async def heard_all(self) -> None:
+        """Hook: wait until what the server said alongside an answer is filed (a stdio server's stderr)."""
+
+    async def send(
+        self, client: Client, target: str, name: str, arguments: dict[str, Any] | None, progress: Any = None
+    ) -> Any:
+        if target == "tool":
+            return await client.call_tool(name, arguments, progress_callback=progress)
+        if target == "resource":
+            return await client.read_resource(name)
+        return await client.get_prompt(name, arguments)
+
+    def _client_for(self) -> Client:
+        raise NotImplementedError
+
+    async def _elicited(self, context: Any, params: Any) -> Any:
+        """The SDK's elicitation callback: find the call the question belongs to, and let it answer.
+
+        On protocol 2026-07-28 the question comes back inside the call's own result
+        (input-required), so this runs in the call's task and the call is the current one. On
+        2025-11-25 it is a request of its own, read by the session's reader: the call is then the
+        one waiting on this connection, the earliest sent when there are several (the request
+        does not say which call it belongs to).
+        """
+        from mcp_types import ElicitResult
+
+        current = CURRENT_CALL.get()
+        if current is None or current not in self.sending:
+            waiting = sorted((c for c in self.sending if c.t0 is not None), key=lambda c: c.t0)
+            current = waiting[0] if waiting else None
+        message = getattr(params, "message", "") or ""
+        url = getattr(params, "url", None)
+        if current is None or not hasattr(current, "elicited"):
+            note = f"cancelled an elicitation no call was waiting for: {message}"
+            self.logs.append(ServerLog(level="WARNING", logger="mcp_nb.elicitation", message=note))
+            return ElicitResult(action="cancel")
+        asked = await current.elicited(message, getattr(params, "requested_schema", None), url)
+        return ElicitResult(action=asked.action, content=dict(asked.content) if asked.action == "accept" else None)
+
+    async def _open(self) -> Client:
+        if self._opening is None:
+            loop = asyncio.get_running_loop()
+            self._opening = loop.create_future()
+            # A failed opening is raised to every caller waiting on it; when nobody waits any
+            # more (a connect that timed out), asyncio must not report it as never retrieved.
+            self._opening.add_done_callback(lambda f: f.cancelled() or f.exception())
+            self._closing = asyncio.Event()
+            self._owner = loop.create_task(self._own(self._opening, self._closing))
+        return await asyncio.shield(self._opening)
+
+    async def _own(self, ready: asyncio.Future[Client], closing: asyncio.Event) -> None:
+        # The one task that enters and leaves the client's context, as anyio requires.
+        try:
+            async with self._client_for() as client:
+                check_results_locally(client.session)  # spares the first call the import of jsonschema
+                await self._opened(client)
+                self._client = client
+                self.state = "connected"
+                ready.set_result(client)
+                await closing.wait()
+        except asyncio.CancelledError:
+            if not ready.done():
+                ready.cancel()
+                self._opening = None
+            raise
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for the session
+            if not ready.done():
+                ready.set_exception(exc)
+                self._opening = None
+            else:
+                self.lost(f"the session ended: {_reason(exc)}")
+        finally:
+            self._client = None
+            self._left()
+
+    async def _opened(self, client: Client) -> None:
+        """Hook: the session is open (list what the server offers, for example)."""
+
+    def _left(self) -> None:
+        """Hook: the session was left."""
+
+    async def close(self, timeout: float = 5.0) -> None:
+        """Leave the session in its owner task (for a stdio server: end its process)."""
+        if self.state != "lost":
+            self.state, self.reason = "closed", self.reason or "disconnected"
+        if self._closing is not None:
+            self._closing.set()
+        if self._owner is not None:
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(self._owner, timeout=timeout)
+
+    def lost(self, reason: str) -> None:
+        """The server went away under us (its process exited, the stream closed)."""
+        if self.state == "connected":
+            self.state, self.reason = "lost", reason
+
+    # -- what the server said outside its answers -------------------------------------------------
+
+    def heard(self, entry: ServerLog) -> None:
+        """File a line of the server's own stream: on the connection, and on every call waiting on it."""
+        self.logs.append(entry)
+        for call in list(self.sending):
+            trace = call.trace
+            if trace is not None:
+                trace.add(entry)
+
+        if settings.show_server_logs:
+            import sys
+
+            print(f"[{self.name}] {entry.level} {entry.message}", file=sys.stderr)
+
+    # -- what the server offers ---------------------------------------------------------------
+
+    def entries(self) -> list[Registration]:
+        raise NotImplementedError
+
+    def get(self, kind: str, key: str) -> Registration | None:
+        for entry in self.entries():
+            if entry.kind == kind and entry.key == key:
+                return entry
+        return None
+
+    def input_schema(self, target: str, key: str) -> dict[str, Any] | None:
+        entry = self.get(target, key)
+        return None if entry is None else entry.input_schema
+
+    def annotations(self, name: str) -> Any:
+        return None
+
+    def observes(self, target: str, key: str) -> bool:
+        """Whether mcp_nb's probe watches the handler a call reaches (only in the kernel)."""
+        return False
+
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        """Call `listener()` whenever what the server offers changes."""
+        self._listeners.append(listener)
+
+    def unsubscribe(self, listener: Callable[[], None]) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    def _changed(self) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener()
+            except Exception:  # a broken view must not break the connection
+                import logging
+
+                logging.getLogger(__name__).exception("connection listener failed")
+
+    def counts(self) -> dict[str, int]:
+        kinds = [e.kind if e.kind != "resource" or e.input_schema is None else "template" for e in self.entries()]
+        return {kind: kinds.count(kind) for kind in ("tool", "resource", "template", "prompt")}
+
+    def describe(self) -> dict[str, Any]:
+        """One row of `mcp_nb.servers()`."""
+        client = self._client
+        state = self.state if self.state != "new" else "ready"  # opened on first use
+        info = getattr(client, "server_info", None) if client is not None else None
+        session = client.session if client is not None else None
+        return {
+            "server": self.name,
+            "transport": self.transport,
+            "target": self.target_text(),
+            "state": state,
+            "reason": self.reason or "",
+            "server_name": getattr(info, "name", "") or "",
+            "server_version": getattr(info, "version", "") or "",
+            "protocol": getattr(session, "protocol_version", "") or "",
+            **self.counts(),
+        }
+
+    def target_text(self) -> str:
+        return ""
+
+    def _repr_html_(self) -> str:
+        return connection_html(self.describe())
+
+    def __repr__(self) -> str:
+        return connection_text(self.describe())
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(repr(self))
+
+
+class KernelConnection(Connection):
+    """The kernel's own server, in-process: what it offers is the registry."""
+
+    def __init__(self, server: Any, registry: Any) -> None:
+        super().__init__(KERNEL)
+        self.server = server
+        self.registry = registry
+        self._listed = -1
+        registry.subscribe(self._changed)
+
+    def _client_for(self) -> Client:
+        return Client(self.server, cache=None, elicitation_callback=self._elicited)
+
+    async def ready(self) -> Client:
+        """The open session, with the tools of the registry's current version listed."""
+        client = self._client or await self._open()
+        if self.registry.version != self._listed:
+            await self._relist(client)
+        return client
+
+    async def _relist(self, client: Client) -> None:
+        # A re-run cell may have changed a schema: re-list so this session validates
+        # against the new one (only after a registration, so calls stay cheap). Should it
+        # fail, the SDK still re-lists by itself when the server reports a stale schema.
+        version = self.registry.version
+        try:
+            await client.list_tools()
+        except Exception:
+            return
+        self._listed = version
+
+    def entries(self) -> list[Registration]:
+        return self.registry.entries()
+
+    def get(self, kind: str, key: str) -> Registration | None:
+        return self.registry.get(kind, key)
+
+    def input_schema(self, target: str, key: str) -> dict[str, Any] | None:
+        return self.registry.input_schema(target, key)
+
+    def annotations(self, name: str) -> Any:
+        return self.registry.annotations(name)
+
+    def observes(self, target: str, key: str) -> bool:
+        return self.registry.observes(target, key)
+
+    def target_text(self) -> str:
+        return "the kernel's own MCPServer"
+
+
+class RemoteConnection(Connection):
+    """An outside server: a process over stdio, or a URL over streamable HTTP."""
+
+    timed_out = sdk_compat.TIMED_OUT_JSONRPC
+
+    def __init__(
+        self,
+        name: str,
+        target: str | list[str],
+        *,
+        args: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(name)
+        self._catalog: list[Registration] = []
+        self._annotations: dict[str, Any] = {}
+        self._stderr: _StderrReader | None = None
+        self.pid: int | None = None
+        # HTTP error answers, newest last: (method, params, status, body). The SDK keeps
+        # only a stand-in message; these put the status and the body back on the call.
+        self.http_errors: collections.deque[tuple[str, Any, int, str]] = collections.deque(maxlen=64)
+        if isinstance(target, str) and urlsplit(target).scheme in ("http", "https"):
+            if args or env or cwd:
+                raise ValueError("args, env and cwd are for a command (a stdio server), not a URL")
+            for key, value in (headers or {}).items():
+                if not isinstance(key, str) or not isinstance(value, str) or not key.strip() or "\n" in key + value:
+                    raise ValueError(f"headers must map names to text on one line, got {key!r}: {value!r}")
+            self.transport, self.url, self.headers = "http", target, dict(headers or {})
+            self.command: list[str] = []
+        else:
+            if headers:
+                raise ValueError("headers are for a URL (an HTTP server), not a command")
+            command = shlex.split(target) if isinstance(target, str) else [str(part) for part in target]
+            if not command or not command[0]:
+                raise ValueError("the command to start is empty")
+            self.transport, self.url, self.headers = "stdio", "", {}
+            self.command = command + [str(a) for a in (args or [])]
+            self.env = {str(k): str(v) for k, v in (env or {}).items()}
+            self.cwd = cwd
+
+    def target_text(self) -> str:
+        return self.url if self.transport == "http" else shlex.join(self.command)
+
+    # -- opening ---------------------------------------------------------------------------------
+
+    def _client_for(self) -> Client:
+        # `log_level`: a 2026-07-28 server sends a request's log messages only to a client that
+        # opted in on it (SEP-2577); an older one sends them unless `logging/setLevel` said otherwise.
+        options: dict[str, Any] = {
+            "cache": None, "logging_callback": self._logged, "log_level": "debug", "message_handler": self._message,
+            "elicitation_callback": self._elicited,
+        }  # fmt: skip
+        if self.transport == "http":
+            return Client(_HttpTransport(self.url, self.headers, self.http_errors), **options)
+        return Client(_StdioTransport(self), **options)
+
+    async def open(self, timeout: float) -> None:
+        """Connect and initialize within `timeout` seconds, or raise `ConnectError` and leave nothing behind."""
+        try:
+            await asyncio.wait_for(self._open(), timeout)
+        except asyncio.CancelledError:
+            await self._abandon()
+            raise
+        except asyncio.TimeoutError:
+            await self._abandon()
+            raise ConnectError(f"server {self.name!r} did not answer initialize within {timeout:g} s") from None
+        except (ConnectError, ValueError):
+            await self._abandon()
+            raise
+        except BaseException as err:  # noqa: BLE001 - whatever went wrong, said in one line
+            await self._abandon()
+            reason = _reason(err)
+            if self.http_errors:
+                _, _, status, body = self.http_errors[-1]
+                reason = f"HTTP {status}" + (f" {body[:200]}" if body else "")
+            raise ConnectError(f"could not connect to {self.name!r} ({self.target_text()}): {reason}") from None
+
+    async def _abandon(self) -> None:
+        self.state = "failed"
+        owner = self._owner
+        if owner is not None and not owner.done():
+            owner.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(owner, 5)
+
+    async def _opened(self, client: Client) -> None:
+        await self._list(client)
+
+    async def _list(self, client: Client) -> None:
+        """Read what the server offers (what it lacks a capability for is simply empty)."""
+        caps = getattr(client.session, "server_capabilities", None)
+        entries: list[Registration] = []
+        annotations: dict[str, Any] = {}
+        if caps is None or getattr(caps, "tools", None) is not None:
+            for tool in (await client.list_tools()).tools:
+                hints = getattr(tool, "annotations", None)
+                annotations[tool.name] = hints
+                flags = {camel: True for flag, camel in ANNOTATION_FLAGS.items() if hints is not None and getattr(hints, f"{flag}_hint", None)}
+                entries.append(
+                    Registration(
+                        kind="tool", name=tool.name, title=tool.title, description=tool.description, annotations=flags,
+                        input_schema=tool.input_schema, output_schema=tool.output_schema,
+                    )  # fmt: skip
+                )
+        if caps is None or getattr(caps, "resources", None) is not None:
+            for resource in (await client.list_resources()).resources:
+                entries.append(
+                    Registration(
+                        kind="resource", name=resource.name, uri=str(resource.uri), title=resource.title,
+                        description=resource.description, mime_type=resource.mime_type,
+                    )  # fmt: skip
+                )
+            for template in (await client.list_resource_templates()).resource_templates:
+                entries.append(
+                    Registration(
+                        kind="resource", name=template.name, uri=template.uri_template, title=template.title,
+                        description=template.description, mime_type=template.mime_type,
+                        input_schema=template_schema(template.uri_template),
+                    )  # fmt: skip
+                )
+        if caps is None or getattr(caps, "prompts", None) is not None:
+            for prompt in (await client.list_prompts()).prompts:
+                arguments = prompt.arguments or []
+                entries.append(
+                    Registration(
+                        kind="prompt", name=prompt.name, title=prompt.title, description=prompt.description,
+                        input_schema={
+                            "type": "object",
+                            "properties": {
+                                a.name: {"type": "string", **({"description": a.description} if a.description else {})}
+                                for a in arguments
+                            },
+                            "required": [a.name for a in arguments if a.required],
+                        },
+                    )  # fmt: skip
+                )
+        self._catalog, self._annotations = entries, annotations
+        self._changed()
+
+    async def _message(self, message: Any) -> None:
+        # The server says what it offers changed: read it again (off the receive path).
+        method = getattr(getattr(message, "root", message), "method", "") or ""
+        if method.endswith("/list_changed") and self._client is not None:
+            asyncio.get_running_loop().create_task(self._relist_quietly())
+
+    async def _relist_quietly(self) -> None:
+        with contextlib.suppress(Exception):
+            if self._client is not None:
+                await self._list(self._client)
+
+    async def _logged(self, params: Any) -> None:
+        level = str(getattr(params, "level", "info")).upper()
+        data = getattr(params, "data", "")
+        self.heard(ServerLog(level=level, logger=getattr(params, "logger", None) or self.name, message=str(data), source="notification", at=time.time()))
+
+    async def heard_all(self) -> None:
+        if self._stderr is not None:
+            self._stderr.drain()
+
+    def _left(self) -> None:
+        if self._stderr is not None:  # the process is gone: what it wrote last is filed, the pipe closed
+            self._stderr.close()
+
+    def http_error(self, method: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        """The status and body of the HTTP error answer to this request, if it had one."""
+        for i in range(len(self.http_errors) - 1, -1, -1):
+            sent_method, sent_params, status, body = self.http_errors[i]
+            if sent_method == method and all(sent_params.get(k) == v for k, v in params.items()):
+                del self.http_errors[i]
+                return {"status": status, "body": body}
+        return None
+
+    # -- what it offers ------------------------------------------------------------------------
+
+    def entries(self) -> list[Registration]:
+        return list(self._catalog)
+
+    def annotations(self, name: str) -> Any:
+        return self._annotations.get(name)
+
+
+def _reason(err: BaseException) -> str:
+    """The innermost useful message of an exception (anyio wraps failures in groups)."""
+    while isinstance(err, BaseExceptionGroup) and len(err.exceptions) == 1:
+        err = err.exceptions[0]
+    if isinstance(err, BaseExceptionGroup):
+        return "; ".join(_reason(e) for e in err.exceptions)
+    text = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+# -- the transports ---------------------------------------------------------------------------------
+
+
+def _check_runnable(connection: RemoteConnection, command: str) -> None:
+    """Say plainly that a command is not there, before the SDK tries to start it: the error of
+    a failed start depends on the machine (a directory on PATH that cannot be searched turns
+    "no such file" into "permission denied", which points the user the wrong way)."""
+    if os.sep in command or (os.altsep and os.altsep in command):
+        path = command if os.path.isabs(command) else os.path.join(connection.cwd or os.getcwd(), command)
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            raise ConnectError(f"could not start {connection.name!r}: no program at {command!r} that can be run")
+        return
+    # The SDK gives the process mcp_nb's environment with `env` on top: PATH is searched there.
+    search = connection.env.get("PATH", os.environ.get("PATH", os.defpath))
+    if shutil.which(command, path=search) is None:
+        raise ConnectError(f"could not start {connection.name!r}: no command {command!r} on PATH")
+
+
+class _StdioTransport:
+    """The SDK's stdio transport, with the server's stderr read line by line into the connection.
+
+    The SDK hands `errlog` to the process as its stderr; in Jupyter `sys.stderr` is not a
+    file (the crash users of notebook clients report), and a server's diagnostics would
+    print into whatever cell runs. Here stderr is a pipe that a thread reads: every line
+    goes on the connection and on the calls waiting on it, and end-of-file says the
+    process (and whatever it started) is gone.
+    """
+
+    def __init__(self, connection: RemoteConnection) -> None:
+        self.connection = connection
+        self._stack: contextlib.AsyncExitStack | None = None
+
+    async def __aenter__(self):
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        c = self.connection
+        command, *args = c.command
+        _check_runnable(c, command)
+        read_end, write_end = os.pipe()
+        errlog = os.fdopen(write_end, "w")
+        before = _children()
+        params = StdioServerParameters(command=command, args=args, env=c.env or None, cwd=c.cwd)
+        self._stack = contextlib.AsyncExitStack()
+        try:
+            streams = await self._stack.enter_async_context(stdio_client(params, errlog=errlog))
+        except BaseException:
+            errlog.close()
+            os.close(read_end)
+            await self._stack.aclose()
+            raise
+        finally:
+            errlog.close()  # the process has its own copy: end-of-file comes when it is gone
+        started = _children() - before
+        c.pid = min(started) if started else None
+        c._stderr = _StderrReader(c, read_end)
+        return streams
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        if self._stack is not None:
+            return await self._stack.__aexit__(*exc)
+        return None
+
+
+class _StderrReader:
+    """Reads a stdio server's stderr line by line onto its connection, on mcp_nb's loop.
+
+    The pipe is read without blocking whenever it has data (the loop watches it), and
+    `drain()` reads whatever it holds at once: a server writes what it says about a call
+    to stderr before it answers on stdout, so draining once the answer is in puts every
+    such line on the call, with no thread to race.
+    """
+
+    def __init__(self, connection: RemoteConnection, fd: int) -> None:
+        self.connection, self.fd = connection, fd
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._rest = ""
+        self.done = False
+        os.set_blocking(fd, False)
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(fd, self.drain)
+
+    def drain(self) -> None:
+        """File every complete line the pipe holds now; at its end, say the process is gone."""
+        if self.done:
+            return
+        c = self.connection
+        while True:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self._finish()
+                return
+            *lines, self._rest = (self._rest + self._decoder.decode(chunk)).split("\n")
+            now = time.time()
+            for line in lines:
+                c.heard(ServerLog(level="STDERR", logger=f"{c.name} stderr", message=line.rstrip("\r"), source="stderr", at=now))
+
+    def _finish(self) -> None:
+        c = self.connection
+        self.done = True
+        if self._rest:
+            c.heard(ServerLog(level="STDERR", logger=f"{c.name} stderr", message=self._rest, source="stderr", at=time.time()))
+        with contextlib.suppress(Exception):
+            self._loop.remove_reader(self.fd)
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+        last = c.logs[-1].message if c.logs else ""
+        c.lost("its process exited" + (f" (its last line: {last!r})" if last else ""))
+
+    def close(self) -> None:
+        if not self.done:
+            self.drain()
+        if not self.done:
+            self.done = True
+            with contextlib.suppress(Exception):
+                self._loop.remove_reader(self.fd)
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+
+
+def _children() -> set[int]:
+    """The ids of this process's child processes (Linux's /proc; empty elsewhere)."""
+    me = str(os.getpid())
+    found: set[int] = set()
+    try:
+        tasks = os.listdir(f"/proc/{me}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{me}/task/{task}/children") as children:
+                found.update(int(pid) for pid in children.read().split())
+        except OSError:
+            continue
+    return found
+
+
+class _HttpTransport:
+    """The SDK's streamable HTTP transport, with the user's headers on every request, and
+    each error answer's status and body noted (the SDK keeps only a stand-in message)."""
+
+    def __init__(self, url: str, headers: dict[str, str], errors: collections.deque) -> None:
+        self.url, self.headers, self.errors = url, headers, errors
+        self._stack: contextlib.AsyncExitStack | None = None
+
+    async def _answered(self, response: Any) -> None:
+        if response.status_code < 400:
+            return
+        try:
+            body = (await response.aread()).decode("utf-8", errors="replace")[:2000]
+        except Exception:  # noqa: BLE001 - the status alone still says what happened
+            body = ""
+        try:
+            import json
+
+            sent = json.loads(response.request.content or b"{}")
+        except ValueError:
+            sent = {}
+        sent = sent if isinstance(sent, dict) else {}
+        self.errors.append((sent.get("method", ""), sent.get("params") or {}, response.status_code, body))
+
+    async def __aenter__(self):
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        self._stack = contextlib.AsyncExitStack()
+        try:
+            http = create_mcp_http_client(headers=self.headers)
+            http.event_hooks["response"].append(self._answered)
+            http = await self._stack.enter_async_context(http)
+            return await self._stack.enter_async_context(streamable_http_client(self.url, http_client=http))
+        except BaseException:
+            await self._stack.aclose()
+            raise
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        if self._stack is not None:
+            return await self._stack.__aexit__(*exc)
+        return None
+

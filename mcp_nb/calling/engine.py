@@ -1,0 +1,344 @@
+"""The engine: the in-kernel server, the connection to it, the history, and the calls.
+
+Every face makes a `Call` through `prepare` (every check runs there, before anything
+is sent) and runs it: the sync face blocks on it (`run`), the async face awaits it
+from any event loop (`arun`), a widget starts it and returns (`submit`). The Call
+does the work on mcp_nb's loop thread (`loop.py`) and records every attempt in the
+history, whatever happens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from mcp_nb import sdk_compat
+from mcp_nb.calling.call import Call, CallDepthError
+from mcp_nb.calling.connections import (
+    KERNEL,
+    Connection,
+    KernelConnection,
+    RemoteConnection,
+)
+from mcp_nb.calling.current import CURRENT_CALL
+from mcp_nb.calling.deadline import Deadlines
+from mcp_nb.calling.loop import LoopThread
+from mcp_nb.calling.retry import Retry, check_idempotent, policy
+from mcp_nb.config import check_timeout, settings
+from mcp_nb.elicitation import answerer, check_elicit
+from mcp_nb.records.history import History
+from mcp_nb.registering.logs import install_log_capture
+from mcp_nb.registering.registry import Registry
+
+CLOSED = (
+    "this server was closed by mcp_nb.reset(); call the new one with mcp_nb.call(...) "
+    "(a panel of the old one cannot: show a new one with mcp_nb.panel())"
+)
+
+
+class Engine:
+    """The in-kernel server, the connection to it, the call history, and the calls in flight."""
+
+    def __init__(self, name: str = "mcp_nb") -> None:
+        sdk_compat.verify_once()
+        install_log_capture()
+        self.server = sdk_compat.new_server(name)
+        self.registry = Registry(self.server)
+        self.history = History()
+        self.connection = KernelConnection(self.server, self.registry)
+        self.connections: dict[str, Connection] = {KERNEL: self.connection}  # by name; the kernel's own first
+        self.calls: set[Call] = set()  # the calls running on the loop right now
+        self._loop: LoopThread | None = None
+        self._loop_lock = threading.Lock()
+        self._deadlines: Deadlines | None = None
+        self._closed = False
+        self._close_listeners: list[Callable[[], None]] = []
+        self._connection_listeners: list[Callable[[], None]] = []
+        self._closers: list[Callable[[], Awaitable[None]]] = []
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        """True once `close()` (which `mcp_nb.reset()` calls) has run: no more calls."""
+        return self._closed
+
+    @property
+    def loop(self) -> LoopThread:
+        if self._loop is None:
+            if self._closed:
+                raise RuntimeError(CLOSED)
+            with self._loop_lock:
+                if self._loop is None:
+                    self._loop = LoopThread()
+        return self._loop
+
+    def deadlines(self) -> Deadlines:
+        """The one deadline timer of the calls on the loop (made there, on first use)."""
+        if self._deadlines is None:
+            self._deadlines = Deadlines(asyncio.get_running_loop())
+        return self._deadlines
+
+    # -- making calls ---------------------------------------------------------------------------
+
+    def prepare(
+        self,
+        target: str,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+        retry: Retry | int | bool | None = None,
+        server: str | None = None,
+        reset_on_progress: bool = False,
+        max_timeout: float | None = None,
+        elicit: Any = None,
+    ) -> Call:
+        """The Call for a request. Every check runs here: bad input raises, and nothing is sent
+        or recorded.
+
+        `elicit` answers the questions the server asks during the call (`mcp_nb.elicitation`):
+        a function `(message, schema) -> answer`, a list of prepared answers, or "decline" /
+        "cancel"; the configured default (`settings.elicit`) when None."""
+        if self._closed:
+            raise RuntimeError(CLOSED)
+        check_request(target, name, timeout)
+        check_elicit(elicit)
+        seconds = settings.timeout if timeout is None else check_timeout(timeout)
+        ceiling = check_ceiling(seconds, reset_on_progress, max_timeout)
+        connection = self.connection_for(server)
+        rule = policy(retry)
+        if rule is not None:
+            check_idempotent(target, name, connection.annotations(name) if target == "tool" else None, rule)
+        parent = CURRENT_CALL.get()
+        if parent is not None and parent.depth >= settings.max_depth:
+            chain = " → ".join([*parent.chain(), name])
+            raise CallDepthError(
+                f"calls nest {parent.depth + 1} deep, over the limit of {settings.max_depth}: {chain} "
+                "(a tool calling itself through mcp_nb needs a base case; raise the limit with "
+                "mcp_nb.configure(max_depth=N))"
+            )
+        answerers = (answerer(elicit, "elicit"), answerer(settings.elicit, "default"))
+        return Call(self, target, name, arguments, seconds, rule, parent, connection, reset_on_progress, ceiling, answerers)
+
+    def run(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, watch=None, **limits):
+        """Make a call and block this thread for its Outcome (the sync face).
+
+        `watch(call)`, when given, makes the live view of the call's progress (`live.py`): this
+        thread, the one waiting, draws it. `limits`: `reset_on_progress`, `max_timeout`, `elicit`."""
+        call = self.prepare(target, name, arguments, timeout, retry, server, **limits)
+        if self.loop.in_loop():
+            raise RuntimeError(
+                "this would block mcp_nb's own event loop; from a coroutine running there, use the "
+                "async form (for example `await mcp_nb.acall(...)`)"
+            )
+        return call.start().wait(watch(call) if watch is not None else None)
+
+    async def arun(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, ask=None, **limits):
+        """Make a call and await its Outcome, from any event loop (the async face). `ask`: as for `submit`."""
+        call = self.prepare(target, name, arguments, timeout, retry, server, **limits)
+        call.ask = ask
+        if not self.loop.in_loop():
+            return await call.start().wait_async()
+        # A handler on mcp_nb's loop calling through mcp_nb: the nested call gets a task of
+        # its own, so its deadline and bookkeeping are its own.
+        nested = asyncio.ensure_future(call.run())
+        try:
+            return await nested
+        except asyncio.CancelledError:
+            if asyncio.current_task().cancelling():
+                raise  # the caller itself is being cancelled
+            return call.future.result()  # only the nested call was: its recorded Outcome
+
+    def submit(
+        self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, progress_listener=None,
+        ask=None, **limits,
+    ) -> Call:  # fmt: skip
+        """Start a call without waiting (for callbacks that must not block the kernel).
+
+        Returns the `Call`: `call.future` resolves to its Outcome, `call.cancel()` stops it
+        (the future then resolves to the recorded `cancelled` Outcome). `progress_listener(call,
+        event)` hears each progress event on mcp_nb's loop, from the first one on. `ask`: a
+        coroutine function `(message, schema, url) -> answer` that asks a person (the panel's
+        form), used when neither `elicit` nor the configured default answers."""
+        call = self.prepare(target, name, arguments, timeout, retry, server, **limits)
+        call.progress_listener = progress_listener
+        call.ask = ask
+        return call.start()
+
+    # -- servers ---------------------------------------------------------------------------------
+
+    def connection_for(self, server: str | None) -> Connection:
+        """The connection named `server` (None: the kernel's own); a one-line error for any other name."""
+        if server is None:
+            return self.connection
+        if not isinstance(server, str) or not server:
+            raise ValueError(f"server must be the name of a connection, got {server!r}")
+        connection = self.connections.get(server)
+        if connection is None:
+            known = ", ".join(self.connections)
+            raise ValueError(f"no server named {server!r} is connected (connected: {known})")
+        return connection
+
+    def connect(
+        self,
+        name: str,
+        target: str | list[str],
+        *,
+        args: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        headers: dict[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> RemoteConnection:
+        """Connect to an outside server and keep the connection under `name`.
+
+        A connection already under that name is replaced once the new one is connected;
+        if the new one fails, the old one stays as it was.
+        """
+        if self._closed:
+            raise RuntimeError(CLOSED)
+        check_server_name(name)
+        seconds = settings.timeout if timeout is None else check_timeout(timeout, "the connect timeout")
+        connection = RemoteConnection(name, target, args=args, env=env, cwd=cwd, headers=headers)
+        self.loop.run(connection.open(seconds))
+        old = self.connections.get(name)
+        self.connections[name] = connection
+        if old is not None:
+            self.loop.run(old.close())
+        self._connections_changed()
+        return connection
+
+    def disconnect(self, name: str) -> Connection:
+        """Close the connection `name` (a stdio server's process ends) and forget it."""
+        if name == KERNEL:
+            raise ValueError("the kernel's own server cannot be disconnected (mcp_nb.reset() starts a new one)")
+        connection = self.connection_for(name)
+        del self.connections[name]
+        self.loop.run(connection.close())
+        self._connections_changed()
+        return connection
+
+    def reconnect(self, name: str, timeout: float | None = None) -> RemoteConnection:
+        """Connect again to the server of connection `name` (after its process exited, say)."""
+        old = self.connection_for(name)
+        if not isinstance(old, RemoteConnection):
+            raise ValueError("the kernel's own server needs no reconnecting")
+        target = old.url if old.transport == "http" else old.command
+        extra = {"headers": old.headers} if old.transport == "http" else {"env": old.env, "cwd": old.cwd}
+        return self.connect(name, target, timeout=timeout, **extra)
+
+    def on_connections(self, listener: Callable[[], None], remove: bool = False) -> None:
+        """Call `listener()` after every connect and disconnect (`remove=True` takes it back)."""
+        if remove:
+            if listener in self._connection_listeners:
+                self._connection_listeners.remove(listener)
+        else:
+            self._connection_listeners.append(listener)
+
+    def _connections_changed(self) -> None:
+        for listener in list(self._connection_listeners):
+            try:
+                listener()
+            except Exception:  # a broken view must not break connecting
+                logging.getLogger(__name__).exception("connections listener failed")
+
+    # -- closing --------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Cancel the calls in flight, leave the session, stop the loop thread, tell the listeners.
+
+        Each cancelled call records itself as `cancelled`, so whoever waits for it (a
+        sync `call()` in another thread, a panel) gets that Outcome instead of an error.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        loop, self._loop = self._loop, None
+        try:
+            if loop is not None:
+                if not loop.in_loop():
+                    try:
+                        loop.run(self._shutdown())
+                    except Exception:
+                        pass  # closing is best effort: the loop thread stops below either way
+                loop.stop()
+                # A call started a moment before the stop whose task never ran: answered here.
+                for call in list(self.calls):
+                    call.abandon()
+        finally:
+            for listener in list(self._close_listeners):
+                try:
+                    listener()
+                except Exception:  # a broken view must not stop a reset
+                    logging.getLogger(__name__).exception("close listener failed")
+
+    def on_close(self, listener: Callable[[], None], remove: bool = False) -> None:
+        """Call `listener()` once this engine is closed (`remove=True` takes it back)."""
+        if remove:
+            if listener in self._close_listeners:
+                self._close_listeners.remove(listener)
+        else:
+            self._close_listeners.append(listener)
+
+    def on_closing(self, closer: Callable[[], Awaitable[None]], remove: bool = False) -> None:
+        """Await `closer()` on the loop first when this engine closes, while calls can still be
+        recorded (a server for outside clients stops there); `remove=True` takes it back."""
+        if remove:
+            if closer in self._closers:
+                self._closers.remove(closer)
+        else:
+            self._closers.append(closer)
+
+    async def _shutdown(self) -> None:
+        for closer in list(self._closers):
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(closer(), timeout=10)
+        # Calls in flight first, so each is recorded as cancelled before the session
+        # closes under it (which would fail it otherwise). Nested calls share nothing,
+        # so each call's own task is cancelled once.
+        tasks = {call.task for call in list(self.calls) if call.task is not None and not call.task.done()}
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=5)
+        for connection in list(self.connections.values()):
+            with contextlib.suppress(BaseException):
+                await connection.close()
+
+
+def check_server_name(name: object) -> None:
+    if not isinstance(name, str) or not name.strip() or name != name.strip():
+        raise ValueError(f"a server's name must be a non-empty string without surrounding spaces, got {name!r}")
+    if name == KERNEL:
+        raise ValueError(f"{KERNEL!r} is the kernel's own server; give the connection another name")
+
+
+def check_ceiling(timeout: float, reset_on_progress: object, max_timeout: object) -> float | None:
+    """The hard ceiling of a deadline that resets on progress (None when it does not reset); bad
+    values raise ValueError, as a bad timeout does."""
+    if not isinstance(reset_on_progress, bool):
+        raise ValueError(f"reset_on_progress must be True or False, got {reset_on_progress!r}")
+    if max_timeout is None:
+        return None
+    ceiling = check_timeout(max_timeout, "max_timeout")
+    if not reset_on_progress:
+        raise ValueError(
+            "max_timeout is the ceiling of a deadline that resets on progress: add reset_on_progress=True "
+            "(--reset-on-progress), or give the call a longer timeout"
+        )
+    if ceiling < timeout:
+        raise ValueError(f"max_timeout ({ceiling:g} s) must be at least the timeout ({timeout:g} s)")
+    return ceiling
+
+
+def check_request(target: str, name: str, timeout: float | None) -> None:
+    """The checks of a request that need no server: bad input raises before anything is sent."""
+    what = "uri" if target == "resource" else "name"
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"{what} must be a non-empty string, got {name!r}")
+    if timeout is not None:
+        check_timeout(timeout)

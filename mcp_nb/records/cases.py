@@ -1,0 +1,418 @@
+"""Cases: recorded calls written down as expectations, to be replayed as regression tests.
+
+A cases file is JSON: the standard library reads and writes it, it round-trips a call's
+arguments exactly (the arguments were sent as JSON in the first place), and every editor
+and CI system knows it. It is read through pydantic models, so a file edited by hand
+that says something mcp_nb cannot check is refused whole, with one line naming the case
+and the field.
+
+    {"mcp_nb_cases": 1, "cases": [
+      {"id": "get_author-1", "target": "tool", "name": "get_author",
+       "arguments": {"title": "Dune"}, "server": "kernel", "timeout": 30.0,
+       "expect": {"outcome": "result", "cause": "ok", "content": "Frank Herbert"}}]}
+
+This module knows nothing of the engine or IPython: it turns history rows into cases,
+reads and writes files, and judges one Outcome against one case.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import json
+import math
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from mcp_nb.records.outcome import CAUSES, OUTCOMES, TARGETS
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+FORMAT = 1  # the value of "mcp_nb_cases": a later format gets a new number, and this one stays readable
+# Causes that say what the caller or the machine did, not what the tool does: a replay
+# could not reproduce them, so such calls are never written as cases.
+UNREPEATABLE = ("cancelled", "worker_lost", "disconnected")
+# Causes whose content is the tool's own words (what it returned, the ToolError it raised).
+# Other tool errors carry the SDK's text (a validation error quoting pydantic's version, a
+# crash's stand-in): the outcome and cause are the regression worth catching there.
+OWN_WORDS = ("ok", "raised", "returned")
+
+
+class CasesError(ValueError):
+    """A cases file that cannot be read or checked; the message names the case and the field."""
+
+
+# -- the format ------------------------------------------------------------------------------
+
+_PATH_STEP = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]|\['([^']*)'\]|\[\"([^\"]*)\"\]")
+
+
+def path_steps(path: str) -> list[str | int]:
+    """A JSON path of the simple kind (`$.book.authors[0]`, `$['a key']`) as keys and indexes."""
+    if not path.startswith("$"):
+        raise ValueError(f"a JSON path starts with $ (as in $.price or $.items[0]), got {path!r}")
+    steps: list[str | int] = []
+    at = 1
+    while at < len(path):
+        match = _PATH_STEP.match(path, at)
+        if match is None:
+            raise ValueError(f"cannot read the JSON path {path!r} from {path[at:]!r} (use .key, [index] or ['key'])")
+        key, index, single, double = match.groups()
+        steps.append(int(index) if index is not None else next(s for s in (key, single, double) if s is not None))
+        at = match.end()
+    return steps
+
+
+class Check(BaseModel):
+    """One partial check of a result: the value at `path` (or the whole content text, with no
+    path) equals a value, matches a regular expression, or is a number within a tolerance."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str | None = None
+    equals: Any = None
+    matches: str | None = None
+    approx: float | None = None
+    tolerance: float = Field(default=0.0, ge=0)
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, value: str | None) -> str | None:
+        if value is not None:
+            path_steps(value)
+        return value
+
+    @field_validator("matches")
+    @classmethod
+    def _regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as err:
+                raise ValueError(f"not a regular expression ({err})") from None
+        return value
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Check:
+        kinds = [k for k in ("equals", "matches", "approx") if k in self.model_fields_set]
+        if len(kinds) != 1:
+            raise ValueError(f"a check has exactly one of equals, matches or approx (this one has {', '.join(kinds) or 'none'})")
+        if "tolerance" in self.model_fields_set and kinds != ["approx"]:
+            raise ValueError("tolerance goes with approx")
+        return self
+
+    def describe(self) -> str:
+        where = self.path or "content"
+        if "equals" in self.model_fields_set:
+            return f"{where} == {json.dumps(self.equals, ensure_ascii=False)}"
+        if self.matches is not None:
+            return f"{where} matches /{self.matches}/"
+        return f"{where} ≈ {self.approx} ± {self.tolerance}"
+
+
+class Expect(BaseModel):
+    """What the case expects: the outcome and cause always; the code of a protocol error or a
+    timeout; for a result or a tool error its content, whole or checked in parts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    outcome: Literal[OUTCOMES]  # type: ignore[valid-type]
+    cause: Literal[CAUSES]  # type: ignore[valid-type]
+    code: int | None = None
+    content: str | None = None
+    checks: list[Check] = Field(default_factory=list)
+
+
+class Case(BaseModel):
+    """One call and what it must come back with."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    target: Literal[TARGETS] = "tool"  # type: ignore[valid-type]
+    name: str = Field(min_length=1)
+    arguments: dict[str, Any] | None = None
+    server: str = "kernel"
+    timeout: float | None = Field(default=None, gt=0)
+    retries: int = Field(default=0, ge=0)
+    note: str | None = None  # for the reader: mcp_nb never reads it
+    expect: Expect
+
+    @field_validator("arguments")
+    @classmethod
+    def _finite(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            json.dumps(value, allow_nan=False)  # NaN cannot have come from a sent call
+        return value
+
+
+class CaseFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mcp_nb_cases: Literal[1]
+    cases: list[Case]
+
+
+# -- reading and writing ------------------------------------------------------------------------
+
+
+def load(source: str | Path | list | dict) -> list[Case]:
+    """The cases of a file (a path), of its decoded JSON, or a list of Cases (returned as is).
+
+    Anything that is not a valid cases file raises CasesError, one line, naming the case and
+    the field at fault."""
+    if isinstance(source, list) and all(isinstance(c, Case) for c in source):
+        return list(source)
+    where = "the cases"
+    if isinstance(source, (str, Path)):
+        where = str(source)
+        try:
+            text = Path(source).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise CasesError(f"no cases file at {where}") from None
+        except (OSError, UnicodeDecodeError) as err:
+            raise CasesError(f"cannot read {where}: {err}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise CasesError(f"{where} is not JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
+    else:
+        data = source
+    if isinstance(data, list):
+        data = {"mcp_nb_cases": FORMAT, "cases": data}
+    try:
+        cases = CaseFile.model_validate(data).cases
+    except ValidationError as err:
+        raise CasesError(f"{where}: {_first_error(err, data)}") from None
+    seen: dict[str, int] = {}
+    for i, case in enumerate(cases):
+        if case.id in seen:
+            raise CasesError(f"{where}: case {case.id!r} (number {i + 1}): field id: the same id as case number {seen[case.id] + 1}")
+        seen[case.id] = i
+    return cases
+
+
+def _first_error(err: ValidationError, data: Any) -> str:
+    errors = err.errors(include_url=False)
+    first = errors[0]
+    location = list(first["loc"])
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    message = first["msg"].removeprefix("Value error, ")
+    if len(location) >= 2 and location[0] == "cases" and isinstance(location[1], int):
+        number = location[1]
+        raw = data["cases"][number] if isinstance(data, dict) and isinstance(data.get("cases"), list) else None
+        name = raw.get("id") if isinstance(raw, dict) else None
+        who = f"case {name!r} (number {number + 1})" if isinstance(name, str) and name else f"case number {number + 1}"
+        field = _dotted(location[2:])
+        return f"{who}: " + (f"field {field}: " if field else "") + message + more
+    return (f"field {_dotted(location)}: " if location else "") + message + more
+
+
+def _dotted(location: list) -> str:
+    out = ""
+    for part in location:
+        # pydantic names the branch of a union or a literal it tried: not a field of the file
+        if isinstance(part, str) and (part.startswith(("literal[", "function-")) or part in ("str", "int", "float", "dict[str,any]")):
+            continue
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def dump(cases: list[Case]) -> str:
+    """The file's text: indented for reading and editing, keys in the documented order."""
+    document = {"mcp_nb_cases": FORMAT, "cases": [_plain(case) for case in cases]}
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def _plain(case: Case) -> dict[str, Any]:
+    out = case.model_dump(exclude_defaults=True)
+    out.setdefault("target", case.target)
+    out.setdefault("server", case.server)
+    expect = case.expect.model_dump(exclude_defaults=True)
+    expect["checks"] = [c.model_dump(exclude_unset=True) for c in case.expect.checks]
+    if not expect["checks"]:
+        del expect["checks"]
+    out["expect"] = expect
+    order = ["id", "target", "name", "arguments", "server", "timeout", "retries", "note", "expect"]
+    return {key: out[key] for key in order if key in out}
+
+
+def save(cases: list[Case], path: str | Path) -> Path:
+    path = Path(path)
+    text = dump(cases)
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise CasesError(f"cannot write {path}: {err.strerror or err}") from None
+    return path
+
+
+# -- from the history --------------------------------------------------------------------------
+
+
+def from_frame(
+    frame: pd.DataFrame, *, last: int | None = None, name: str | None = None, server: str | None = None
+) -> list[Case]:
+    """One case per call of the history's frame, by its final attempt (a retried call is
+    what its caller finally got, and the case says how many retries that took).
+
+    `last`: only the latest N calls; `name`: a glob on the tool's name or the URI (`get_*`);
+    `server`: only calls to that server. Calls an outside client made (`via` http or stdio)
+    are cases like any other: the tool answered them, and replaying sends the same request.
+    Calls whose cause is the caller's or the machine's doing (cancelled, disconnected, a lost
+    worker) are left out: nothing about the tool would repeat them.
+    """
+    if last is not None and (not isinstance(last, int) or isinstance(last, bool) or last < 1):
+        raise ValueError(f"last must be a whole number >= 1, got {last!r}")
+    if frame.empty:
+        return []
+    finals = frame.sort_values(["call_id", "attempt"], kind="stable").drop_duplicates("call_id", keep="last")
+    finals = finals[~finals["cause"].astype(str).isin(UNREPEATABLE)]
+    if server is not None:
+        finals = finals[finals["server"].astype(str) == server]
+    if name is not None:
+        finals = finals[[fnmatch.fnmatchcase(str(n), name) for n in finals["name"]]]
+    if last is not None:
+        finals = finals.tail(last)
+    counts: dict[str, int] = {}
+    cases = []
+    for row in finals.itertuples(index=False):
+        key = str(row.name)
+        counts[key] = counts.get(key, 0) + 1
+        cases.append(case_of(row, f"{key}-{counts[key]}"))
+    return cases
+
+
+def case_of(row: Any, case_id: str) -> Case:
+    """The case for one row of the history's frame (or anything with its attributes)."""
+    outcome, cause = str(row.outcome), str(row.cause)
+    code = None if row.code is None or _missing(row.code) else int(row.code)
+    expect: dict[str, Any] = {"outcome": outcome, "cause": cause}
+    if outcome in ("protocol_error", "timeout") and code is not None:
+        expect["code"] = code
+    if cause in OWN_WORDS and row.content is not None and not _missing(row.content):
+        expect["content"] = str(row.content)
+    attempts = int(row.attempt) if not _missing(row.attempt) else 1
+    return Case(
+        id=case_id,
+        target=str(row.target),
+        name=str(row.name),
+        arguments=row.arguments if isinstance(row.arguments, dict) else None,
+        server=str(row.server) if row.server is not None and not _missing(row.server) else "kernel",
+        timeout=float(row.timeout_s) if not _missing(row.timeout_s) and row.timeout_s > 0 else None,
+        retries=attempts - 1,
+        expect=Expect(**expect),
+    )
+
+
+def _missing(value: Any) -> bool:
+    """None, NaN or pandas' NA (a frame's empty cell); a container is never missing."""
+    if value is None:
+        return True
+    import pandas as pd
+
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+# -- judging ----------------------------------------------------------------------------------
+
+
+def judge(case: Case, got: Any) -> str:
+    """Why `got` (an Outcome) does not meet the case, or "" when it does.
+
+    The outcome and cause come first (if they differ, nothing else is worth comparing),
+    then the code, the content (as a diff), and each partial check."""
+    expect = case.expect
+    if got.outcome != expect.outcome or got.cause != expect.cause:
+        said = got.content if got.content is not None else got.message
+        return f"expected {expect.outcome} ({expect.cause}), got {got.outcome} ({got.cause})" + (
+            f": {_line(said)}" if said else ""
+        )
+    reasons = []
+    if expect.code is not None and got.code != expect.code:
+        reasons.append(f"code: expected {expect.code}, got {got.code}")
+    if expect.content is not None and got.content != expect.content:
+        reasons.append(content_diff(expect.content, got.content))
+    for check in expect.checks:
+        failed = _check(check, got)
+        if failed:
+            reasons.append(failed)
+    return "; ".join(reasons)
+
+
+def content_diff(expected: str, got: str | None) -> str:
+    """A short readable difference: one line each way, or a unified diff of the lines."""
+    if got is None:
+        return f"content: expected {_line(expected)!r}, got no content"
+    if "\n" not in expected and "\n" not in got:
+        return f"content: expected {expected!r}, got {got!r}"
+    lines = difflib.unified_diff(expected.splitlines(), got.splitlines(), "expected", "got", lineterm="", n=1)
+    return "content differs:\n" + "\n".join(lines)
+
+
+def _check(check: Check, got: Any) -> str:
+    if check.path is None:
+        value: Any = got.content
+    else:
+        document = got.structured_content
+        if document is None:
+            try:
+                document = json.loads(got.content) if got.content is not None else None
+            except json.JSONDecodeError:
+                return f"{check.path}: the result has no structured content, and its content is not JSON"
+        found, value = _at(document, path_steps(check.path))
+        if not found:
+            return f"{check.path}: not in the result"
+    if "equals" in check.model_fields_set:
+        return "" if value == check.equals else f"{check.describe()}: got {json.dumps(value, ensure_ascii=False, default=str)}"
+    if check.matches is not None:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        return "" if re.search(check.matches, text) else f"{check.describe()}: got {_line(text)!r}"
+    number = _number(value)
+    if number is None:
+        return f"{check.describe()}: got {value!r}, not a number"
+    assert check.approx is not None
+    return "" if abs(number - check.approx) <= check.tolerance else f"{check.describe()}: got {number}"
+
+
+def _at(document: Any, steps: list[str | int]) -> tuple[bool, Any]:
+    for step in steps:
+        if isinstance(step, int) and isinstance(document, list) and -len(document) <= step < len(document):
+            document = document[step]
+        elif isinstance(step, str) and isinstance(document, dict) and step in document:
+            document = document[step]
+        else:
+            return False, None
+    return True, document
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _line(text: str, limit: int = 120) -> str:
+    first = " ".join(str(text).split())
+    return first if len(first) <= limit else first[: limit - 1] + "…"

@@ -1,0 +1,239 @@
+"""From what came back (and what the server logged) to an outcome and a cause.
+
+Pure functions over SDK values. A crash and a ToolError look alike to the client
+(`Error executing tool NAME...` with isError), and resource and prompt failures
+share codes, so the server's log records for the call decide, and where mcp_nb's
+probe watched the handler, how the handler ended. The SDK's message texts live in
+`sdk_compat`; tests pin each case of the error model.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from mcp_nb.records.trace import ServerLog, ServerTrace
+from mcp_nb.sdk_compat import (
+    CONNECTION_CLOSED,
+    CONNECTION_CLOSED_TEXT,
+    HANDLER_RAISED,
+    INTERNAL_ERROR_TEXT,
+    MISSING_ARGUMENTS,
+    OUTPUT_INVALID,
+    OUTPUT_MISSING,
+    REMOTE_TOOL_ERRORS,
+    RESOURCE_CRASH_TEXTS,
+    RESOURCE_CRASHED,
+    RESOURCE_FAILED,
+    TOOL_CRASHED,
+    TOOL_FAILED,
+    TOOL_REJECTED,
+    UNKNOWN_PROMPT,
+    UNKNOWN_TOOL,
+)
+
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+
+def _templates(logs: Iterable[ServerLog]) -> set[str]:
+    return {log.template for log in logs}
+
+
+_OK = ("result", "ok")
+
+
+def tool_result_cause(name: str, content: str, is_error: bool, trace: ServerTrace | None, local: bool = True) -> tuple[str, str]:
+    if not is_error:
+        return _OK
+    if not local:
+        return "tool_error", _remote_tool_error(name, content)
+    seen = _templates(trace.logs) if trace is not None else set()
+    if TOOL_REJECTED in seen:
+        return "tool_error", "invalid_arguments"
+    if TOOL_CRASHED in seen:
+        return "tool_error", "invalid_output" if _output_refused(trace) else "crash"
+    if TOOL_FAILED in seen:
+        if content == UNKNOWN_TOOL.format(name=name):
+            return "tool_error", "unknown_tool"
+        return "tool_error", "raised"
+    # No SDK record (the user's logging configuration may keep the SDK's INFO lines from
+    # being made): how the probed handler ended still tells.
+    if trace is not None and trace.status == "raised":
+        return ("tool_error", "raised") if trace.error_type == "ToolError" else ("tool_error", "crash")
+    return "tool_error", "returned"
+
+
+def _output_refused(trace: ServerTrace | None) -> bool:
+    """The server refused what the handler returned: it returned normally, and then the SDK's check
+    of the value against the tool's output schema (a pydantic model) raised the crash."""
+    if trace is None or trace.status != "returned":
+        return False
+    return any(kind == "ValidationError" for log in trace.logs for kind, _ in log.exceptions)
+
+
+def _remote_tool_error(name: str, content: str) -> str:
+    """An outside server's isError result: the texts the SDKs write tell what happened."""
+    for pattern, cause in REMOTE_TOOL_ERRORS:
+        if pattern(name, content):
+            return cause
+    return "returned"
+
+
+def protocol_error_cause(
+    target: str,
+    code: int | None,
+    trace: ServerTrace | None,
+    message: str = "",
+    local: bool = True,
+    raised: tuple[tuple[str, str], ...] = (),
+) -> str:
+    """`local`: the kernel's own server (its log tells what happened), else an outside one (its
+    code and text do). `raised`: the (type, text) chain of the exception the request failed with,
+    when the caller holds it (a served kernel's middleware does; the kernel's own calls read it
+    from the log)."""
+    if not local:
+        return _remote_protocol_error(target, code, message or "", trace)
+    logs = trace.logs if trace is not None else ()
+    seen = _templates(logs)
+    if target != "prompt" and HANDLER_RAISED in seen:
+        # The dispatcher's boundary logged an exception no tool or resource handler turned into
+        # an answer: the server's middleware raised (an MCPError there is passed on unlogged).
+        return "crash"
+    if target == "resource":
+        if RESOURCE_CRASHED in seen:
+            return "crash"
+        if RESOURCE_FAILED in seen:
+            return "not_found" if code == INVALID_PARAMS else "resource_error"
+        if trace is not None and trace.status == "raised" and trace.error_type != "MCPError":
+            return {"ResourceNotFoundError": "not_found", "ResourceError": "resource_error"}.get(trace.error_type, "crash")
+        return "mcp_error"
+    if target == "prompt":
+        for log in logs:
+            if log.template == HANDLER_RAISED and log.exceptions:
+                return _prompt_failure(log.exceptions)
+        if raised:
+            return _prompt_failure(raised)
+        if trace is not None and trace.status == "raised" and trace.error_type != "MCPError":
+            return "crash"
+        return "mcp_error"
+    return "mcp_error"
+
+
+def _remote_protocol_error(target: str, code: int | None, message: str, trace: ServerTrace | None) -> str:
+    """An outside server's JSON-RPC error: its code and text, and a stdio server's own log lines."""
+    if code == CONNECTION_CLOSED and message == CONNECTION_CLOSED_TEXT:
+        return "disconnected"
+    if target == "resource":
+        if code == INVALID_PARAMS:
+            return "not_found"
+        if code == INTERNAL_ERROR:
+            return "crash" if message.startswith(RESOURCE_CRASH_TEXTS) else "resource_error"
+        return "mcp_error"
+    if target == "prompt":
+        if code == INVALID_PARAMS:
+            return "not_found" if "not found" in message else "invalid_arguments"
+        if code in (INTERNAL_ERROR, 0) and message == INTERNAL_ERROR_TEXT:
+            # The Python SDK hides every prompt failure behind one text; a stdio server's
+            # stderr, when it is there, still carries the exception it logged.
+            said = [log.message for log in (trace.logs if trace is not None else ()) if log.source == "stderr"]
+            return _prompt_failure(tuple(("", line.split(": ", 1)[-1].strip()) for line in said if ": " in line))
+        return "mcp_error"
+    return "mcp_error"
+
+
+def _prompt_failure(chain: tuple[tuple[str, str], ...]) -> str:
+    # The SDK wraps every prompt failure in ValueError(str(original)) from original.
+    for type_name, text in chain:
+        if text.startswith(UNKNOWN_PROMPT):
+            return "not_found"
+        if text.startswith(MISSING_ARGUMENTS) or type_name == "ValidationError":
+            return "invalid_arguments"
+    return "crash"
+
+
+def client_failure(err: BaseException) -> tuple[str, Any]:
+    """What escaped the SDK's client, as a cause and the data to keep: a lost connection, an
+    HTTP error status, an answer the protocol's schema refused, or else a client error."""
+    while isinstance(err, BaseExceptionGroup) and len(err.exceptions) == 1:
+        err = err.exceptions[0]
+    kinds = {cls.__name__ for cls in type(err).__mro__}
+    if "HTTPStatusError" in kinds:
+        response = getattr(err, "response", None)
+        status = getattr(response, "status_code", None)
+        try:
+            body = response.text[:2000] if response is not None else ""
+        except Exception:  # noqa: BLE001 - a streamed body may not be readable any more
+            body = ""
+        return "http_error", {"status": status, "body": body}
+    if kinds & {"ConnectionLost", "ClosedResourceError", "BrokenResourceError", "EndOfStream", "ConnectionError",
+                "TransportError", "ConnectError", "ReadError", "WriteError", "RemoteProtocolError"}:  # fmt: skip
+        return "disconnected", None
+    if "ValidationError" in kinds:
+        # The client checks what it sends as well as what it gets: a request it would not build
+        # (arguments its own params model refuses, such as a prompt argument that is no string)
+        # was never sent, so no answer was refused.
+        if getattr(err, "title", "").endswith(("RequestParams", "Request")):
+            return "client_error", None
+        return "invalid_response", None
+    if isinstance(err, RuntimeError) and (str(err).startswith(OUTPUT_INVALID) or str(err).endswith(OUTPUT_MISSING)):
+        return "invalid_output", None  # the client refused a structured result that breaks the declared schema
+    return "client_error", None
+
+
+def late_outcome(target: str, trace: ServerTrace) -> tuple[str, str]:
+    """Classify a handler that ended after the client stopped waiting, from how it ended."""
+    if trace.status == "returned":
+        if target == "tool" and trace.returned_error:
+            return "tool_error", "returned"
+        return "result", "ok"
+    kind = trace.error_type
+    if kind == "MCPError":
+        return "protocol_error", "mcp_error"
+    if target == "tool":
+        return ("tool_error", "raised") if kind in ("ToolError", "ResourceError", "ResourceNotFoundError") else (
+            "tool_error",
+            "crash",
+        )
+    if target == "resource":
+        if kind == "ResourceNotFoundError":
+            return "protocol_error", "not_found"
+        if kind == "ResourceError":
+            return "protocol_error", "resource_error"
+    return "protocol_error", "crash"
+
+
+def content_text(blocks: Sequence[Any]) -> str:
+    """The text a model reads from content blocks; other kinds are named, not dropped."""
+    if len(blocks) == 1 and getattr(blocks[0], "text", None) is not None:
+        return blocks[0].text  # the common case: one text block
+    parts = []
+    for block in blocks:
+        text = getattr(block, "text", None)
+        if text is not None:
+            parts.append(text)
+            continue
+        kind = getattr(block, "type", type(block).__name__)
+        if kind == "resource":
+            inner = getattr(block, "resource", None)
+            parts.append(getattr(inner, "text", None) or f"[resource {getattr(inner, 'uri', '')}]")
+        elif kind == "resource_link":
+            parts.append(f"[resource link {getattr(block, 'uri', '')}]")
+        else:
+            parts.append(f"[{kind} {getattr(block, 'mime_type', '') or ''}]".replace(" ]", "]"))
+    return "\n".join(parts)
+
+
+def resource_text(contents: Iterable[Any]) -> str:
+    parts = []
+    for item in contents:
+        text = getattr(item, "text", None)
+        if text is not None:
+            parts.append(text)
+        else:
+            blob = getattr(item, "blob", "") or ""
+            parts.append(f"[blob {getattr(item, 'mime_type', '')}, {len(blob) * 3 // 4} bytes]")
+    return "\n".join(parts)
+
+
+def prompt_text(messages: Iterable[Any]) -> str:
+    return "\n".join(f"{m.role}: {content_text([m.content])}" for m in messages)

@@ -1,0 +1,355 @@
+"""A tool's structured result, checked against its output schema without importing jsonschema.
+
+The SDK's client checks every structured tool result against the tool's output schema
+with `jsonschema`, imported on the first such result. Importing `jsonschema` imports
+its format checkers, and in a Jupyter environment one of them, `rfc3987_syntax`, builds
+a URI grammar at import: about a second, which every kernel's first call used to pay
+(and its outcome card showed).
+
+The schemas that tools' return annotations produce use a small part of JSON Schema
+(types, properties, items, `anyOf`, local `$ref`s, bounds, enums). For a schema made only
+of that part, `conforms` decides the way the SDK's validator (JSON Schema 2020-12, no
+format assertions) does, and mcp_nb's own session accepts a result it proves valid
+without the SDK's check. Anything else goes to the SDK's check, which decides as
+before, with its own message: a schema with another keyword, a value of a non-JSON
+type, and every result that does not conform. So an invalid result is rejected exactly
+as before (a `protocol_error` / `client_error` with the SDK's text), and only then is
+`jsonschema` imported. Sessions that users open with the SDK themselves keep the SDK's
+check; nothing global changes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from mcp_nb import sdk_compat
+
+TYPES = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
+JSON_VALUES = frozenset({type(None), bool, int, float, str, list, dict})
+DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+_DEF_REF = re.compile(r"#/\$defs/([A-Za-z0-9_.-]+)")
+_ANNOTATIONS = {
+    # keyword -> the type the 2020-12 meta-schema requires of its value; none of them
+    # constrains a result (formats are not asserted by the SDK's validator)
+    "title": str, "description": str, "$comment": str, "format": str, "contentMediaType": str,
+    "contentEncoding": str, "deprecated": bool, "readOnly": bool, "writeOnly": bool, "examples": list,
+    "default": object,
+}  # fmt: skip
+_COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
+_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+_SCHEMA_LISTS = ("anyOf", "allOf", "prefixItems")
+
+
+# -- which schemas: the part of JSON Schema decided here ------------------------------------------
+
+
+def supported(schema: Any) -> bool:
+    """True if every keyword of `schema` is one `conforms` decides, with a well-formed value.
+
+    Well-formed as the 2020-12 meta-schema asks: the SDK rejects a schema that is not
+    (as an invalid schema, on every call), and so must we, by leaving it to the SDK.
+    """
+    if not isinstance(schema, dict):
+        return False
+    root_only = {"$defs", "$schema"}
+    defs = schema.get("$defs", {})
+    if not isinstance(defs, dict) or schema.get("$schema", DRAFT_2020_12) != DRAFT_2020_12:
+        return False
+    body = {key: value for key, value in schema.items() if key not in root_only}
+    return _supported(body, defs) and all(isinstance(name, str) and _supported(sub, defs) for name, sub in defs.items())
+
+
+def _supported(node: Any, defs: dict) -> bool:
+    if node is True or node is False:
+        return True
+    if not isinstance(node, dict):
+        return False
+    for key, value in node.items():
+        if key in _ANNOTATIONS:
+            if not isinstance(value, _ANNOTATIONS[key]):
+                return False
+        elif key == "type":
+            kinds = [value] if isinstance(value, str) else value
+            if not isinstance(kinds, list) or not kinds or not all(isinstance(kind, str) and kind in TYPES for kind in kinds):
+                return False
+            if len(set(kinds)) != len(kinds):
+                return False
+        elif key == "properties":
+            if not isinstance(value, dict) or not all(_supported(sub, defs) for sub in value.values()):
+                return False
+        elif key in ("additionalProperties", "items"):
+            if not _supported(value, defs):
+                return False
+        elif key in _SCHEMA_LISTS:
+            if not isinstance(value, list) or not value or not all(_supported(sub, defs) for sub in value):
+                return False
+        elif key == "required":
+            if not isinstance(value, list) or not all(isinstance(name, str) for name in value) or len(set(value)) != len(value):
+                return False
+        elif key in _COUNTS:
+            if type(value) is not int or value < 0:
+                return False
+        elif key in _BOUNDS:
+            if type(value) not in (int, float) or not math.isfinite(value):
+                return False
+        elif key == "multipleOf":
+            if type(value) not in (int, float) or not math.isfinite(value) or value <= 0:
+                return False
+        elif key == "uniqueItems":
+            if not isinstance(value, bool):
+                return False
+        elif key == "pattern":
+            if not isinstance(value, str):
+                return False
+            try:
+                re.compile(value)
+            except re.error:
+                return False
+        elif key == "$ref":
+            found = _DEF_REF.fullmatch(value) if isinstance(value, str) else None
+            if found is None or found.group(1) not in defs:
+                return False
+        elif key not in ("enum", "const"):
+            return False  # a keyword outside the part decided here: the SDK decides
+        elif key == "enum" and not isinstance(value, list):
+            return False
+    return True
+
+
+# -- the check: True only when the SDK's validator would find no error ---------------------------
+
+
+def conforms(schema: dict, value: Any) -> bool:
+    """True if `value` is valid against `schema` (which must be `supported`).
+
+    False means "not shown valid here", not "invalid": the caller then asks the SDK.
+    """
+    try:
+        return _conforms(schema, value, schema.get("$defs", {}))
+    except (RecursionError, TypeError, ValueError, OverflowError):
+        return False
+
+
+def _is(value: Any, kind: str) -> bool:
+    # The 2020-12 type checks of jsonschema, for the JSON value types (bool is not a number).
+    if kind == "string":
+        return type(value) is str
+    if kind == "integer":
+        return type(value) is int or type(value) is float and value.is_integer()
+    if kind == "number":
+        return type(value) is int or type(value) is float
+    if kind == "object":
+        return type(value) is dict
+    if kind == "array":
+        return type(value) is list
+    if kind == "boolean":
+        return type(value) is bool
+    return value is None
+
+
+def _conforms(node: Any, value: Any, defs: dict) -> bool:
+    if node is True:
+        return True
+    if node is False or type(value) not in JSON_VALUES:
+        # A value of another type (a tuple, a Decimal) may pass keywords this module
+        # would skip for it; only the SDK can say.
+        return False
+    if type(value) is dict and not all(type(key) is str for key in value):
+        return False
+    for key, arg in node.items():
+        if key in _ANNOTATIONS or key in ("$defs", "$schema"):
+            continue
+        if key == "type":
+            if not any(_is(value, kind) for kind in ([arg] if isinstance(arg, str) else arg)):
+                return False
+        elif key == "$ref":
+            if not _conforms(defs[arg[len("#/$defs/"):]], value, defs):
+                return False
+        elif key == "anyOf":
+            if not any(_conforms(sub, value, defs) for sub in arg):
+                return False
+        elif key == "allOf":
+            if not all(_conforms(sub, value, defs) for sub in arg):
+                return False
+        elif key == "enum":
+            if not any(_equal(member, value) for member in arg):
+                return False
+        elif key == "const":
+            if not _equal(arg, value):
+                return False
+        elif type(value) is dict:
+            if not _object_keyword(key, arg, value, node, defs):
+                return False
+        elif type(value) is list:
+            if not _array_keyword(key, arg, value, node, defs):
+                return False
+        elif type(value) is str:
+            if not _string_keyword(key, arg, value):
+                return False
+        elif type(value) in (int, float):
+            if not _number_keyword(key, arg, value):
+                return False
+    return True
+
+
+def _object_keyword(key: str, arg: Any, value: dict, node: dict, defs: dict) -> bool:
+    if key == "properties":
+        return all(_conforms(sub, value[name], defs) for name, sub in arg.items() if name in value)
+    if key == "required":
+        return all(name in value for name in arg)
+    if key == "additionalProperties":
+        extras = [name for name in value if name not in node.get("properties", {})]
+        if isinstance(arg, dict):
+            return all(_conforms(arg, value[name], defs) for name in extras)
+        return bool(arg) or not extras
+    if key == "minProperties":
+        return len(value) >= arg
+    if key == "maxProperties":
+        return len(value) <= arg
+    return True  # a keyword for another type of value
+
+
+def _array_keyword(key: str, arg: Any, value: list, node: dict, defs: dict) -> bool:
+    if key == "prefixItems":
+        return all(_conforms(sub, item, defs) for item, sub in zip(value, arg))
+    if key == "items":
+        rest = value[len(node.get("prefixItems", ())):]
+        if arg is False:
+            return not rest
+        return all(_conforms(arg, item, defs) for item in rest)
+    if key == "minItems":
+        return len(value) >= arg
+    if key == "maxItems":
+        return len(value) <= arg
+    if key == "uniqueItems":
+        return not arg or _distinct(value)
+    return True
+
+
+def _string_keyword(key: str, arg: Any, value: str) -> bool:
+    if key == "minLength":
+        return len(value) >= arg  # code points, as jsonschema counts them
+    if key == "maxLength":
+        return len(value) <= arg
+    if key == "pattern":
+        return re.search(arg, value) is not None
+    return True
+
+
+def _number_keyword(key: str, arg: Any, value: int | float) -> bool:
+    # The comparisons are jsonschema's own, so NaN and the infinities come out as they do there.
+    if key == "minimum":
+        return not value < arg
+    if key == "maximum":
+        return not value > arg
+    if key == "exclusiveMinimum":
+        return not value <= arg
+    if key == "exclusiveMaximum":
+        return not value >= arg
+    if key == "multipleOf":
+        if type(arg) is float:
+            quotient = value / arg
+            return int(quotient) == quotient  # overflow or NaN raises: `conforms` leaves it to the SDK
+        return not value % arg
+    return True
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """jsonschema's equality for JSON values: 1 == 1.0, but True is neither 1 nor 1.0."""
+    if a is b:
+        return True
+    ta, tb = type(a), type(b)  # exact types: a bool is never taken for an int here
+    if ta in (int, float) and tb in (int, float):
+        return a == b
+    if ta is list and tb is list:
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+    if ta is dict and tb is dict:
+        return len(a) == len(b) and all(key in b and _equal(item, b[key]) for key, item in a.items())
+    return ta is str and tb is str and a == b
+
+
+def _distinct(items: list) -> bool:
+    # Shown only for lists of strings alone or integers alone; anything else goes to the SDK.
+    if len(items) < 2:
+        return True
+    kinds = {type(item) for item in items}
+    return (kinds == {str} or kinds == {int}) and len(set(items)) == len(items)
+
+
+# -- mcp_nb's own session -----------------------------------------------------------------------
+
+
+class LocalCheck:
+    """The check of one session's structured results: proved here when possible, else the SDK's.
+
+    It reads the schema the SDK itself would check against (the session's last listing
+    of the tool), so both checks always judge the same schema.
+    """
+
+    def __init__(self, session: Any, sdk_check: Any) -> None:
+        self._session = session
+        self._sdk_check = sdk_check
+        self._verdicts: dict[str, tuple[Any, bool]] = {}  # tool -> (schema object, supported?)
+
+    async def __call__(self, name: str, result: Any) -> None:
+        schemas = sdk_compat.output_schemas(self._session)  # absent: the SDK checks
+        schema = schemas.get(name) if schemas is not None else None
+        if schema is not None and result.structured_content is not None and self._supported(name, schema):
+            if conforms(schema, result.structured_content):
+                return
+        await self._sdk_check(name, result)
+
+    def _supported(self, name: str, schema: Any) -> bool:
+        known = self._verdicts.get(name)
+        if known is None or known[0] is not schema:  # a new listing brings a new schema object
+            known = self._verdicts[name] = (schema, supported(schema))
+        return known[1]
+
+
+def check_results_locally(session: Any) -> None:
+    """Give this session (mcp_nb's own) the check above, in place of the SDK's first step."""
+    sdk_compat.replace_result_check(session, lambda sdk_check: LocalCheck(session, sdk_check))
+
+
+# -- a structured result as a table ----------------------------------------------------------------
+
+
+class NotTabular(ValueError):
+    """A structured result that is not a list of records, said in one line."""
+
+
+def records(structured: Any, key: str | None = None) -> list[dict[str, Any]]:
+    """The list of records in a structured result: the list itself, or the one list of records
+    among its fields (`{"result": [...]}`, the SDK's wrapper of a `-> list[Book]`), or the field
+    named `key`. Anything else raises `NotTabular`, saying what the result holds."""
+    if structured is None:
+        raise NotTabular("the call has no structured result (the tool declares no output schema, or the call failed)")
+    value = structured
+    if key is not None:
+        if not isinstance(structured, dict) or key not in structured:
+            fields = ", ".join(map(str, structured)) if isinstance(structured, dict) else type(structured).__name__
+            raise NotTabular(f"the structured result has no field {key!r} (it has: {fields})")
+        value = structured[key]
+    elif isinstance(structured, dict):
+        tables = [name for name, field in structured.items() if _is_records(field)]
+        if len(tables) == 1:
+            value = structured[tables[0]]
+        elif len(tables) > 1:
+            raise NotTabular(f"the structured result holds {len(tables)} lists of records ({', '.join(tables)}): pick one with key=")
+        else:
+            raise NotTabular(
+                f"the structured result is not a list of records: an object with fields {', '.join(map(str, structured)) or 'none'}"
+            )
+    if not _is_records(value):
+        if isinstance(value, list):
+            kind = "a list of " + ", ".join(sorted({type(item).__name__ for item in value}))
+        else:
+            kind = type(value).__name__
+        raise NotTabular(f"the structured result is not a list of records (objects): it is {kind}")
+    return value
+
+
+def _is_records(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, dict) for item in value)

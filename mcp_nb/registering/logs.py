@@ -1,0 +1,102 @@
+"""Log records, filed under the call they belong to, and the user's logging left alone."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from typing import Any, Callable
+
+from mcp_nb.config import settings
+from mcp_nb.records.trace import CURRENT_TRACE, log_from_record
+from mcp_nb.sdk_compat import SDK_LOGGER
+
+# The SDK's INFO records carry half of the error model (a ToolError's "Tool 'x' failed"),
+# so they must be made. This level (just below INFO) is mcp_nb's mark on the SDK's
+# logger: it is only ever set where the user set no level, and recognised as not theirs.
+OWN_LEVEL = logging.INFO - 1
+
+
+def _is_sdk(name: str) -> bool:
+    return name == SDK_LOGGER or name.startswith(SDK_LOGGER + ".")
+
+
+class _UsersLevel(logging.Filter):
+    """Lets an SDK record on only where the user's own configuration would have made it.
+
+    Records below that level exist only because of `OWN_LEVEL`, for the call's log; past
+    this filter (on the logger that made them) nobody sees them, as without mcp_nb.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= _plain_level(record.name)
+
+
+def _plain_level(name: str) -> int:
+    """The effective level the logger `name` would have without mcp_nb's mark on the SDK's logger."""
+    logger: logging.Logger | None = logging.getLogger(name)
+    while logger is not None:
+        level = logger.level
+        if level and not (logger.name == SDK_LOGGER and level == OWN_LEVEL):
+            return level
+        logger = logger.parent  # type: ignore[assignment]
+    return logging.WARNING
+
+
+_users_level = _UsersLevel()
+# How an SDK record is printed live while `show_server_logs` is on (read at each record, so the
+# setting needs no observer).
+_LIVE = logging.Formatter("[mcp server] %(levelname)s %(name)s: %(message)s")
+
+
+class _RecordFiler:
+    """A log record factory: files every record made during a call under that call.
+
+    A factory sees the records of every logger (the SDK's, the tool's own, the root's)
+    when they are made, without a handler anywhere, so the root logger keeps no handler
+    of mcp_nb's: the user's `logging.basicConfig()` works, and their records go where
+    they would have gone without mcp_nb. It wraps whatever factory was there before.
+    It also puts `_UsersLevel` on each SDK logger the first time one makes a record (the
+    filter runs after the factory, so none is missed), and prints the SDK's records live
+    when `show_server_logs` is on.
+    """
+
+    def __init__(self, inner: Callable[..., logging.LogRecord]) -> None:
+        self.inner = inner
+
+    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = self.inner(*args, **kwargs)
+        trace = CURRENT_TRACE.get()
+        if trace is not None:
+            trace.add(log_from_record(record))
+        if _is_sdk(record.name):
+            logger = logging.getLogger(record.name)
+            if _users_level not in logger.filters:
+                logger.addFilter(_users_level)
+            if settings.show_server_logs:
+                print(_LIVE.format(record), file=sys.stderr)
+        return record
+
+
+_installed = False
+_install_lock = threading.Lock()
+
+
+def install_log_capture() -> None:
+    """File log records under their calls, leaving the root logger and the user's levels alone."""
+    global _installed
+    with _install_lock:
+        if _installed:
+            return
+        factory = logging.getLogRecordFactory()
+        if not isinstance(factory, _RecordFiler):
+            logging.setLogRecordFactory(_RecordFiler(factory))
+        sdk = logging.getLogger(SDK_LOGGER)
+        if sdk.level == logging.NOTSET:
+            sdk.setLevel(OWN_LEVEL)
+        # What a library adds to its own top logger: with no handler configured anywhere,
+        # a crash of an in-kernel tool is shown on its Outcome, not printed as stray lines
+        # in the cell by logging's last-resort handler.
+        if not any(isinstance(h, logging.NullHandler) for h in sdk.handlers):
+            sdk.addHandler(logging.NullHandler())
+        _installed = True

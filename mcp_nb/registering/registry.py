@@ -1,0 +1,422 @@
+"""Functions to tools, resources and prompts on the in-kernel server, replacing on re-run.
+
+The SDK's managers stay the one registry of truth. This module adds what a
+notebook needs on top: a re-run cell *replaces* the earlier version (the SDK's
+`add_tool` silently keeps the first one), names are checked strictly, each handler
+is wrapped by `trace.probe` so a timed-out call's fate can be seen, and every
+change bumps `version` so connected clients re-list before their next call.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.prompts import Prompt
+from mcp.server.mcpserver.tools import Tool
+from mcp.shared.tool_name_validation import validate_tool_name
+from mcp.shared.uri_template import UriTemplate
+from mcp_types import ToolAnnotations
+
+from mcp_nb import sdk_compat
+from mcp_nb.registering.faults import Faults
+from mcp_nb.registering.loop_watch import LoopWatch
+from mcp_nb.registering.probe import probe
+from mcp_nb.registering.signatures import (
+    check_function,
+    check_input_schema,
+    sdk_refusals,
+)
+from mcp_nb.views.cards import registration_html, registration_text
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported by `to_frame`, the one place that needs it
+
+KINDS = ("tool", "resource", "prompt")
+ANNOTATION_FLAGS = {
+    "read_only": "readOnlyHint",
+    "idempotent": "idempotentHint",
+    "destructive": "destructiveHint",
+    "open_world": "openWorldHint",
+}
+
+
+@dataclass(frozen=True, eq=False)
+class Registration:
+    """What one registration put on the server; shown as a card under the cell."""
+
+    kind: str
+    name: str
+    uri: str | None = None
+    title: str | None = None
+    description: str | None = None
+    annotations: dict[str, bool] = field(default_factory=dict)
+    input_schema: dict[str, Any] | None = None
+    output_schema: dict[str, Any] | None = None
+    mime_type: str | None = None
+    is_async: bool = False
+    replaced: bool = False
+    faults: str | None = None  # the faults injected when it was registered, e.g. "latency=0.5,crash=0.1"
+    function: Callable[..., Any] | None = field(default=None, repr=False)
+
+    @property
+    def key(self) -> str:
+        return self.uri if self.kind == "resource" else self.name
+
+    def _repr_html_(self) -> str:
+        return registration_html(self)
+
+    def __repr__(self) -> str:
+        return registration_text(self)
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(repr(self))
+
+
+def check_tool_name(name: str) -> str:
+    result = validate_tool_name(name)
+    if not result.is_valid:
+        raise ValueError(f"invalid tool name {name!r}: {'; '.join(result.warnings)}")
+    return name
+
+
+def check_uri(uri: str) -> UriTemplate:
+    if not isinstance(uri, str) or "://" not in uri:
+        raise ValueError(f"invalid resource URI {uri!r}: expected scheme://path, e.g. books://{{title}}")
+    try:
+        return UriTemplate.parse(uri)
+    except ValueError as err:
+        raise ValueError(f"invalid URI template {uri!r}: {err}") from None
+
+
+def _annotations(flags: dict[str, bool] | None) -> tuple[ToolAnnotations | None, dict[str, bool]]:
+    chosen = {ANNOTATION_FLAGS[k]: True for k, v in (flags or {}).items() if v}
+    unknown = set(flags or {}) - set(ANNOTATION_FLAGS)
+    if unknown:
+        raise ValueError(f"unknown annotation(s) {sorted(unknown)}; known: {sorted(ANNOTATION_FLAGS)}")
+    if not chosen:
+        return None, {}
+    return ToolAnnotations.model_validate(chosen), chosen
+
+
+class Registry:
+    def __init__(self, server: MCPServer) -> None:
+        self.server = server
+        # Who holds this server's loop right now: every async handler registered here is timed on it.
+        self.watch = LoopWatch()
+        self._entries: dict[tuple[str, str], Registration] = {}
+        self._lock = threading.Lock()
+        self.version = 0
+        self._listeners: list[Callable[[], None]] = []
+        self.faults: dict[str, Faults] = {}  # tool name -> faults injected on purpose
+        # The SDK keeps its registries in its managers' dicts (sdk_compat reaches them);
+        # mcp_nb replaces an entry with one assignment, so a concurrent call never finds
+        # the name missing.
+        self._tools = sdk_compat.tools(server)
+        self._resources = sdk_compat.resources(server)
+        self._templates = sdk_compat.templates(server)
+        self._prompts = sdk_compat.prompts(server)
+
+    # -- registering ----------------------------------------------------------------------------
+
+    def add_tool(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: dict[str, bool] | None = None,
+        inject: Faults | None = None,
+        input_schema: dict[str, Any] | None = None,
+    ) -> Registration:
+        _require_function(fn, "tool")
+        name = check_tool_name(name or fn.__name__)
+        hints, chosen = _annotations(annotations)
+        declared = check_input_schema(fn, input_schema) if input_schema is not None else None
+        faults = self.faults
+        with sdk_refusals(fn, "tool"):
+            tool = Tool.from_function(
+                probe(fn, self.watch, lambda: faults.get(name), name, "tool"),
+                name=name,
+                title=title,
+                description=description or inspect.getdoc(fn),
+                annotations=hints,
+            )
+        if declared is not None:
+            tool.parameters = declared  # what clients list and validate against
+        with self._lock:
+            replaced = name in self._tools
+            self._tools[name] = tool
+            # The cell is the source of truth: re-running it without --inject ends the injection.
+            if inject is None:
+                self.faults.pop(name, None)
+            else:
+                self.faults[name] = inject
+            entry = self._remember(
+                Registration(
+                    kind="tool",
+                    name=name,
+                    title=title,
+                    description=tool.description,
+                    annotations=chosen,
+                    input_schema=tool.parameters,
+                    output_schema=tool.output_schema,
+                    is_async=inspect.iscoroutinefunction(fn),
+                    replaced=replaced,
+                    faults=inject.describe() if inject is not None else None,
+                    function=fn,
+                )
+            )
+        self._notify()  # outside the lock: a listener may read the registry
+        return entry
+
+    def add_resource(
+        self,
+        fn: Callable[..., Any],
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+    ) -> Registration:
+        _require_function(fn, "resource")
+        template = check_uri(uri)
+        # Built first (the SDK's decorator checks template variables against parameters),
+        # then swapped in with one assignment: a reader never finds the URI missing.
+        with sdk_refusals(fn, "resource"):
+            built = sdk_compat.build_resource(
+                probe(fn, self.watch, label=uri, kind="resource"),
+                uri,
+                name=name,
+                title=title,
+                description=description or inspect.getdoc(fn),
+                mime_type=mime_type,
+            )
+        with self._lock:
+            installed, other = (self._templates, self._resources) if sdk_compat.is_template(built) else (self._resources, self._templates)
+            replaced = uri in installed or uri in other
+            installed[uri] = built
+            other.pop(uri, None)
+            entry = self._remember(
+                Registration(
+                    kind="resource",
+                    name=name or fn.__name__,
+                    uri=uri,
+                    title=title,
+                    description=description or inspect.getdoc(fn),
+                    input_schema=_template_schema(template) if template.variable_names else None,
+                    mime_type=mime_type or "text/plain",
+                    is_async=inspect.iscoroutinefunction(fn),
+                    replaced=replaced,
+                    function=fn,
+                )
+            )
+        self._notify()  # outside the lock: a listener may read the registry
+        return entry
+
+    def add_prompt(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+    ) -> Registration:
+        _require_function(fn, "prompt")
+        name = check_tool_name(name or fn.__name__)
+        with sdk_refusals(fn, "prompt"):
+            prompt = Prompt.from_function(
+                probe(fn, self.watch, label=name, kind="prompt"), name=name, title=title, description=description or inspect.getdoc(fn)
+            )
+        with self._lock:
+            replaced = name in self._prompts
+            self._prompts[name] = prompt
+            arguments = prompt.arguments or []
+            schema = {
+                "type": "object",
+                "properties": {a.name: {"type": "string", **({"description": a.description} if a.description else {})} for a in arguments},
+                "required": [a.name for a in arguments if a.required],
+            }
+            entry = self._remember(
+                Registration(
+                    kind="prompt",
+                    name=name,
+                    title=title,
+                    description=prompt.description,
+                    input_schema=schema,
+                    is_async=inspect.iscoroutinefunction(fn),
+                    replaced=replaced,
+                    function=fn,
+                )
+            )
+        self._notify()  # outside the lock: a listener may read the registry
+        return entry
+
+    def _remember(self, entry: Registration) -> Registration:
+        self._entries[(entry.kind, entry.key)] = entry
+        self.version += 1
+        return entry
+
+    # -- listeners (a panel that re-reads the server when a cell is re-run) -------------------------
+
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        """Call `listener()` after every registration or removal."""
+        self._listeners.append(listener)
+
+    def unsubscribe(self, listener: Callable[[], None]) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    def _notify(self) -> None:
+        # Called with the lock released, so a listener may read the registry.
+        for listener in list(self._listeners):
+            try:
+                listener()
+            except Exception:  # a broken view must not break registering
+                logging.getLogger(__name__).exception("registry listener failed")
+
+    # -- removing and listing -------------------------------------------------------------------
+
+    def remove(self, key: str, kind: str | None = None) -> Registration:
+        """Remove what `key` (a tool or prompt name, or a resource URI) names on the server."""
+        if kind is not None and kind not in KINDS:
+            raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
+        with self._lock:
+            matches = [k for k in self._entries if k[1] == key and (kind is None or k[0] == kind)]
+            if not matches:
+                raise ValueError(f"nothing named {key!r} is registered" + (f" as a {kind}" if kind else ""))
+            if len(matches) > 1:
+                kinds = " and ".join(k[0] for k in matches)
+                raise ValueError(f"{key!r} names a {kinds}; say which with kind=")
+            entry_kind, _ = matches[0]
+            if entry_kind == "tool":
+                if key in self._tools:
+                    self.server.remove_tool(key)
+                self.faults.pop(key, None)
+            elif entry_kind == "prompt":
+                if key in self._prompts:
+                    self.server.remove_prompt(key)
+            else:  # the SDK has no public way to remove a resource
+                self._resources.pop(key, None)
+                self._templates.pop(key, None)
+            self.version += 1
+            removed = self._entries.pop(matches[0])
+        self._notify()  # outside the lock: a listener may read the registry
+        return removed
+
+    def inject(self, name: str, faults: Faults | None) -> Faults | None:
+        """Make a registered tool slow or failing on purpose; None ends it. Returns what was set."""
+        tool = self._tools.get(name)
+        if tool is None:
+            raise ValueError(f"no tool named {name!r} is registered")
+        if not _probed(tool.fn):
+            raise ValueError(f"tool {name!r} was not registered through mcp_nb, so faults cannot be injected into it")
+        if faults is None:
+            self.faults.pop(name, None)
+        else:
+            self.faults[name] = faults
+        return faults
+
+    def entries(self) -> list[Registration]:
+        with self._lock:
+            return list(self._entries.values())
+
+    def get(self, kind: str, key: str) -> Registration | None:
+        return self._entries.get((kind, key))
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per entry. Every text column holds "" where there is nothing to say (a
+        tool's `uri`, no title, no annotations, no parameters, no faults), never NaN."""
+        return entries_frame(self.entries(), self.faults)
+
+    # -- for the engine -------------------------------------------------------------------------
+
+    def observes(self, target: str, key: str) -> bool:
+        """Whether the handler a call to `key` reaches is one mcp_nb wrapped in its probe."""
+        if target == "tool":
+            return _probed(sdk_compat.handler_of(self._tools.get(key)))
+        if target == "prompt":
+            return _probed(sdk_compat.handler_of(self._prompts.get(key)))
+        resource = self._resources.get(key)
+        if resource is not None:
+            return _probed(sdk_compat.handler_of(resource))
+        for template in list(self._templates.values()):
+            try:
+                if template.matches(key) is not None:
+                    return _probed(sdk_compat.handler_of(template))
+            except Exception:
+                return False
+        return False
+
+    def annotations(self, name: str):
+        """The tool's MCP annotations as the server holds them (None when it declares none)."""
+        tool = self._tools.get(name)
+        return None if tool is None else tool.annotations
+
+    def input_schema(self, target: str, key: str) -> dict[str, Any] | None:
+        """The input schema the server holds now (for tools registered any way)."""
+        if target == "tool":
+            tool = self._tools.get(key)
+            return None if tool is None else tool.parameters
+        if target == "prompt":
+            entry = self._entries.get(("prompt", key))
+            if entry is not None:
+                return entry.input_schema
+            prompt = self._prompts.get(key)
+            if prompt is None:
+                return None
+            return {"type": "object", "properties": {a.name: {"type": "string"} for a in prompt.arguments or []}}
+        return None
+
+
+def entries_frame(entries: list[Registration], faults: dict[str, Faults] | None = None) -> pd.DataFrame:
+    """What a server offers as a table, one row per entry (the kernel's registry or an outside server's lists)."""
+    import pandas as pd
+
+    faults = faults or {}
+    rows = [
+        {
+            "kind": e.kind,
+            "name": e.name,
+            "uri": e.uri or "",
+            "title": e.title or "",
+            "description": (e.description or "").strip().splitlines()[0] if (e.description or "").strip() else "",
+            "annotations": ", ".join(sorted(e.annotations)),
+            "parameters": ", ".join((e.input_schema or {}).get("properties", {})),
+            "async": e.is_async,
+            "faults": faults[e.name].describe() if e.kind == "tool" and e.name in faults else "",
+        }
+        for e in entries
+    ]
+    columns = ["kind", "name", "uri", "title", "description", "annotations", "parameters", "async", "faults"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _probed(fn: Any) -> bool:
+    return bool(getattr(fn, "__mcp_nb_probe__", False))
+
+
+def _require_function(fn: Any, kind: str) -> None:
+    # Before anything changes: a function the SDK would misread is refused in one line.
+    check_function(fn, kind)
+
+
+def template_schema(uri: str) -> dict[str, Any]:
+    """The input schema of a URI template: one string per variable (query variables optional)."""
+    return _template_schema(UriTemplate.parse(uri))
+
+
+def _template_schema(template: UriTemplate) -> dict[str, Any]:
+    names = list(template.variable_names)
+    query = set(getattr(template, "query_variable_names", ()) or ())
+    return {
+        "type": "object",
+        "properties": {n: {"type": "string"} for n in names},
+        "required": [n for n in names if n not in query],
+    }

@@ -1,0 +1,438 @@
+"""Cards: how one outcome, one registration and one connection look, as HTML and as text.
+
+Text views are stable on purpose (nbval compares them): no addresses, no timings. Every look
+comes from `views.theme`, which says why it looks as it does.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp_nb.views.theme import (
+    BORDER,
+    CARD_TIME,
+    CELL,
+    ERROR,
+    FATE_TIME,
+    INKS,
+    KIND_INKS,
+    LOG_TIME,
+    MARKED,
+    MUTED,
+    PANE,
+    PANES,
+    SURFACE,
+    TRACEBACK,
+    UI,
+    badge,
+    border,
+    compact_json,
+    corner,
+    escape,
+    inline,
+    is_stable,
+    kind_badge,
+    outlined,
+    pre,
+)
+
+
+def without_frames(traceback: str) -> str:
+    """A formatted traceback with its frames left out: the exceptions and how they chain.
+
+    The frames name files and lines of this install (and the kernel's cell files, whose
+    names hold its process id); what teaches, the exceptions, stays.
+    """
+    kept, in_frames = [], False
+    for line in traceback.splitlines():
+        if line.rstrip() == "Traceback (most recent call last):":
+            in_frames = True
+            continue
+        # A frame is `  File ...`, its source and carets indented further, or `  [Previous line repeated ...]`.
+        if in_frames and (line.startswith("  File ") or line.startswith("    ") or line.startswith("  [")):
+            continue
+        in_frames = False
+        kept.append(line)
+    return "\n".join(kept).strip("\n")
+
+
+def _root_cause(log) -> str | None:
+    """The exception the handler really raised (the SDK wraps it), as `Type: text`."""
+    if not log.exceptions:
+        return None
+    kind, text = log.exceptions[-1]
+    return f"{kind}: {text}" if text else kind
+
+
+# -- Outcome ------------------------------------------------------------------------------------
+
+
+def _model_view(o) -> tuple[str, list[str]]:
+    """What the model reads, as (headline, details)."""
+    if o.fallback:
+        # What the model gets is the host's stand-in; the server sent nothing, as the history says.
+        return o.content or "", ["substituted by the host: the read failed and the server sent no content"]
+    if o.outcome in ("protocol_error", "timeout"):
+        return "nothing: there is no result", []
+    details = []
+    if o.structured_content is not None:
+        details.append("structured_content: " + compact_json(o.structured_content))
+    if o.is_error is not None and o.target == "tool":
+        details.append(f"is_error: {o.is_error}")
+    return o.content if o.content is not None else "", details
+
+
+def _host_view(o) -> str:
+    if o.code is None and o.message is None:
+        return "nothing to handle: the request succeeded"
+    parts = [str(o.code) if o.code is not None else "", o.message or ""]
+    line = " ".join(p for p in parts if p)
+    if o.data is not None:
+        line += "\ndata: " + compact_json(o.data)
+    return line
+
+
+def _fate_line(o) -> str | None:
+    fate = o.server_fate
+    if fate is None:
+        return None
+    if fate == "completed":
+        return f"completed after the client gave up: {o.fate_outcome} ({o.fate_cause})"
+    return {
+        "running": "still running on the server: the outcome is unknown",
+        "cancelled": "cancelled on the server before it finished",
+        "unobserved": "unknown (this handler was not registered through mcp_nb, so nothing watched it)",
+        "cancel_requested": (
+            "told to stop (the protocol's cancellation): what the server then did cannot be seen from the client"
+        ),
+    }[fate]
+
+
+def _sender(o) -> str:
+    """Who made an outside client's call ("" for mcp_nb's own calls, which is what most cards show)."""
+    if o.via == "kernel":
+        return ""
+    return f"via {o.via}" + (f" from {o.client}" if o.client else "")
+
+
+def _header_text(o) -> str:
+    args = "" if o.target == "resource" or o.arguments is None else " " + compact_json(o.arguments, 80)
+    attempt = f", attempt {o.attempt}" if o.attempt > 1 else ""
+    return f"Outcome #{o.call_id}{attempt}: {o.outcome} ({o.cause}) - {o.target} {o.name}{args}{_on(o)}{_from(o)}"
+
+
+def _on(o) -> str:
+    """Where the call went, said only when it is not the kernel's own server."""
+    server = getattr(o, "server", None) or "kernel"
+    return "" if server == "kernel" else f" on {server}"
+
+
+def _from(o) -> str:
+    """Who made it, said only when it is an outside client (most cards show mcp_nb's own calls)."""
+    return f" ({_sender(o)})" if o.via != "kernel" else ""
+
+
+def _log_time(o, at: float | None, stable: bool) -> str:
+    """When a log entry came, after the request was sent; a call rebuilt from a history row has no `started`."""
+    started = getattr(o, "started", None)
+    if stable or at is None or started is None:
+        return LOG_TIME.stable
+    return LOG_TIME(False, ms=(at - started) * 1000.0)
+
+
+def outcome_text(o) -> str:
+    headline, details = _model_view(o)
+    lines = [_header_text(o)]
+
+    def block(label: str, text: str) -> None:
+        first, *rest = (text or "").splitlines() or [""]
+        lines.append(f"  {label:<11} {first}")
+        lines.extend(f"  {'':<11} {line}" for line in rest)
+
+    block("model sees", "\n".join([headline, *details]))
+    block("host sees", _host_view(o))
+    logs = o.server_logs
+    if logs:
+        block("log says", "\n".join(str(log) + (f"\n  {_root_cause(log)}" if log.exceptions else "") for log in logs))
+    else:
+        block("log says", "nothing")
+    fate = _fate_line(o)
+    if fate:
+        block("server", fate)
+    asked = _asked(o)
+    if asked:
+        block("user asked", "\n".join(f"{question}\n  -> {answer}" for question, answer in asked))
+    return "\n".join(lines)
+
+
+def _asked(o) -> list[tuple[str, str]]:
+    """The questions the server asked during the call and their answers, as (question, answer) lines.
+
+    No times: how long an answer took varies from run to run; the Outcome has it.
+    """
+    out = []
+    for e in getattr(o, "elicitations", None) or ():
+        e = e.as_dict() if hasattr(e, "as_dict") else e
+        question = e["message"] + (f" (open {e['url']})" if e.get("url") else "")
+        answer = e["action"] + (" " + compact_json(e["content"]) if e.get("content") else "")
+        answer += {"elicit": ", from the call's elicit=", "default": ", from the configured elicit", "form": ", in the form"}.get(
+            e["source"], ""
+        )
+        if e.get("reason"):
+            answer += f": {e['reason']}"
+        out.append((question, answer))
+    return out
+
+
+def outcome_html(o, stable: bool | None = None) -> str:
+    """The outcome card; `stable` (default: the `stable_output` setting) leaves out what changes from run to run."""
+    stable = is_stable(stable)
+    headline, details = _model_view(o)
+    model = pre(headline) + "".join(f'<div style="{MUTED};font-size:0.85em">{escape(d)}</div>' for d in details)
+    host = pre(_host_view(o))
+    if o.server_logs:
+        items = []
+        for log in o.server_logs:
+            level = ERROR.text if log.level in ("ERROR", "CRITICAL") else MUTED
+            mark = f'<span style="{MUTED}">[{escape(log.source)}]</span> ' if log.source in MARKED else ""
+            at = _log_time(o, log.at, stable)
+            item = (
+                f'<div>{mark}<b style="{level}"{at}{escape(log.level)}</b> <span style="{MUTED}">{escape(log.logger)}</span>'
+                f"{pre(log.message)}"
+            )
+            if log.traceback:
+                shown = without_frames(log.traceback) if stable else log.traceback
+                item += TRACEBACK.format(cause=escape(_root_cause(log) or "traceback"), traceback=escape(shown))
+            items.append(item + "</div>")
+        logs = "".join(items)
+    else:
+        logs = f'<span style="{MUTED}">nothing</span>'
+    args = "" if o.target == "resource" or o.arguments is None else compact_json(o.arguments, 80)
+
+    def pane(title: str, body: str) -> str:
+        return (
+            f'<div style="{PANE};{BORDER};border-radius:6px;padding:6px 8px">'
+            f'<div style="font-size:0.8em;text-transform:uppercase;letter-spacing:0.04em;{MUTED};margin-bottom:4px">'
+            f"{title}</div>{body}</div>"
+        )
+
+    attempt = f" attempt {o.attempt}" if o.attempt > 1 else ""
+    took = CARD_TIME(stable, ms=o.duration_ms)
+    fate = _fate_line(o)
+    fate_html = ""
+    if fate:
+        after = o.fate_after_ms
+        when = FATE_TIME(stable, seconds=after / 1000) if after is not None else FATE_TIME.stable
+        fate_html = (
+            f'<div style="margin-top:6px;padding:4px 8px;{INKS["timeout"].line("-left", "3px")};{SURFACE}">'
+            f"<b>Server side:</b> {escape(fate)}{when}"
+        )
+    asked_html = "".join(
+        f'<div style="margin-top:6px;padding:4px 8px;{BORDER};border-radius:6px;{SURFACE}">'
+        f'<b>The server asked:</b> {escape(question)}<div style="{MUTED}">answered {escape(answer)}</div></div>'
+        for question, answer in _asked(o)
+    )
+    header = (
+        corner(f"#{o.call_id}{attempt}") + took  # the corner's span ends in `took`
+        + inline(badge(o.outcome)) + inline(f"<b>{escape(o.cause)}</b>") + inline(kind_badge(o.target))
+        + inline(f"<code>{escape(o.name)}</code>")
+        + (inline(escape(_on(o).strip()), MUTED) if _on(o) else "")
+        + (inline(escape(_sender(o)), MUTED) if o.via != "kernel" else "")
+        + (f'<code style="{MUTED}">{escape(args)}</code>' if args else "")
+    )  # fmt: skip
+    return (
+        f'<div class="mcp-nb-outcome" style="{UI};{BORDER};border-radius:8px;padding:8px 10px;margin:2px 0;max-width:1100px">'
+        f'<div style="margin-bottom:8px">{header}</div>'
+        f'<div style="{PANES}">'
+        f'{pane("What the model sees", model)}{pane("What the host sees", host)}{pane("What the log says", logs)}'
+        f"</div>{fate_html}{asked_html}</div>"
+    )
+
+
+# -- Registration -------------------------------------------------------------------------------
+
+
+def _parameters(schema: dict[str, Any] | None) -> list[tuple[str, str, bool, str]]:
+    if not schema:
+        return []
+    required = set(schema.get("required", []))
+    rows = []
+    for name, prop in (schema.get("properties") or {}).items():
+        kind = schema_type(prop, schema)
+        if "default" in prop:
+            kind += " = " + json.dumps(prop["default"], default=str)
+        rows.append((name, kind, name in required, prop.get("description", "")))
+    return rows
+
+
+def schema_type(prop: dict[str, Any], root: dict[str, Any] | None = None) -> str:
+    """A short human name for a JSON Schema: `integer`, `string | null`, `array[string]`, `Book`..."""
+    if "$ref" in prop:
+        return prop["$ref"].rsplit("/", 1)[-1]
+    if "anyOf" in prop or "oneOf" in prop:
+        return " | ".join(schema_type(p, root) for p in prop.get("anyOf") or prop.get("oneOf"))
+    if "enum" in prop:
+        return "enum(" + ", ".join(json.dumps(v) for v in prop["enum"]) + ")"
+    kind = prop.get("type", "any")
+    if isinstance(kind, list):
+        return " | ".join(kind)
+    if kind == "array" and isinstance(prop.get("items"), dict):
+        return f"array[{schema_type(prop['items'], root)}]"
+    return kind
+
+
+def registration_text(r) -> str:
+    where = f" {r.uri}" if r.uri else ""
+    state = "replaced" if r.replaced else "registered"
+    lines = [f"{r.kind} {r.name}{where} ({state}{', async' if r.is_async else ''})"]
+    if r.title:
+        lines.append(f"  title: {r.title}")
+    if r.description:
+        lines.append("  " + r.description.strip().splitlines()[0])
+    if r.annotations:
+        lines.append("  annotations: " + ", ".join(sorted(r.annotations)))
+    if r.faults:
+        lines.append(f"  faults injected: {r.faults}")
+    params = _parameters(r.input_schema)
+    if params:
+        lines.append("  parameters:")
+        for name, kind, required, _ in params:
+            lines.append(f"    {name}: {kind}{' (required)' if required else ''}")
+    elif r.kind != "resource" or r.input_schema is not None:
+        lines.append("  parameters: none")
+    fields, models = _returns(getattr(r, "output_schema", None))
+    if fields:
+        lines.append("  returns (output schema):")
+        lines.extend(f"    {name}: {kind}" for name, kind, _, _ in fields)
+        lines.extend(f"    {model}: {described}" for model, described in models)
+    return "\n".join(lines)
+
+
+_PLAIN = frozenset({"string", "integer", "number", "boolean", "null"})
+
+
+def _one_plain_value(schema: dict[str, Any]) -> bool:
+    """The SDK's wrapper of one plain value (`-> str` gives `{"result": string}`): the result's
+    text says all it does, so the card leaves it out."""
+    properties = schema.get("properties") or {}
+    if set(properties) != {"result"} or schema.get("$defs"):
+        return False
+    kind = properties["result"].get("type")
+    kinds = {kind} if isinstance(kind, str) else set(kind or ["?"])
+    return kinds <= _PLAIN
+
+
+def _returns(schema: dict[str, Any] | None) -> tuple[list[tuple[str, str, bool, str]], list[tuple[str, str]]]:
+    """What a tool's output schema promises: its top-level fields, and each model it refers to,
+    as `Book: title string, year integer`."""
+    if not isinstance(schema, dict) or _one_plain_value(schema):
+        return [], []
+    fields = _parameters(schema)
+    models = []
+    for model, sub in (schema.get("$defs") or {}).items():
+        if isinstance(sub, dict):
+            models.append((model, ", ".join(f"{n} {k}" for n, k, _, _ in _parameters(sub)) or schema_type(sub, schema)))
+    return fields, models
+
+
+def registration_html(r) -> str:
+    params = _parameters(r.input_schema)
+    th = f'style="text-align:left;{CELL};padding-left:0"'
+    td = f'style="text-align:left;{CELL};padding-left:0;vertical-align:top"'
+    rows = "".join(
+        f'<tr><td {td}><code>{escape(n)}</code></td><td {td}><code>{escape(k)}</code></td><td {td}>{"yes" if req else ""}</td>'
+        f'<td {td}><span style="{MUTED}">{escape(d)}</span></td></tr>'
+        for n, k, req, d in params
+    )
+    table = (
+        f'<table style="border-collapse:collapse;font-size:0.9em;margin-top:4px"><thead><tr>'
+        f"<th {th}>parameter</th><th {th}>type</th><th {th}>required</th><th {th}>description</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
+        if params
+        else f'<div style="{MUTED};font-size:0.9em">no parameters</div>'
+    )
+    chips = "".join(inline(outlined(a, size="0.8em")) for a in sorted(r.annotations))
+    if r.faults:
+        chips += inline(outlined(f"faults injected: {r.faults}", ERROR, size="0.8em"))
+    schema = ""
+    if r.input_schema:
+        schema = (
+            f'<details><summary style="cursor:pointer;{MUTED};font-size:0.85em">input schema</summary>'
+            f"{pre(json.dumps(r.input_schema, indent=2))}</details>"
+        )
+    output = getattr(r, "output_schema", None)
+    fields, models = _returns(output)
+    if fields:
+        returned = "".join(
+            f'<tr><td {td}><code>{escape(n)}</code></td><td {td}><code>{escape(k)}</code></td><td {td}>{"yes" if req else ""}</td>'
+            f'<td {td}><span style="{MUTED}">{escape(d)}</span></td></tr>'
+            for n, k, req, d in fields
+        )
+        returned += "".join(
+            f'<tr><td {td}><code>{escape(m)}</code></td><td {td} colspan="3"><span style="{MUTED}">{escape(d)}</span></td></tr>'
+            for m, d in models
+        )
+        table += (
+            f'<table style="border-collapse:collapse;font-size:0.9em;margin-top:4px"><thead><tr>'
+            f"<th {th}>returns</th><th {th}>type</th><th {th}>required</th><th {th}>description</th></tr></thead>"
+            f"<tbody>{returned}</tbody></table>"
+        )
+        schema += (
+            f'<details><summary style="cursor:pointer;{MUTED};font-size:0.85em">output schema</summary>'
+            f"{pre(json.dumps(output, indent=2))}</details>"
+        )
+    desc = escape((r.description or "").strip())
+    state = "replaced the earlier version" if r.replaced else "registered"
+    line = KIND_INKS[r.kind].line("-left", "4px") if r.kind in KIND_INKS else border("-left", "4px")
+    return (
+        f'<div class="mcp-nb-registration" style="{UI};{BORDER};{line};border-radius:6px;padding:6px 10px;max-width:900px">'
+        f"<div>{corner(state + (' · async' if r.is_async else ''))}</span>"
+        f"{inline(kind_badge(r.kind))}{inline(f'<b><code>{escape(r.name)}</code></b>')}"
+        + (inline(f"<code>{escape(r.uri)}</code>") if r.uri else "")
+        + (inline(escape(r.title)) if r.title else "")
+        + f"{chips}</div>"
+        + (f'<div style="white-space:pre-wrap;margin:4px 0">{desc}</div>' if desc else "")
+        + f"{table}{schema}</div>"
+    )
+
+
+# -- Connections ---------------------------------------------------------------------------------
+
+_STATE_INKS = {"connected": INKS["result"], "lost": ERROR, "failed": ERROR}
+
+
+def _offers(row: dict[str, Any]) -> str:
+    parts = [f"{row[k]} {k}{'s' if row[k] != 1 else ''}" for k in ("tool", "resource", "template", "prompt") if row.get(k)]
+    return ", ".join(parts) or "nothing"
+
+
+def connection_text(row: dict[str, Any]) -> str:
+    who = " ".join(p for p in (row.get("server_name"), row.get("server_version")) if p)
+    lines = [f"server {row['server']} ({row['transport']}, {row['state']}{', ' + row['reason'] if row.get('reason') else ''})"]
+    if who:
+        lines.append(f"  {who}" + (f", protocol {row['protocol']}" if row.get("protocol") else ""))
+    if row.get("target"):
+        lines.append(f"  {row['target']}")
+    lines.append(f"  offers {_offers(row)}")
+    return "\n".join(lines)
+
+
+def connection_html(row: dict[str, Any]) -> str:
+    ink = _STATE_INKS.get(row["state"])
+    state = ink.text if ink else MUTED
+    who = " ".join(p for p in (row.get("server_name"), row.get("server_version")) if p)
+    details = [f"<code>{escape(row['target'])}</code>"] if row.get("target") else []
+    if row.get("protocol"):
+        details.append(f"protocol {escape(row['protocol'])}")
+    reason = f' <span style="{state}">({escape(row["reason"])})</span>' if row.get("reason") else ""
+    line = ink.line("-left", "4px") if ink else border("-left", "4px")
+    return (
+        f'<div class="mcp-nb-connection" style="{UI};{BORDER};{line};border-radius:6px;padding:6px 10px;max-width:900px">'
+        f"<div>{inline('<b><code>' + escape(row['server']) + '</code></b>')}"
+        + (inline(escape(who)) if who else "")
+        + f"{inline(kind_badge(row['transport']))}"
+        f'<span style="{state};font-weight:600">{escape(row["state"])}</span>{reason}</div>'
+        f'<div style="{MUTED};font-size:0.9em">{" · ".join(details)}</div>'
+        f"<div>offers {escape(_offers(row))}</div></div>"
+    )

@@ -1,0 +1,119 @@
+"""The house: the package's layout keeps the rules docs/design.md states.
+
+The layers themselves (and the absence of import circles) are import-linter contracts in
+pyproject.toml, checked here and by `lint-imports` in .ci/run; these tests hold what a
+contract cannot say.
+"""
+
+from __future__ import annotations
+
+import ast
+import pkgutil
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import mcp_nb
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "mcp_nb"
+SOURCES = sorted(PACKAGE.rglob("*.py"))
+# An import inside a function is kept only to load a heavy dependency on first use.
+MOST_LATE_IMPORTS = 10
+
+
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(), str(path))
+
+
+def _late_imports(path: Path) -> list[ast.ImportFrom | ast.Import]:
+    """The imports of mcp_nb's own modules written inside a function of `path`."""
+    found: dict[int, ast.ImportFrom | ast.Import] = {}
+    for node in ast.walk(_tree(path)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.ImportFrom) and (inner.level or (inner.module or "").startswith("mcp_nb")):
+                    found[id(inner)] = inner
+                elif isinstance(inner, ast.Import) and any(a.name.split(".")[0] == "mcp_nb" for a in inner.names):
+                    found[id(inner)] = inner
+    return list(found.values())
+
+
+def test_the_layers_and_the_absence_of_circles_hold():
+    linter = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
+    assert linter, "import-linter is a test dependency (pip install -e '.[test]')"
+    run = subprocess.run([linter, "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert "2 kept, 0 broken" in run.stdout
+
+
+def test_at_most_ten_modules_stand_directly_under_the_package():
+    modules = [p.name for p in PACKAGE.glob("*.py")]
+    assert len(modules) <= 10, modules
+
+
+def test_the_package_face_only_names_the_api():
+    functions = [
+        node.name for node in _tree(PACKAGE / "__init__.py").body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
+    assert set(functions) <= {"load_ipython_extension", "unload_ipython_extension"}, functions
+    statements = [node for node in _tree(PACKAGE / "__init__.py").body if not isinstance(node, (ast.Import, ast.ImportFrom))]
+    kinds = {type(node).__name__ for node in statements}
+    assert kinds <= {"Expr", "Assign", "FunctionDef"}, kinds  # the docstring, __all__, the two hooks
+
+
+def test_no_public_name_shadows_a_submodule():
+    submodules = {info.name for info in pkgutil.iter_modules(mcp_nb.__path__)}
+    public = set(mcp_nb.__all__) | {name for name in vars(mcp_nb) if not name.startswith("_")}
+    shadowing = sorted(name for name in public & submodules if getattr(mcp_nb, name) is not sys.modules.get(f"mcp_nb.{name}"))
+    assert not shadowing, shadowing
+    # The module of the same name as a public function used to be shadowed by it.
+    assert callable(mcp_nb.call) and callable(mcp_nb.history) and callable(mcp_nb.engine)
+
+
+def test_imports_inside_functions_are_few_and_each_says_why():
+    late = [(path, node) for path in SOURCES for node in _late_imports(path)]
+    assert len(late) <= MOST_LATE_IMPORTS, [f"{p.relative_to(ROOT)}:{n.lineno}" for p, n in late]
+    for path, node in late:
+        line = path.read_text().splitlines()[node.lineno - 1]
+        assert "#" in line, f"{path.relative_to(ROOT)}:{node.lineno}: say why this import waits (a comment on its line)"
+
+
+def test_no_module_imports_another_modules_private_names():
+    borrowed = []
+    for path in SOURCES:
+        for node in ast.walk(_tree(path)):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mcp_nb") and node.module != "mcp_nb._version":
+                borrowed += [f"{path.relative_to(ROOT)}:{node.lineno} {a.name}" for a in node.names if a.name.startswith("_")]
+    assert not borrowed, borrowed
+
+
+CONFLICT = re.compile(r"^(<<<<<<< |>>>>>>> |\|\|\|\|\|\|\| |=======$)", re.M)
+
+
+def _text_files() -> list[Path]:
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, timeout=60)
+    if listed.returncode != 0:  # not a checkout (an unpacked sdist): every file there is the package's
+        return [p for p in ROOT.rglob("*") if p.is_file() and ".venv" not in p.parts and ".peers" not in p.parts]
+    return [ROOT / name for name in listed.stdout.decode().split("\0") if name]
+
+
+def test_no_file_holds_a_merge_conflict_marker():
+    marked = []
+    for path in _text_files():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, FileNotFoundError, IsADirectoryError):
+            continue  # a binary file, or one deleted in the working tree
+        if "\0" in text:
+            continue
+        marked += [f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, m.start()) + 1}" for m in CONFLICT.finditer(text)]
+    assert not marked, marked
+
+
+def test_the_marker_check_finds_a_marker(tmp_path):
+    # The check above must be able to fail: a file with a conflict in it is found.
+    text = "one\n<<<<<<< HEAD\ntwo\n=======\nthree\n>>>>>>> branch\n"
+    assert [m.group(0).strip() for m in CONFLICT.finditer(text)] == ["<<<<<<<", "=======", ">>>>>>>"]

@@ -5,6 +5,8 @@ test checks that none of its processes outlived it.
 """
 
 import asyncio
+import concurrent.futures
+import json
 import os
 import re
 import signal
@@ -374,6 +376,116 @@ def test_workers_that_cannot_reach_the_server_record_why(client):
         rf"the partition failed there: ConnectError: could not connect to 'books' \({re.escape(url)}\)"
     ).all()
     assert len(mcp_nb.history()) == 5
+
+
+SHELVE_SCHEMA = {
+    "type": "object",
+    "properties": {"title": {"type": "string", "minLength": 1}, "copies": {"type": "integer", "minimum": 1}},
+    "required": ["title"],
+    "if": {"properties": {"copies": {"minimum": 10}}},
+    "then": {"required": ["title", "copies"]},
+    "additionalProperties": False,
+}
+
+
+def every_kind_of_registration():
+    """One registration of every kind, each with every part a client lists."""
+
+    @mcp_nb.tool(title="Shelve", description="Put copies on the shelf.", read_only=True, idempotent=True,
+                 inject="latency=0.001,seed=5", input_schema=SHELVE_SCHEMA)
+    def shelve(title: str, copies: int = 1) -> dict[str, int]:
+        return {title: copies}
+
+    @mcp_nb.resource("books://shelf", title="The shelf", description="What is on it.", mime_type="application/json")
+    def shelf() -> str:
+        return "[]"
+
+    @mcp_nb.resource("books://{title}/copies", title="Copies", description="How many of one.")
+    def copies(title: str) -> str:
+        return "1"
+
+    @mcp_nb.prompt(title="Review", description="Ask for a review.")
+    def review(title: str, tone: str = "kind") -> str:
+        return f"Review {title}, {tone}ly."
+
+    @mcp_nb.tool(read_only=True)
+    async def listing() -> str:
+        """What this process's server lists to a client, and the faults injected into its tools."""
+        server = mcp_nb.server()
+        listed = {
+            "tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in await server.list_tools()],
+            "resources": [r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in await server.list_resources()],
+            "templates": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in await server.list_resource_templates()],
+            "prompts": [p.model_dump(mode="json", by_alias=True, exclude_none=True) for p in await server.list_prompts()],
+            "faults": {name: f.describe() for name, f in mcp_nb.engine().registry.faults.items()},
+        }
+        return json.dumps(listed, sort_keys=True)
+
+
+def test_a_worker_lists_every_registration_as_the_kernel_does(client):
+    every_kind_of_registration()
+    kernel = json.loads(mcp_nb.call("listing").content)
+    frame = mcp_nb.sweep("listing", [{}], cluster=client, progress=False)
+    assert frame["worker"].notna().all()
+    worker = json.loads(frame.loc[0, "content"])
+
+    assert worker == kernel
+    tools = {t["name"]: t for t in worker["tools"]}
+    assert tools["shelve"]["inputSchema"] == SHELVE_SCHEMA  # declared, not the signature's
+    assert tools["shelve"]["inputSchema"] == mcp_nb.engine().registry.get("tool", "shelve").input_schema
+    assert tools["shelve"]["outputSchema"] == mcp_nb.engine().registry.get("tool", "shelve").output_schema
+    assert worker["faults"] == {"shelve": "latency=0.001,seed=5"}
+    assert {r["uri"] for r in worker["resources"]} == {"books://shelf"}
+    assert {t["uriTemplate"] for t in worker["templates"]} == {"books://{title}/copies"}
+    assert [p["name"] for p in worker["prompts"]] == ["review"]
+
+
+def test_a_registration_the_workers_would_list_otherwise_is_refused_before_anything_runs(client):
+    @mcp_nb.tool()
+    def count(i: int) -> int:
+        return i
+
+    # The function changed after it was registered: the kernel's server lists the schema of
+    # then, a worker registering it now would list another.
+    count.__annotations__["return"] = str
+    with pytest.raises(ValueError, match=r"tool 'count' does not register the same on the dask workers: its output_schema"):
+        mcp_nb.sweep("count", {"i": [1]}, cluster=client, progress=False)
+    assert len(mcp_nb.history()) == 0
+
+
+def test_a_tool_reporting_progress_gives_the_columns_of_a_local_sweep(client):
+    from mcp.server.mcpserver import Context
+
+    @mcp_nb.tool(read_only=True)
+    async def ticks(steps: int, ctx: Context) -> str:
+        for i in range(steps):
+            await ctx.report_progress(i + 1, steps)
+        return "ticked"
+
+    local = mcp_nb.sweep("ticks", {"steps": [0, 2, 3]}, progress=False)
+    remote = mcp_nb.sweep("ticks", {"steps": [0, 2, 3]}, cluster=client, partition_size=2, progress=False)
+    assert list(remote.columns) == [*local.columns, "worker"]
+    assert remote["progress"].tolist() == local["progress"].tolist() == [0, 2, 3]
+
+
+def test_reset_during_a_cluster_sweep_stops_it_and_returns_the_partial_frame(client, capsys):
+    @mcp_nb.tool()
+    async def step(i: int) -> int:
+        await asyncio.sleep(0.01 if i < 3 else 60)
+        return i
+
+    old = mcp_nb.engine()
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        sweeping = pool.submit(mcp_nb.sweep, "step", {"i": list(range(6))}, cluster=client, partition_size=6,
+                               concurrency=6, progress=False)
+        assert wait_until(lambda: len(old.history) == 3, 30)
+        mcp_nb.reset()
+        frame = sweeping.result(timeout=30)  # before: the sweep waited for the workers' 60 s calls
+    assert frame["i"].tolist() == list(range(6))
+    assert frame["cause"].tolist() == ["ok"] * 3 + ["cancelled"] * 3
+    assert frame.attrs["interrupted"] and frame.attrs["completed"] == 3
+    assert "sweep of 'step' stopped by mcp_nb.reset(): 3 of 6 calls finished" in capsys.readouterr().out
+    assert len(old.history) == 6 and len(mcp_nb.history()) == 0
 
 
 def test_partitions_sharing_a_worker_process_keep_their_own_records():

@@ -15,6 +15,7 @@ import mcp_nb
 from helpers import FakeClock, interrupted_when, wait_until
 from mcp_nb import Faults, Retry
 from mcp_nb.batch.sweeps import argument_sets
+from mcp_nb.registering import faults as faults_module
 
 
 def test_argument_sets_from_grids_frames_and_lists():
@@ -221,6 +222,37 @@ def test_seeded_injection_is_reproducible_whatever_the_order():
     register_echo(inject="tool_error=0.3,crash=0.2,seed=7")
     swept = mcp_nb.sweep("echo", {"i": list(range(40))}, concurrency=8, progress=False)
     assert dict(zip(swept["i"], swept["outcome"], strict=True)) == forward
+
+
+def test_a_seeded_spec_remembers_a_bounded_number_of_argument_sets(monkeypatch):
+    monkeypatch.setattr(faults_module, "SEEN_KEPT", 50)
+
+    def fates(spec, i, n):
+        return [spec.draw({"i": i}) for _ in range(n)]
+
+    # An argument set whose first and second draws differ: which one it gets can be told.
+    k = next(i for i in range(1000) if len(set(fates(Faults.parse("tool_error=0.5,seed=2"), i, 2))) == 2)
+    first, second = fates(Faults.parse("tool_error=0.5,seed=2"), k, 2)
+
+    spec = Faults.parse("tool_error=0.5,seed=2")
+    assert spec.draw({"i": k}) == first
+    for other in range(1000, 1049):  # as many others as a retry may see drawn in between, and it is kept
+        spec.draw({"i": other})
+    assert spec.draw({"i": k}) == second  # the retry's next draw
+    for other in range(2000, 2500):
+        spec.draw({"i": other})
+    assert len(spec.drawn()) == 50  # the argument sets drawn last, not all 551
+    assert spec.draw({"i": k}) == first  # forgotten: it draws as if never sent
+
+
+def test_draws_made_elsewhere_count_as_the_specs_own():
+    here = Faults.parse("tool_error=0.3,crash=0.3,seed=9")
+    for i in [1, 2, 2, 3, 3, 3]:
+        here.draw({"i": i})
+    elsewhere = Faults.parse("tool_error=0.3,crash=0.3,seed=9")  # a copy in a worker process
+    elsewhere.count(here.drawn())
+    assert elsewhere.drawn() == here.drawn() and elsewhere == here
+    assert [elsewhere.draw({"i": i}) for i in range(6)] == [here.draw({"i": i}) for i in range(6)]
 
 
 def test_retries_get_past_injected_busy_errors():

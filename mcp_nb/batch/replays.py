@@ -1,9 +1,9 @@
 """Cases replayed against a server, and judged: expected against got, one row per case.
 
-A replay is a sweep whose calls are not one tool's: every case is prepared as a `Call`
+A replay is a batch whose calls are not one tool's: every case is prepared as a `Call`
 first (a case the engine would refuse fails the replay before anything is sent, naming
-the case), then the calls run on mcp_nb's loop through the sweep's workers, each recorded
-in the history like any other call.
+the case), then the calls run on mcp_nb's loop in lanes (`core.Lanes`), each recorded in
+the history like any other call, and the caller waits as for a sweep.
 
 Concurrency goes as far as the server allows it: reading a resource, getting a prompt and
 calling a tool annotated read-only or idempotent may overlap; a tool that declares neither
@@ -13,12 +13,13 @@ file's order, in one lane beside the others.
 
 from __future__ import annotations
 
-import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
-from mcp_nb.batch.sweeps import Sweep, drive
+
+from mcp_nb.batch.core import Lanes, check_concurrency, wait
 from mcp_nb.calling.retry import Retry
 from mcp_nb.records.cases import Case, CasesError, judge, load
 
@@ -26,18 +27,15 @@ COLUMNS = ["case", "target", "name", "server", "passed", "expected", "got", "rea
 REPLAY_SERVER = "replay"  # the connection a replay opens for itself (`connect=`), then closes
 
 
-class Replay(Sweep):
+class Replay:
     """The cases' calls, in lanes: each call that may overlap others is a lane of its own."""
 
     def __init__(self, engine, cases: list[Case], concurrency: int, server: str | None) -> None:
-        if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
-            raise ValueError(f"concurrency must be a whole number >= 1, got {concurrency!r}")
+        check_concurrency(concurrency)
         if server is not None:
             engine.connection_for(server)  # a server that is not connected is the caller's mistake, not a case's
-        self.engine = engine
         self.cases = cases
-        self.concurrency = concurrency
-        self.calls = []
+        calls = []
         for case in cases:
             where = server if server is not None else (None if case.server == "kernel" else case.server)
             try:
@@ -46,27 +44,16 @@ class Replay(Sweep):
                 )
             except (ValueError, TypeError) as err:
                 raise CasesError(f"case {case.id!r}: {str(err).strip().splitlines()[0]}") from None
-            self.calls.append(call)
-        ordered = [i for i, call in enumerate(self.calls) if not _may_overlap(call)]
-        lanes = [[i] for i, call in enumerate(self.calls) if _may_overlap(call)]
+            calls.append(call)
+        ordered = [i for i, call in enumerate(calls) if not _may_overlap(call)]
+        lanes = [[i] for i, call in enumerate(calls) if _may_overlap(call)]
         if ordered:
             lanes.insert(0, ordered)
-        # Sweep.run starts min(concurrency, len(sets)) workers over positions in `sets`: here a
-        # position is a lane.
-        self.sets = lanes
-        self.done = 0
-        self.finished = threading.Event()
-
-    async def _worker(self, positions) -> None:
-        for lane in positions:
-            for i in self.sets[lane]:
-                await self.calls[i].run()
-                self.done += 1
+        self.lanes = Lanes(engine, calls, concurrency, lanes)
 
     def frame(self, interrupted: bool) -> pd.DataFrame:
         rows = []
-        for case, call in zip(self.cases, self.calls, strict=True):
-            got = call.outcome
+        for case, got in zip(self.cases, self.lanes.outcomes(), strict=True):
             if got is None:
                 continue  # never made: the replay was stopped first
             reason = judge(case, got)
@@ -78,6 +65,8 @@ class Replay(Sweep):
                     "duration_ms": got.duration_ms,
                 }  # fmt: skip
             )
+        import pandas as pd  # pandas: loaded with the first frame, so `import mcp_nb` stays light
+
         frame = pd.DataFrame(rows, columns=COLUMNS)
         frame["passed"] = frame["passed"].astype(bool)
         passed = int(frame["passed"].sum())
@@ -119,10 +108,7 @@ def run_replay(
         server = opened
     try:
         replay = Replay(engine, cases, concurrency, server)
-        stopped_by = drive(engine, replay, len(cases), "replay" if progress else None)
-        if stopped_by:
-            print(f"replay {stopped_by}: {replay.done} of {len(cases)} cases run")
-        return replay.frame(stopped_by is not None)
+        return replay.frame(wait(replay.lanes, len(cases), "replay" if progress else None, "replay", "cases run"))
     finally:
         if opened is not None and not engine.closed and opened in engine.connections:
             engine.disconnect(opened)

@@ -6,10 +6,17 @@ is classified the same way: nothing downstream knows it was injected, except the
 message. With a seed, each call's fate depends only on the seed, the call's arguments
 and how many times those arguments were sent before, so a sweep gives the same
 outcomes whatever order its concurrent calls arrive in.
+
+That count is kept for the SEEN_KEPT argument sets drawn last: a tool swept over millions
+of argument sets keeps a bounded memory, and a retry, which comes back to its arguments
+before that many others were drawn, still gets its next draw. An argument set forgotten
+draws as if it had never been sent.
 """
 
 from __future__ import annotations
 
+import collections
+import hashlib
 import json
 import math
 import numbers
@@ -27,6 +34,8 @@ FIELDS = ("latency", *KINDS, "seed")
 # Long enough for any deadline worth teaching with; short enough that the worker thread a
 # sync tool sleeps in comes back (time.sleep itself overflows near 1e10 s).
 MAX_LATENCY = 3600.0
+# The argument sets whose draws a seeded spec counts (a few MB at most: each is a 32-character digest).
+SEEN_KEPT = 65_536
 
 
 @dataclass(frozen=True)
@@ -39,7 +48,8 @@ class Faults:
     crash: float = 0.0  # probability of raising an ordinary exception
     protocol_error: float = 0.0  # probability of raising MCPError(INJECTED_CODE)
     seed: int | None = None
-    _seen: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
+    # digest of an argument set -> its draws so far, the least recently drawn first
+    _seen: collections.OrderedDict[str, int] = field(default_factory=collections.OrderedDict, init=False, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -106,8 +116,7 @@ class Faults:
         else:
             key = json.dumps(kwargs, sort_keys=True, default=lambda v: type(v).__name__)
             with self._lock:
-                nth = self._seen.get(key, 0)
-                self._seen[key] = nth + 1
+                nth = self._count(_digest(key), 1) - 1
             u = random.Random(f"{self.seed}:{key}:{nth}").random()
         edge = 0.0
         for kind in KINDS:
@@ -115,6 +124,32 @@ class Faults:
             if u < edge:
                 return kind
         return None
+
+    def drawn(self) -> dict[str, int]:
+        """How many times each argument set (by a digest of its JSON) has drawn a fault, for the
+        argument sets drawn last: what another process hosting this tool counts on from."""
+        with self._lock:
+            return dict(self._seen)
+
+    def count(self, drawn: Mapping[str, int]) -> None:
+        """Count draws made elsewhere (`drawn()` of a copy of this spec in another process) as
+        this spec's own: the next call here draws what it would have had they been made here."""
+        with self._lock:
+            for digest, n in drawn.items():
+                self._count(digest, n)
+
+    def _count(self, digest: str, n: int) -> int:
+        seen = self._seen
+        total = seen.pop(digest, 0) + n  # popped and put back: now the most recently drawn
+        seen[digest] = total
+        while len(seen) > SEEN_KEPT:
+            seen.popitem(last=False)
+        return total
+
+
+def _digest(key: str) -> str:
+    # The arguments may be large; what is kept of them is this.
+    return hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
 
 
 def raise_fault(kind: str | None, tool: str) -> None:

@@ -3,7 +3,8 @@
 - `toolbox.py`: what is shipped to the workers (the registrations, or an outside server's
   address) and how a worker builds an engine of its own from it;
 - `worker.py`: what runs on a worker (a partition of the grid through that engine);
-- `sweep.py`: what runs in the kernel (checks, partitions, merging the records back).
+- `sweep.py`: what runs in the kernel (checks, partitions, waiting as for any batch);
+- `ledger.py`: the records that come back, merged into the kernel's one history.
 
 dask.distributed is an optional dependency (`pip install 'mcp_nb[dask]'`); nothing here
 is imported by `import mcp_nb`.

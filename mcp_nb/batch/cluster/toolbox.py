@@ -1,11 +1,17 @@
 """What a dask worker needs to host the kernel's tools, and how it builds its engine from it.
 
-The kernel's registrations travel as they are: the user's function (`Registration.function`)
-with its options (name, title, description, annotations, and the faults injected into it),
-serialized with cloudpickle, dask's own serializer for functions. A function defined in
-a notebook travels by value, with the globals it reads as they are at the sweep's start;
-one imported from a module travels by reference, so that module must be installed on the
-workers too. A sweep of an outside server ships its address instead: the URL and headers
+The kernel's registrations travel whole: each `Registration` as the kernel's registry holds
+it (the user's function, and everything clients list of it: name, title, description,
+annotations, input and output schemas, a resource's URI and MIME type...) with the faults
+injected into it now, serialized with cloudpickle, dask's own serializer for functions.
+A worker registers each one again and checks that its registry holds the same: a part
+of a registration that did not travel, or that the worker makes otherwise, refuses the
+sweep before anything runs, rather than let the workers serve another tool than the
+kernel lists.
+
+A function defined in a notebook travels by value, with the globals it reads as they are
+at the sweep's start; one imported from a module travels by reference, so that module
+must be installed on the workers too. A sweep of an outside server ships its address instead: the URL and headers
 of an HTTP server (the workers connect to the same URL), or the command, environment and
 folder of a stdio server (each worker starts its own copy).
 
@@ -16,18 +22,26 @@ connection) is named in one line, with the variable that holds what could not be
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from mcp_nb._version import __version__
 from mcp_nb.calling.engine import Engine
 from mcp_nb.registering.faults import Faults
-from mcp_nb.registering.registry import ANNOTATION_FLAGS
+from mcp_nb.registering.registry import ANNOTATION_FLAGS, Registration
 
 FLAG_NAMES = {camel: flag for flag, camel in ANNOTATION_FLAGS.items()}
 FAULT_FIELDS = ("latency", "tool_error", "crash", "protocol_error", "seed")
+# The parts of a Registration a worker's own need not equal, and why; every other part must,
+# so a part added to Registration later travels, or the sweep says it does not.
+NOT_COMPARED = {
+    "function": "a copy of the kernel's, by value or by reference",
+    "replaced": "a worker registers each once",
+    "faults": "the faults injected at registration: those in force travel beside it (Shipped.faults)",
+}
 
 
 class NotShippable(ValueError):
@@ -36,21 +50,15 @@ class NotShippable(ValueError):
 
 @dataclass(frozen=True)
 class Shipped:
-    """One registration, as a worker re-registers it."""
+    """One registration, as a worker registers it again."""
 
-    kind: str  # tool | resource | prompt
-    function: Callable[..., Any]
-    name: str
-    uri: str | None = None
-    title: str | None = None
-    description: str | None = None
-    mime_type: str | None = None
-    flags: dict[str, bool] = field(default_factory=dict)  # read_only, idempotent, ...
+    registration: Registration  # the kernel's own, function included
     faults: dict[str, Any] | None = None  # a Faults' fields (a Faults holds a lock, which does not travel)
 
     @property
     def label(self) -> str:
-        return f"{self.kind} {self.uri if self.kind == 'resource' else self.name!r}"
+        r = self.registration
+        return f"{r.kind} {r.uri if r.kind == 'resource' else r.name!r}"
 
 
 @dataclass(frozen=True)
@@ -90,18 +98,8 @@ def unpack(blob: bytes) -> Toolbox:
     return pickle.loads(blob)
 
 
-def _shipped(entry: Any, faults: Faults | None) -> Shipped:
-    return Shipped(
-        kind=entry.kind,
-        function=entry.function,
-        name=entry.name,
-        uri=entry.uri,
-        title=entry.title,
-        description=entry.description,
-        mime_type=entry.mime_type if entry.kind == "resource" else None,
-        flags={FLAG_NAMES[camel]: True for camel in entry.annotations if camel in FLAG_NAMES},
-        faults=faults_fields(faults) if entry.kind == "tool" else None,
-    )
+def _shipped(entry: Registration, faults: Faults | None) -> Shipped:
+    return Shipped(entry, faults_fields(faults) if entry.kind == "tool" else None)
 
 
 def _address(connection: Any) -> dict[str, Any]:
@@ -114,10 +112,10 @@ def _check(shipped: Shipped, cloudpickle: Any) -> None:
     try:
         cloudpickle.dumps(shipped)
     except Exception as err:  # noqa: BLE001 - whatever pickling raised, said in one line
-        what = _culprit(shipped.function, cloudpickle)
+        what = _culprit(shipped.registration.function, cloudpickle)
         raise NotShippable(
             f"{shipped.label} cannot be shipped to the dask workers: {what or 'its function'} cannot be pickled "
-            f"({_one_line(err)}); every registration is shipped, since a tool may call the others: open files, "
+            f"({one_line(err)}); every registration is shipped, since a tool may call the others: open files, "
             "locks and connections inside the function instead, or remove the registration"
         ) from None
 
@@ -142,31 +140,20 @@ def _culprit(fn: Callable[..., Any], cloudpickle: Any) -> str | None:
     return None
 
 
-def _one_line(err: BaseException) -> str:
+def one_line(err: BaseException) -> str:
     text = str(err).strip().splitlines()[0] if str(err).strip() else ""
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
 def build(toolbox: Toolbox) -> Any:
-    """An engine of this process's own, hosting the toolbox's registrations (or connected to its server)."""
+    """An engine of this process's own, hosting the toolbox's registrations (or connected to its server).
+
+    Raises NotShippable when a registration is not the same here as in the kernel."""
 
     engine = Engine()
     try:
-        registry = engine.registry
         for shipped in toolbox.registrations:
-            if shipped.kind == "tool":
-                faults = Faults(**shipped.faults) if shipped.faults else None
-                registry.add_tool(
-                    shipped.function, name=shipped.name, title=shipped.title, description=shipped.description,
-                    annotations=shipped.flags, inject=faults,
-                )  # fmt: skip
-            elif shipped.kind == "resource":
-                registry.add_resource(
-                    shipped.function, shipped.uri, name=shipped.name, title=shipped.title,
-                    description=shipped.description, mime_type=shipped.mime_type,
-                )  # fmt: skip
-            else:
-                registry.add_prompt(shipped.function, name=shipped.name, title=shipped.title, description=shipped.description)
+            _same(shipped, _register(engine.registry, shipped))
         if toolbox.remote is not None:
             remote = dict(toolbox.remote)
             engine.connect(remote.pop("name"), remote.pop("target"), **remote)
@@ -174,3 +161,30 @@ def build(toolbox: Toolbox) -> Any:
         engine.close()
         raise
     return engine
+
+
+def _register(registry: Any, shipped: Shipped) -> Registration:
+    r = shipped.registration
+    if r.kind == "tool":
+        return registry.add_tool(
+            r.function, name=r.name, title=r.title, description=r.description,
+            annotations={FLAG_NAMES[camel]: True for camel in r.annotations}, input_schema=r.input_schema,
+            inject=Faults(**shipped.faults) if shipped.faults else None,
+        )  # fmt: skip
+    if r.kind == "resource":
+        return registry.add_resource(r.function, r.uri, name=r.name, title=r.title, description=r.description, mime_type=r.mime_type)
+    return registry.add_prompt(r.function, name=r.name, title=r.title, description=r.description)
+
+
+def _same(shipped: Shipped, here: Registration) -> None:
+    kernel = shipped.registration
+    for part in dataclasses.fields(Registration):
+        if part.name in NOT_COMPARED:
+            continue
+        ours, theirs = getattr(kernel, part.name), getattr(here, part.name)
+        if ours != theirs:
+            raise NotShippable(
+                f"{shipped.label} does not register the same on the dask workers: its {part.name} is {theirs!r} there, "
+                f"{ours!r} in the kernel (the function changed since it was registered: register it again; or the "
+                "workers run other versions of mcp_nb or the mcp SDK: install the same on both)"
+            )

@@ -27,7 +27,8 @@ from typing import Any
 
 from mcp_nb._version import __version__
 from mcp_nb.batch.cluster.toolbox import build, faults_fields, unpack
-from mcp_nb.batch.sweeps import Sweep
+from mcp_nb.batch.core import STOP_WAIT_S, Lanes
+from mcp_nb.batch.sweeps import prepare_calls
 from mcp_nb.calling import default
 from mcp_nb.calling.current import CURRENT_CALL
 from mcp_nb.calling.retry import Retry
@@ -51,7 +52,7 @@ class Job:
     retry: Retry | None
     concurrency: int
     server: str | None
-    seen: dict[str, int] | None  # the kernel's count of seeded fault draws per argument set
+    seen: dict[str, int] | None  # the kernel's count of seeded fault draws per argument set (`Faults.drawn`)
 
 
 @dataclasses.dataclass
@@ -89,9 +90,13 @@ _exit_hook = threading.Event()
 
 def check(blob: bytes) -> str:
     """Run on every worker before a sweep: the toolbox loads here (its functions' modules
-    import), and the worker's mcp_nb version, which the kernel compares with its own."""
+    import) and its registrations register the same here as in the kernel; returns the
+    worker's mcp_nb version, which the kernel compares with its own."""
 
-    unpack(blob)
+    toolbox = unpack(blob)
+    if toolbox.version == __version__ and toolbox.remote is None:
+        # Registered on an engine of its own, never started, then dropped: no server runs.
+        build(toolbox).close()
     return __version__
 
 
@@ -204,24 +209,6 @@ def _close_at_exit() -> None:
         atexit.register(_engines.close_all)
 
 
-class _PartitionSweep(Sweep):
-    """A local sweep that says when each call ends."""
-
-    def __init__(self, *args: Any, ended: Any) -> None:
-        super().__init__(*args)
-        self._ended = ended
-
-    async def _worker(self, positions) -> None:
-        for i in positions:
-            finished = False
-            try:
-                await self.calls[i].run()
-                finished = True
-                self.done += 1
-            finally:
-                self._ended(i, finished)
-
-
 def _run(worker: Any, address: str, engine: Any, job: Job, k: int, positions: list[int], sets: list[dict], run: _Run) -> Partition:
     _seeded_faults(engine, job)
     lock = threading.Lock()
@@ -258,18 +245,19 @@ def _run(worker: Any, address: str, engine: Any, job: Job, k: int, positions: li
         if not due:
             asyncio.get_running_loop().call_later(TELL_EVERY_S, tell)
 
-    sweep = _PartitionSweep(engine, job.name, sets, job.concurrency, job.timeout, job.retry, job.server, ended=ended)
-    ids.update({call.id: positions[i] for i, call in enumerate(sweep.calls)})
+    calls = prepare_calls(engine, job.name, sets, job.timeout, job.retry, job.server)
+    lanes = Lanes(engine, calls, job.concurrency, ended=ended)
+    ids.update({call.id: positions[i] for i, call in enumerate(calls)})
     engine.history.subscribe(heard)
     try:
-        future = engine.loop.submit(sweep.run())
+        future = engine.loop.submit(lanes.run())
         run.future = future
         if run.stopped:  # stopped while the engine was being made
             future.cancel()
         try:
             future.result()
         except concurrent.futures.CancelledError:
-            sweep.finished.wait(timeout=10)  # the cancelled calls record themselves first
+            lanes.finished.wait(timeout=STOP_WAIT_S)  # the cancelled calls record themselves first
     finally:
         engine.history.unsubscribe(heard)
         engine.history.clear()  # the kernel keeps the history: the records are in `records`
@@ -299,8 +287,8 @@ def _seeded_faults(engine: Any, job: Job) -> Faults | None:
             if faults is None or faults.seed is None:
                 return None
             fresh = Faults(**faults_fields(faults))
-            fresh._seen.update(job.seen or {})
-            engine.registry.faults[job.name] = fresh
+            fresh.count(job.seen or {})
+            engine.registry.inject(job.name, fresh)
             held = _seeded[job.sweep] = (fresh, dict(job.seen or {}))
             while len(_seeded) > SWEEPS_KEPT:  # the oldest sweeps here are long over
                 del _seeded[next(iter(_seeded))]
@@ -313,8 +301,7 @@ def _draws(job: Job) -> dict[str, int]:
     if held is None:
         return {}
     fresh, base = held
-    with fresh._lock:
-        return {key: n - base.get(key, 0) for key, n in fresh._seen.items() if n != base.get(key, 0)}
+    return {digest: n - base.get(digest, 0) for digest, n in fresh.drawn().items() if n != base.get(digest, 0)}
 
 
 def _packed(batch: list) -> bytes | None:

@@ -1,0 +1,209 @@
+"""Many prepared calls at once: how they run, how the caller waits, and the frame they leave.
+
+A sweep, a replay and a sweep on a dask cluster are one thing seen from the kernel: calls
+prepared first (every refusal before anything is sent), then run while the caller's thread
+waits, moving a progress bar and answering an interrupt, then a frame of the calls that
+were made. They differ only in where the calls run (`Lanes` on mcp_nb's loop, partitions on
+dask workers) and in what their frame says; the waiting and the telling are here, once.
+
+The caller's thread only waits and moves the bar, so the bar (a widget in a notebook) is
+only ever touched from the kernel's own thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+RESULT_COLUMNS = ["call_id", "attempt", "outcome", "cause", "duration_ms", "content", "code", "message"]
+# Shown only when some call reported progress: how much each reported, and how often that moved
+# its deadline, beside how long it took. Other batches keep their columns.
+PROGRESS_COLUMNS = ["progress", "deadline_resets"]
+TICK_S = 0.1  # how often the waiting thread moves the bar (and looks for a stop)
+STOP_WAIT_S = 10.0  # how long a stopped batch waits for its cancelled calls to record themselves
+INTERRUPTED = "interrupted"
+RESET = "stopped by mcp_nb.reset()"
+
+
+def check_concurrency(concurrency: Any) -> int:
+    if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
+        raise ValueError(f"concurrency must be a whole number >= 1, got {concurrency!r}")
+    return concurrency
+
+
+class Batch(Protocol):
+    """What `wait` needs of a batch."""
+
+    def start(self) -> None:
+        """Send its calls on their way; returns at once."""
+
+    @property
+    def done(self) -> int:
+        """How many of its calls have ended (not cancelled): what the bar shows."""
+
+    def step(self, seconds: float) -> bool:
+        """Wait up to `seconds` for the batch to end; True once it has. Raises
+        concurrent.futures.CancelledError when the engine was closed under it."""
+
+    def stop(self, cancel: bool) -> None:
+        """Stop it (cancel: the caller asked; else the engine already cancelled its calls) and
+        wait, a bounded time, for its calls in flight to record themselves."""
+
+
+class Lanes:
+    """Prepared calls on mcp_nb's loop, in lanes: up to `concurrency` lanes run side by side,
+    and the calls of one lane one after another, in order (by default each call is a lane).
+
+    `ended(i, finished)`, when given, is called on the loop as call i ends (finished False:
+    it was cancelled)."""
+
+    def __init__(
+        self, engine: Any, calls: Sequence[Any], concurrency: int, lanes: list[list[int]] | None = None,
+        ended: Callable[[int, bool], None] | None = None,
+    ) -> None:  # fmt: skip
+        self.engine = engine
+        self.calls = list(calls)
+        self.concurrency = check_concurrency(concurrency)
+        self.lanes = lanes if lanes is not None else [[i] for i in range(len(self.calls))]
+        self.done = 0
+        self.finished = threading.Event()  # set once `run` has returned or raised
+        self._ended = ended
+        self._future: concurrent.futures.Future | None = None
+
+    async def run(self) -> None:
+        try:
+            # Workers pull the next lane: `concurrency` lanes in flight, input order kept.
+            lanes = iter(self.lanes)
+            workers = [asyncio.ensure_future(self._worker(lanes)) for _ in range(min(self.concurrency, len(self.lanes)))]
+            try:
+                await asyncio.gather(*workers)
+            except BaseException:
+                for worker in workers:
+                    worker.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
+                raise
+        finally:
+            self.finished.set()
+
+    async def _worker(self, lanes) -> None:
+        # A cancelled call records itself before the cancellation goes on.
+        for lane in lanes:
+            for i in lane:
+                finished = False
+                try:
+                    await self.calls[i].run()
+                    finished = True
+                    self.done += 1
+                finally:
+                    if self._ended is not None:
+                        self._ended(i, finished)
+
+    def outcomes(self) -> list[Any]:
+        """Each call's latest Outcome, None for a call never made (the batch was stopped first)."""
+        return [call.outcome for call in self.calls]
+
+    # -- the Batch a thread waits on ------------------------------------------------------------
+
+    def start(self) -> None:
+        self._future = self.engine.loop.submit(self.run())
+
+    def step(self, seconds: float) -> bool:
+        try:
+            self._future.result(timeout=seconds)
+        except concurrent.futures.TimeoutError:
+            return False
+        return True
+
+    def stop(self, cancel: bool) -> None:
+        if self._future is None:
+            return  # stopped before it started: nothing was sent
+        if cancel:
+            self._future.cancel()
+        self.finished.wait(timeout=STOP_WAIT_S)
+
+
+class Stopped(Exception):
+    """`wait`'s `stop` event was set (the async face's waiter was cancelled): stop as an interrupt would."""
+
+
+def wait(batch: Batch, total: int, label: str | None, subject: str, unit: str, stop: threading.Event | None = None) -> bool:
+    """Wait in this thread until `batch` ends, moving a progress bar named `label` (None: no
+    bar). An interrupt, or `stop` being set, stops it; so does closing the engine under it
+    (`mcp_nb.reset()`): either way it is said in one line, "<subject> interrupted: 3 of 8
+    <unit>", and the batch's calls in flight have recorded themselves. Returns whether it was
+    stopped early (the frame's `interrupted`)."""
+    bar = ProgressBar(total, label)
+    stopped_by = None
+    try:
+        batch.start()
+        while not batch.step(TICK_S):
+            if stop is not None and stop.is_set():
+                raise Stopped
+            bar.advance(batch.done)
+    except (KeyboardInterrupt, Stopped):
+        stopped_by = INTERRUPTED
+        batch.stop(cancel=True)
+    except concurrent.futures.CancelledError:
+        # The engine was closed under the batch: its calls in flight recorded themselves as
+        # cancelled, and what finished is returned as after an interrupt.
+        stopped_by = RESET
+        batch.stop(cancel=False)
+    finally:
+        bar.advance(batch.done)
+        bar.close()
+    if stopped_by is not None:
+        print(f"{subject} {stopped_by}: {batch.done} of {total} {unit}")
+    return stopped_by is not None
+
+
+class ProgressBar:
+    """tqdm's bar (a widget in a notebook, text elsewhere) counting calls; nothing without a label."""
+
+    def __init__(self, total: int, label: str | None) -> None:
+        self._bar = None
+        if label is not None:
+            from tqdm.auto import tqdm  # loaded with the first bar shown
+
+            self._bar = tqdm(total=total, desc=label, unit="call")
+
+    def advance(self, done: int) -> None:
+        bar = self._bar
+        if bar is not None and done > bar.n:
+            bar.update(done - bar.n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def result_frame(
+    sets: Sequence[dict[str, Any]], outcomes: Sequence[Any], extra: Sequence[str] = (), **attrs: Any
+) -> pd.DataFrame:
+    """One row per call that was made (an Outcome; None: never made), in input order: the
+    arguments, then RESULT_COLUMNS (with PROGRESS_COLUMNS when a call reported progress), then
+    the `extra` fields of the Outcomes. `attrs` go to the frame's attrs."""
+    import pandas as pd  # pandas: loaded with the first frame, so `import mcp_nb` stays light
+
+    made = [(arguments, outcome) for arguments, outcome in zip(sets, outcomes, strict=True) if outcome is not None]
+    shown = list(RESULT_COLUMNS)
+    if any(outcome.progress for _, outcome in made):
+        at = shown.index("duration_ms") + 1
+        shown[at:at] = PROGRESS_COLUMNS
+    shown += list(extra)
+    rows = []
+    for arguments, outcome in made:
+        row = dict(arguments)
+        for column in shown:
+            row[column] = len(outcome.progress) if column == "progress" else getattr(outcome, column)
+        rows.append(row)
+    keys = list(dict.fromkeys(k for arguments in sets for k in arguments))
+    frame = pd.DataFrame(rows, columns=[k for k in keys if k not in shown] + shown)
+    frame["code"] = frame["code"].astype("Int64")
+    frame.attrs.update(attrs)
+    return frame

@@ -57,7 +57,7 @@ from mcp_nb.registering.registry import Registration
 
 __all__ = [
     "Answer", "CAUSES", "CAUSE_DOC", "COLUMNS", "Elicitation", "OUTCOMES", "Faults", "History", "Outcome", "Registration", "Retry",
-    "ServerLog", "acall", "aget_prompt", "aread", "asweep", "call", "configure", "get_prompt", "history",
+    "ServerLog", "acall", "aget_prompt", "aread", "asweep", "call", "configure", "engine", "get_prompt", "history",
     "inject", "load_ipython_extension", "panel", "prompt", "read", "registered", "remove", "reset", "resource",
     "replay", "serve", "server", "settings", "sweep", "tool", "connect", "connect_config", "disconnect", "reconnect", "servers",
 ]  # fmt: skip

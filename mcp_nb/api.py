@@ -184,9 +184,7 @@ def _cell_form(elicit: Any):
     if elicit is not None or settings.elicit is not None:
         return None
     try:
-        from mcp_nb.widgets.question import (
-            cell_asker,  # ipywidgets, loaded when a cell first awaits a call
-        )
+        from mcp_nb.widgets.question import cell_asker  # ipywidgets: loaded for the first awaited call
     except ImportError:  # no ipywidgets: no form
         return None
     return cell_asker()
@@ -289,9 +287,7 @@ def sweep(
     limits = {"reset_on_progress": reset_on_progress, "max_timeout": max_timeout, "elicit": elicit}
     if cluster is not None:
         _no_limits_on_cluster(limits)
-        from mcp_nb.batch.cluster.sweep import (
-            run_cluster_sweep,  # dask, loaded for a sweep on a cluster only
-        )
+        from mcp_nb.batch.cluster.sweep import run_cluster_sweep  # dask: loaded for a cluster's sweep
 
         return run_cluster_sweep(
             engine(), name, grid, cluster=cluster, concurrency=concurrency, timeout=timeout, retry=retry,
@@ -321,9 +317,7 @@ async def asweep(
     limits = {"reset_on_progress": reset_on_progress, "max_timeout": max_timeout, "elicit": elicit}
     if cluster is not None:
         _no_limits_on_cluster(limits)
-        from mcp_nb.batch.cluster.sweep import (
-            arun_cluster_sweep,  # dask, loaded for a sweep on a cluster only
-        )
+        from mcp_nb.batch.cluster.sweep import arun_cluster_sweep  # dask: loaded for a cluster's sweep
 
         return await arun_cluster_sweep(
             engine(), name, grid, cluster=cluster, concurrency=concurrency, timeout=timeout, retry=retry,
@@ -454,9 +448,7 @@ def serve(
     again with the same settings returns the running handle; other settings raise ValueError
     until it is stopped. `mcp_nb.reset()`, kernel shutdown and interpreter exit stop it.
     """
-    from mcp_nb.serving import (
-        serve as start,  # uvicorn and starlette, loaded when the kernel first serves
-    )
+    from mcp_nb.serving import serve as start  # uvicorn and starlette: loaded when the kernel first serves
 
     return start(
         engine(), port=port, host=host, dangerously_no_auth=dangerously_no_auth,

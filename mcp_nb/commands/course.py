@@ -7,7 +7,7 @@ otherwise have to work out from this repository:
     DIR/binder/requirements.txt          mcp_nb, pinned (repo2docker reads binder/ only)
     DIR/binder/runtime.txt               the Python it was made with (Binder's default is older)
     DIR/notebooks/01-first-tool.ipynb    a first lesson, to replace
-    DIR/sanitize.cfg                     the nbval sanitizer of this mcp_nb (mcp_nb.nbval)
+    DIR/sanitize.cfg                     the nbval sanitizer of this mcp_nb (mcp_nb.notebook.nbval)
     DIR/.github/workflows/notebooks.yml  CI: nbval over every notebook
 
 The files are kept in `mcp_nb/starter/`. The pin is where this mcp_nb was installed from
@@ -94,7 +94,7 @@ def create(directory: str | Path, requirement: str | None = None) -> list[Path]:
         raise ValueError(f"{root} already exists and is not an empty folder: nothing was written")
     line = installed_requirement() if requirement is None else requirement_line(requirement)
     values = {"requirement": line, "python": "%d.%d" % sys.version_info[:2], "version": __version__}
-    starter = resources.files(__package__) / "starter"
+    starter = resources.files("mcp_nb") / "starter"
     contents = {}
     for name, (target, is_template) in LAYOUT.items():
         text = (starter / name).read_text(encoding="utf-8")

@@ -7,9 +7,9 @@ This module writes that file:
     python -m mcp_nb nbval-sanitize -o sanitize.cfg
     pytest --nbval --nbval-sanitize-with sanitize.cfg notebooks/
 
-Its first rules are built from the very templates display.py prints with (`display.VARYING`,
-`display.TRACEBACK`) and from the messages that carry a time (`trace.BLOCKED_FOR`,
-`call.HELD_BY`), so they change when those change. They rewrite a view into the form that
+Its first rules are built from the very templates the views print with (`views.theme.VARYING`,
+`views.theme.TRACEBACK`) and from the messages that carry a time (`registering.loop_watch.BLOCKED_FOR`,
+`calling.call.HELD_BY`), so they change when those change. They rewrite a view into the form that
 `stable_output` prints, which is why a notebook stored one way and checked the other still
 compares equal. The last rules cover what other libraries print into mcp_nb's outputs.
 """

@@ -1,14 +1,17 @@
 """How a replay looks: the cases that failed first, each with expected, got and why.
 
-Drawn with the shared looks of `display.py`. No duration is printed: a replay's view is
+Drawn with the shared looks of `views/theme.py`. No duration is printed: a replay's view is
 read as a test report, and the frame keeps `duration_ms` for whoever wants it.
 """
 
 from __future__ import annotations
 
 import html
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 from mcp_nb.views.theme import (
     BORDER,

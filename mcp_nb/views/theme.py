@@ -1,4 +1,4 @@
-"""HTML and text views of outcomes, registrations and the history.
+"""The theme: every colour, line, font and varying part of mcp_nb's views, defined once.
 
 Text views are stable on purpose (nbval compares them): no addresses, no timings.
 
@@ -19,7 +19,7 @@ the documentation site (Furo, light and dark), where no `--jp-*` variable exists
 
 The few parts of the HTML that change from run to run (a duration, when a late handler
 ended, the frames of a traceback) are each printed from one template below. With
-`stable_output` on they are left out; `mcp_nb.nbval` builds the sanitizer's patterns
+`stable_output` on they are left out; `mcp_nb.notebook.nbval` builds the sanitizer's patterns
 from the same templates, so the sanitizer rewrites a view into its stable form and the
 two cannot drift apart. The history views list calls in the order they started when
 output is stable: concurrent calls are recorded in the order they end.
@@ -114,7 +114,7 @@ PRE = (
 @dataclass(frozen=True)
 class Varying:
     """A part of a view that changes from run to run: the template it is printed from, and
-    the stable form `stable_output` prints instead. The sanitizer (`mcp_nb.nbval`) rewrites
+    the stable form `stable_output` prints instead. The sanitizer (`mcp_nb.notebook.nbval`) rewrites
     what `printed` makes into `stable`, so both ways end in the same text."""
 
     printed: str

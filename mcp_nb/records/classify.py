@@ -136,7 +136,7 @@ def _remote_protocol_error(target: str, code: int | None, message: str, trace: S
             # The Python SDK hides every prompt failure behind one text; a stdio server's
             # stderr, when it is there, still carries the exception it logged.
             said = [log.message for log in (trace.logs if trace is not None else ()) if log.source == "stderr"]
-            return _prompt_failure(tuple(("", line.split(": ", 1)[-1].strip()) for line in said if ": " in line))
+            return _prompt_failure_said(said)
         return "mcp_error"
     return "mcp_error"
 
@@ -148,6 +148,23 @@ def _prompt_failure(chain: tuple[tuple[str, str], ...]) -> str:
             return "not_found"
         if text.startswith(MISSING_ARGUMENTS) or type_name == "ValidationError":
             return "invalid_arguments"
+    return "crash"
+
+
+# Box-drawing characters and rich's pointer: where `rich` is installed, the SDK's logging draws a
+# server's tracebacks in boxes and wraps them to 80 columns, so one exception line can span lines.
+_FRAMES = str.maketrans({chr(c): " " for c in range(0x2500, 0x2580)} | {"\u2771": " "})
+
+
+def _prompt_failure_said(lines: list[str]) -> str:
+    """A prompt's failure as a stdio server's stderr tells it, however its logging draws and wraps it."""
+    text = " ".join(" ".join(line.translate(_FRAMES).split()) for line in lines)
+    # The exception's own line ("ValueError: Missing required arguments: ..."), not a line of
+    # source code that a drawn traceback shows beside it.
+    if ": " + UNKNOWN_PROMPT in text:
+        return "not_found"
+    if ": " + MISSING_ARGUMENTS in text:
+        return "invalid_arguments"
     return "crash"
 
 

@@ -21,8 +21,10 @@ import asyncio
 import concurrent.futures
 import copy
 import itertools
+import logging
 import math
 import numbers
+import re
 import threading
 import time
 from collections.abc import Mapping
@@ -38,9 +40,11 @@ from mcp_nb.elicitation import Answerer, Ask, Elicitation, elicit
 from mcp_nb.records import classify
 from mcp_nb.records.outcome import REQUEST_CANCELLED, REQUEST_TIMEOUT, Outcome
 from mcp_nb.records.trace import CURRENT_TRACE, ServerTrace
+from mcp_nb.registering.loop_watch import BLOCKED_FOR
 from mcp_nb.sdk_compat import HTTP_STATUS_TEXTS, TIMED_OUT
 
 _ids = itertools.count(1)  # process-wide, so ids stay unique across `reset()`
+log = logging.getLogger("mcp_nb")
 
 # How often a waiting thread redraws the live view of a call's progress.
 WATCH_S = 0.1
@@ -57,6 +61,16 @@ LONGEST_WAIT_S = 3600.0
 # Who held the loop past a deadline, and for how long, in the timeout's message; mcp_nb.nbval's
 # sanitizer is built from it.
 HELD_BY = "event loop was held by async {handler} for {seconds:.2f} s)"
+# The same, when the answer came after the deadline and the handler that held the loop is not known.
+HELD_LATE = " (the answer came after the deadline: mcp_nb's event loop was held)"
+# The probe's warning on a call's trace when its own async handler held the loop (`LoopWatch.blocked`).
+_BLOCKED = re.compile(
+    "async (?P<handler>.+?) blocked mcp_nb's "
+    + re.escape(BLOCKED_FOR).replace(re.escape("{seconds:.2f}"), r"(?P<seconds>\d+(?:\.\d+)?)")
+)
+# What a coroutine must never swallow: it is being closed (GeneratorExit), or the process is
+# being stopped. Anything else escaping the SDK is a failure of the call, recorded.
+_NOT_SWALLOWED = (GeneratorExit,)
 
 
 class CallDepthError(RuntimeError):
@@ -369,8 +383,10 @@ class Call(CallRecord):
                 self._phase = "recorded"
                 raise
             return self._record(self._client_error(asyncio.CancelledError("raised while connecting")))
+        except _NOT_SWALLOWED:
+            raise
         except BaseException as err:  # noqa: BLE001 - a failure to connect is still a call, still recorded
-            return self._record(self._client_error(err))
+            return self._record(self._failed(err))
         with self._lock:
             if self._settled:  # a waiting thread gave up on it while the loop was held: do not send
                 return self.outcome  # type: ignore[return-value]
@@ -406,21 +422,27 @@ class Call(CallRecord):
                     raise
                 # Nobody cancelled this task: a handler raised CancelledError by itself.
                 failure = asyncio.CancelledError("raised inside the request, though nothing cancelled it")
-            except BaseException as err:  # noqa: BLE001 - whatever escapes the SDK is recorded, never re-raised
+            except _NOT_SWALLOWED:
+                raise
+            except BaseException as err:  # noqa: BLE001 - whatever escapes the SDK is recorded (and logged: `_failed`)
                 failure = err
             finally:
                 deadlines.end(self._entry)
                 CURRENT_TRACE.reset(token)
+            # An answer that came after the deadline is a timeout, whoever waits for it: the loop
+            # was held past the deadline (by this call's own async handler, say), so the timer
+            # could not fire before the answer was read.
+            late = self._overdue()
             if connection.transport == "stdio":
                 # A stdio server writes what it says about a call to stderr before it answers:
                 # those lines go on the call before it is classified (a prompt's failure, say).
                 try:
                     await connection.heard_all()
                 except asyncio.CancelledError:
-                    self._record(self._answered(connection, raw, failure))
+                    self._record(self._answered(connection, raw, failure, late))
                     self._phase = "recorded"
                     raise
-            return self._record(self._answered(connection, raw, failure))
+            return self._record(self._answered(connection, raw, failure, late))
         finally:
             connection.sending.discard(self)
 
@@ -472,14 +494,30 @@ class Call(CallRecord):
                 try:
                     listener(self, event)
                 except Exception:  # a broken view must never break the call
-                    import logging
-
-                    logging.getLogger(__name__).exception("progress listener failed")
+                    log.exception("progress listener failed")
 
         return progressed
 
-    def _answered(self, connection: Any, raw: Any, failure: BaseException | None) -> Outcome:
-        """The Outcome of an attempt that got an answer, or failed some other way than a cancellation."""
+    def _overdue(self) -> str | None:
+        """The note of a timeout when the attempt's answer came after the deadline in force (None
+        when it came in time, or while the call waited for a person's answer)."""
+        entry = self._entry
+        if entry is None or entry[WHEN] is None:
+            return None
+        if not entry[EXPIRED] and asyncio.get_running_loop().time() < entry[WHEN]:
+            return None
+        held = _held_by(self.trace)
+        return " (mcp_nb's " + HELD_BY.format(handler=held[0], seconds=held[1]) if held is not None else HELD_LATE
+
+    def _answered(self, connection: Any, raw: Any, failure: BaseException | None, late: str | None = None) -> Outcome:
+        """The Outcome of an attempt that got an answer, or failed some other way than a cancellation.
+
+        `late`: the answer came after the deadline (`_overdue`): a timeout, the answer dropped as
+        a late answer always is; the handler's fate on the trace says how it ended."""
+        if late is not None:
+            if failure is not None:
+                self._answered(connection, raw, failure)  # a connection it found lost is marked so
+            return self._deadline(late)
         if failure is None:
             return self._result(raw)
         if isinstance(failure, MCPError):
@@ -491,9 +529,22 @@ class Call(CallRecord):
             if outcome.cause == "disconnected":
                 connection.lost(f"the connection closed during a call ({failure.error.message})")
             return outcome
-        outcome = self._client_error(failure)
+        outcome = self._failed(failure)
         if outcome.cause == "disconnected":
             connection.lost(f"the connection failed during a call ({outcome.message})")
+        return outcome
+
+    def _failed(self, err: BaseException) -> Outcome:
+        """`_client_error`, and what no cause explains logged with its traceback on the `mcp_nb`
+        logger: recorded as `client_error`, a bug of mcp_nb's (or the SDK's) must not look like
+        an ordinary failure of the call."""
+        outcome = self._client_error(err)
+        if outcome.cause == "client_error" and err.__traceback__ is not None and not _refused_request(err):
+            log.error(
+                "call #%d (%s %r): %s escaped the client; recorded as client_error. Unless a handler that "
+                "mcp_nb does not watch raised it, this is a bug in mcp_nb or the SDK",
+                self.id, self.target, self.name, type(err).__name__, exc_info=err,
+            )  # fmt: skip
         return outcome
 
     def _record(self, outcome: Outcome) -> Outcome:
@@ -552,10 +603,16 @@ class Call(CallRecord):
             await self.run()
         except asyncio.CancelledError:
             pass  # recorded as cancelled; the future has that Outcome
-        except BaseException as err:  # noqa: BLE001 - a bug in mcp_nb: the waiter must hear of it
+        except GeneratorExit:
+            raise  # the task is being destroyed with its loop: `Engine.close` answers the waiter (`abandon`)
+        except BaseException as err:  # a bug in mcp_nb: `run` records every way a call can end
             future = self.future
-            if not future.done():
-                future.set_exception(err)
+            if future.done():  # nobody is left to hear of it (a waiting thread settled the call)
+                log.error("call #%d (%s %r) failed inside mcp_nb after it was settled", self.id, self.target, self.name, exc_info=err)
+            else:
+                future.set_exception(err)  # the waiter raises it: the sync face, the panel, a future
+            if not isinstance(err, Exception):
+                raise  # KeyboardInterrupt, SystemExit: not for a task to swallow (the loop's thread logs them)
 
     def done(self) -> bool:
         return self._ended or self._settled
@@ -687,16 +744,39 @@ class Call(CallRecord):
         try:
             self.engine.loop.call_soon(self._cancel_here)
         except RuntimeError:
-            pass
+            pass  # the loop is closed (or the engine is): nothing runs the call any more
 
     def __repr__(self) -> str:
         state = "ended" if self._ended else "settled" if self._settled else "running" if self.task else "new"
         return f"<Call #{self.id} {self.target} {self.name!r} attempt {self.attempt} {state}>"
 
 
+def _held_by(trace: ServerTrace | None) -> tuple[str, float] | None:
+    """(handler, seconds) of the longest hold of the loop the probe noted on `trace` (the call's own
+    async handler), or None."""
+    longest = None
+    for entry in trace.logs if trace is not None else ():
+        if entry.logger == "mcp_nb":
+            found = _BLOCKED.match(entry.message)
+            if found is not None and (longest is None or float(found["seconds"]) > longest[1]):
+                longest = (found["handler"], float(found["seconds"]))
+    return longest
+
+
+def _refused_request(err: BaseException) -> bool:
+    """A request the SDK's client would not build (its params model refused the caller's
+    arguments): the caller's mistake, which the Outcome's message says in full."""
+    return type(err).__name__ == "ValidationError" and getattr(err, "title", "").endswith(("RequestParams", "Request"))
+
+
 # -- the arguments as they are sent ------------------------------------------------------------
 
 _KEPT = (str, int, bool, type(None))
+# How deep lists and dicts may nest in arguments. JSON parsers bound it (pydantic's, which the SDK
+# reads and writes every message with, stops at about 200 levels, the envelope of a request
+# included), and Python's recursion limit bounds copying it; data this deep is almost always a
+# mistake (a structure that holds itself, a loop that wraps one level too many).
+MAX_NESTING = 100
 
 
 def sent_arguments(arguments: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -711,10 +791,13 @@ def sent_arguments(arguments: Mapping[str, Any] | None) -> dict[str, Any] | None
         return None
     if not isinstance(arguments, Mapping):
         raise TypeError(f"arguments must be a mapping (a dict of argument names to values), got {type(arguments).__name__}")
-    return {key: _sent(value, (key,)) for key, value in arguments.items()}
+    inside = {id(arguments)}
+    return {key: _sent(value, (key,), inside) for key, value in arguments.items()}
 
 
-def _sent(value: Any, path: tuple) -> Any:
+def _sent(value: Any, path: tuple, inside: set[int]) -> Any:
+    """`value` as sent; `inside` holds the ids of the lists and dicts that contain it (a value
+    that contains itself can never be sent)."""
     kind = type(value)
     if kind in _KEPT:
         return value
@@ -725,11 +808,27 @@ def _sent(value: Any, path: tuple) -> Any:
                 "null; send None, or the number as a string, if that is what you mean"
             )
         return value
-    if isinstance(value, Mapping):
-        return {key: _sent(item, (*path, key)) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_sent(item, (*path, i)) for i, item in enumerate(value)]
-    return copy.deepcopy(value)
+    if isinstance(value, (Mapping, list, tuple)):
+        if id(value) in inside:
+            raise ValueError(f"argument {_where(path[:1])} contains itself at {_where(path)}: JSON cannot send a cycle")
+        if len(path) > MAX_NESTING:
+            raise ValueError(
+                f"argument {_where(path[:1])} nests lists and dicts more than {MAX_NESTING} levels deep: JSON parsers "
+                "refuse data that deep (the SDK's at about 200 levels); flatten it, or send it as a JSON string"
+            )
+        inside.add(id(value))
+        try:
+            if isinstance(value, Mapping):
+                return {key: _sent(item, (*path, key), inside) for key, item in value.items()}
+            return [_sent(item, (*path, i), inside) for i, item in enumerate(value)]
+        finally:
+            inside.discard(id(value))
+    try:
+        return copy.deepcopy(value)
+    except RecursionError:
+        raise ValueError(
+            f"argument {_where(path)} ({type(value).__name__}) is nested too deep to be copied, so it cannot be sent"
+        ) from None
 
 
 def _where(path: tuple) -> str:

@@ -46,7 +46,10 @@ def reset() -> Engine | None:
     """Forget the default engine and close it; the next `engine()` makes a new one. Returns the old one."""
     global _engine
     with _lock:
-        old, _engine = _engine, None
+        old = _engine
+        if old is not None:
+            old.refuse_inside()  # from inside a handler: refused before anything changes
+        _engine = None
     if old is not None:
         old.close()
     return old

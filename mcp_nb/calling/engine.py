@@ -10,11 +10,12 @@ history, whatever happens.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
+
+from mcp.server.mcpserver.exceptions import ToolError
 
 from mcp_nb import sdk_compat
 from mcp_nb.calling.call import Call, CallDepthError
@@ -31,6 +32,7 @@ from mcp_nb.calling.retry import Retry, check_idempotent, policy
 from mcp_nb.config import check_timeout, settings
 from mcp_nb.elicitation import answerer, check_elicit
 from mcp_nb.records.history import History
+from mcp_nb.records.trace import CURRENT_TRACE
 from mcp_nb.registering.logs import install_log_capture
 from mcp_nb.registering.registry import Registry
 
@@ -38,6 +40,20 @@ CLOSED = (
     "this server was closed by mcp_nb.reset(); call the new one with mcp_nb.call(...) "
     "(a panel of the old one cannot: show a new one with mcp_nb.panel())"
 )
+# The longest `close` waits for the shutdown on the loop (servers stopped, calls cancelled,
+# sessions left) while the loop keeps answering; one that stops answering (an async handler
+# holds it) is given up on sooner, after `loop.HELD_LIMIT_S`.
+CLOSE_LIMIT_S = 30.0
+# How long the calls cancelled by a close get to record themselves before the sessions close.
+CANCELLED_CALLS_S = 5.0
+
+log = logging.getLogger("mcp_nb")
+
+
+class ResetRefused(ToolError, RuntimeError):
+    """`mcp_nb.reset()` (or `Engine.close()`) from inside a handler: it would close the server
+    running that handler and wait for itself. A ToolError, so that the message is what the
+    call's Outcome says."""
 
 
 class Engine:
@@ -244,37 +260,58 @@ class Engine:
             try:
                 listener()
             except Exception:  # a broken view must not break connecting
-                logging.getLogger(__name__).exception("connections listener failed")
+                log.exception("connections listener failed")
 
     # -- closing --------------------------------------------------------------------------------
+
+    def refuse_inside(self) -> None:
+        """Raise `ResetRefused` when called from inside a handler, or on this engine's loop.
+
+        Closing waits for the loop to cancel the calls in flight and stop: a handler running
+        there (an async one on the loop's own thread, a sync one in a worker thread the loop
+        waits for) would wait for itself, or be cancelled under its own feet."""
+        loop = self._loop
+        trace = CURRENT_TRACE.get()
+        in_handler = trace is not None and trace.handler_started is not None and trace.handler_ended is None
+        if not in_handler and not (loop is not None and loop.in_loop()):
+            return
+        call = CURRENT_CALL.get()
+        where = f"{call.target} {call.name!r}" if call is not None else "a handler"
+        raise ResetRefused(
+            f"mcp_nb.reset() cannot run inside {where}: it would close the server running it and wait for "
+            "itself; reset from a cell or a script instead"
+        )
 
     def close(self) -> None:
         """Cancel the calls in flight, leave the session, stop the loop thread, tell the listeners.
 
         Each cancelled call records itself as `cancelled`, so whoever waits for it (a
         sync `call()` in another thread, a panel) gets that Outcome instead of an error.
+        Bounded: an async handler holding the loop without awaiting is waited for
+        `loop.HELD_LIMIT_S` at most, and named on the `mcp_nb` logger; its calls are then
+        recorded as cancelled from here, and the old loop ends when the handler lets go.
+        From inside a handler it raises `ResetRefused` and changes nothing.
         """
         if self._closed:
             return
+        self.refuse_inside()
         self._closed = True
         loop, self._loop = self._loop, None
         try:
             if loop is not None:
-                if not loop.in_loop():
-                    try:
-                        loop.run(self._shutdown())
-                    except Exception:
-                        pass  # closing is best effort: the loop thread stops below either way
-                loop.stop()
-                # A call started a moment before the stop whose task never ran: answered here.
-                for call in list(self.calls):
-                    call.abandon()
+                try:
+                    self._stop(loop)
+                finally:
+                    # A call started a moment before the stop whose task never ran, or one whose
+                    # handler still holds the loop: answered here.
+                    for call in list(self.calls):
+                        call.abandon()
         finally:
             for listener in list(self._close_listeners):
                 try:
                     listener()
                 except Exception:  # a broken view must not stop a reset
-                    logging.getLogger(__name__).exception("close listener failed")
+                    log.exception("close listener failed")
 
     def on_close(self, listener: Callable[[], None], remove: bool = False) -> None:
         """Call `listener()` once this engine is closed (`remove=True` takes it back)."""
@@ -293,10 +330,42 @@ class Engine:
         else:
             self._closers.append(closer)
 
+    def _stop(self, loop: LoopThread) -> None:
+        """Shut down on the loop, then stop it; never waits without a bound (see `close`)."""
+        steps = self._shutdown()
+        try:
+            shutdown = loop.submit(steps)
+        except RuntimeError:  # the loop is closed already (its thread ended): nothing left to stop
+            steps.close()
+            log.debug("closing mcp_nb's engine: its event loop was closed already")
+            return
+        try:
+            finished = loop.wait(shutdown, CLOSE_LIMIT_S)
+        except KeyboardInterrupt:  # the stop button during a reset: the loop still stops
+            loop.stop(timeout=0.0)
+            raise
+        if not finished:
+            held = self.registry.watch.blocker(0.0)
+            if held is not None:
+                why = f"async {held[0]} has held it for {held[1]:.1f} s without awaiting"
+            elif not loop.answers(0.1):
+                why = "it did not answer"
+            else:
+                why = f"its shutdown took longer than {CLOSE_LIMIT_S:g} s"
+            log.warning(
+                "closing mcp_nb's engine stopped waiting for its event loop: %s. Its calls in flight are recorded "
+                "as cancelled; the old loop stops once the handler lets go.", why,
+            )  # fmt: skip
+            loop.stop(timeout=0.0)  # asked to stop; a held loop cannot be waited for
+            return
+        if not shutdown.cancelled() and shutdown.exception() is not None:
+            log.debug("closing mcp_nb's engine: the shutdown failed", exc_info=shutdown.exception())
+        if not loop.stop():
+            log.debug("closing mcp_nb's engine: its event loop's thread did not end within 5 s")
+
     async def _shutdown(self) -> None:
         for closer in list(self._closers):
-            with contextlib.suppress(BaseException):
-                await asyncio.wait_for(closer(), timeout=10)
+            await _best_effort(lambda closer=closer: asyncio.wait_for(closer(), timeout=10), f"the closer {closer!r}")
         # Calls in flight first, so each is recorded as cancelled before the session
         # closes under it (which would fail it otherwise). Nested calls share nothing,
         # so each call's own task is cancelled once.
@@ -304,10 +373,24 @@ class Engine:
         for task in tasks:
             task.cancel()
         if tasks:
-            await asyncio.wait(tasks, timeout=5)
+            _, pending = await asyncio.wait(tasks, timeout=CANCELLED_CALLS_S)
+            if pending:
+                log.debug("closing mcp_nb's engine: %d cancelled calls did not end within %g s", len(pending), CANCELLED_CALLS_S)
         for connection in list(self.connections.values()):
-            with contextlib.suppress(BaseException):
-                await connection.close()
+            await _best_effort(connection.close, f"closing the connection {connection.name!r}")
+
+
+async def _best_effort(step: Callable[[], Awaitable[Any]], what: str) -> None:
+    """Await `step()` while the engine closes: what goes wrong is logged (debug, `mcp_nb`), and
+    the next step runs. A cancellation of the shutdown itself goes on."""
+    try:
+        await step()
+    except asyncio.CancelledError:
+        if asyncio.current_task().cancelling():
+            raise
+        log.debug("closing mcp_nb's engine: %s was cancelled", what)
+    except Exception:
+        log.debug("closing mcp_nb's engine: %s failed", what, exc_info=True)
 
 
 def check_server_name(name: object) -> None:

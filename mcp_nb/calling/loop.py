@@ -13,10 +13,20 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import inspect
+import logging
 import threading
+import time
 from typing import Any, Callable, Coroutine, TypeVar
 
 T = TypeVar("T")
+
+log = logging.getLogger("mcp_nb")
+
+# How long a thread that waits for the loop (closing, interpreter exit) goes on waiting once the
+# loop stopped answering: an async handler that holds it without awaiting may never let go.
+HELD_LIMIT_S = 2.0
+# How long a callback may take to run before the loop counts as not answering, for `wait`.
+ANSWER_S = 0.1
 
 
 class LoopThread:
@@ -46,6 +56,7 @@ class LoopThread:
                 except BaseException:  # noqa: BLE001
                     # A SystemExit or KeyboardInterrupt escaping some task stops the
                     # loop; the loop itself is fine, so keep serving calls.
+                    log.debug("an exception escaped a task on mcp_nb's event loop", exc_info=True)
                     if root.done():
                         break
                     continue
@@ -124,10 +135,45 @@ class LoopThread:
         if not self._stopping.done():
             self._stopping.set_result(None)
 
-    def stop(self) -> None:
-        if self.loop is not None and self._thread.is_alive():
+    def wait(self, done: concurrent.futures.Future | threading.Event, limit: float, held_limit: float = HELD_LIMIT_S) -> bool:
+        """Wait until `done` (a coroutine's future on this loop, or an event the loop sets) for at
+        most `limit` seconds, and give up sooner once the loop has not answered for `held_limit`
+        seconds in a row (an async handler holds it without awaiting). True when it is done.
+
+        For closing and stopping, which must end even when a handler never lets go. Not from the
+        loop's own thread, which would wait for itself."""
+        ready = done.wait if isinstance(done, threading.Event) else lambda seconds: _finished(done, seconds)
+        end = time.monotonic() + limit
+        held_since: float | None = None
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                return ready(0)
+            if ready(min(ANSWER_S, left)):
+                return True
+            if self.answers(ANSWER_S):
+                held_since = None
+                continue
+            now = time.monotonic()
+            held_since = now if held_since is None else held_since
+            if now - held_since >= held_limit:
+                return ready(0)
+
+    def stop(self, timeout: float = 5.0) -> bool:
+        """Stop the loop and wait up to `timeout` seconds for its thread to end; True when it did.
+
+        From the loop's own thread it only asks (a thread cannot wait for itself to end): the
+        loop stops once the callback running now returns."""
+        if self.loop is None or not self._thread.is_alive():
+            return True
+        try:
             self.loop.call_soon_threadsafe(self._end)
-            self._thread.join(timeout=5)
+        except RuntimeError:  # closed already: the thread is on its way out
+            pass
+        if self.in_loop():
+            return False
+        self._thread.join(timeout=timeout)
+        return not self._thread.is_alive()
 
 
 def _cancel_remaining(loop: asyncio.AbstractEventLoop) -> None:
@@ -147,7 +193,18 @@ def _cancel_remaining(loop: asyncio.AbstractEventLoop) -> None:
     try:
         loop.run_until_complete(asyncio.wait(tasks, timeout=5))
     except BaseException:  # noqa: BLE001 - stopping is best effort; the loop closes either way
+        log.debug("the tasks left on mcp_nb's event loop did not all end as it stopped", exc_info=True)
+
+
+def _finished(future: concurrent.futures.Future, seconds: float) -> bool:
+    """Whether `future` ends within `seconds` (however it ends)."""
+    try:
+        future.exception(timeout=seconds)
+    except concurrent.futures.TimeoutError:
+        return False
+    except concurrent.futures.CancelledError:
         pass
+    return True
 
 
 def _not_started(task: asyncio.Task) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import threading
+import weakref
 from typing import Any
 
 from mcp_nb.serving.http import Serving
@@ -22,7 +23,10 @@ from mcp_nb.serving.policy import DEFAULT_MAX_BODY, check_address
 
 __all__ = ["Serving", "current", "serve", "stop"]
 
-_handles: dict[int, Serving] = {}  # id(engine) -> its running handle
+# id(engine) -> its running handle. Weak: what keeps a running handle is its engine (which closes
+# it) and its task on the loop; held here, a handle (and through it its engine, server and
+# history) outlived `mcp_nb.reset()`, one more with every serve.
+_handles: weakref.WeakValueDictionary[int, Serving] = weakref.WeakValueDictionary()
 _lock = threading.Lock()
 _exit_hook = False
 

@@ -52,7 +52,11 @@ class Serving:
         max_body: int = DEFAULT_MAX_BODY,
     ) -> None:
         check_address(host, port, dangerously_no_auth, max_body)
-        self.engine = engine
+        # The engine served; None once stopped (`_release`): a stopped handle may live on (a
+        # notebook's Out[] keeps it), and must not keep the old engine, its server and history.
+        self.engine: Any = engine
+        self._name = engine.server.name
+        self._calls = 0  # what `calls` said when the handle let go of its engine
         self.settings = (host, dangerously_no_auth, tuple(allowed_hosts), tuple(allowed_origins), max_body)
         self.refusals = Refusals()
         self._socket = _listen(host, port)
@@ -64,7 +68,7 @@ class Serving:
         except BaseException:
             self._socket.close()
             raise
-        self.served = Served(engine, "http", answers_seen=True)
+        self.served: Served | None = Served(engine, "http", answers_seen=True)
         self._stopped = threading.Event()
         self._stopping: asyncio.Event | None = None
         self._uvicorn: Any = None
@@ -98,17 +102,19 @@ class Serving:
     @property
     def calls(self) -> int:
         """How many calls outside clients made (each is a row of the history, `via` "http")."""
-        return self.served.calls
+        served = self.served
+        return served.calls if served is not None else self._calls
 
     @property
     def clients(self) -> int:
         """How many 2025-era client sessions are open (2026-07-28 clients keep none)."""
-        return len(self.served.clients)
+        served = self.served
+        return len(served.clients) if served is not None and self.running else 0
 
     def configs(self, name: str | None = None) -> dict[str, str]:
         """Ready-to-paste settings for Claude Desktop, Cursor, VS Code and the MCP Inspector CLI,
         naming the server `name` there (default: the server's own name)."""
-        return client_configs(name or self.engine.server.name, self.url, self.token)
+        return client_configs(name or self._name, self.url, self.token)
 
     def same(self, port: int, host: str, dangerously_no_auth: bool, allowed_hosts, allowed_origins, max_body) -> bool:
         """Whether serving with these settings is what is already running (port 0: any port)."""
@@ -154,19 +160,26 @@ class Serving:
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Stop serving: connected clients are disconnected, calls in flight are cancelled (and recorded)."""
-        if self._stopped.is_set():
+        """Stop serving: connected clients are disconnected, calls in flight are cancelled (and recorded).
+
+        Waits `timeout` seconds at most, less when an async handler holds mcp_nb's loop without
+        awaiting (the serving then stops once it lets go, or when the engine closes)."""
+        engine = self.engine
+        if engine is None or self._stopped.is_set():
+            self._release()
             return
-        loop = self.engine.loop if not self.engine.closed else None
+        loop = engine.loop if not engine.closed else None
         if loop is not None and self._stopping is not None:
             try:
                 loop.call_soon(self._stopping.set)
             except RuntimeError:
                 pass
             if not loop.in_loop():
-                self._stopped.wait(timeout)
-        self.engine.on_closing(self._closing, remove=True)
-        self.engine.on_close(self._engine_closed, remove=True)
+                loop.wait(self._stopped, timeout)
+        if self._stopped.is_set():
+            self._release()
+        # Otherwise still stopping (asked from a tool on the loop, or the loop is held): the engine's
+        # close finishes it, so its closer and listener stay.
 
     async def _closing(self) -> None:
         # The engine is closing (mcp_nb.reset()): stop as `stop()` does, while the loop still runs.
@@ -175,26 +188,43 @@ class Serving:
             await self._serving_task
 
     def _engine_closed(self) -> None:
-        # By now the serving task has ended (cleaned up on its way out, however it ended).
+        # By now the serving task has ended (cleaned up on its way out, however it ended), or the
+        # loop was held and the close gave up on it: the task cleans up when it is let go.
         self._stopped.set()
+        self._release()
+
+    def _release(self) -> None:
+        """Let go of the engine once stopped; what the handle shows stays."""
+        engine, served = self.engine, self.served
+        if engine is None:
+            return
+        if served is not None:
+            self._calls = served.calls
+        engine.on_closing(self._closing, remove=True)
+        engine.on_close(self._engine_closed, remove=True)
+        # uvicorn's server holds the SDK's app, which holds the engine's server and so the engine.
+        self.engine = self.served = self._uvicorn = self._task = self._serving_task = None
 
     async def _serve(self, ready: threading.Event) -> None:
         import uvicorn
 
+        # Its own references: the handle lets go of them once stopped, perhaps before this task
+        # has finished (a held loop the engine's close gave up on).
+        engine, served = self.engine, self.served
         self._stopping = asyncio.Event()
         self._serving_task = asyncio.current_task()
         policy = self.policy
         security = TransportSecuritySettings(
             enable_dns_rebinding_protection=True, allowed_hosts=sorted(policy.hosts), allowed_origins=sorted(policy.origins)
         )
-        app = self.engine.server.streamable_http_app(
+        app = engine.server.streamable_http_app(
             streamable_http_path=PATH, event_store=RecentEvents(), retry_interval=RETRY_MS,
             max_request_body_size=policy.max_body, transport_security=security, host=policy.host,
         )  # fmt: skip
-        sessions = self.engine.server.session_manager
+        sessions = engine.server.session_manager
         # The user's logging is theirs: no logging configuration, and access lines only where
         # their handlers would show uvicorn's records anyway.
-        door = Guard(app, policy, self.refusals, answered=self.engine.history.settle)
+        door = Guard(app, policy, self.refusals, answered=engine.history.settle)
         config = uvicorn.Config(
             door, lifespan="off", log_config=None, ws="none", server_header=False,
             proxy_headers=False, timeout_graceful_shutdown=STOP_GRACE_S,
@@ -217,7 +247,7 @@ class Serving:
                 finally:
                     # First no new connections, then the requests in flight end (their calls are
                     # recorded as cancelled); leaving this block then ends every SDK session.
-                    self.served.recorder.stopping = True
+                    served.recorder.stopping = True
                     for listener in server.servers:
                         listener.close()
                     door.end_requests()
@@ -231,8 +261,8 @@ class Serving:
             for connection in list(server.server_state.connections):
                 connection.shutdown()
             self._socket.close()
-            self.served.detach()
-            self.engine.history.settle()  # what was answered last is recorded before stop() returns
+            served.detach()
+            engine.history.settle()  # what was answered last is recorded before stop() returns
             self._stopped.set()
 
 

@@ -37,7 +37,9 @@ def reset() -> None:
     Calls still in flight on the old server are cancelled (each is recorded as
     `cancelled` in the old history, and whoever waits for it gets an answer). From then
     on the old engine refuses calls with a RuntimeError, and a panel of the old server
-    says it was replaced and sends nothing.
+    says it was replaced and sends nothing. From inside a tool it is refused (the call's
+    Outcome says so): a cell or a script resets. A handler that holds the loop without
+    awaiting is waited for 2 s at most, and named on the `mcp_nb` logger.
     """
     default.reset()
 

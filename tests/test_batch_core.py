@@ -69,3 +69,27 @@ def test_a_replays_progress_bar_counts_its_cases(tmp_path, capsys):
     assert mcp_nb.replay(path, progress=True)["passed"].all()
     err = capsys.readouterr().err
     assert "replay" in err and "4/4" in err
+
+
+def test_a_sync_batch_inside_an_async_tool_is_refused_not_hung(tmp_path):
+    # An async tool runs on mcp_nb's loop: a sync sweep or replay there would wait for that loop.
+    @mcp_nb.tool()
+    def add(a: int) -> int:
+        return a
+
+    path = recorded_cases(tmp_path)
+
+    @mcp_nb.tool()
+    async def sweeps_inside() -> str:
+        mcp_nb.sweep("add", {"a": [1, 2]}, progress=False)
+        return "swept"
+
+    @mcp_nb.tool()
+    async def replays_inside() -> str:
+        mcp_nb.replay(path)
+        return "replayed"
+
+    for name in ("sweeps_inside", "replays_inside"):
+        o = mcp_nb.call(name, timeout=10)
+        assert (o.outcome, o.cause) == ("tool_error", "crash"), (name, o)
+        assert "would block mcp_nb's own event loop" in o.server_logs[-1].traceback

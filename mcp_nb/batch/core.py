@@ -18,6 +18,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mcp_nb.calling.engine import BLOCKS_OWN_LOOP
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -111,6 +113,8 @@ class Lanes:
     # -- the Batch a thread waits on ------------------------------------------------------------
 
     def start(self) -> None:
+        if self.engine.loop.in_loop():
+            raise RuntimeError(BLOCKS_OWN_LOOP.format(example="await mcp_nb.asweep(...)"))
         self._future = self.engine.loop.submit(self.run())
 
     def step(self, seconds: float) -> bool:

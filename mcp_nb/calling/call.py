@@ -93,8 +93,11 @@ class CallRecord:
     via = "kernel"  # who sent it (a subclass that records an outside client's call has its own)
     client: str | None = None
 
-    def __init__(self, target: str, name: str, arguments: dict[str, Any] | None, timeout: float) -> None:
-        self.id = next(_ids)
+    def __init__(
+        self, target: str, name: str, arguments: dict[str, Any] | None, timeout: float, call_id: int | None = None
+    ) -> None:
+        # A record of a call that already has its id (one a cluster's worker never reported) keeps it.
+        self.id = next(_ids) if call_id is None else call_id
         self.target = target
         self.name = name
         self.arguments = arguments

@@ -56,6 +56,14 @@ class ResetRefused(ToolError, RuntimeError):
     call's Outcome says."""
 
 
+# A sync face waits in its thread for an answer that mcp_nb's loop makes: from a coroutine on
+# that loop (an async tool) it would wait for itself, forever.
+BLOCKS_OWN_LOOP = (
+    "this would block mcp_nb's own event loop; from a coroutine running there, use the async form "
+    "(for example `{example}`)"
+)
+
+
 class Engine:
     """The in-kernel server, the connection to it, the call history, and the calls in flight."""
 
@@ -147,10 +155,7 @@ class Engine:
         thread, the one waiting, draws it. `limits`: `reset_on_progress`, `max_timeout`, `elicit`."""
         call = self.prepare(target, name, arguments, timeout, retry, server, **limits)
         if self.loop.in_loop():
-            raise RuntimeError(
-                "this would block mcp_nb's own event loop; from a coroutine running there, use the "
-                "async form (for example `await mcp_nb.acall(...)`)"
-            )
+            raise RuntimeError(BLOCKS_OWN_LOOP.format(example="await mcp_nb.acall(...)"))
         return call.start().wait(watch(call) if watch is not None else None)
 
     async def arun(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, ask=None, **limits):

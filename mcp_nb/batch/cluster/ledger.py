@@ -97,10 +97,8 @@ class Unheard(CallRecord):
     __slots__ = ("_server",)
 
     def __init__(self, call: Any, attempt: int) -> None:
-        super().__init__(call.target, call.name, call.arguments, call.timeout)
-        # It stands for the grid call, whose attempts share its id. (CallRecord numbers every
-        # record it makes; the number it drew for this one is left unused.)
-        self.id = call.id
+        # It stands for the grid call, whose attempts share its id.
+        super().__init__(call.target, call.name, call.arguments, call.timeout, call_id=call.id)
         self.attempt = attempt
         self._server = call.server_name()
 

@@ -450,13 +450,18 @@ def test_close_stops_listening_and_closes_every_model(bookshop):
     from ipywidgets.widgets.widget import _instances
 
     before = len(_instances)
+    engine = mcp_nb.engine()
+    listening = lambda: (len(engine.connection._listeners), len(engine.history._listeners), len(engine._close_listeners),  # noqa: E731
+                         len(engine._connection_listeners), len(settings._trait_notifiers.get("timeout", {}).get("change", [])))  # fmt: skip
+    listeners = listening()
     p = show()
     p.select("tool", "reserve")
     p.tabs.selected_index = 1
-    engine = mcp_nb.engine()
+    assert listening() == tuple(n + 1 for n in listeners)
     p.close()
     assert len(_instances) == before
-    assert p.refresh not in engine.registry._listeners
+    assert listening() == listeners
+    assert p._offers_heard not in engine.connection._listeners
     assert p._recorded not in engine.history._listeners
 
     @mcp_nb.tool()

@@ -18,6 +18,7 @@ import asyncio
 import codecs
 import collections
 import contextlib
+import logging
 import os
 import shlex
 import shutil
@@ -30,14 +31,25 @@ from mcp import Client
 from mcp_nb import sdk_compat
 from mcp_nb.calling.current import CURRENT_CALL
 from mcp_nb.config import settings
+from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.structured import check_results_locally
 from mcp_nb.records.trace import ServerLog
-from mcp_nb.registering.registry import ANNOTATION_FLAGS, Registration, template_schema
+from mcp_nb.registering.registry import (
+    ANNOTATION_FLAGS,
+    Registration,
+    prompt_schema,
+    reached_entry,
+    template_schema,
+)
 from mcp_nb.views.cards import connection_html, connection_text
 
 METHODS = {"tool": "tools/call", "resource": "resources/read", "prompt": "prompts/get"}
 KERNEL = "kernel"  # the name of the kernel's own server among the connections
 LOG_LINES = 2000  # what a connection keeps of its server's stream
+# What goes wrong where the user has nothing to do about it (a session left late, a pipe that
+# would not close, lists that could not be re-read) is said here at debug level, on the
+# `mcp_nb` logger's branch, never swallowed unsaid; the root logger is the user's.
+log = logging.getLogger(__name__)
 
 
 class ConnectError(RuntimeError):
@@ -64,7 +76,7 @@ class Connection:
         self._owner: asyncio.Task[None] | None = None
         self.logs: collections.deque[ServerLog] = collections.deque(maxlen=LOG_LINES)
         self.sending: set[Any] = set()  # the calls waiting for an answer on this connection now
-        self._listeners: list[Callable[[], None]] = []
+        self._listeners = Listeners("connection listener")
 
     # -- the session ----------------------------------------------------------------------------
 
@@ -170,8 +182,7 @@ class Connection:
         if self._closing is not None:
             self._closing.set()
         if self._owner is not None:
-            with contextlib.suppress(BaseException):
-                await asyncio.wait_for(self._owner, timeout=timeout)
+            await _left_by(self._owner, timeout, f"closing the connection {self.name!r}")
 
     def lost(self, reason: str) -> None:
         """The server went away under us (its process exited, the stream closed)."""
@@ -215,22 +226,20 @@ class Connection:
         """Whether mcp_nb's probe watches the handler a call reaches (only in the kernel)."""
         return False
 
+    def reached(self, target: str, key: str) -> tuple[Registration, dict[str, Any] | None] | None:
+        """The entry a call to `key` reaches, and for a template read the variables of its URI."""
+        return reached_entry(self.entries(), target, key)
+
     def subscribe(self, listener: Callable[[], None]) -> None:
-        """Call `listener()` whenever what the server offers changes."""
-        self._listeners.append(listener)
+        """Call `listener()` whenever what the server offers changes. A bound method is held
+        weakly (a view that is gone stops listening by itself); a function until `unsubscribe`."""
+        self._listeners.add(listener)
 
     def unsubscribe(self, listener: Callable[[], None]) -> None:
-        if listener in self._listeners:
-            self._listeners.remove(listener)
+        self._listeners.remove(listener)
 
     def _changed(self) -> None:
-        for listener in list(self._listeners):
-            try:
-                listener()
-            except Exception:  # a broken view must not break the connection
-                import logging
-
-                logging.getLogger(__name__).exception("connection listener failed")
+        self._listeners()  # one that fails is logged: a broken view must not break the connection
 
     def counts(self) -> dict[str, int]:
         kinds = [e.kind if e.kind != "resource" or e.input_schema is None else "template" for e in self.entries()]
@@ -294,7 +303,8 @@ class KernelConnection(Connection):
         version = self.registry.version
         try:
             await client.list_tools()
-        except Exception:
+        except Exception:  # noqa: BLE001 - the next call re-lists, or the SDK does
+            log.debug("re-listing the kernel's tools failed", exc_info=True)
             return
         self._listed = version
 
@@ -312,6 +322,9 @@ class KernelConnection(Connection):
 
     def observes(self, target: str, key: str) -> bool:
         return self.registry.observes(target, key)
+
+    def reached(self, target: str, key: str) -> tuple[Registration, dict[str, Any] | None] | None:
+        return self.registry.reached(target, key)
 
     def target_text(self) -> str:
         return "the kernel's own MCPServer"
@@ -340,7 +353,7 @@ class RemoteConnection(Connection):
         # HTTP error answers, newest last: (method, params, status, body). The SDK keeps
         # only a stand-in message; these put the status and the body back on the call.
         self.http_errors: collections.deque[tuple[str, Any, int, str]] = collections.deque(maxlen=64)
-        if isinstance(target, str) and urlsplit(target).scheme in ("http", "https"):
+        if isinstance(target, str) and _scheme(target) in ("http", "https"):
             if args or env or cwd:
                 raise ValueError("args, env and cwd are for a command (a stdio server), not a URL")
             for key, value in (headers or {}).items():
@@ -389,6 +402,7 @@ class RemoteConnection(Connection):
             await self._abandon()
             raise
         except BaseException as err:  # noqa: BLE001 - whatever went wrong, said in one line
+            log.debug("connecting to %r failed", self.name, exc_info=err)  # its traceback, should it be mcp_nb's bug
             await self._abandon()
             reason = _reason(err)
             if self.http_errors:
@@ -401,8 +415,7 @@ class RemoteConnection(Connection):
         owner = self._owner
         if owner is not None and not owner.done():
             owner.cancel()
-            with contextlib.suppress(BaseException):
-                await asyncio.wait_for(owner, 5)
+            await _left_by(owner, 5, f"abandoning the connection {self.name!r}")
 
     async def _opened(self, client: Client) -> None:
         await self._list(client)
@@ -441,18 +454,10 @@ class RemoteConnection(Connection):
                 )
         if caps is None or getattr(caps, "prompts", None) is not None:
             for prompt in (await client.list_prompts()).prompts:
-                arguments = prompt.arguments or []
                 entries.append(
                     Registration(
                         kind="prompt", name=prompt.name, title=prompt.title, description=prompt.description,
-                        input_schema={
-                            "type": "object",
-                            "properties": {
-                                a.name: {"type": "string", **({"description": a.description} if a.description else {})}
-                                for a in arguments
-                            },
-                            "required": [a.name for a in arguments if a.required],
-                        },
+                        input_schema=prompt_schema(prompt.arguments),
                     )  # fmt: skip
                 )
         self._catalog, self._annotations = entries, annotations
@@ -465,9 +470,11 @@ class RemoteConnection(Connection):
             asyncio.get_running_loop().create_task(self._relist_quietly())
 
     async def _relist_quietly(self) -> None:
-        with contextlib.suppress(Exception):
+        try:
             if self._client is not None:
                 await self._list(self._client)
+        except Exception:  # noqa: BLE001 - the lists stay as they were; the next change re-reads them
+            log.debug("re-reading what %r offers failed", self.name, exc_info=True)
 
     async def _logged(self, params: Any) -> None:
         level = str(getattr(params, "level", "info")).upper()
@@ -498,6 +505,30 @@ class RemoteConnection(Connection):
 
     def annotations(self, name: str) -> Any:
         return self._annotations.get(name)
+
+
+def _scheme(target: str) -> str:
+    try:
+        return urlsplit(target).scheme
+    except ValueError as err:  # "http://[::1": said as the user's mistake it is
+        raise ValueError(f"invalid URL {target!r}: {err}") from None
+
+
+async def _left_by(owner: asyncio.Task[None], timeout: float, what: str) -> None:
+    """Wait up to `timeout` seconds for a connection's owner task to leave its session.
+
+    The owner is not cancelled when the time is up: it goes on leaving (the SDK's shielded
+    shutdown, which ends a stdio server's process, must not be cut short, or the process
+    outlives the connection and the wait does not end). What keeps it from leaving in time,
+    or cleanly, changes nothing for the caller (the connection is closed either way), so it is
+    said on the `mcp_nb` logger at debug level, not raised, and never swallowed unsaid. The
+    caller's own cancellation goes through.
+    """
+    done, _ = await asyncio.wait({owner}, timeout=timeout)
+    if not done:
+        log.debug("%s: its session was not left within %g s; it goes on leaving", what, timeout)
+    elif not owner.cancelled() and owner.exception() is not None:  # cancelled: abandoning does that
+        log.debug("%s: leaving its session failed", what, exc_info=owner.exception())
 
 
 def _reason(err: BaseException) -> str:
@@ -601,7 +632,8 @@ class _StderrReader:
                 chunk = os.read(self.fd, 65536)
             except BlockingIOError:
                 return
-            except OSError:
+            except OSError:  # read as the pipe's end: the process can say no more
+                log.debug("reading the stderr of %r failed", c.name, exc_info=True)
                 chunk = b""
             if not chunk:
                 self._finish()
@@ -616,10 +648,7 @@ class _StderrReader:
         self.done = True
         if self._rest:
             c.heard(ServerLog(level="STDERR", logger=f"{c.name} stderr", message=self._rest, source="stderr", at=time.time()))
-        with contextlib.suppress(Exception):
-            self._loop.remove_reader(self.fd)
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
+        self._release()
         last = c.logs[-1].message if c.logs else ""
         c.lost("its process exited" + (f" (its last line: {last!r})" if last else ""))
 
@@ -628,10 +657,18 @@ class _StderrReader:
             self.drain()
         if not self.done:
             self.done = True
-            with contextlib.suppress(Exception):
-                self._loop.remove_reader(self.fd)
-            with contextlib.suppress(OSError):
-                os.close(self.fd)
+            self._release()
+
+    def _release(self) -> None:
+        """Stop watching the pipe and close it (once the process is gone, or the connection closed)."""
+        try:
+            self._loop.remove_reader(self.fd)
+        except Exception:  # noqa: BLE001 - a loop already closed watches nothing
+            log.debug("could not stop watching the stderr of %r", self.connection.name, exc_info=True)
+        try:
+            os.close(self.fd)
+        except OSError:
+            log.debug("could not close the stderr pipe of %r", self.connection.name, exc_info=True)
 
 
 def _children() -> set[int]:
@@ -665,6 +702,7 @@ class _HttpTransport:
         try:
             body = (await response.aread()).decode("utf-8", errors="replace")[:2000]
         except Exception:  # noqa: BLE001 - the status alone still says what happened
+            log.debug("could not read the body of an HTTP %s answer", response.status_code, exc_info=True)
             body = ""
         try:
             import json

@@ -3,7 +3,8 @@
 Every magic gets its line as typed (`no_var_expand`: `{title}` in a URI template and
 `$` in JSON are never IPython variables) and splits it by the same rules (`lines.py`:
 shell quoting, JSON kept whole, a trailing `# comment` dropped). User mistakes become
-one-line `UsageError`s and change nothing. The magics class is
+one-line `UsageError`s and change nothing; a bug of mcp_nb's keeps its traceback, to be
+reported (`records.mistakes` tells them apart). The magics class is
 also the traitlets `Configurable` users know from JupySQL: `%config McpMagics` lists
 the settings, `%config McpMagics.timeout = 10` sets one, and it is the same setting
 `mcp_nb.configure(timeout=10)` changes.
@@ -27,6 +28,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from traitlets import link
 
 from mcp_nb import api
+from mcp_nb.calling.call import CallDepthError
 from mcp_nb.calling.connections import ConnectError
 from mcp_nb.calling.retry import Retry
 from mcp_nb.config import CONFIGURABLE, SharedTraits, settings
@@ -38,9 +40,11 @@ from mcp_nb.notebook.arguments import (
     parse_seconds,
 )
 from mcp_nb.notebook.cells import CellError, defined_function, function_name, restoring
-from mcp_nb.notebook.lines import split
+from mcp_nb.notebook.lines import LineError, split
 from mcp_nb.notebook.warmup import open_session_early
+from mcp_nb.records.cases import CasesError
 from mcp_nb.records.history import summarize
+from mcp_nb.records.mistakes import is_mistake
 from mcp_nb.registering.faults import Faults
 from mcp_nb.registering.registry import check_tool_name, check_uri
 from mcp_nb.views.live import watch
@@ -53,14 +57,21 @@ TOOL_FLAGS = ("reset-on-progress",)
 # have no use for a registration card.
 QUIET = argument("--quiet", action="store_true", help="register without showing the card (for dashboards such as Voila)")
 _config_applied = False  # whether a McpMagics of this process has applied the IPython config
+# mcp_nb's own errors for bad input, always the user's mistake: a cell that defines no function,
+# a line that does not split (ArgumentsError is one), a cases file that cannot be read or
+# written, a server that cannot be connected, calls nested past the limit. Besides these, a
+# ValueError or TypeError that one of mcp_nb's checks raised on purpose (`is_mistake`).
+MISTAKES = (CellError, LineError, CasesError, ConnectError, CallDepthError)
 
 
 @contextmanager
 def usage_errors() -> Iterator[None]:
-    """Report the user's mistakes as one line, without a traceback."""
+    """Report the user's mistakes as one line, without a traceback; let a bug through."""
     try:
         yield
-    except (CellError, ArgumentsError, ValueError, TypeError) as err:
+    except (*MISTAKES, ValueError, TypeError) as err:
+        if not is_mistake(err, MISTAKES):
+            raise  # mcp_nb's own bug (or a library's): its traceback is what can be reported
         raise UsageError(str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__) from None
 
 
@@ -179,9 +190,9 @@ class McpMagics(Magics, SharedTraits):
             try:
                 return json.loads(text)
             except json.JSONDecodeError as err:
-                raise ValueError(f"--input-schema is not valid JSON: {err}") from None
+                raise ArgumentsError(f"--input-schema is not valid JSON: {err}") from None
         if text not in self.shell.user_ns:
-            raise ValueError(f"--input-schema {text}: no variable of that name (give a JSON object or a dict's name)")
+            raise ArgumentsError(f"--input-schema {text}: no variable of that name (give a JSON object or a dict's name)")
         return self.shell.user_ns[text]
 
     @no_var_expand
@@ -306,9 +317,9 @@ class McpMagics(Magics, SharedTraits):
         if text in ("decline", "cancel"):
             return text
         if not text.isidentifier():
-            raise ValueError(f"--elicit {text}: give decline, cancel, or the name of a variable holding answers")
+            raise ArgumentsError(f"--elicit {text}: give decline, cancel, or the name of a variable holding answers")
         if text not in self.shell.user_ns:
-            raise ValueError(f"--elicit {text}: no variable of that name (a function or a list of answers)")
+            raise ArgumentsError(f"--elicit {text}: no variable of that name (a function or a list of answers)")
         return self.shell.user_ns[text]
 
     @no_var_expand
@@ -367,12 +378,9 @@ class McpMagics(Magics, SharedTraits):
             %mcp_connect everything -- npx -y @modelcontextprotocol/server-everything
             %mcp_connect weather https://example.com/mcp --header "Authorization: Bearer ..."
         """
-        with usage_errors():
+        with usage_errors():  # said in one line: nothing was connected
             name, target, options = _connect_line(line)
-        try:
             return api.connect(name, target, **options)
-        except (ConnectError, ValueError, TypeError) as err:  # said in one line: nothing was connected
-            raise UsageError(str(err).strip().splitlines()[0]) from None
 
     @no_var_expand
     @line_magic
@@ -384,7 +392,7 @@ class McpMagics(Magics, SharedTraits):
         with usage_errors():
             words = split(line)
             if len(words) != 1:
-                raise ValueError("%mcp_disconnect takes one server name")
+                raise ArgumentsError("%mcp_disconnect takes one server name")
             connection = api.disconnect(words[0])
         print(f"disconnected {connection.name}")
 
@@ -438,9 +446,7 @@ class McpMagics(Magics, SharedTraits):
         """
         args = _parse(self.mcp_serve, line)
         if args.stop:
-            from mcp_nb.serving import (
-                stop,  # starlette and uvicorn: loaded when the kernel first serves
-            )
+            from mcp_nb.serving import stop  # starlette and uvicorn: loaded when the kernel first serves
 
             stopped = stop(api.engine())
             print(f"stopped serving at {stopped.url}" if stopped is not None else "not serving")
@@ -524,7 +530,7 @@ def _connect_line(line: str) -> tuple[str, str | list[str], dict]:
         head, sep, command = line.rstrip()[:-3], " -- ", ""
     words = split(head)
     if not words or words[0].startswith("-"):
-        raise ValueError("the connection's name comes first: %mcp_connect NAME URL, or %mcp_connect NAME -- COMMAND")
+        raise ArgumentsError("the connection's name comes first: %mcp_connect NAME URL, or %mcp_connect NAME -- COMMAND")
     name, rest = words[0], words[1:]
     options: dict = {}
     target: str | list[str] | None = None
@@ -540,37 +546,37 @@ def _connect_line(line: str) -> tuple[str, str | list[str], dict]:
             elif i + 1 < len(rest):
                 value, i = rest[i + 1], i + 1
             else:
-                raise ValueError(f"{key} needs a value")
+                raise ArgumentsError(f"{key} needs a value")
             if key == "--header":
                 field, colon, text = value.partition(":")
                 if not colon or not field.strip():
-                    raise ValueError(f"--header takes 'Name: value', got {value!r}")
+                    raise ArgumentsError(f"--header takes 'Name: value', got {value!r}")
                 headers[field.strip()] = text.strip()
             elif key == "--env":
                 var, equals, text = value.partition("=")
                 if not equals or not var:
-                    raise ValueError(f"--env takes KEY=VALUE, got {value!r}")
+                    raise ArgumentsError(f"--env takes KEY=VALUE, got {value!r}")
                 env[var] = text
             elif key == "--cwd":
                 options["cwd"] = value
             else:
                 options["timeout"] = parse_seconds(value)
         elif word.startswith("-"):
-            raise ValueError(f"unknown option {word} (known: --header, --env, --cwd, --timeout; the command goes after --)")
+            raise ArgumentsError(f"unknown option {word} (known: --header, --env, --cwd, --timeout; the command goes after --)")
         elif target is None:
             target = word
         else:
-            raise ValueError(f"unexpected {word!r}: a command with arguments goes after --")
+            raise ArgumentsError(f"unexpected {word!r}: a command with arguments goes after --")
         i += 1
     if sep:
         if target is not None:
-            raise ValueError("give a URL or a command after --, not both")
+            raise ArgumentsError("give a URL or a command after --, not both")
         command_words = split(command)
         if not command_words:
-            raise ValueError("nothing after --: give the command that starts the server")
+            raise ArgumentsError("nothing after --: give the command that starts the server")
         target = command_words
     if target is None:
-        raise ValueError("missing the server: a URL, or -- and the command that starts it")
+        raise ArgumentsError("missing the server: a URL, or -- and the command that starts it")
     if headers:
         options["headers"] = headers
     if env:

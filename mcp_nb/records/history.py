@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from mcp_nb.config import settings
 from mcp_nb.records.cases import from_frame, save
+from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.outcome import (
     CAUSES,
     FATES,
@@ -165,7 +166,7 @@ class History:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._store = _Store()
-        self._listeners: list = []
+        self._listeners = Listeners("history listener")
         self._later: deque[Callable[[], Outcome]] = deque()  # calls answered, their Outcomes not built yet
         # Taken before `_lock`, never after it; re-entrant, as a listener that reads the
         # history while a call is being settled settles the next ones itself.
@@ -207,26 +208,19 @@ class History:
             if len(store.pending) >= CHUNK:
                 store.flush()
         if self._listeners:
-            self._notify(o)
+            self._listeners(o)  # one that fails is logged: a broken view never loses a call or breaks the loop
 
     def subscribe(self, listener) -> None:
         """Call `listener(outcome)` after every recorded call, and `listener(None)` after `clear()`.
 
         Listeners run on the thread that recorded the call (mcp_nb's loop thread for calls):
-        keep them short, and hand any real work elsewhere.
+        keep them short, and hand any real work elsewhere. A bound method is held weakly (a
+        view that is gone stops listening by itself); a function is held until `unsubscribe`.
         """
-        self._listeners.append(listener)
+        self._listeners.add(listener)
 
     def unsubscribe(self, listener) -> None:
-        if listener in self._listeners:
-            self._listeners.remove(listener)
-
-    def _notify(self, outcome: Outcome | None) -> None:
-        for listener in list(self._listeners):
-            try:
-                listener(outcome)
-            except Exception:  # a broken view must never lose a call or break the loop
-                logging.getLogger(__name__).exception("history listener failed")
+        self._listeners.remove(listener)
 
     def __len__(self) -> int:
         self.settle()
@@ -239,7 +233,7 @@ class History:
         with self._lock:
             self._store = _Store()
         if self._listeners:
-            self._notify(None)
+            self._listeners(None)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per call; the columns are listed in `mcp_nb.COLUMNS` and docs/guide.md."""

@@ -10,10 +10,11 @@ change bumps `version` so connected clients re-list before their next call.
 from __future__ import annotations
 
 import inspect
-import logging
 import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.prompts import Prompt
@@ -23,6 +24,7 @@ from mcp.shared.uri_template import UriTemplate
 from mcp_types import ToolAnnotations
 
 from mcp_nb import sdk_compat
+from mcp_nb.records.listeners import Listeners
 from mcp_nb.registering.faults import Faults
 from mcp_nb.registering.loop_watch import LoopWatch
 from mcp_nb.registering.probe import probe
@@ -111,7 +113,7 @@ class Registry:
         self._entries: dict[tuple[str, str], Registration] = {}
         self._lock = threading.Lock()
         self.version = 0
-        self._listeners: list[Callable[[], None]] = []
+        self._listeners = Listeners("registry listener")
         self.faults: dict[str, Faults] = {}  # tool name -> faults injected on purpose
         # The SDK keeps its registries in its managers' dicts (sdk_compat reaches them);
         # mcp_nb replaces an entry with one assignment, so a concurrent call never finds
@@ -139,7 +141,7 @@ class Registry:
         hints, chosen = _annotations(annotations)
         declared = check_input_schema(fn, input_schema) if input_schema is not None else None
         faults = self.faults
-        with sdk_refusals(fn, "tool"):
+        with _refusals(fn, "tool"):
             tool = Tool.from_function(
                 probe(fn, self.watch, lambda: faults.get(name), name, "tool"),
                 name=name,
@@ -189,7 +191,7 @@ class Registry:
         template = check_uri(uri)
         # Built first (the SDK's decorator checks template variables against parameters),
         # then swapped in with one assignment: a reader never finds the URI missing.
-        with sdk_refusals(fn, "resource"):
+        with _refusals(fn, "resource"):
             built = sdk_compat.build_resource(
                 probe(fn, self.watch, label=uri, kind="resource"),
                 uri,
@@ -230,26 +232,20 @@ class Registry:
     ) -> Registration:
         _require_function(fn, "prompt")
         name = check_tool_name(name or fn.__name__)
-        with sdk_refusals(fn, "prompt"):
+        with _refusals(fn, "prompt"):
             prompt = Prompt.from_function(
                 probe(fn, self.watch, label=name, kind="prompt"), name=name, title=title, description=description or inspect.getdoc(fn)
             )
         with self._lock:
             replaced = name in self._prompts
             self._prompts[name] = prompt
-            arguments = prompt.arguments or []
-            schema = {
-                "type": "object",
-                "properties": {a.name: {"type": "string", **({"description": a.description} if a.description else {})} for a in arguments},
-                "required": [a.name for a in arguments if a.required],
-            }
             entry = self._remember(
                 Registration(
                     kind="prompt",
                     name=name,
                     title=title,
                     description=prompt.description,
-                    input_schema=schema,
+                    input_schema=prompt_schema(prompt.arguments),
                     is_async=inspect.iscoroutinefunction(fn),
                     replaced=replaced,
                     function=fn,
@@ -266,20 +262,17 @@ class Registry:
     # -- listeners (a panel that re-reads the server when a cell is re-run) -------------------------
 
     def subscribe(self, listener: Callable[[], None]) -> None:
-        """Call `listener()` after every registration or removal."""
-        self._listeners.append(listener)
+        """Call `listener()` after every registration or removal. A bound method is held weakly
+        (a view that is gone stops listening by itself); a function until `unsubscribe`."""
+        self._listeners.add(listener)
 
     def unsubscribe(self, listener: Callable[[], None]) -> None:
-        if listener in self._listeners:
-            self._listeners.remove(listener)
+        self._listeners.remove(listener)
 
     def _notify(self) -> None:
-        # Called with the lock released, so a listener may read the registry.
-        for listener in list(self._listeners):
-            try:
-                listener()
-            except Exception:  # a broken view must not break registering
-                logging.getLogger(__name__).exception("registry listener failed")
+        # Called with the lock released, so a listener may read the registry; one that fails
+        # is logged, and does not break registering.
+        self._listeners()
 
     # -- removing and listing -------------------------------------------------------------------
 
@@ -343,16 +336,41 @@ class Registry:
             return _probed(sdk_compat.handler_of(self._tools.get(key)))
         if target == "prompt":
             return _probed(sdk_compat.handler_of(self._prompts.get(key)))
-        resource = self._resources.get(key)
-        if resource is not None:
-            return _probed(sdk_compat.handler_of(resource))
-        for template in list(self._templates.values()):
+        reached = self._resource_for(key)
+        if reached is None:
+            return False
+        resource, _ = reached
+        if sdk_compat.is_template(resource):
+            # The SDK's resource manager stops at the first template whose pattern matches, then
+            # checks the values (no `..` escaping the path...): a read it refuses there reaches
+            # no handler, and no later template is tried.
             try:
-                if template.matches(key) is not None:
-                    return _probed(sdk_compat.handler_of(template))
-            except Exception:
+                resource.matches(key)
+            except Exception:  # noqa: BLE001 - its ResourceSecurityError, or whatever else ends the read there
                 return False
-        return False
+        return _probed(sdk_compat.handler_of(resource))
+
+    def reached(self, target: str, key: str) -> tuple[Registration, dict[str, Any] | None] | None:
+        """The registration a call to `key` reaches, and for a template read the variables of
+        its URI; None when it reaches none of mcp_nb's (or nothing at all)."""
+        if target != "resource":
+            entry = self._entries.get((target, key))
+            return None if entry is None else (entry, None)
+        found = self._resource_for(key)
+        if found is None:
+            return None
+        resource, variables = found
+        entry = self._entries.get(("resource", getattr(resource, "uri_template", None) or key))
+        return None if entry is None else (entry, variables)
+
+    def _resource_for(self, uri: str) -> tuple[Any, dict[str, Any] | None] | None:
+        """The SDK's resource a read of `uri` reaches, as its resource manager looks: the static
+        resource of that URI, else the first template, in the server's order, that matches."""
+        resource = self._resources.get(uri)
+        if resource is not None:
+            return resource, None
+        templates = list(self._templates.values())
+        return first_template(uri, ((getattr(t, "parsed_template", None) or t.uri_template, t) for t in templates))
 
     def annotations(self, name: str):
         """The tool's MCP annotations as the server holds them (None when it declares none)."""
@@ -368,10 +386,8 @@ class Registry:
             entry = self._entries.get(("prompt", key))
             if entry is not None:
                 return entry.input_schema
-            prompt = self._prompts.get(key)
-            if prompt is None:
-                return None
-            return {"type": "object", "properties": {a.name: {"type": "string"} for a in prompt.arguments or []}}
+            prompt = self._prompts.get(key)  # registered on the server without mcp_nb
+            return None if prompt is None else prompt_schema(prompt.arguments)
         return None
 
 
@@ -398,8 +414,69 @@ def entries_frame(entries: list[Registration], faults: dict[str, Faults] | None 
     return pd.DataFrame(rows, columns=columns)
 
 
+def prompt_schema(arguments: Iterable[Any] | None) -> dict[str, Any]:
+    """The input schema of a prompt's arguments (the SDK's or the protocol's `PromptArgument`s):
+    each one a string, as MCP sends them, with its description, and required where it says so.
+    The one spelling for the kernel's prompts and an outside server's."""
+    arguments = list(arguments or [])
+    return {
+        "type": "object",
+        "properties": {a.name: {"type": "string", **({"description": a.description} if a.description else {})} for a in arguments},
+        "required": [a.name for a in arguments if a.required],
+    }
+
+
+T = TypeVar("T")
+
+
+def first_template(uri: str, templates: Iterable[tuple[str | UriTemplate, T]]) -> tuple[T, dict[str, Any]] | None:
+    """The first of `templates` (pairs of a URI template and what it stands for, in the server's
+    order) whose pattern matches `uri`, with the variables of `uri`; None when none does.
+
+    The one search of a read's template, for the kernel's registry and for what an outside
+    server lists, as the SDK's resource manager searches. A template that cannot be parsed
+    (an outside server's, in syntax the SDK does not know) cannot be told to match: it is
+    passed over, and the search goes on.
+    """
+    for template, item in templates:
+        try:
+            parsed = template if isinstance(template, UriTemplate) else UriTemplate.parse(template)
+            variables = parsed.match(uri)
+        except ValueError:  # the parser's refusal: this template cannot say
+            continue
+        if variables is not None:
+            return item, variables
+    return None
+
+
+def reached_entry(entries: Iterable[Registration], target: str, key: str) -> tuple[Registration, dict[str, Any] | None] | None:
+    """Among `entries` (what an outside server lists), the one a call to `key` reaches, and for a
+    template read the variables of its URI: a static resource of that URI first, then the first
+    template that matches (`first_template`)."""
+    entries = list(entries)
+    for entry in entries:
+        if entry.kind == target and entry.key == key and (target != "resource" or entry.input_schema is None):
+            return entry, None
+    if target != "resource":
+        return None
+    return first_template(key, ((e.uri, e) for e in entries if e.kind == "resource" and e.input_schema is not None and e.uri))
+
+
 def _probed(fn: Any) -> bool:
     return bool(getattr(fn, "__mcp_nb_probe__", False))
+
+
+@contextmanager
+def _refusals(fn: Any, kind: str) -> Iterator[None]:
+    """What the SDK refuses while building the handler of `fn`: the user's mistake, said by
+    mcp_nb. Its signature refusals become one-line TypeErrors (`sdk_refusals`); a ValueError
+    its builders raise on purpose (URI parameters that do not match the function's...) is
+    raised again here, so that it reads as a check of mcp_nb's (`records.mistakes`)."""
+    with sdk_refusals(fn, kind):
+        try:
+            yield
+        except ValueError as err:
+            raise ValueError(str(err).strip() or f"{getattr(fn, '__name__', fn)} cannot be a {kind}") from err
 
 
 def _require_function(fn: Any, kind: str) -> None:

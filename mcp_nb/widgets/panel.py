@@ -15,6 +15,12 @@ Failures. Every callback goes through one `callbacks.Guard`: an exception is sho
 the panel, and the widgets are put back in step with the panel's state. To keep that
 state whole, a change is computed first (the new form, its header, its outcome view) and
 only then put on screen.
+
+Lifetime. What the panel listens to (the server's offers, the history, the connections, the
+engine's closing, the default timeout) holds it weakly, so a panel that is gone costs nothing:
+`close()` takes every listener back at once, and a panel nothing refers to any more takes them
+back as it goes. (ipywidgets 8 and the kernel's comm manager keep every widget until it is
+closed, so in a kernel today a panel is gone once closed; mcp_nb adds no hold of its own.)
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import asyncio
 import html
 import json
 import logging
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -31,7 +38,10 @@ from typing import Any
 import ipywidgets as w
 
 from mcp_nb.calling import default
+from mcp_nb.calling.call import CallDepthError
 from mcp_nb.config import check_timeout, settings
+from mcp_nb.records.listeners import WeakCall
+from mcp_nb.records.mistakes import is_mistake
 from mcp_nb.records.outcome import Outcome
 from mcp_nb.registering.registry import Registration
 from mcp_nb.views.cards import outcome_html
@@ -211,18 +221,33 @@ class Panel(w.VBox):
         self.raw.observe(on("editing the raw JSON", self._raw_edited), "value")
         self.call_button.on_click(on("calling", lambda _: self.call()))
         self.cancel_button.on_click(on("cancelling", lambda _: self.cancel()))
-        self._listeners = {
-            "timeout": on("following the default timeout", self._default_timeout_changed, user=False),
-            "registry": on("re-reading the server", self.refresh, user=False),
-            "closed": on("closing with the server", self._server_closed, user=False),
-            "connections": on("following the connections", self._connections_changed, user=False),
-        }
-        settings.observe(self._listeners["timeout"], "timeout")
-        self._catalog().subscribe(self._listeners["registry"])
-        engine.on_connections(self._listeners["connections"])
+        # The listeners: bound methods, which the history, the registry and the connections hold
+        # weakly; where a holder keeps whatever it is given (traitlets' observers, the engine's
+        # lists), a WeakCall of one, taken back when this panel goes (`_forget`).
+        self._weak = {"timeout": WeakCall(self._timeout_heard), "closed": WeakCall(self._closed_heard),
+                      "connections": WeakCall(self._connections_heard)}  # fmt: skip
+        settings.observe(self._weak["timeout"], "timeout")
+        self._catalog().subscribe(self._offers_heard)
+        engine.on_connections(self._weak["connections"])
         engine.history.subscribe(self._recorded)
-        engine.on_close(self._listeners["closed"])
+        engine.on_close(self._weak["closed"])
+        self._forgetting = weakref.finalize(self, _forget, engine, self._weak)
+        self._forgetting.atexit = False  # nothing to take back from an interpreter that is ending
         self.refresh()
+
+    # -- what the panel listens to: each hands over to the kernel's thread, guarded -------------
+
+    def _offers_heard(self) -> None:
+        self._guard.enter("re-reading the server", self.refresh)
+
+    def _timeout_heard(self, change) -> None:
+        self._guard.enter("following the default timeout", self._default_timeout_changed, change)
+
+    def _closed_heard(self) -> None:
+        self._guard.enter("closing with the server", self._server_closed)
+
+    def _connections_heard(self) -> None:
+        self._guard.enter("following the connections", self._connections_changed)
 
     # -- what the server offers --------------------------------------------------------------------
 
@@ -239,9 +264,9 @@ class Panel(w.VBox):
         """Show what the connection `name` offers: `panel.show_server("everything")`."""
         connection = self.engine.connection_for(name)
         with self._lock:
-            self._catalog().unsubscribe(self._listeners["registry"])
+            self._catalog().unsubscribe(self._offers_heard)
             self.server = connection.name
-            connection.subscribe(self._listeners["registry"])
+            connection.subscribe(self._offers_heard)
             # Forms belong to one server's schemas: the other server's are closed.
             for entry in self._entries.values():
                 entry.form.close()
@@ -524,7 +549,9 @@ class Panel(w.VBox):
                 target, name, arguments, timeout, server=self.server, progress_listener=self._progressed,
                 ask=self.asker, reset_on_progress=resets,
             )  # fmt: skip
-        except (ValueError, TypeError) as err:  # the engine's own checks, before anything is sent
+        except (ValueError, TypeError, CallDepthError) as err:  # the engine's own checks, before anything is sent
+            if not is_mistake(err, (CallDepthError,)):
+                raise  # a bug, not a problem with what is on screen: the guard shows its traceback
             self.problems.value = problems_html("Nothing was sent:", [str(err)])
             return None
         self.problems.value = ""
@@ -727,25 +754,13 @@ class Panel(w.VBox):
             self.status.value = ""  # its outcome arrived, though showing it failed
 
     def _find(self, target: str, name: str) -> tuple[Registration, dict[str, str] | None] | None:
-        """The entry a past call reached, and for a template read the variables of its URI."""
-        registry = self._catalog()
-        if target != "resource":
-            entry = registry.get(target, name)
-            return None if entry is None else (entry, None)
-        static = registry.get("resource", name)
-        if static is not None:
-            return static, None
-        from mcp.shared.uri_template import UriTemplate
-
-        for entry in registry.entries():
-            if entry.kind == "resource" and entry.input_schema is not None:
-                try:
-                    variables = UriTemplate.parse(entry.uri).match(name)
-                except Exception:  # noqa: BLE001  a template that cannot match this URI is not its entry
-                    continue
-                if variables is not None:
-                    return entry, {k: str(v) for k, v in variables.items()}
-        return None
+        """The entry a past call reached, and for a template read the variables of its URI, as the
+        connection finds it (for the kernel's own, as its registry does)."""
+        found = self._catalog().reached(target, name)
+        if found is None:
+            return None
+        entry, variables = found
+        return entry, None if variables is None else {k: str(v) for k, v in variables.items()}
 
     # -- settings and lifetime -----------------------------------------------------------------------
 
@@ -755,12 +770,9 @@ class Panel(w.VBox):
             self.timeout.value = _seconds(change["new"])
 
     def _unsubscribe(self) -> None:
-        self._catalog().unsubscribe(self._listeners["registry"])
-        self.engine.on_connections(self._listeners["connections"], remove=True)
+        self._catalog().unsubscribe(self._offers_heard)
         self.engine.history.unsubscribe(self._recorded)
-        self.engine.on_close(self._listeners["closed"], remove=True)
-        with suppress(ValueError):  # already stopped observing
-            settings.unobserve(self._listeners["timeout"], "timeout")
+        self._forgetting()  # the engine's lists and the settings: as when the panel goes
 
     def close(self) -> None:
         """Stop listening to the server, the history and the settings, and close every widget."""
@@ -796,6 +808,15 @@ def parse_raw(text: str) -> dict[str, Any]:
 
 def _seconds(value: float) -> str:
     return f"{value:g}"
+
+
+def _forget(engine, weak: dict[str, WeakCall]) -> None:
+    """Take a panel's WeakCalls back from the holders that keep what they are given: when it
+    is closed, or when it goes (run by its finalizer, so it must not refer to the panel)."""
+    engine.on_connections(weak["connections"], remove=True)
+    engine.on_close(weak["closed"], remove=True)
+    with suppress(ValueError):  # already stopped observing
+        settings.unobserve(weak["timeout"], "timeout")
 
 
 def _title_html(engine, entries: list[Registration], connection: Any = None) -> str:

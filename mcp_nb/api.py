@@ -24,6 +24,7 @@ from mcp_nb.records.outcome import Outcome
 from mcp_nb.registering.faults import Faults
 from mcp_nb.registering.registry import Registration, entries_frame
 from mcp_nb.views.live import watch
+from mcp_nb.mistakes import BadValue
 
 
 def engine() -> Engine:
@@ -296,7 +297,7 @@ def sweep(
             progress=progress, server=server, partition_size=partition_size,
         )  # fmt: skip
     if partition_size is not None:
-        raise ValueError("partition_size is for a sweep on a cluster (cluster=...)")
+        raise BadValue("partition_size is for a sweep on a cluster (cluster=...)")
     return run_sweep(
         engine(), name, grid, concurrency=concurrency, timeout=timeout, retry=retry, progress=progress, server=server,
         **limits,
@@ -305,9 +306,9 @@ def sweep(
 
 def _no_limits_on_cluster(limits: dict) -> None:
     if limits["reset_on_progress"] or limits["max_timeout"] is not None:
-        raise ValueError("reset_on_progress and max_timeout are not available for a sweep on a cluster (cluster=...)")
+        raise BadValue("reset_on_progress and max_timeout are not available for a sweep on a cluster (cluster=...)")
     if limits["elicit"] is not None:
-        raise ValueError("elicit= is for sweeps in the kernel; a cluster's workers answer with their own settings (none: cancelled)")
+        raise BadValue("elicit= is for sweeps in the kernel; a cluster's workers answer with their own settings (none: cancelled)")
 
 
 async def asweep(
@@ -326,7 +327,7 @@ async def asweep(
             server=server, partition_size=partition_size,
         )  # fmt: skip
     if partition_size is not None:
-        raise ValueError("partition_size is for a sweep on a cluster (cluster=...)")
+        raise BadValue("partition_size is for a sweep on a cluster (cluster=...)")
     return await arun_sweep(
         engine(), name, grid, concurrency=concurrency, timeout=timeout, retry=retry, server=server, **limits
     )

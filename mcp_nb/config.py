@@ -14,6 +14,7 @@ import os
 from traitlets import Any, Bool, Float, HasTraits, Int, TraitError, validate
 
 from mcp_nb.elicitation import check_elicit
+from mcp_nb.mistakes import BadValue
 
 DEFAULT_TIMEOUT = 30.0  # seconds: the deadline the error-model documents give every request
 MAX_DEPTH = 10
@@ -40,7 +41,7 @@ def flag_from_env(name: str, environ=os.environ) -> bool:
         return True
     if value in _FALSE:
         return False
-    raise ValueError(f"{name} must be one of {', '.join(_TRUE)} or {', '.join(v for v in _FALSE if v)}, got {environ[name]!r}")
+    raise BadValue(f"{name} must be one of {', '.join(_TRUE)} or {', '.join(v for v in _FALSE if v)}, got {environ[name]!r}")
 
 
 STABLE_OUTPUT_AT_START = flag_from_env(STABLE_OUTPUT_ENV)
@@ -53,10 +54,10 @@ def check_timeout(value: object, what: str = "timeout") -> float:
     documents, where the SDK would instead fail the call at once with -32001.
     """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{what} must be a positive number of seconds, got {value!r}")
+        raise BadValue(f"{what} must be a positive number of seconds, got {value!r}")
     seconds = float(value)
     if not math.isfinite(seconds) or seconds <= 0:
-        raise ValueError(f"{what} must be a positive number of seconds, got {value!r}")
+        raise BadValue(f"{what} must be a positive number of seconds, got {value!r}")
     return seconds
 
 
@@ -140,7 +141,7 @@ def configure(**values: object) -> dict[str, object]:
     """
     unknown = sorted(set(values) - set(CONFIGURABLE))
     if unknown:
-        raise ValueError(f"unknown setting(s) {', '.join(unknown)}; known: {', '.join(CONFIGURABLE)}")
+        raise BadValue(f"unknown setting(s) {', '.join(unknown)}; known: {', '.join(CONFIGURABLE)}")
     # Validate everything first so a bad value leaves every setting as it was.
     checked = {}
     probe = SharedTraits()
@@ -148,7 +149,7 @@ def configure(**values: object) -> dict[str, object]:
         try:
             setattr(probe, name, value)
         except TraitError as err:
-            raise ValueError(str(err)) from None
+            raise BadValue(str(err)) from None
         checked[name] = getattr(probe, name)
     for name, value in checked.items():
         setattr(settings, name, value)

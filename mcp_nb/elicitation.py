@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from mcp_nb.mistakes import BadType, BadValue
 
 ACTIONS = ("accept", "decline", "cancel")
 # Where an answer came from, as the record says.
@@ -50,11 +51,11 @@ class Answer:
 
     def __post_init__(self) -> None:
         if self.action not in ACTIONS:
-            raise ValueError(f"an answer's action is one of {', '.join(ACTIONS)}, got {self.action!r}")
+            raise BadValue(f"an answer's action is one of {', '.join(ACTIONS)}, got {self.action!r}")
         if self.content is not None and self.action != "accept":
-            raise ValueError(f"only an accepted answer carries content; {self.action!r} carries none")
+            raise BadValue(f"only an accepted answer carries content; {self.action!r} carries none")
         if self.content is not None and not isinstance(self.content, Mapping):
-            raise TypeError(f"an accepted answer's content is a mapping of field names to values, got {type(self.content).__name__}")
+            raise BadType(f"an accepted answer's content is a mapping of field names to values, got {type(self.content).__name__}")
 
     @classmethod
     def accept(cls, content: Mapping[str, Any] | None = None, /, **fields: Any) -> Answer:
@@ -99,14 +100,14 @@ def answer_of(value: Any) -> Answer:
     if isinstance(value, str):
         if value in ACTIONS:
             return Answer(value, {} if value == "accept" else None)
-        raise ValueError(f"an answer written as a word is one of {', '.join(ACTIONS)}, got {value!r}")
+        raise BadValue(f"an answer written as a word is one of {', '.join(ACTIONS)}, got {value!r}")
     if isinstance(value, Mapping):
         return Answer.accept(value)
     action = getattr(value, "action", None)
     if action in ACTIONS:  # mcp_types.ElicitResult, or the server-side ElicitationResult members
         content = getattr(value, "content", None)
         return Answer(action, dict(content) if content is not None and action == "accept" else None)
-    raise TypeError(
+    raise BadType(
         "an answer is Answer.accept({...}) / Answer.decline() / Answer.cancel(), a dict (accepted content), "
         f"or 'decline' / 'cancel'; got {type(value).__name__}"
     )
@@ -156,7 +157,7 @@ def check_elicit(value: Any, what: str = "elicit") -> None:
     if value is None:
         return
     if isinstance(value, (bytes, bytearray)) or isinstance(value, (set, frozenset)):
-        raise TypeError(f"{what} must be a function, a list of answers or an answer, got {type(value).__name__}")
+        raise BadType(f"{what} must be a function, a list of answers or an answer, got {type(value).__name__}")
     try:
         Answerer(value, what)
     except (ValueError, TypeError) as err:

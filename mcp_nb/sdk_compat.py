@@ -247,6 +247,15 @@ def _own_version() -> str:
 # -- the check ------------------------------------------------------------------------------
 
 
+def http_client(headers: dict[str, str]) -> Any:
+    """An httpx client made as the SDK makes its own for streamable HTTP (its timeouts, redirects
+    followed), for mcp_nb to hang its response hook on: the hook keeps an error status's body,
+    which the SDK's transport drops. The factory is private to the SDK."""
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    return create_mcp_http_client(headers=headers)
+
+
 def problems() -> list[str]:
     """What moved in the installed SDK, one line each; empty when everything is where mcp_nb looks."""
     found: list[str] = []
@@ -260,6 +269,12 @@ def problems() -> list[str]:
         server = new_server("mcp_nb-check")
     except Exception as err:  # noqa: BLE001 - any failure here is the answer
         return found + [f"MCPServer(name) failed: {type(err).__name__}: {err}"]
+    try:
+        from mcp.shared import _httpx_utils
+    except ImportError:
+        _httpx_utils = None
+    if not callable(getattr(_httpx_utils, "create_mcp_http_client", None)):
+        found.append("mcp.shared._httpx_utils.create_mcp_http_client is gone (mcp_nb's HTTP connections are made with it)")
     from mcp.client.session import ClientSession
 
     if not callable(getattr(ClientSession, "validate_tool_result", None)):

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_nb.calling.engine import BLOCKS_OWN_LOOP
+from mcp_nb.mistakes import BadValue
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,7 +36,7 @@ RESET = "stopped by mcp_nb.reset()"
 
 def check_concurrency(concurrency: Any) -> int:
     if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
-        raise ValueError(f"concurrency must be a whole number >= 1, got {concurrency!r}")
+        raise BadValue(f"concurrency must be a whole number >= 1, got {concurrency!r}")
     return concurrency
 
 

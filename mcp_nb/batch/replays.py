@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 from mcp_nb.batch.core import Lanes, check_concurrency, wait
 from mcp_nb.calling.retry import Retry
 from mcp_nb.records.cases import Case, CasesError, judge, load
+from mcp_nb.mistakes import BadValue, Mistake
 
 COLUMNS = ["case", "target", "name", "server", "passed", "expected", "got", "reason", "call_id", "duration_ms"]
 REPLAY_SERVER = "replay"  # the connection a replay opens for itself (`connect=`), then closes
@@ -42,7 +43,7 @@ class Replay:
                 call = engine.prepare(
                     case.target, case.name, case.arguments, case.timeout, Retry(retries=case.retries) if case.retries else None, where
                 )
-            except (ValueError, TypeError) as err:
+            except Mistake as err:  # the case's call is refused by a check: the file's mistake
                 raise CasesError(f"case {case.id!r}: {str(err).strip().splitlines()[0]}") from None
             calls.append(call)
         ordered = [i for i, call in enumerate(calls) if not _may_overlap(call)]
@@ -98,9 +99,9 @@ def run_replay(
     """See `mcp_nb.replay`."""
     cases = load(cases)
     if server is not None and connect is not None:
-        raise ValueError("give server= (a connection's name) or connect= (a server to start for the replay), not both")
+        raise BadValue("give server= (a connection's name) or connect= (a server to start for the replay), not both")
     if headers is not None and connect is None:
-        raise ValueError("headers= go with connect= (a URL)")
+        raise BadValue("headers= go with connect= (a URL)")
     opened = None
     if connect is not None:
         opened = _free_name(engine)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 from mcp_nb.batch.core import Lanes, check_concurrency, result_frame, wait
 from mcp_nb.calling.retry import Retry
+from mcp_nb.mistakes import BadType, BadValue
 
 GRID_RULE = "a grid is a dict of value lists, a DataFrame, or a list of argument dicts"
 
@@ -37,29 +38,29 @@ def argument_sets(grid: Mapping[str, Iterable[Any]] | pd.DataFrame | Iterable[Ma
     if frames and isinstance(grid, frames[0]):
         for column in grid.columns:
             if not isinstance(column, str):
-                raise TypeError(f"argument names are strings; the DataFrame has column {column!r}")
+                raise BadType(f"argument names are strings; the DataFrame has column {column!r}")
         repeated = grid.columns[grid.columns.duplicated()]
         if len(repeated):
-            raise ValueError(f"the DataFrame has the column {repeated[0]!r} twice")
+            raise BadValue(f"the DataFrame has the column {repeated[0]!r} twice")
         return [{k: v for k, v in row.items() if not _missing(v)} for row in grid.to_dict("records")]
     if isinstance(grid, Mapping):
         values = []
         for name, options in grid.items():
             if not isinstance(name, str):
-                raise TypeError(f"argument names are strings; the grid has {name!r}")
+                raise BadType(f"argument names are strings; the grid has {name!r}")
             if isinstance(options, (str, bytes, Mapping)) or not isinstance(options, Iterable):
-                raise TypeError(f"grid values must be lists of values to try; {name!r} is {_a(options)}")
+                raise BadType(f"grid values must be lists of values to try; {name!r} is {_a(options)}")
             values.append(list(options))
         return [dict(zip(grid, combo, strict=True)) for combo in itertools.product(*values)]
     if isinstance(grid, (str, bytes, *frames[1:])) or not isinstance(grid, Iterable):
-        raise TypeError(f"{GRID_RULE}, not {_a(grid)}")
+        raise BadType(f"{GRID_RULE}, not {_a(grid)}")
     sets = []
     for i, item in enumerate(grid):
         if not isinstance(item, Mapping):
-            raise TypeError(f"{GRID_RULE}: item {i} is {type(item).__name__}")
+            raise BadType(f"{GRID_RULE}: item {i} is {type(item).__name__}")
         for name in item:
             if not isinstance(name, str):
-                raise TypeError(f"argument names are strings; item {i} has {name!r}")
+                raise BadType(f"argument names are strings; item {i} has {name!r}")
         sets.append(dict(item))
     return sets
 

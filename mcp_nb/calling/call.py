@@ -42,6 +42,7 @@ from mcp_nb.records.outcome import REQUEST_CANCELLED, REQUEST_TIMEOUT, Outcome
 from mcp_nb.records.trace import CURRENT_TRACE, ServerTrace
 from mcp_nb.registering.loop_watch import BLOCKED_FOR
 from mcp_nb.sdk_compat import HTTP_STATUS_TEXTS, TIMED_OUT
+from mcp_nb.mistakes import BadType, BadValue
 
 _ids = itertools.count(1)  # process-wide, so ids stay unique across `reset()`
 log = logging.getLogger("mcp_nb")
@@ -793,7 +794,7 @@ def sent_arguments(arguments: Mapping[str, Any] | None) -> dict[str, Any] | None
     if arguments is None:
         return None
     if not isinstance(arguments, Mapping):
-        raise TypeError(f"arguments must be a mapping (a dict of argument names to values), got {type(arguments).__name__}")
+        raise BadType(f"arguments must be a mapping (a dict of argument names to values), got {type(arguments).__name__}")
     inside = {id(arguments)}
     return {key: _sent(value, (key,), inside) for key, value in arguments.items()}
 
@@ -806,16 +807,16 @@ def _sent(value: Any, path: tuple, inside: set[int]) -> Any:
         return value
     if isinstance(value, float) or (isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral)):
         if not math.isfinite(value):
-            raise ValueError(
+            raise BadValue(
                 f"argument {_where(path)} is {value!r}: JSON has no NaN or infinity, so the server would receive "
                 "null; send None, or the number as a string, if that is what you mean"
             )
         return value
     if isinstance(value, (Mapping, list, tuple)):
         if id(value) in inside:
-            raise ValueError(f"argument {_where(path[:1])} contains itself at {_where(path)}: JSON cannot send a cycle")
+            raise BadValue(f"argument {_where(path[:1])} contains itself at {_where(path)}: JSON cannot send a cycle")
         if len(path) > MAX_NESTING:
-            raise ValueError(
+            raise BadValue(
                 f"argument {_where(path[:1])} nests lists and dicts more than {MAX_NESTING} levels deep: JSON parsers "
                 "refuse data that deep (the SDK's at about 200 levels); flatten it, or send it as a JSON string"
             )
@@ -829,7 +830,7 @@ def _sent(value: Any, path: tuple, inside: set[int]) -> Any:
     try:
         return copy.deepcopy(value)
     except RecursionError:
-        raise ValueError(
+        raise BadValue(
             f"argument {_where(path)} ({type(value).__name__}) is nested too deep to be copied, so it cannot be sent"
         ) from None
 

@@ -42,6 +42,7 @@ from mcp_nb.registering.registry import (
     template_schema,
 )
 from mcp_nb.views.cards import connection_html, connection_text
+from mcp_nb.mistakes import BadValue
 
 METHODS = {"tool": "tools/call", "resource": "resources/read", "prompt": "prompts/get"}
 KERNEL = "kernel"  # the name of the kernel's own server among the connections
@@ -355,18 +356,18 @@ class RemoteConnection(Connection):
         self.http_errors: collections.deque[tuple[str, Any, int, str]] = collections.deque(maxlen=64)
         if isinstance(target, str) and _scheme(target) in ("http", "https"):
             if args or env or cwd:
-                raise ValueError("args, env and cwd are for a command (a stdio server), not a URL")
+                raise BadValue("args, env and cwd are for a command (a stdio server), not a URL")
             for key, value in (headers or {}).items():
                 if not isinstance(key, str) or not isinstance(value, str) or not key.strip() or "\n" in key + value:
-                    raise ValueError(f"headers must map names to text on one line, got {key!r}: {value!r}")
+                    raise BadValue(f"headers must map names to text on one line, got {key!r}: {value!r}")
             self.transport, self.url, self.headers = "http", target, dict(headers or {})
             self.command: list[str] = []
         else:
             if headers:
-                raise ValueError("headers are for a URL (an HTTP server), not a command")
+                raise BadValue("headers are for a URL (an HTTP server), not a command")
             command = shlex.split(target) if isinstance(target, str) else [str(part) for part in target]
             if not command or not command[0]:
-                raise ValueError("the command to start is empty")
+                raise BadValue("the command to start is empty")
             self.transport, self.url, self.headers = "stdio", "", {}
             self.command = command + [str(a) for a in (args or [])]
             self.env = {str(k): str(v) for k, v in (env or {}).items()}
@@ -511,7 +512,7 @@ def _scheme(target: str) -> str:
     try:
         return urlsplit(target).scheme
     except ValueError as err:  # "http://[::1": said as the user's mistake it is
-        raise ValueError(f"invalid URL {target!r}: {err}") from None
+        raise BadValue(f"invalid URL {target!r}: {err}") from None
 
 
 async def _left_by(owner: asyncio.Task[None], timeout: float, what: str) -> None:
@@ -715,11 +716,9 @@ class _HttpTransport:
 
     async def __aenter__(self):
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
-
         self._stack = contextlib.AsyncExitStack()
         try:
-            http = create_mcp_http_client(headers=self.headers)
+            http = sdk_compat.http_client(self.headers)
             http.event_hooks["response"].append(self._answered)
             http = await self._stack.enter_async_context(http)
             return await self._stack.enter_async_context(streamable_http_client(self.url, http_client=http))

@@ -35,6 +35,7 @@ from mcp_nb.records.history import History
 from mcp_nb.records.trace import CURRENT_TRACE
 from mcp_nb.registering.logs import install_log_capture
 from mcp_nb.registering.registry import Registry
+from mcp_nb.mistakes import BadValue
 
 CLOSED = (
     "this server was closed by mcp_nb.reset(); call the new one with mcp_nb.call(...) "
@@ -197,11 +198,11 @@ class Engine:
         if server is None:
             return self.connection
         if not isinstance(server, str) or not server:
-            raise ValueError(f"server must be the name of a connection, got {server!r}")
+            raise BadValue(f"server must be the name of a connection, got {server!r}")
         connection = self.connections.get(server)
         if connection is None:
             known = ", ".join(self.connections)
-            raise ValueError(f"no server named {server!r} is connected (connected: {known})")
+            raise BadValue(f"no server named {server!r} is connected (connected: {known})")
         return connection
 
     def connect(
@@ -236,7 +237,7 @@ class Engine:
     def disconnect(self, name: str) -> Connection:
         """Close the connection `name` (a stdio server's process ends) and forget it."""
         if name == KERNEL:
-            raise ValueError("the kernel's own server cannot be disconnected (mcp_nb.reset() starts a new one)")
+            raise BadValue("the kernel's own server cannot be disconnected (mcp_nb.reset() starts a new one)")
         connection = self.connection_for(name)
         del self.connections[name]
         self.loop.run(connection.close())
@@ -247,7 +248,7 @@ class Engine:
         """Connect again to the server of connection `name` (after its process exited, say)."""
         old = self.connection_for(name)
         if not isinstance(old, RemoteConnection):
-            raise ValueError("the kernel's own server needs no reconnecting")
+            raise BadValue("the kernel's own server needs no reconnecting")
         target = old.url if old.transport == "http" else old.command
         extra = {"headers": old.headers} if old.transport == "http" else {"env": old.env, "cwd": old.cwd}
         return self.connect(name, target, timeout=timeout, **extra)
@@ -400,26 +401,26 @@ async def _best_effort(step: Callable[[], Awaitable[Any]], what: str) -> None:
 
 def check_server_name(name: object) -> None:
     if not isinstance(name, str) or not name.strip() or name != name.strip():
-        raise ValueError(f"a server's name must be a non-empty string without surrounding spaces, got {name!r}")
+        raise BadValue(f"a server's name must be a non-empty string without surrounding spaces, got {name!r}")
     if name == KERNEL:
-        raise ValueError(f"{KERNEL!r} is the kernel's own server; give the connection another name")
+        raise BadValue(f"{KERNEL!r} is the kernel's own server; give the connection another name")
 
 
 def check_ceiling(timeout: float, reset_on_progress: object, max_timeout: object) -> float | None:
     """The hard ceiling of a deadline that resets on progress (None when it does not reset); bad
     values raise ValueError, as a bad timeout does."""
     if not isinstance(reset_on_progress, bool):
-        raise ValueError(f"reset_on_progress must be True or False, got {reset_on_progress!r}")
+        raise BadValue(f"reset_on_progress must be True or False, got {reset_on_progress!r}")
     if max_timeout is None:
         return None
     ceiling = check_timeout(max_timeout, "max_timeout")
     if not reset_on_progress:
-        raise ValueError(
+        raise BadValue(
             "max_timeout is the ceiling of a deadline that resets on progress: add reset_on_progress=True "
             "(--reset-on-progress), or give the call a longer timeout"
         )
     if ceiling < timeout:
-        raise ValueError(f"max_timeout ({ceiling:g} s) must be at least the timeout ({timeout:g} s)")
+        raise BadValue(f"max_timeout ({ceiling:g} s) must be at least the timeout ({timeout:g} s)")
     return ceiling
 
 
@@ -427,6 +428,6 @@ def check_request(target: str, name: str, timeout: float | None) -> None:
     """The checks of a request that need no server: bad input raises before anything is sent."""
     what = "uri" if target == "resource" else "name"
     if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"{what} must be a non-empty string, got {name!r}")
+        raise BadValue(f"{what} must be a non-empty string, got {name!r}")
     if timeout is not None:
         check_timeout(timeout)

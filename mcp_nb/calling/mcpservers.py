@@ -8,30 +8,38 @@ mistake names the server and the field.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+from mcp_nb.mistakes import BadJson, BadValue, read_json
 
 _STDIO = {"command", "args", "env", "cwd", "type"}
 _HTTP = {"url", "headers", "type"}
 _IGNORED = {"disabled", "autoApprove", "alwaysAllow", "timeout", "description", "envFile"}  # other clients' own keys
 
 
-class ConfigError(ValueError):
+class ConfigError(BadValue):
     """A configuration that cannot be connected; the message names the server and the field."""
 
 
 def read_config(config: str | Path | Mapping[str, Any], names: list[str] | None = None) -> dict[str, dict[str, Any]]:
     """The entries of `config` (a path or a decoded dict) as `mcp_nb.connect` keyword arguments, by name."""
     if isinstance(config, (str, Path)):
-        path = Path(config).expanduser()
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            path = Path(config).expanduser()
+        except RuntimeError as err:  # ~name of a user this machine does not know
+            raise ConfigError(f"cannot find the configuration file {str(config)!r}: {err}") from None
+        try:
+            text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise ConfigError(f"no configuration file at {str(path)!r}") from None
-        except json.JSONDecodeError as err:
-            raise ConfigError(f"{str(path)!r} is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
+        except (OSError, ValueError) as err:  # a directory, no permission, not UTF-8, a NUL in the path
+            raise ConfigError(f"cannot read {str(path)!r}: {_one_line(err)}") from None
+        try:
+            data = read_json(text)
+        except BadJson as err:
+            said = "is not valid JSON" if err.lineno is not None else "cannot be read as JSON"
+            raise ConfigError(f"{str(path)!r} {said}: {err}") from None
     elif isinstance(config, Mapping):
         data = config
     else:
@@ -41,12 +49,20 @@ def read_config(config: str | Path | Mapping[str, Any], names: list[str] | None 
     servers = data.get("mcpServers", data.get("servers"))
     if not isinstance(servers, Mapping):
         raise ConfigError("the configuration has no 'mcpServers' object (nor VS Code's 'servers')")
+    for name in servers:
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"server names are non-empty strings, got {name!r}")
     if names is not None:
-        if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        if isinstance(names, (str, bytes, Mapping)) or not isinstance(names, Iterable):
+            raise ConfigError("names must be a list of server names")
+        names = list(names)
+        if not all(isinstance(n, str) for n in names):
             raise ConfigError("names must be a list of server names")
         unknown = [n for n in names if n not in servers]
         if unknown:
-            raise ConfigError(f"no server named {', '.join(map(repr, unknown))} in the configuration (it has: {', '.join(servers)})")
+            raise ConfigError(
+                f"no server named {', '.join(map(repr, unknown))} in the configuration (it has: {', '.join(map(repr, servers))})"
+            )
         servers = {n: servers[n] for n in names}
     return {name: _entry(name, spec) for name, spec in servers.items()}
 
@@ -61,18 +77,18 @@ def _entry(name: str, spec: Any) -> dict[str, Any]:
     if "url" in spec:
         unknown = keys - _HTTP
         if unknown:
-            raise ConfigError(f"{where}: unexpected field(s) {', '.join(sorted(unknown))} for a URL server")
+            raise ConfigError(f"{where}: unexpected field(s) {_fields(unknown)} for a URL server")
         url = spec["url"]
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise ConfigError(f"{where}: 'url' must be an http:// or https:// URL, got {url!r}")
+            raise ConfigError(f"{where}: 'url' must be an http:// or https:// URL, got {_shown(url)}")
         return {"target": url, "headers": _strings(spec.get("headers"), where, "headers")}
     if "command" in spec:
         unknown = keys - _STDIO
         if unknown:
-            raise ConfigError(f"{where}: unexpected field(s) {', '.join(sorted(unknown))} for a command server")
+            raise ConfigError(f"{where}: unexpected field(s) {_fields(unknown)} for a command server")
         command = spec["command"]
         if not isinstance(command, str) or not command.strip():
-            raise ConfigError(f"{where}: 'command' must be a non-empty string, got {command!r}")
+            raise ConfigError(f"{where}: 'command' must be a non-empty string, got {_shown(command)}")
         args = spec.get("args", [])
         if not isinstance(args, list) or not all(isinstance(a, (str, int, float)) for a in args):
             raise ConfigError(f"{where}: 'args' must be a list of strings")
@@ -82,6 +98,27 @@ def _entry(name: str, spec: Any) -> dict[str, Any]:
         # A command is one program, never split: configurations give its arguments apart.
         return {"target": [command, *map(str, args)], "env": _strings(spec.get("env"), where, "env"), "cwd": cwd}
     raise ConfigError(f"{where}: needs 'command' (a stdio server) or 'url' (an HTTP server)")
+
+
+def _fields(keys: set[Any]) -> str:
+    """Field names for a message: as they are when printable, else as repr() spells them."""
+    names = sorted(key if isinstance(key, str) and key.isprintable() else repr(key) for key in keys)
+    return ", ".join(names)
+
+
+def _shown(value: Any) -> str:
+    """A value for a message: a string as repr() spells it, anything else by its type."""
+    if isinstance(value, str):
+        return repr(value)
+    if value is None:
+        return "null"
+    kind = type(value).__name__
+    return f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind}"
+
+
+def _one_line(err: Exception) -> str:
+    text = str(err)
+    return text if text.isprintable() else repr(text)[1:-1]
 
 
 def _strings(value: Any, where: str, field: str) -> dict[str, str] | None:

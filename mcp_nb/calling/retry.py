@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 from mcp_nb.records.outcome import Outcome
+from mcp_nb.mistakes import BadType, BadValue
 
 
 @dataclass(frozen=True)
@@ -49,25 +50,25 @@ class Retry:
         # Refused here, when the policy is made: a NaN wait would sleep 0 s, an infinite one
         # would hang the call between attempts, and `int()` would turn -32050.5 into a code.
         if not _whole(self.retries) or self.retries < 0:
-            raise ValueError(f"retries must be a whole number >= 0, got {self.retries!r}")
+            raise BadValue(f"retries must be a whole number >= 0, got {self.retries!r}")
         for name in ("backoff", "max_backoff", "jitter"):
             value = getattr(self, name)
             if not _finite(value) or value < 0:
-                raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+                raise BadValue(f"{name} must be a finite number of seconds >= 0, got {value!r}")
         if not _finite(self.factor) or self.factor < 1:
-            raise ValueError(f"factor must be a finite number >= 1, got {self.factor!r}")
+            raise BadValue(f"factor must be a finite number >= 1, got {self.factor!r}")
         if isinstance(self.codes, (str, bytes)) or not isinstance(self.codes, Iterable):
-            raise TypeError(f"codes must be a tuple of error codes, for example (-32050,), got {self.codes!r}")
+            raise BadType(f"codes must be a tuple of error codes, for example (-32050,), got {self.codes!r}")
         codes = tuple(self.codes)
         for code in codes:
             if not _whole(code):
-                raise TypeError(f"codes must be whole numbers, got {code!r}")
+                raise BadType(f"codes must be whole numbers, got {code!r}")
         object.__setattr__(self, "codes", tuple(int(code) for code in codes))
         for name in ("on_timeout", "tool_errors", "force"):
             if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+                raise BadType(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.sleep is not None and not callable(self.sleep):
-            raise TypeError(f"sleep must be a coroutine function that waits (or None), got {self.sleep!r}")
+            raise BadType(f"sleep must be a coroutine function that waits (or None), got {self.sleep!r}")
 
     def wants_another(self, outcome: Outcome) -> bool:
         if outcome.outcome == "timeout":
@@ -97,7 +98,7 @@ def policy(retry: Retry | int | bool | None) -> Retry | None:
         return retry
     if isinstance(retry, int):
         return Retry(retries=retry)
-    raise TypeError(f"retry must be a Retry, a number of retries or True, got {type(retry).__name__}")
+    raise BadType(f"retry must be a Retry, a number of retries or True, got {type(retry).__name__}")
 
 
 def check_idempotent(target: str, name: str, annotations: Any, rule: Retry) -> None:
@@ -107,7 +108,7 @@ def check_idempotent(target: str, name: str, annotations: Any, rule: Retry) -> N
     if annotations is not None and (annotations.read_only_hint or annotations.idempotent_hint):
         return
     declared = "declares no annotations" if annotations is None else "is neither readOnlyHint nor idempotentHint"
-    raise ValueError(
+    raise BadValue(
         f"will not retry tool {name!r}: it {declared}, so a repeated call could repeat its side effects "
         "(mark it --idempotent or --read-only, or pass Retry(force=True))"
     )

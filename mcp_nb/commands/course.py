@@ -28,6 +28,7 @@ from string import Template
 
 from mcp_nb._version import __version__
 from mcp_nb.notebook.nbval import sanitizer
+from mcp_nb.mistakes import BadValue
 
 # starter file -> where it goes in the course, and whether it is a template
 LAYOUT = {
@@ -51,7 +52,7 @@ def installed_requirement(distribution: metadata.Distribution | None = None) -> 
         try:
             distribution = metadata.distribution("mcp_nb")
         except metadata.PackageNotFoundError:
-            raise ValueError(
+            raise BadValue(
                 "mcp_nb is imported from a folder, not installed as a package, so there is nothing to pin: "
                 "say where Binder gets mcp_nb with --mcp-nb"
             ) from None
@@ -64,7 +65,7 @@ def installed_requirement(distribution: metadata.Distribution | None = None) -> 
     if vcs is not None:
         return f"mcp_nb[lab] @ {vcs['vcs']}+{url}@{vcs['commit_id']}"
     if url.startswith("file:"):
-        raise ValueError(
+        raise BadValue(
             f"mcp_nb was installed from {url}, which Binder cannot reach: say where Binder gets mcp_nb "
             f"with --mcp-nb (a pip requirement, or a URL such as git+https://github.com/OWNER/mcp_nb@v{distribution.version})"
         )
@@ -80,7 +81,7 @@ def requirement_line(given: str) -> str:
             return given
         if "://" in given or given.startswith("git+"):
             return f"mcp_nb[lab] @ {given}"
-    raise ValueError(f"--mcp-nb takes a requirement naming mcp_nb or a URL to install it from, not {given!r}")
+    raise BadValue(f"--mcp-nb takes a requirement naming mcp_nb or a URL to install it from, not {given!r}")
 
 
 def create(directory: str | Path, requirement: str | None = None) -> list[Path]:
@@ -91,7 +92,7 @@ def create(directory: str | Path, requirement: str | None = None) -> list[Path]:
     """
     root = Path(directory)
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
-        raise ValueError(f"{root} already exists and is not an empty folder: nothing was written")
+        raise BadValue(f"{root} already exists and is not an empty folder: nothing was written")
     line = installed_requirement() if requirement is None else requirement_line(requirement)
     values = {"requirement": line, "python": "%d.%d" % sys.version_info[:2], "version": __version__}
     starter = resources.files("mcp_nb") / "starter"

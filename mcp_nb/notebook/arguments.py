@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from mcp_nb.notebook.lines import LineError, split
+from mcp_nb.mistakes import BadJson, read_json
 
 _OPTION = re.compile(r"--([a-z][a-z-]*)(?:=(\S+))?$")
 
@@ -46,11 +48,10 @@ def parse_call_line(
         raise ArgumentsError("JSON arguments must be an object ({...}), not an array")
     if rest and rest[0].startswith("{"):
         try:
-            decoded = json.loads(rest[0])
-        except json.JSONDecodeError as err:
-            raise ArgumentsError(f"invalid JSON arguments: {err.msg} at column {err.colno}") from None
-        except RecursionError:
-            raise ArgumentsError("invalid JSON arguments: nested too deeply") from None
+            decoded = read_json(rest[0])
+        except BadJson as err:
+            at = f" at column {err.colno}" if err.colno is not None else ""
+            raise ArgumentsError(f"invalid JSON arguments: {err.msg}{at}") from None
         if not isinstance(decoded, dict):
             raise ArgumentsError("JSON arguments must be an object")
         payload, rest = decoded, rest[1:]
@@ -93,21 +94,28 @@ def pairs_text(pairs: list[str]) -> str:
 
 
 def parse_pairs(raw: str, schema: dict[str, Any] | None, what: str) -> dict[str, Any]:
-    """`key=value` tokens to arguments, each value coerced with its property's schema."""
+    """`key=value` tokens to arguments, each value coerced with its property's schema.
+
+    The names are checked against the schema's `properties`; a schema whose `properties` is
+    not an object (a server may publish anything) checks no names, and its values are guessed."""
     arguments: dict[str, Any] = {}
-    properties = (schema or {}).get("properties") or {}
+    checked = isinstance(schema, Mapping)
+    properties = schema.get("properties") if checked else None
+    if not isinstance(properties, Mapping):
+        checked = checked and properties is None
+        properties = {}
     for token in filter(None, raw.split("\x00")):
         key, sep, value = token.partition("=")
         if not sep or not key:
             raise ArgumentsError(f"expected key=value, got {token!r}")
-        if schema is not None and properties and key not in properties:
-            raise ArgumentsError(f"{what} has no argument {key!r} (it takes: {', '.join(properties)})")
-        if schema is not None and not properties:
+        if checked and properties and key not in properties:
+            raise ArgumentsError(f"{what} has no argument {key!r} (it takes: {', '.join(map(str, properties))})")
+        if checked and not properties:
             raise ArgumentsError(f"{what} takes no arguments, got {key!r}")
         if key in arguments:
             raise ArgumentsError(f"argument {key!r} is given twice")
         prop = properties.get(key)
-        arguments[key] = coerce(value, prop, schema) if prop is not None else _guess(value)
+        arguments[key] = coerce(value, prop, schema if checked else None) if prop is not None else _guess(value)
     return arguments
 
 
@@ -126,49 +134,72 @@ def parse_count(value: str, option: str) -> int:
 
 
 _MISSING = object()
+# `$ref`s and unions followed before giving up: a schema may refer to itself (`#`), forever.
+_MOST_STEPS = 32
 
 
-def coerce(value: str, prop: dict[str, Any], root: dict[str, Any] | None = None) -> Any:
-    """The value `prop` most plausibly means by the text `value`; the text itself if none fits."""
-    result = _coerce(value, prop, root or {})
+def coerce(value: str, prop: Any, root: Any = None) -> Any:
+    """The value `prop` most plausibly means by the text `value`; the text itself if none fits.
+
+    `prop` is whatever the server published: a keyword of an unexpected shape is passed over,
+    `true` (or no schema at all) takes any value, `false` none."""
+    result = _coerce(value, prop, root if isinstance(root, Mapping) else {}, 0)
     return value if result is _MISSING else result
 
 
-def _coerce(value: str, prop: dict[str, Any], root: dict[str, Any]) -> Any:
-    if "$ref" in prop:
+def _coerce(value: str, prop: Any, root: Mapping[str, Any], steps: int) -> Any:
+    if not isinstance(prop, Mapping):
+        return _MISSING if prop is False else _guess(value)
+    if steps > _MOST_STEPS:
+        return _MISSING
+    if isinstance(prop.get("$ref"), str):
         target = _resolve(prop["$ref"], root)
-        return _coerce(value, target, root) if target is not None else _MISSING
+        return _coerce(value, target, root, steps + 1) if target is not None else _MISSING
     for key in ("anyOf", "oneOf"):
-        if key in prop:
+        if isinstance(prop.get(key), list):
             # Null first only for the literal spelling of null; otherwise the first type that fits.
-            options = prop[key]
-            for option in sorted(options, key=lambda o: o.get("type") != "null" if value in ("null", "None") else o.get("type") == "null"):
-                result = _coerce(value, option, root)
+            nulls_first = value in ("null", "None")
+            for option in sorted(prop[key], key=lambda o: (_type_of(o) != "null") if nulls_first else (_type_of(o) == "null")):
+                result = _coerce(value, option, root, steps + 1)
                 if result is not _MISSING:
                     return result
             return _MISSING
-    if "enum" in prop:
+    if isinstance(prop.get("enum"), list):
         for choice in prop["enum"]:
-            if value == str(choice) or value == json.dumps(choice):
+            if value in _spellings(choice):
                 return choice
         return _MISSING
     if "const" in prop:
-        return prop["const"] if value in (str(prop["const"]), json.dumps(prop["const"])) else _MISSING
+        return prop["const"] if value in _spellings(prop["const"]) else _MISSING
     kind = prop.get("type")
     if isinstance(kind, list):
-        return _coerce(value, {"anyOf": [{**prop, "type": k} for k in kind]}, root)
-    return _SCALARS.get(kind, _any)(value)
+        return _coerce(value, {"anyOf": [{**prop, "type": k} for k in kind]}, root, steps + 1)
+    return _SCALARS.get(kind, _any)(value) if isinstance(kind, str) or kind is None else _any(value)
 
 
-def _resolve(ref: str, root: dict[str, Any]) -> dict[str, Any] | None:
-    if not ref.startswith("#/"):
+def _type_of(schema: Any) -> Any:
+    return schema.get("type") if isinstance(schema, Mapping) else None
+
+
+def _spellings(choice: Any) -> tuple[str, ...]:
+    """How a user may type an enum's value: as Python prints it, or as JSON."""
+    try:
+        return (str(choice), json.dumps(choice))
+    except (TypeError, ValueError, RecursionError):
+        return (str(choice),)
+
+
+def _resolve(ref: str, root: Mapping[str, Any]) -> Mapping[str, Any] | bool | None:
+    """The schema a local JSON pointer (`#/$defs/Book`, `#`) names, or None."""
+    if ref != "#" and not ref.startswith("#/"):
         return None
     node: Any = root
-    for part in ref[2:].split("/"):
-        if not isinstance(node, dict) or part not in node:
+    for part in ref[2:].split("/") if ref != "#" else ():
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, Mapping) or part not in node:
             return None
         node = node[part]
-    return node if isinstance(node, dict) else None
+    return node if isinstance(node, (Mapping, bool)) else None
 
 
 def _int(value: str) -> Any:
@@ -201,7 +232,7 @@ def _json_of(kind: type) -> Any:
     def parse(value: str) -> Any:
         try:
             decoded = json.loads(value)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, an integer too long for Python, or too deep
             return _MISSING
         return decoded if isinstance(decoded, kind) else _MISSING
 
@@ -220,7 +251,7 @@ def _guess(value: str) -> Any:
     """No schema to go by: JSON if it reads as JSON, else the text."""
     try:
         return json.loads(value)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, an integer too long for Python, or too deep
         return value
 
 

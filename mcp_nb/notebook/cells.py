@@ -5,9 +5,10 @@ from __future__ import annotations
 import ast
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, MutableMapping
+from mcp_nb.mistakes import BadValue
 
 
-class CellError(ValueError):
+class CellError(BadValue):
     """The cell cannot be registered; the message is one line for the user."""
 
 

@@ -16,12 +16,13 @@ every line follows the same rules:
 from __future__ import annotations
 
 import json
+from mcp_nb.mistakes import BadValue
 
 _SPACE = " \t\r\n\f\v"
 _DECODER = json.JSONDecoder()
 
 
-class LineError(ValueError):
+class LineError(BadValue):
     """The line cannot be split; the message is one line for the user."""
 
 
@@ -128,3 +129,5 @@ def _raise_invalid_json(line: str, i: int) -> None:
         raise LineError(f"invalid JSON arguments: {err.msg} at column {err.pos - i + 1}") from None
     except RecursionError:
         raise LineError("invalid JSON arguments: nested too deeply") from None
+    except ValueError as err:  # JSON, but not for Python: an integer of more than 4300 digits
+        raise LineError(f"invalid JSON arguments: {err}") from None

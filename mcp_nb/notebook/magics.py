@@ -4,7 +4,7 @@ Every magic gets its line as typed (`no_var_expand`: `{title}` in a URI template
 `$` in JSON are never IPython variables) and splits it by the same rules (`lines.py`:
 shell quoting, JSON kept whole, a trailing `# comment` dropped). User mistakes become
 one-line `UsageError`s and change nothing; a bug of mcp_nb's keeps its traceback, to be
-reported (`records.mistakes` tells them apart). The magics class is
+reported (`mcp_nb.mistakes` tells them apart). The magics class is
 also the traitlets `Configurable` users know from JupySQL: `%config McpMagics` lists
 the settings, `%config McpMagics.timeout = 10` sets one, and it is the same setting
 `mcp_nb.configure(timeout=10)` changes.
@@ -12,7 +12,6 @@ the settings, `%config McpMagics.timeout = 10` sets one, and it is the same sett
 
 from __future__ import annotations
 
-import json
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -44,11 +43,11 @@ from mcp_nb.notebook.lines import LineError, split
 from mcp_nb.notebook.warmup import open_session_early
 from mcp_nb.records.cases import CasesError
 from mcp_nb.records.history import summarize
-from mcp_nb.records.mistakes import is_mistake
 from mcp_nb.registering.faults import Faults
 from mcp_nb.registering.registry import check_tool_name, check_uri
 from mcp_nb.views.live import watch
 from mcp_nb.views.replay import ReplayReport
+from mcp_nb.mistakes import BadJson, BadValue, Mistake, is_mistake, read_json
 
 CALL_OPTIONS = ("timeout", "retries", "backoff", "server", "elicit")
 TOOL_OPTIONS = (*CALL_OPTIONS, "max-timeout")
@@ -57,10 +56,9 @@ TOOL_FLAGS = ("reset-on-progress",)
 # have no use for a registration card.
 QUIET = argument("--quiet", action="store_true", help="register without showing the card (for dashboards such as Voila)")
 _config_applied = False  # whether a McpMagics of this process has applied the IPython config
-# mcp_nb's own errors for bad input, always the user's mistake: a cell that defines no function,
-# a line that does not split (ArgumentsError is one), a cases file that cannot be read or
-# written, a server that cannot be connected, calls nested past the limit. Besides these, a
-# ValueError or TypeError that one of mcp_nb's checks raised on purpose (`is_mistake`).
+# Besides every `Mistake` (what mcp_nb's checks raise for bad input), errors that are always the
+# user's at a magic: a server that cannot be connected, calls nested past the limit, and the
+# parsers' own errors (a line that does not split, a cases file that cannot be read or written).
 MISTAKES = (CellError, LineError, CasesError, ConnectError, CallDepthError)
 
 
@@ -69,7 +67,7 @@ def usage_errors() -> Iterator[None]:
     """Report the user's mistakes as one line, without a traceback; let a bug through."""
     try:
         yield
-    except (*MISTAKES, ValueError, TypeError) as err:
+    except (Mistake, *MISTAKES, ValueError, TypeError) as err:
         if not is_mistake(err, MISTAKES):
             raise  # mcp_nb's own bug (or a library's): its traceback is what can be reported
         raise UsageError(str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__) from None
@@ -188,8 +186,8 @@ class McpMagics(Magics, SharedTraits):
         """`--input-schema`: a JSON object as typed, or the name of a variable holding one."""
         if text.lstrip().startswith("{"):
             try:
-                return json.loads(text)
-            except json.JSONDecodeError as err:
+                return read_json(text)
+            except BadJson as err:
                 raise ArgumentsError(f"--input-schema is not valid JSON: {err}") from None
         if text not in self.shell.user_ns:
             raise ArgumentsError(f"--input-schema {text}: no variable of that name (give a JSON object or a dict's name)")
@@ -455,7 +453,7 @@ class McpMagics(Magics, SharedTraits):
             try:
                 return api.serve(port=args.port, host=args.host, dangerously_no_auth=args.dangerously_no_auth)
             except OSError as err:  # the port is taken, the address is not this machine's...
-                raise ValueError(err.strerror or str(err)) from None
+                raise BadValue(err.strerror or str(err)) from None
 
     @no_var_expand
     @line_magic

@@ -25,6 +25,7 @@ from mcp_nb._version import __version__
 from mcp_nb.calling.call import HELD_BY
 from mcp_nb.registering.loop_watch import BLOCKED_FOR
 from mcp_nb.views.theme import TRACEBACK, VARYING
+from mcp_nb.mistakes import BadValue
 
 TEXT = r"[^<]*"  # HTML-escaped text, over as many lines as it takes: it never holds a '<'
 ONE_LINE = r"[^<\n]*?"
@@ -64,7 +65,7 @@ def pattern(template: str, fields: dict[str, str] | None = None, keep: tuple[str
         elif name in fields:
             body = fields[name]
         else:
-            raise ValueError(f"no pattern for the field {name!r} of {template!r}")
+            raise BadValue(f"no pattern for the field {name!r} of {template!r}")
         parts.append(f"(?P<{name}>{body})" if name in keep else body)
     return "".join(parts)
 
@@ -82,7 +83,7 @@ def replacement(template: str, values: dict[str, str] | None = None) -> str:
 
 def _literal_replacement(text: str) -> str:
     if not text.isascii():  # re.sub reads no \\u escapes in a replacement, and the file stays ASCII
-        raise ValueError(f"a replacement must be ASCII: {text!r}")
+        raise BadValue(f"a replacement must be ASCII: {text!r}")
     return text.replace("\\", "\\\\")
 
 
@@ -152,7 +153,7 @@ def sanitizer() -> str:
             # nbval reads `regex: (.*)$` and `replace: (.*)$`: one line each, and an editor that
             # strips trailing spaces must not change one.
             if not line or "\n" in line or line != line.rstrip():
-                raise ValueError(f"a sanitizer line must be one line, not empty, with no trailing space: {line!r}")
+                raise BadValue(f"a sanitizer line must be one line, not empty, with no trailing space: {line!r}")
         if rule.section != section:
             section = rule.section
             lines += ["", f"# {section}"]

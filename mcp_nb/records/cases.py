@@ -35,6 +35,7 @@ from pydantic import (
 )
 
 from mcp_nb.records.outcome import CAUSES, OUTCOMES, TARGETS
+from mcp_nb.mistakes import BadJson, BadValue, read_json
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -49,7 +50,7 @@ UNREPEATABLE = ("cancelled", "worker_lost", "disconnected")
 OWN_WORDS = ("ok", "raised", "returned")
 
 
-class CasesError(ValueError):
+class CasesError(BadValue):
     """A cases file that cannot be read or checked; the message names the case and the field."""
 
 
@@ -61,13 +62,13 @@ _PATH_STEP = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]|\['([^']*)'\]|\[\"([^\"]
 def path_steps(path: str) -> list[str | int]:
     """A JSON path of the simple kind (`$.book.authors[0]`, `$['a key']`) as keys and indexes."""
     if not path.startswith("$"):
-        raise ValueError(f"a JSON path starts with $ (as in $.price or $.items[0]), got {path!r}")
+        raise BadValue(f"a JSON path starts with $ (as in $.price or $.items[0]), got {path!r}")
     steps: list[str | int] = []
     at = 1
     while at < len(path):
         match = _PATH_STEP.match(path, at)
         if match is None:
-            raise ValueError(f"cannot read the JSON path {path!r} from {path[at:]!r} (use .key, [index] or ['key'])")
+            raise BadValue(f"cannot read the JSON path {path!r} from {path[at:]!r} (use .key, [index] or ['key'])")
         key, index, single, double = match.groups()
         steps.append(int(index) if index is not None else next(s for s in (key, single, double) if s is not None))
         at = match.end()
@@ -100,16 +101,16 @@ class Check(BaseModel):
             try:
                 re.compile(value)
             except re.error as err:
-                raise ValueError(f"not a regular expression ({err})") from None
+                raise BadValue(f"not a regular expression ({err})") from None
         return value
 
     @model_validator(mode="after")
     def _one_kind(self) -> Check:
         kinds = [k for k in ("equals", "matches", "approx") if k in self.model_fields_set]
         if len(kinds) != 1:
-            raise ValueError(f"a check has exactly one of equals, matches or approx (this one has {', '.join(kinds) or 'none'})")
+            raise BadValue(f"a check has exactly one of equals, matches or approx (this one has {', '.join(kinds) or 'none'})")
         if "tolerance" in self.model_fields_set and kinds != ["approx"]:
-            raise ValueError("tolerance goes with approx")
+            raise BadValue("tolerance goes with approx")
         return self
 
     def describe(self) -> str:
@@ -153,7 +154,12 @@ class Case(BaseModel):
     @classmethod
     def _finite(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         if value is not None:
-            json.dumps(value, allow_nan=False)  # NaN cannot have come from a sent call
+            try:
+                json.dumps(value, allow_nan=False)  # NaN cannot have come from a sent call
+            except TypeError as err:  # a set, an object: given as a dict, not read from a file
+                raise BadValue(f"not JSON: {err}") from None
+            except RecursionError:
+                raise BadValue("not JSON: nested too deeply") from None
         return value
 
 
@@ -176,17 +182,18 @@ def load(source: str | Path | list | dict) -> list[Case]:
         return list(source)
     where = "the cases"
     if isinstance(source, (str, Path)):
-        where = str(source)
+        where = _printable(str(source))
         try:
             text = Path(source).read_text(encoding="utf-8")
         except FileNotFoundError:
             raise CasesError(f"no cases file at {where}") from None
-        except (OSError, UnicodeDecodeError) as err:
-            raise CasesError(f"cannot read {where}: {err}") from None
+        except (OSError, ValueError) as err:  # a directory, no permission, not UTF-8, a NUL in the path
+            raise CasesError(f"cannot read {where}: {_printable(str(err), quoted=False)}") from None
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise CasesError(f"{where} is not JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
+            data = read_json(text)
+        except BadJson as err:
+            said = "is not JSON" if err.lineno is not None else "cannot be read as JSON"
+            raise CasesError(f"{where} {said}: {err}") from None
     else:
         data = source
     if isinstance(data, list):
@@ -203,12 +210,19 @@ def load(source: str | Path | list | dict) -> list[Case]:
     return cases
 
 
+def _printable(text: str, quoted: bool = True) -> str:
+    """`text` as it is when it prints on one line; else escaped (quoted, as repr() does)."""
+    if text.isprintable():
+        return text
+    return repr(text) if quoted else repr(text)[1:-1]
+
+
 def _first_error(err: ValidationError, data: Any) -> str:
     errors = err.errors(include_url=False)
     first = errors[0]
     location = list(first["loc"])
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    message = first["msg"].removeprefix("Value error, ")
+    message = _printable(first["msg"].removeprefix("Value error, "), quoted=False)
     if len(location) >= 2 and location[0] == "cases" and isinstance(location[1], int):
         number = location[1]
         raw = data["cases"][number] if isinstance(data, dict) and isinstance(data.get("cases"), list) else None
@@ -225,7 +239,11 @@ def _dotted(location: list) -> str:
         # pydantic names the branch of a union or a literal it tried: not a field of the file
         if isinstance(part, str) and (part.startswith(("literal[", "function-")) or part in ("str", "int", "float", "dict[str,any]")):
             continue
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            name = _printable(str(part))
+            out += f".{name}" if out else name
     return out
 
 
@@ -254,7 +272,9 @@ def save(cases: list[Case], path: str | Path) -> Path:
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as err:
-        raise CasesError(f"cannot write {path}: {err.strerror or err}") from None
+        raise CasesError(f"cannot write {_printable(str(path))}: {_printable(str(err.strerror or err), quoted=False)}") from None
+    except ValueError as err:  # a NUL in the path
+        raise CasesError(f"cannot write {_printable(str(path))}: {err}") from None
     return path
 
 
@@ -274,7 +294,7 @@ def from_frame(
     worker) are left out: nothing about the tool would repeat them.
     """
     if last is not None and (not isinstance(last, int) or isinstance(last, bool) or last < 1):
-        raise ValueError(f"last must be a whole number >= 1, got {last!r}")
+        raise BadValue(f"last must be a whole number >= 1, got {last!r}")
     if frame.empty:
         return []
     finals = frame.sort_values(["call_id", "attempt"], kind="stable").drop_duplicates("call_id", keep="last")
@@ -371,8 +391,8 @@ def _check(check: Check, got: Any) -> str:
         document = got.structured_content
         if document is None:
             try:
-                document = json.loads(got.content) if got.content is not None else None
-            except json.JSONDecodeError:
+                document = read_json(got.content) if got.content is not None else None
+            except BadJson:  # whatever the server sent: a check of it fails, never the replay
                 return f"{check.path}: the result has no structured content, and its content is not JSON"
         found, value = _at(document, path_steps(check.path))
         if not found:

@@ -30,6 +30,7 @@ from mcp_nb.records.outcome import (
 )
 from mcp_nb.records.structured import NotTabular, records
 from mcp_nb.views.tables import history_html, history_text
+from mcp_nb.mistakes import BadValue
 
 COLUMNS = (
     "call_id",
@@ -433,7 +434,7 @@ def health(frame: pd.DataFrame, last: int = 20) -> pd.DataFrame:
     import pandas as pd
 
     if not isinstance(last, int) or isinstance(last, bool) or last < 1:
-        raise ValueError(f"last must be a whole number >= 1, got {last!r}")
+        raise BadValue(f"last must be a whole number >= 1, got {last!r}")
     keys = ["server", "target", "name"]
     columns = ["calls", "attempts", "failures", "failure_rate", "latest_outcome", "latest_cause"]
     if frame.empty:

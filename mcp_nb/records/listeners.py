@@ -25,6 +25,7 @@ import threading
 import weakref
 from types import MethodType
 from typing import Any, Callable, Iterator
+from mcp_nb.mistakes import BadType
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ class Listeners:
     def add(self, listener: Callable[..., Any]) -> None:
         """Tell `listener` from now on (a bound method is held weakly, see the module docstring)."""
         if not callable(listener):
-            raise TypeError(f"a listener must be callable, got {type(listener).__name__}")
+            raise BadType(f"a listener must be callable, got {type(listener).__name__}")
         held = _weakly(listener) if isinstance(listener, MethodType) else listener
         with self._lock:
             self._held = (*self._live(), held)
@@ -123,7 +124,7 @@ class WeakCall:
 
     def __init__(self, method: Callable[..., Any]) -> None:
         if not isinstance(method, MethodType):
-            raise TypeError(f"WeakCall holds a bound method, got {type(method).__name__}")
+            raise BadType(f"WeakCall holds a bound method, got {type(method).__name__}")
         self._method = weakref.WeakMethod(method)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

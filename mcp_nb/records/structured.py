@@ -25,6 +25,7 @@ import re
 from typing import Any
 
 from mcp_nb import sdk_compat
+from mcp_nb.mistakes import BadValue
 
 TYPES = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
 JSON_VALUES = frozenset({type(None), bool, int, float, str, list, dict})
@@ -316,7 +317,7 @@ def check_results_locally(session: Any) -> None:
 # -- a structured result as a table ----------------------------------------------------------------
 
 
-class NotTabular(ValueError):
+class NotTabular(BadValue):
     """A structured result that is not a list of records, said in one line."""
 
 

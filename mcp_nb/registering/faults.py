@@ -25,6 +25,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from mcp_nb.mistakes import BadType, BadValue
 
 # "Busy, try again": mcp_nb's own convention, not the guides' (they name no busy code). It is an
 # application code (-32000..-32099) the SDK does not use itself, and means nothing else here.
@@ -55,19 +56,19 @@ class Faults:
     def __post_init__(self) -> None:
         latency = _finite("latency", self.latency)
         if not 0 <= latency <= MAX_LATENCY:
-            raise ValueError(f"latency must be seconds between 0 and {MAX_LATENCY:g}, got {self.latency!r}")
+            raise BadValue(f"latency must be seconds between 0 and {MAX_LATENCY:g}, got {self.latency!r}")
         object.__setattr__(self, "latency", latency)
         for kind in KINDS:
             p = _finite(kind, getattr(self, kind))
             if not 0 <= p <= 1:
-                raise ValueError(f"{kind} must be a probability between 0 and 1, got {getattr(self, kind)!r}")
+                raise BadValue(f"{kind} must be a probability between 0 and 1, got {getattr(self, kind)!r}")
             object.__setattr__(self, kind, p)
         # A little slack, so that 0.7 + 0.2 + 0.1 (0.9999999999999999 or 1.0000000000000002) is 1.
         if self.tool_error + self.crash + self.protocol_error > 1 + 1e-9:
-            raise ValueError("the fault probabilities add up to more than 1")
+            raise BadValue("the fault probabilities add up to more than 1")
         if self.seed is not None:
             if not isinstance(self.seed, numbers.Integral) or isinstance(self.seed, bool):
-                raise ValueError(f"seed must be a whole number, got {self.seed!r}")
+                raise BadValue(f"seed must be a whole number, got {self.seed!r}")
             object.__setattr__(self, "seed", int(self.seed))
 
     @classmethod
@@ -78,15 +79,15 @@ class Faults:
             key, sep, raw = part.partition("=")
             key = key.strip()
             if not sep:
-                raise ValueError(f"expected key=value in the fault spec, got {part!r}")
+                raise BadValue(f"expected key=value in the fault spec, got {part!r}")
             _known(key)
             if key in values:
-                raise ValueError(f"{key} is given twice in the fault spec")
+                raise BadValue(f"{key} is given twice in the fault spec")
             try:
                 values[key] = int(raw) if key == "seed" else float(raw)
             except ValueError:
                 kind = "a whole number" if key == "seed" else "a number"
-                raise ValueError(f"{key} takes {kind}, got {raw.strip()!r}") from None
+                raise BadValue(f"{key} takes {kind}, got {raw.strip()!r}") from None
         return cls(**values)
 
     @classmethod
@@ -100,7 +101,7 @@ class Faults:
             for key in spec:
                 _known(key)
             return cls(**spec)
-        raise TypeError(f"faults must be a spec string, a dict, a Faults or None, got {type(spec).__name__}")
+        raise BadType(f"faults must be a spec string, a dict, a Faults or None, got {type(spec).__name__}")
 
     def describe(self) -> str:
         parts = [f"latency={self.latency:g}"] if self.latency else []
@@ -174,13 +175,16 @@ class InjectedCrash(RuntimeError):
 def _known(key: Any) -> None:
     # Only the public fields: `_seen` and `_lock` are the spec's own bookkeeping.
     if key not in FIELDS:
-        raise ValueError(f"unknown fault {key!r}; known: {', '.join(FIELDS)}")
+        raise BadValue(f"unknown fault {key!r}; known: {', '.join(FIELDS)}")
 
 
 def _finite(name: str, value: Any) -> float:
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
-        raise ValueError(f"{name} must be a number, got {value!r}")
-    number = float(value)
+        raise BadValue(f"{name} must be a number, got {value!r}")
+    try:
+        number = float(value)
+    except OverflowError:  # an integer (or fraction) too large for a float: 10**400
+        number = math.inf
     if not math.isfinite(number):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
+        raise BadValue(f"{name} must be a finite number, got {value!r}")
     return number

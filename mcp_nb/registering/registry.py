@@ -34,6 +34,7 @@ from mcp_nb.registering.signatures import (
     sdk_refusals,
 )
 from mcp_nb.views.cards import registration_html, registration_text
+from mcp_nb.mistakes import BadValue
 
 if TYPE_CHECKING:
     import pandas as pd  # imported by `to_frame`, the one place that needs it
@@ -82,24 +83,24 @@ class Registration:
 def check_tool_name(name: str) -> str:
     result = validate_tool_name(name)
     if not result.is_valid:
-        raise ValueError(f"invalid tool name {name!r}: {'; '.join(result.warnings)}")
+        raise BadValue(f"invalid tool name {name!r}: {'; '.join(result.warnings)}")
     return name
 
 
 def check_uri(uri: str) -> UriTemplate:
     if not isinstance(uri, str) or "://" not in uri:
-        raise ValueError(f"invalid resource URI {uri!r}: expected scheme://path, e.g. books://{{title}}")
+        raise BadValue(f"invalid resource URI {uri!r}: expected scheme://path, e.g. books://{{title}}")
     try:
         return UriTemplate.parse(uri)
     except ValueError as err:
-        raise ValueError(f"invalid URI template {uri!r}: {err}") from None
+        raise BadValue(f"invalid URI template {uri!r}: {err}") from None
 
 
 def _annotations(flags: dict[str, bool] | None) -> tuple[ToolAnnotations | None, dict[str, bool]]:
     chosen = {ANNOTATION_FLAGS[k]: True for k, v in (flags or {}).items() if v}
     unknown = set(flags or {}) - set(ANNOTATION_FLAGS)
     if unknown:
-        raise ValueError(f"unknown annotation(s) {sorted(unknown)}; known: {sorted(ANNOTATION_FLAGS)}")
+        raise BadValue(f"unknown annotation(s) {sorted(unknown)}; known: {sorted(ANNOTATION_FLAGS)}")
     if not chosen:
         return None, {}
     return ToolAnnotations.model_validate(chosen), chosen
@@ -279,14 +280,14 @@ class Registry:
     def remove(self, key: str, kind: str | None = None) -> Registration:
         """Remove what `key` (a tool or prompt name, or a resource URI) names on the server."""
         if kind is not None and kind not in KINDS:
-            raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
+            raise BadValue(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
         with self._lock:
             matches = [k for k in self._entries if k[1] == key and (kind is None or k[0] == kind)]
             if not matches:
-                raise ValueError(f"nothing named {key!r} is registered" + (f" as a {kind}" if kind else ""))
+                raise BadValue(f"nothing named {key!r} is registered" + (f" as a {kind}" if kind else ""))
             if len(matches) > 1:
                 kinds = " and ".join(k[0] for k in matches)
-                raise ValueError(f"{key!r} names a {kinds}; say which with kind=")
+                raise BadValue(f"{key!r} names a {kinds}; say which with kind=")
             entry_kind, _ = matches[0]
             if entry_kind == "tool":
                 if key in self._tools:
@@ -307,9 +308,9 @@ class Registry:
         """Make a registered tool slow or failing on purpose; None ends it. Returns what was set."""
         tool = self._tools.get(name)
         if tool is None:
-            raise ValueError(f"no tool named {name!r} is registered")
+            raise BadValue(f"no tool named {name!r} is registered")
         if not _probed(tool.fn):
-            raise ValueError(f"tool {name!r} was not registered through mcp_nb, so faults cannot be injected into it")
+            raise BadValue(f"tool {name!r} was not registered through mcp_nb, so faults cannot be injected into it")
         if faults is None:
             self.faults.pop(name, None)
         else:
@@ -471,12 +472,12 @@ def _refusals(fn: Any, kind: str) -> Iterator[None]:
     """What the SDK refuses while building the handler of `fn`: the user's mistake, said by
     mcp_nb. Its signature refusals become one-line TypeErrors (`sdk_refusals`); a ValueError
     its builders raise on purpose (URI parameters that do not match the function's...) is
-    raised again here, so that it reads as a check of mcp_nb's (`records.mistakes`)."""
+    raised again here as a `BadValue`: the user's mistake, said in one line (`mcp_nb.mistakes`)."""
     with sdk_refusals(fn, kind):
         try:
             yield
         except ValueError as err:
-            raise ValueError(str(err).strip() or f"{getattr(fn, '__name__', fn)} cannot be a {kind}") from err
+            raise BadValue(str(err).strip() or f"{getattr(fn, '__name__', fn)} cannot be a {kind}") from err
 
 
 def _require_function(fn: Any, kind: str) -> None:

@@ -25,6 +25,7 @@ import pydantic
 from mcp.server.mcpserver import Context, Resolve
 from mcp.server.mcpserver.exceptions import InvalidSignature
 from pydantic.errors import PydanticInvalidForJsonSchema, PydanticUserError
+from mcp_nb.mistakes import BadType, BadValue
 
 JSON_TYPES_HINT = "use JSON types (str, int, float, bool, list, dict) or a pydantic model, dataclass or TypedDict"
 
@@ -40,14 +41,14 @@ def check_function(fn: Any, kind: str) -> None:
     _require_def(fn)
     name = fn.__name__
     if inspect.isasyncgenfunction(fn):
-        raise TypeError(f"{name} is an async generator function (it uses yield), but a {kind} returns one value: return a list or a str")
+        raise BadType(f"{name} is an async generator function (it uses yield), but a {kind} returns one value: return a list or a str")
     if inspect.isgeneratorfunction(fn):
-        raise TypeError(f"{name} is a generator function (it uses yield), but a {kind} returns one value: return a list or a str")
+        raise BadType(f"{name} is a generator function (it uses yield), but a {kind} returns one value: return a list or a str")
     try:
         # As the SDK reads it: string annotations evaluated, functools.wraps followed.
         signature = inspect.signature(fn, eval_str=True)
     except Exception as err:  # NameError, SyntaxError...: whatever evaluating the annotations raised
-        raise TypeError(f"the annotations of {name} cannot be evaluated: {_first_line(err)}") from None
+        raise BadType(f"the annotations of {name} cannot be evaluated: {_first_line(err)}") from None
     typed: dict[str, Any] = {}
     for parameter in signature.parameters.values():
         _check_parameter(parameter, name)
@@ -69,54 +70,54 @@ def check_input_schema(fn: Any, schema: Any) -> dict[str, Any]:
     """
     name = getattr(fn, "__name__", "the tool")
     if not isinstance(schema, collections.abc.Mapping):
-        raise TypeError(f"input_schema must be a JSON Schema object (a dict), got {type(schema).__name__}")
+        raise BadType(f"input_schema must be a JSON Schema object (a dict), got {type(schema).__name__}")
     try:
         declared = json.loads(json.dumps(schema))
     except (TypeError, ValueError) as err:
-        raise TypeError(f"input_schema of {name} is not JSON: {err}") from None
+        raise BadType(f"input_schema of {name} is not JSON: {err}") from None
     if declared.get("type") != "object":
-        raise ValueError(f'input_schema of {name} must have "type": "object" (tool arguments are named)')
+        raise BadValue(f'input_schema of {name} must have "type": "object" (tool arguments are named)')
     properties = declared.get("properties", {})
     required = declared.get("required", [])
     if not isinstance(properties, dict) or not isinstance(required, list):
-        raise ValueError(f'input_schema of {name}: "properties" must be an object and "required" a list')
+        raise BadValue(f'input_schema of {name}: "properties" must be an object and "required" a list')
     parameters = {
         p.name: p for p in inspect.signature(fn, eval_str=True).parameters.values()
         if p.annotation is p.empty or not _injected(p.annotation)
     }  # fmt: skip
     unknown = sorted(set(properties) - set(parameters))
     if unknown:
-        raise ValueError(f"input_schema of {name} declares {', '.join(unknown)}, which {name} has no parameter for")
+        raise BadValue(f"input_schema of {name} declares {', '.join(unknown)}, which {name} has no parameter for")
     unlisted = sorted(n for n, p in parameters.items() if p.default is p.empty and n not in required)
     if unlisted:
-        raise ValueError(f"parameter {', '.join(unlisted)} of {name} has no default, so input_schema must list it in required")
+        raise BadValue(f"parameter {', '.join(unlisted)} of {name} has no default, so input_schema must list it in required")
     return declared
 
 
 def _require_def(fn: Any) -> None:
     if inspect.isclass(fn):
-        raise TypeError(f"expected a function (def or async def), got a class: {fn.__name__}")
+        raise BadType(f"expected a function (def or async def), got a class: {fn.__name__}")
     if getattr(fn, "__name__", None) == "<lambda>":
-        raise TypeError("a lambda cannot be registered; give the function a name with `def`")
+        raise BadType("a lambda cannot be registered; give the function a name with `def`")
     # A decorator that keeps the signature (functools.wraps, lru_cache) leads back to a def;
     # a partial, a callable object or a builtin does not, and the SDK would misread it (a
     # partial's description is functools' own docstring; an async __call__ is never awaited).
     target = fn.__func__ if inspect.ismethod(fn) else fn
     if not callable(fn) or not inspect.isfunction(inspect.unwrap(target)):
-        raise TypeError(f"expected a function (def or async def), got {_object_text(fn)}: wrap it in a def")
+        raise BadType(f"expected a function (def or async def), got {_object_text(fn)}: wrap it in a def")
 
 
 def _check_parameter(parameter: inspect.Parameter, name: str) -> None:
     label = parameter.name
     if parameter.kind is parameter.VAR_POSITIONAL or parameter.kind is parameter.VAR_KEYWORD:
         stars = "*" if parameter.kind is parameter.VAR_POSITIONAL else "**"
-        raise TypeError(
+        raise BadType(
             f"parameter {stars}{label} of {name}: MCP arguments are named, so declare each one as its own parameter"
         )
     if parameter.kind is parameter.POSITIONAL_ONLY:
-        raise TypeError(f"parameter {label!r} of {name} is positional-only (before /), but MCP passes every argument by name")
+        raise BadType(f"parameter {label!r} of {name} is positional-only (before /), but MCP passes every argument by name")
     if label.startswith("_"):
-        raise TypeError(f"parameter {label!r} of {name} starts with '_', which the SDK does not accept: rename it")
+        raise BadType(f"parameter {label!r} of {name} starts with '_', which the SDK does not accept: rename it")
 
 
 def _schemas_build(annotations: list[Any], kind: str) -> bool:
@@ -135,14 +136,14 @@ def _check_type(label: str, annotation: Any, name: str, kind: str) -> None:
     try:
         pydantic.create_model("Arguments", __base__=_Arguments, value=(annotation, ...)).model_json_schema()
     except PydanticInvalidForJsonSchema:
-        raise TypeError(f"parameter {label!r} of {name}: type {_annotation_text(annotation)} cannot be described in JSON Schema; {JSON_TYPES_HINT}") from None
+        raise BadType(f"parameter {label!r} of {name}: type {_annotation_text(annotation)} cannot be described in JSON Schema; {JSON_TYPES_HINT}") from None
     except Exception as err:  # pydantic's other refusals carry their own advice
-        raise TypeError(f"parameter {label!r} of {name}: type {_annotation_text(annotation)} cannot be described in JSON Schema: {_first_line(err)}") from None
+        raise BadType(f"parameter {label!r} of {name}: type {_annotation_text(annotation)} cannot be described in JSON Schema: {_first_line(err)}") from None
     if kind != "tool":
         try:
             pydantic.TypeAdapter(annotation)
         except Exception:
-            raise TypeError(f"parameter {label!r} of {name}: type {_annotation_text(annotation)} cannot be validated by pydantic; {JSON_TYPES_HINT}") from None
+            raise BadType(f"parameter {label!r} of {name}: type {_annotation_text(annotation)} cannot be validated by pydantic; {JSON_TYPES_HINT}") from None
 
 
 def _injected(annotation: Any) -> bool:
@@ -164,7 +165,7 @@ def sdk_refusals(fn: Any, kind: str) -> Iterator[None]:
     try:
         yield
     except (InvalidSignature, PydanticUserError) as err:
-        raise TypeError(f"{getattr(fn, '__name__', fn)} cannot be a {kind}: {_first_line(err)}") from err
+        raise BadType(f"{getattr(fn, '__name__', fn)} cannot be a {kind}: {_first_line(err)}") from err
 
 
 def _annotation_text(annotation: Any) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 
 from mcp_nb.serving.http import Serving
 from mcp_nb.serving.policy import DEFAULT_MAX_BODY, check_address
+from mcp_nb.mistakes import BadValue
 
 __all__ = ["Serving", "current", "serve", "stop"]
 
@@ -60,7 +61,7 @@ def serve(
         if running is not None:
             if running.same(*settings):
                 return running
-            raise ValueError(
+            raise BadValue(
                 f"already serving at {running.url} with other settings: stop it first "
                 "(%mcp_serve --stop, or handle.stop()), then serve again"
             )

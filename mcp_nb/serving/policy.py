@@ -21,6 +21,7 @@ import ipaddress
 import secrets
 import socket
 from dataclasses import dataclass
+from mcp_nb.mistakes import BadValue
 
 DEFAULT_MAX_BODY = 4 * 1024 * 1024  # bytes; the SDK's own default cap
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")  # how a local client may name a loopback server
@@ -71,13 +72,13 @@ class Policy:
 def check_address(host: str, port: int, dangerously_no_auth: bool, max_body: int) -> None:
     """Refuse what may not be served, before anything listens."""
     if not isinstance(host, str) or not host.strip():
-        raise ValueError(f"host must be an address or a host name, got {host!r}")
+        raise BadValue(f"host must be an address or a host name, got {host!r}")
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-        raise ValueError(f"port must be a whole number from 0 to 65535 (0 picks a free one), got {port!r}")
+        raise BadValue(f"port must be a whole number from 0 to 65535 (0 picks a free one), got {port!r}")
     if isinstance(max_body, bool) or not isinstance(max_body, int) or max_body < 1:
-        raise ValueError(f"max_body must be a positive number of bytes, got {max_body!r}")
+        raise BadValue(f"max_body must be a positive number of bytes, got {max_body!r}")
     if dangerously_no_auth and not is_loopback(host):
-        raise ValueError(
+        raise BadValue(
             f"dangerously_no_auth is refused on {host}: other machines can reach it, so the token stays "
             "required there; serve on 127.0.0.1 to go without one"
         )

@@ -15,10 +15,12 @@ from __future__ import annotations
 import dataclasses
 import html
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 import ipywidgets as w
-import pandas as pd
 
 from mcp_nb.records.cases import CasesError, from_frame, save
 from mcp_nb.records.outcome import OUTCOMES, Outcome
@@ -199,6 +201,8 @@ def call_label(r) -> str:
     The columns of fixed width come first; the name and the arguments, as long as they
     are, come last, so a narrow list cuts off only the end of the arguments.
     """
+    import pandas as pd  # loaded already: a row of the history's frame is what it reads
+
     when = r.started_at.tz_convert(None).strftime("%H:%M:%S") if pd.notna(r.started_at) else "--:--:--"
     args = "" if r.target == "resource" or r.arguments is None else compact_json(r.arguments, 48)
     what = f"{r.outcome} ({r.cause})"
@@ -215,6 +219,8 @@ def call_label(r) -> str:
 
 
 def _na(value: Any) -> Any:
+    import pandas as pd  # loaded already: a value of the history's frame is what it reads
+
     try:
         return None if value is None or pd.isna(value) else value
     except (TypeError, ValueError):  # containers: pd.isna answers element-wise

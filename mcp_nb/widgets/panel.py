@@ -41,7 +41,6 @@ from mcp_nb.calling import default
 from mcp_nb.calling.call import CallDepthError
 from mcp_nb.config import check_timeout, settings
 from mcp_nb.records.listeners import WeakCall
-from mcp_nb.records.mistakes import is_mistake
 from mcp_nb.records.outcome import Outcome
 from mcp_nb.registering.registry import Registration
 from mcp_nb.views.cards import outcome_html
@@ -61,6 +60,7 @@ from mcp_nb.widgets.style import (
     running_html,
     section,
 )
+from mcp_nb.mistakes import BadJson, BadValue, is_mistake, read_json
 
 log = logging.getLogger(__name__)
 
@@ -365,7 +365,7 @@ class Panel(w.VBox):
         """Show the form of one entry: `panel.select("tool", "get_author")`."""
         registration = self._catalog().get(kind, key)
         if registration is None:
-            raise ValueError(f"no {kind} {key!r} is registered" + (f" on {self.server}" if self.server != "kernel" else ""))
+            raise BadValue(f"no {kind} {key!r} is registered" + (f" on {self.server}" if self.server != "kernel" else ""))
         with self._lock:
             self._switch(self._prepare(registration))
 
@@ -798,9 +798,9 @@ def parse_raw(text: str) -> dict[str, Any]:
     if not text.strip():
         raise Invalid([((), "the raw JSON is empty: write {} to send no arguments")])
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise Invalid([((), f"the raw JSON is not valid: {err.msg} at line {err.lineno}, column {err.colno}")]) from None
+        value = read_json(text)
+    except BadJson as err:
+        raise Invalid([((), f"the raw JSON is not valid: {err}")]) from None
     if not isinstance(value, dict):
         raise Invalid([((), f"the arguments must be a JSON object ({{...}}), not {type(value).__name__}")])
     return value

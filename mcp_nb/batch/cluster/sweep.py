@@ -34,6 +34,7 @@ from mcp_nb.batch.cluster import require_distributed, toolbox, worker
 from mcp_nb.batch.cluster.ledger import Ledger
 from mcp_nb.batch.core import STOP_WAIT_S, check_concurrency, result_frame, wait
 from mcp_nb.batch.sweeps import argument_sets, prepare_calls
+from mcp_nb.mistakes import BadType, BadValue
 
 PARTITIONS_PER_THREAD = 4  # the default split: enough partitions to balance, few enough to be cheap
 
@@ -58,7 +59,7 @@ def _client(distributed, cluster) -> tuple[Any, bool]:
         return cluster, False
     address = getattr(cluster, "scheduler_address", cluster)  # a LocalCluster, any dask cluster object
     if not isinstance(address, str) or not address:
-        raise TypeError(f"cluster must be a dask Client, a cluster object or a scheduler address, not {type(cluster).__name__}")
+        raise BadType(f"cluster must be a dask Client, a cluster object or a scheduler address, not {type(cluster).__name__}")
     # Not the default client: that one belongs to the user's own dask code.
     return distributed.Client(address, set_as_default=False), True
 
@@ -70,7 +71,7 @@ class ClusterSweep:
         if partition_size is not None and (
             not isinstance(partition_size, int) or isinstance(partition_size, bool) or partition_size < 1
         ):
-            raise ValueError(f"partition_size must be a whole number >= 1, got {partition_size!r}")
+            raise BadValue(f"partition_size must be a whole number >= 1, got {partition_size!r}")
         self.concurrency = check_concurrency(concurrency)
         self.calls = prepare_calls(engine, name, sets, timeout, retry, server)  # every check, as locally
         self.engine, self.name, self.sets, self.server = engine, name, sets, server

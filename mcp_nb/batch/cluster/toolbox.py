@@ -32,6 +32,7 @@ from mcp_nb._version import __version__
 from mcp_nb.calling.engine import Engine
 from mcp_nb.registering.faults import Faults
 from mcp_nb.registering.registry import ANNOTATION_FLAGS, Registration
+from mcp_nb.mistakes import BadValue
 
 FLAG_NAMES = {camel: flag for flag, camel in ANNOTATION_FLAGS.items()}
 FAULT_FIELDS = ("latency", "tool_error", "crash", "protocol_error", "seed")
@@ -44,7 +45,7 @@ NOT_COMPARED = {
 }
 
 
-class NotShippable(ValueError):
+class NotShippable(BadValue):
     """A registration cannot be serialized for the workers; the message names it and why."""
 
 

@@ -1,10 +1,14 @@
 """How fast the panel is built and how fast it switches forms.
 
-Two targets (issue 3):
+Targets:
 
-  build    `mcp_nb.widgets.show()` for a server with 200 tools           <= 1 s
+  first    the first panel of a fresh process for a server with 200     <= 150 ms
+           tools: importing the panel's modules and building it
+  warm     a later panel (`mcp_nb.widgets.show()`), 1,000 tools         <= 200 ms
   switch   choosing a tool whose schema has 30 fields, form not built   <= 100 ms
            yet (the first visit; later visits reuse the form)
+
+Also shown, not judged: a later panel for 200 tools (the old 1 s target).
 
 A widget created in a kernel sends a comm message to the front end, so figures
 measured in a plain Python process flatter the panel. The script therefore runs its
@@ -24,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-TARGETS_MS = {"build_200_tools": 1000.0, "switch_30_fields": 100.0}
+TARGETS_MS = {"first_panel_200_tools": 150.0, "build_1000_tools": 200.0, "switch_30_fields": 100.0}
 KINDS = [
     # (annotation, default source or None for required): the shapes the SDK meets most
     ("str", None),
@@ -61,25 +65,35 @@ def tool_source(name: str, fields: int) -> str:
 
 def measure(repeat: int) -> dict:
     """Runs where it is called (here, or inside the kernel); returns the figures in ms."""
-    from ipywidgets.widgets.widget import _instances  # every open widget model
-
     import mcp_nb
-    from mcp_nb.widgets import show
 
     mcp_nb.reset()
     namespace: dict = {}
     exec(SETUP, namespace)
     registry = mcp_nb.engine().registry
+
+    def register(start: int, stop: int) -> None:
+        for i in range(start, stop):
+            fields = 30 if i % 10 == 0 else 3 + i % 5  # every tenth tool is a wide one
+            exec(tool_source(f"tool_{i:04d}", fields), namespace)
+            registry.add_tool(namespace[f"tool_{i:04d}"])
+
     t0 = time.perf_counter()
-    for i in range(200):
-        fields = 30 if i % 10 == 0 else 3 + i % 5  # every tenth tool is a wide one
-        exec(tool_source(f"tool_{i:03d}", fields), namespace)
-        registry.add_tool(namespace[f"tool_{i:03d}"])
+    register(0, 200)
     registered_ms = (time.perf_counter() - t0) * 1000
-    wide = [f"tool_{i:03d}" for i in range(0, 200, 10)]
+    wide = [f"tool_{i:04d}" for i in range(0, 200, 10)]
+
+    # The first panel of this process: what `%mcp_panel` costs the first time (run first, in a
+    # process that has not imported the panel's modules or ipywidgets yet).
+    t0 = time.perf_counter()
+    from mcp_nb.widgets import show
+
+    first = show()
+    first_ms = (time.perf_counter() - t0) * 1000
+    first.close()
+    from ipywidgets.widgets.widget import _instances  # every open widget model
 
     builds, switches, revisits, widgets_per_form = [], [], [], []
-    show().close()  # warm-up: first imports, first widget classes
     for round_ in range(repeat):
         t0 = time.perf_counter()
         panel = show()
@@ -96,6 +110,14 @@ def measure(repeat: int) -> dict:
             revisits.append((time.perf_counter() - t0) * 1000)
         panel.close()
 
+    register(200, 1000)
+    large = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        panel = show()
+        large.append((time.perf_counter() - t0) * 1000)
+        panel.close()
+
     def stats(values: list[float]) -> dict:
         ordered = sorted(values)
         return {
@@ -108,7 +130,9 @@ def measure(repeat: int) -> dict:
 
     return {
         "register_200_tools_ms": registered_ms,
+        "first_panel_200_tools": stats([first_ms]),
         "build_200_tools": stats(builds),
+        "build_1000_tools": stats(large),
         "switch_30_fields": stats(switches),
         "revisit_30_fields": stats(revisits),
         "widgets_per_30_field_form": statistics.median(widgets_per_form),
@@ -155,7 +179,9 @@ def report(label: str, figures: dict) -> None:
     print(f"\n{label}")
     print(f"  registering 200 tools (setup, not a target): {figures['register_200_tools_ms']:.0f} ms")
     for key, what in [
-        ("build_200_tools", "build the panel, 200 tools"),
+        ("first_panel_200_tools", "the first panel of the process, 200 tools"),
+        ("build_200_tools", "a later panel, 200 tools"),
+        ("build_1000_tools", "a later panel, 1,000 tools"),
         ("switch_30_fields", "switch to a 30-field tool (first visit)"),
         ("revisit_30_fields", "switch back to a 30-field tool (form kept)"),
     ]:

@@ -306,9 +306,9 @@ class McpMagics(Magics, SharedTraits):
                     limits["max_timeout"] = parse_seconds(options["max-timeout"], "--max-timeout")
             if "elicit" in options:
                 limits["elicit"] = self._answers(options["elicit"])
-            call = engine.prepare(target, name, arguments, timeout, retry, options.get("server"), **limits)
-
-        return call.start().wait(watch(call) if tool else None)
+            # Engine.run, the sync face's one path: its checks raise Mistakes (said in one line
+            # here), and a call's outcome, whatever it is, is returned, never raised.
+            return engine.run(target, name, arguments, timeout, retry, options.get("server"), watch if tool else None, **limits)
 
     def _answers(self, text: str):
         """`--elicit`: decline or cancel, or the name of a variable holding a function or a list of answers."""

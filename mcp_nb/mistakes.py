@@ -62,4 +62,15 @@ def read_json(text: str | bytes) -> Any:
     except RecursionError:
         raise BadJson("nested too deeply") from None
     except ValueError as err:  # an integer of more than 4300 digits (or a str that is not text)
-        raise BadJson(str(err).strip().splitlines()[0] if str(err).strip() else "not readable as JSON") from None
+        raise BadJson(first_line(err)) from None
+
+
+def first_line(err: BaseException, named: bool = False) -> str:
+    """What `err` says, in one line: the first line of its message (its type's name when it
+    says nothing); with `named`, after its type's name ("OSError: ..."), for errors that are
+    not mcp_nb's own and whose type tells as much as their text."""
+    text = str(err).strip()
+    line = text.splitlines()[0] if text else ""
+    if named:
+        return f"{type(err).__name__}: {line}" if line else type(err).__name__
+    return line or type(err).__name__

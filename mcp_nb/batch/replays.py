@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 from mcp_nb.batch.core import Lanes, check_concurrency, wait
 from mcp_nb.calling.retry import Retry
 from mcp_nb.records.cases import Case, CasesError, judge, load
-from mcp_nb.mistakes import BadValue, Mistake
+from mcp_nb.mistakes import BadValue, Mistake, first_line
 
 COLUMNS = ["case", "target", "name", "server", "passed", "expected", "got", "reason", "call_id", "duration_ms"]
 REPLAY_SERVER = "replay"  # the connection a replay opens for itself (`connect=`), then closes
@@ -44,7 +44,7 @@ class Replay:
                     case.target, case.name, case.arguments, case.timeout, Retry(retries=case.retries) if case.retries else None, where
                 )
             except Mistake as err:  # the case's call is refused by a check: the file's mistake
-                raise CasesError(f"case {case.id!r}: {str(err).strip().splitlines()[0]}") from None
+                raise CasesError(f"case {case.id!r}: {first_line(err)}") from None
             calls.append(call)
         ordered = [i for i, call in enumerate(calls) if not _may_overlap(call)]
         lanes = [[i] for i, call in enumerate(calls) if _may_overlap(call)]

@@ -42,7 +42,7 @@ from mcp_nb.registering.registry import (
     template_schema,
 )
 from mcp_nb.views.cards import connection_html, connection_text
-from mcp_nb.mistakes import BadValue
+from mcp_nb.mistakes import BadValue, first_line
 
 METHODS = {"tool": "tools/call", "resource": "resources/read", "prompt": "prompts/get"}
 KERNEL = "kernel"  # the name of the kernel's own server among the connections
@@ -538,8 +538,7 @@ def _reason(err: BaseException) -> str:
         err = err.exceptions[0]
     if isinstance(err, BaseExceptionGroup):
         return "; ".join(_reason(e) for e in err.exceptions)
-    text = str(err).strip().splitlines()[0] if str(err).strip() else ""
-    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+    return first_line(err, named=True)
 
 
 # -- the transports ---------------------------------------------------------------------------------

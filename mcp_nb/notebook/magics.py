@@ -47,7 +47,7 @@ from mcp_nb.registering.faults import Faults
 from mcp_nb.registering.registry import check_tool_name, check_uri
 from mcp_nb.views.live import watch
 from mcp_nb.views.replay import ReplayReport
-from mcp_nb.mistakes import BadJson, BadValue, Mistake, is_mistake, read_json
+from mcp_nb.mistakes import BadJson, BadValue, Mistake, first_line, is_mistake, read_json
 
 CALL_OPTIONS = ("timeout", "retries", "backoff", "server", "elicit")
 TOOL_OPTIONS = (*CALL_OPTIONS, "max-timeout")
@@ -70,7 +70,7 @@ def usage_errors() -> Iterator[None]:
     except (Mistake, *MISTAKES, ValueError, TypeError) as err:
         if not is_mistake(err, MISTAKES):
             raise  # mcp_nb's own bug (or a library's): its traceback is what can be reported
-        raise UsageError(str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__) from None
+        raise UsageError(first_line(err)) from None
 
 
 def _parse(magic, line: str):

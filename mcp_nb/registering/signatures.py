@@ -25,7 +25,7 @@ import pydantic
 from mcp.server.mcpserver import Context, Resolve
 from mcp.server.mcpserver.exceptions import InvalidSignature
 from pydantic.errors import PydanticInvalidForJsonSchema, PydanticUserError
-from mcp_nb.mistakes import BadType, BadValue
+from mcp_nb.mistakes import BadType, BadValue, first_line
 
 JSON_TYPES_HINT = "use JSON types (str, int, float, bool, list, dict) or a pydantic model, dataclass or TypedDict"
 
@@ -48,7 +48,7 @@ def check_function(fn: Any, kind: str) -> None:
         # As the SDK reads it: string annotations evaluated, functools.wraps followed.
         signature = inspect.signature(fn, eval_str=True)
     except Exception as err:  # NameError, SyntaxError...: whatever evaluating the annotations raised
-        raise BadType(f"the annotations of {name} cannot be evaluated: {_first_line(err)}") from None
+        raise BadType(f"the annotations of {name} cannot be evaluated: {first_line(err)}") from None
     typed: dict[str, Any] = {}
     for parameter in signature.parameters.values():
         _check_parameter(parameter, name)
@@ -138,7 +138,7 @@ def _check_type(label: str, annotation: Any, name: str, kind: str) -> None:
     except PydanticInvalidForJsonSchema:
         raise BadType(f"parameter {label!r} of {name}: type {_annotation_text(annotation)} cannot be described in JSON Schema; {JSON_TYPES_HINT}") from None
     except Exception as err:  # pydantic's other refusals carry their own advice
-        raise BadType(f"parameter {label!r} of {name}: type {_annotation_text(annotation)} cannot be described in JSON Schema: {_first_line(err)}") from None
+        raise BadType(f"parameter {label!r} of {name}: type {_annotation_text(annotation)} cannot be described in JSON Schema: {first_line(err)}") from None
     if kind != "tool":
         try:
             pydantic.TypeAdapter(annotation)
@@ -165,7 +165,7 @@ def sdk_refusals(fn: Any, kind: str) -> Iterator[None]:
     try:
         yield
     except (InvalidSignature, PydanticUserError) as err:
-        raise BadType(f"{getattr(fn, '__name__', fn)} cannot be a {kind}: {_first_line(err)}") from err
+        raise BadType(f"{getattr(fn, '__name__', fn)} cannot be a {kind}: {first_line(err)}") from err
 
 
 def _annotation_text(annotation: Any) -> str:
@@ -199,6 +199,3 @@ def _object_text(value: Any) -> str:
     return f"an {cls.__name__} object" if cls.__name__[:1].lower() in "aeiou" else f"a {cls.__name__} object"
 
 
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__

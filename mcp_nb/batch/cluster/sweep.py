@@ -34,7 +34,7 @@ from mcp_nb.batch.cluster import require_distributed, toolbox, worker
 from mcp_nb.batch.cluster.ledger import Ledger
 from mcp_nb.batch.core import STOP_WAIT_S, check_concurrency, result_frame, wait
 from mcp_nb.batch.sweeps import argument_sets, prepare_calls
-from mcp_nb.mistakes import BadType, BadValue
+from mcp_nb.mistakes import BadType, BadValue, first_line
 
 PARTITIONS_PER_THREAD = 4  # the default split: enough partitions to balance, few enough to be cheap
 
@@ -123,7 +123,7 @@ class ClusterSweep:
             raise toolbox.NotShippable(str(err)) from None  # the worker's own words, without its traceback
         except Exception as err:  # noqa: BLE001 - what a worker could not load, in one line
             raise RuntimeError(
-                f"the dask workers cannot load the tools: {toolbox.one_line(err)} (install mcp_nb, and every module "
+                f"the dask workers cannot load the tools: {first_line(err, named=True)} (install mcp_nb, and every module "
                 "the tools import, on the workers)"
             ) from None
         other = {address: version for address, version in versions.items() if version != __version__}
@@ -229,7 +229,7 @@ class ClusterSweep:
             ledger.lose(k, self.partitions[k], getattr(last, "address", str(last)), "died while it ran the partition")
         else:
             ledger.lose(
-                k, self.partitions[k], ledger.runners.get(k), f"the partition failed there: {toolbox.one_line(error)}",
+                k, self.partitions[k], ledger.runners.get(k), f"the partition failed there: {first_line(error, named=True)}",
                 cause="client_error",
             )  # fmt: skip
 

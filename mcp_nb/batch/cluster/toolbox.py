@@ -32,7 +32,7 @@ from mcp_nb._version import __version__
 from mcp_nb.calling.engine import Engine
 from mcp_nb.registering.faults import Faults
 from mcp_nb.registering.registry import ANNOTATION_FLAGS, Registration
-from mcp_nb.mistakes import BadValue
+from mcp_nb.mistakes import BadValue, first_line
 
 FLAG_NAMES = {camel: flag for flag, camel in ANNOTATION_FLAGS.items()}
 FAULT_FIELDS = ("latency", "tool_error", "crash", "protocol_error", "seed")
@@ -116,7 +116,7 @@ def _check(shipped: Shipped, cloudpickle: Any) -> None:
         what = _culprit(shipped.registration.function, cloudpickle)
         raise NotShippable(
             f"{shipped.label} cannot be shipped to the dask workers: {what or 'its function'} cannot be pickled "
-            f"({one_line(err)}); every registration is shipped, since a tool may call the others: open files, "
+            f"({first_line(err, named=True)}); every registration is shipped, since a tool may call the others: open files, "
             "locks and connections inside the function instead, or remove the registration"
         ) from None
 
@@ -139,11 +139,6 @@ def _culprit(fn: Callable[..., Any], cloudpickle: Any) -> str | None:
             except Exception:  # noqa: BLE001
                 return f"{kind} `{name}` ({type(value).__name__})"
     return None
-
-
-def one_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()[0] if str(err).strip() else ""
-    return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
 def build(toolbox: Toolbox) -> Any:

@@ -26,6 +26,12 @@ warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
 
 CATALOG = {"Dune": "Frank Herbert", "Neuromancer": "William Gibson"}
 
+# The SDK's own logging set-up draws the log with `rich` where rich is installed (boxed
+# tracebacks, lines wrapped at 80 columns). This server logs the plain way the SDK does without
+# it, so its stderr, which notebook 07 reads, says the same wherever it runs. (The SDK's set-up
+# then finds the root logger configured and leaves it.)
+logging.basicConfig(level="INFO", format="%(message)s", handlers=[logging.StreamHandler()])
+
 server = MCPServer("bookshop", version="1.0.0")
 log = logging.getLogger("bookshop")
 

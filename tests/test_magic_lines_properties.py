@@ -85,7 +85,7 @@ def server(shell):
         "%%mcp_resource books://catalog\ndef catalog() -> str:\n    return 'the catalog'\n",
         "%%mcp_resource books://{title}\ndef book(title: str) -> str:\n    return CATALOG.get(title, '?')\n",
         "%%mcp_prompt\ndef review(q: str, tone: str = 'kind') -> str:\n    return 'review ' + q\n",
-        # A declared schema whose properties have every odd shape a server may publish (--quiet: its card is the xfail below).
+        # A declared schema whose properties have every odd shape a server may publish (--quiet: its card has a test of its own below).
         (
             f"%%mcp_tool --quiet --input-schema {shlex.quote(json.dumps(ODD_SCHEMA))}\n"
             "def odd(a=None, b=None, c=None, e=None, f=None) -> str:\n    return repr((a, b, c, e, f))\n"
@@ -186,7 +186,7 @@ SPECS = words(
     "latency=0.5", "'latency=0.1,tool_error=0.1,seed=1'", "tool_error=2", "latency=1e400", "seed=x", "'crash=0.6, tool_error=0.6'",
     "speed=1", "latency", "''", "seed=" + BIG, "_seen=1", "'latency=nan'", "latency=3601",
 )  # fmt: skip
-# Input schemas whose properties are schemas of the usual shapes (any other shape: the xfail below).
+# Input schemas whose properties are schemas of the usual shapes (any other shape: the card test below).
 property_schemas = st.recursive(
     st.sampled_from(["string", "integer", "number", "boolean", "null"]).map(lambda t: {"type": t})
     | st.just({"$ref": "#/$defs/A"}),
@@ -273,12 +273,6 @@ junk_property_schemas = st.one_of(
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=(TypeError, AttributeError),
-    reason="views/cards.py schema_type/_parameters: the card of a tool registered with an --input-schema whose property "
-    "is `true`, or has a non-string type / $ref, or a non-list anyOf / enum, raises instead of rendering",
-)
 @FEW
 @given(junk_property_schemas)
 @example(True)

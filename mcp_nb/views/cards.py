@@ -7,6 +7,8 @@ comes from `views.theme`, which says why it looks as it does.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from mcp_nb.views.theme import (
@@ -57,6 +59,27 @@ def without_frames(traceback: str) -> str:
     return "\n".join(kept).strip("\n")
 
 
+def _json_text(value: Any, indent: int | None = None) -> str:
+    """`value` as JSON text; what JSON cannot say (a cycle, an integer of 5000 digits, nesting past
+    Python's limit) as a short note instead, so a card always renders."""
+    try:
+        return json.dumps(value, indent=indent, default=str)
+    except RecursionError:
+        return "(nested too deeply to show)"
+    except (TypeError, ValueError):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return format(Decimal(value), ".6e")  # more digits than Python writes out
+        return "(cannot be shown as JSON)"
+
+
+def _compact(value: Any, limit: int = 120) -> str:
+    """`compact_json`, for a value that may be anything: it never raises."""
+    try:
+        return compact_json(value, limit)
+    except (RecursionError, TypeError, ValueError):  # its fallback, repr(), fails on what json.dumps does
+        return _json_text(value)[:limit]
+
+
 def _root_cause(log) -> str | None:
     """The exception the handler really raised (the SDK wraps it), as `Type: text`."""
     if not log.exceptions:
@@ -77,7 +100,7 @@ def _model_view(o) -> tuple[str, list[str]]:
         return "nothing: there is no result", []
     details = []
     if o.structured_content is not None:
-        details.append("structured_content: " + compact_json(o.structured_content))
+        details.append("structured_content: " + _compact(o.structured_content))
     if o.is_error is not None and o.target == "tool":
         details.append(f"is_error: {o.is_error}")
     return o.content if o.content is not None else "", details
@@ -89,7 +112,7 @@ def _host_view(o) -> str:
     parts = [str(o.code) if o.code is not None else "", o.message or ""]
     line = " ".join(p for p in parts if p)
     if o.data is not None:
-        line += "\ndata: " + compact_json(o.data)
+        line += "\ndata: " + _compact(o.data)
     return line
 
 
@@ -117,7 +140,7 @@ def _sender(o) -> str:
 
 
 def _header_text(o) -> str:
-    args = "" if o.target == "resource" or o.arguments is None else " " + compact_json(o.arguments, 80)
+    args = "" if o.target == "resource" or o.arguments is None else " " + _compact(o.arguments, 80)
     attempt = f", attempt {o.attempt}" if o.attempt > 1 else ""
     return f"Outcome #{o.call_id}{attempt}: {o.outcome} ({o.cause}) - {o.target} {o.name}{args}{_on(o)}{_from(o)}"
 
@@ -175,7 +198,7 @@ def _asked(o) -> list[tuple[str, str]]:
     for e in getattr(o, "elicitations", None) or ():
         e = e.as_dict() if hasattr(e, "as_dict") else e
         question = e["message"] + (f" (open {e['url']})" if e.get("url") else "")
-        answer = e["action"] + (" " + compact_json(e["content"]) if e.get("content") else "")
+        answer = e["action"] + (" " + _compact(e["content"]) if e.get("content") else "")
         answer += {"elicit": ", from the call's elicit=", "default": ", from the configured elicit", "form": ", in the form"}.get(
             e["source"], ""
         )
@@ -208,7 +231,7 @@ def outcome_html(o, stable: bool | None = None) -> str:
         logs = "".join(items)
     else:
         logs = f'<span style="{MUTED}">nothing</span>'
-    args = "" if o.target == "resource" or o.arguments is None else compact_json(o.arguments, 80)
+    args = "" if o.target == "resource" or o.arguments is None else _compact(o.arguments, 80)
 
     def pane(title: str, body: str) -> str:
         return (
@@ -253,32 +276,59 @@ def outcome_html(o, stable: bool | None = None) -> str:
 # -- Registration -------------------------------------------------------------------------------
 
 
-def _parameters(schema: dict[str, Any] | None) -> list[tuple[str, str, bool, str]]:
-    if not schema:
+# The schemas here are whatever a server published (or a cell declared): any JSON value. A card
+# shows what it can read of one and never raises: a keyword of another shape is passed over,
+# `true` (or anything that is no schema) reads as "any", `false` as "nothing".
+
+
+def _parameters(schema: Any) -> list[tuple[str, str, bool, str]]:
+    """(name, type, required, description) of each property of an object schema."""
+    if not isinstance(schema, Mapping):
         return []
-    required = set(schema.get("required", []))
+    required = schema.get("required")
+    required = {n for n in required if isinstance(n, str)} if isinstance(required, list) else set()
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return []
     rows = []
-    for name, prop in (schema.get("properties") or {}).items():
+    for name, prop in properties.items():
         kind = schema_type(prop, schema)
-        if "default" in prop:
-            kind += " = " + json.dumps(prop["default"], default=str)
-        rows.append((name, kind, name in required, prop.get("description", "")))
+        description = ""
+        if isinstance(prop, Mapping):
+            if "default" in prop:
+                kind += " = " + _json_text(prop["default"])
+            if isinstance(prop.get("description"), str):
+                description = prop["description"]
+        rows.append((str(name), kind, name in required, description))
     return rows
 
 
-def schema_type(prop: dict[str, Any], root: dict[str, Any] | None = None) -> str:
+_NESTED = 12  # a schema nested deeper than this (a Python dict that holds itself) is named "…" there
+
+
+def schema_type(prop: Any, root: Any = None, depth: int = 0) -> str:
     """A short human name for a JSON Schema: `integer`, `string | null`, `array[string]`, `Book`..."""
-    if "$ref" in prop:
-        return prop["$ref"].rsplit("/", 1)[-1]
-    if "anyOf" in prop or "oneOf" in prop:
-        return " | ".join(schema_type(p, root) for p in prop.get("anyOf") or prop.get("oneOf"))
-    if "enum" in prop:
-        return "enum(" + ", ".join(json.dumps(v) for v in prop["enum"]) + ")"
+    if prop is False:
+        return "nothing"
+    if not isinstance(prop, Mapping):
+        return "any"  # `true`, or a value that is no schema: nothing is ruled out
+    if depth > _NESTED:
+        return "…"
+    ref = prop.get("$ref")
+    if isinstance(ref, str):
+        return ref.rsplit("/", 1)[-1] or ref
+    members = next((m for m in (prop.get("anyOf"), prop.get("oneOf")) if isinstance(m, list) and m), None)
+    if members is not None:
+        return " | ".join(schema_type(p, root, depth + 1) for p in members)
+    if isinstance(prop.get("enum"), list):
+        return "enum(" + ", ".join(_json_text(v) for v in prop["enum"]) + ")"
     kind = prop.get("type", "any")
     if isinstance(kind, list):
-        return " | ".join(kind)
-    if kind == "array" and isinstance(prop.get("items"), dict):
-        return f"array[{schema_type(prop['items'], root)}]"
+        return " | ".join(k for k in kind if isinstance(k, str)) or "any"
+    if not isinstance(kind, str):
+        return "any"
+    if kind == "array" and isinstance(prop.get("items"), Mapping):
+        return f"array[{schema_type(prop['items'], root, depth + 1)}]"
     return kind
 
 
@@ -288,8 +338,9 @@ def registration_text(r) -> str:
     lines = [f"{r.kind} {r.name}{where} ({state}{', async' if r.is_async else ''})"]
     if r.title:
         lines.append(f"  title: {r.title}")
-    if r.description:
-        lines.append("  " + r.description.strip().splitlines()[0])
+    first = (r.description or "").strip().splitlines()
+    if first:  # a description of blanks has no first line
+        lines.append("  " + first[0])
     if r.annotations:
         lines.append("  annotations: " + ", ".join(sorted(r.annotations)))
     if r.faults:
@@ -312,27 +363,30 @@ def registration_text(r) -> str:
 _PLAIN = frozenset({"string", "integer", "number", "boolean", "null"})
 
 
-def _one_plain_value(schema: dict[str, Any]) -> bool:
+def _one_plain_value(schema: Mapping[str, Any]) -> bool:
     """The SDK's wrapper of one plain value (`-> str` gives `{"result": string}`): the result's
     text says all it does, so the card leaves it out."""
-    properties = schema.get("properties") or {}
-    if set(properties) != {"result"} or schema.get("$defs"):
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping) or set(properties) != {"result"} or schema.get("$defs"):
         return False
-    kind = properties["result"].get("type")
-    kinds = {kind} if isinstance(kind, str) else set(kind or ["?"])
-    return kinds <= _PLAIN
+    result = properties["result"]
+    kind = result.get("type") if isinstance(result, Mapping) else None
+    if isinstance(kind, str):
+        return kind in _PLAIN
+    return isinstance(kind, list) and bool(kind) and all(isinstance(k, str) and k in _PLAIN for k in kind)
 
 
 def _returns(schema: dict[str, Any] | None) -> tuple[list[tuple[str, str, bool, str]], list[tuple[str, str]]]:
     """What a tool's output schema promises: its top-level fields, and each model it refers to,
     as `Book: title string, year integer`."""
-    if not isinstance(schema, dict) or _one_plain_value(schema):
+    if not isinstance(schema, Mapping) or _one_plain_value(schema):
         return [], []
     fields = _parameters(schema)
     models = []
-    for model, sub in (schema.get("$defs") or {}).items():
-        if isinstance(sub, dict):
-            models.append((model, ", ".join(f"{n} {k}" for n, k, _, _ in _parameters(sub)) or schema_type(sub, schema)))
+    defs = schema.get("$defs")
+    for model, sub in (defs.items() if isinstance(defs, Mapping) else ()):
+        if isinstance(sub, Mapping):
+            models.append((str(model), ", ".join(f"{n} {k}" for n, k, _, _ in _parameters(sub)) or schema_type(sub, schema)))
     return fields, models
 
 
@@ -359,7 +413,7 @@ def registration_html(r) -> str:
     if r.input_schema:
         schema = (
             f'<details><summary style="cursor:pointer;{MUTED};font-size:0.85em">input schema</summary>'
-            f"{pre(json.dumps(r.input_schema, indent=2))}</details>"
+            f"{pre(_json_text(r.input_schema, indent=2))}</details>"
         )
     output = getattr(r, "output_schema", None)
     fields, models = _returns(output)
@@ -380,7 +434,7 @@ def registration_html(r) -> str:
         )
         schema += (
             f'<details><summary style="cursor:pointer;{MUTED};font-size:0.85em">output schema</summary>'
-            f"{pre(json.dumps(output, indent=2))}</details>"
+            f"{pre(_json_text(output, indent=2))}</details>"
         )
     desc = escape((r.description or "").strip())
     state = "replaced the earlier version" if r.replaced else "registered"
@@ -407,8 +461,13 @@ def _offers(row: dict[str, Any]) -> str:
     return ", ".join(parts) or "nothing"
 
 
+def _who(row: dict[str, Any]) -> str:
+    """The name and version the server gave of itself (whatever it gave)."""
+    return " ".join(str(p) for p in (row.get("server_name"), row.get("server_version")) if p)
+
+
 def connection_text(row: dict[str, Any]) -> str:
-    who = " ".join(p for p in (row.get("server_name"), row.get("server_version")) if p)
+    who = _who(row)
     lines = [f"server {row['server']} ({row['transport']}, {row['state']}{', ' + row['reason'] if row.get('reason') else ''})"]
     if who:
         lines.append(f"  {who}" + (f", protocol {row['protocol']}" if row.get("protocol") else ""))
@@ -421,7 +480,7 @@ def connection_text(row: dict[str, Any]) -> str:
 def connection_html(row: dict[str, Any]) -> str:
     ink = _STATE_INKS.get(row["state"])
     state = ink.text if ink else MUTED
-    who = " ".join(p for p in (row.get("server_name"), row.get("server_version")) if p)
+    who = _who(row)
     details = [f"<code>{escape(row['target'])}</code>"] if row.get("target") else []
     if row.get("protocol"):
         details.append(f"protocol {escape(row['protocol'])}")

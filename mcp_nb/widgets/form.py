@@ -28,11 +28,14 @@ import html
 import json
 import math
 import re
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from decimal import Decimal, InvalidOperation
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import ipywidgets as w
 
+from mcp_nb.mistakes import BadJson, BadValue, read_json
 from mcp_nb.views.cards import schema_type
 from mcp_nb.views.theme import ERROR, LINE, MUTED
 
@@ -83,6 +86,16 @@ def css_name(path: Path) -> str:
 _LONG_TEXT = 70  # characters per row before a text field grows another row
 _MAX_ROWS = 12
 _DEPTH = 12  # nested objects deeper than this (a recursive model) become JSON fields
+
+# A recursive schema (`$ref`s back to a model it is in) builds only what the user asks for:
+#
+# - A field built to show a value (an item of a list being loaded, a call from the history)
+#   starts empty and is loaded with that value, so a default that refers back to its own
+#   schema (`items: {$ref: <the array>}, default: [[]]`) is read once, not again per item.
+# - Objects built without being asked for (a required one, or an optional one its default
+#   switches on) stop at the first `$ref` they already expand: an optional one waits for
+#   its switch, a required one (which no finite value fills) is a JSON field. Items, and
+#   objects switched on, start a new chain: the user builds a tree one step at a time.
 
 
 # -- resolving: $ref, allOf, nullable ------------------------------------------------------------
@@ -179,16 +192,44 @@ class Context:
         self.root = root
         self.looks = Looks()
         self.callback = callback or _as_is
+        self.expanding: frozenset[str] = frozenset()  # the `$ref`s the objects being built unasked expand
+        self._filling = 0  # > 0 while fields are built to be loaded with a value
 
-    def resolve(self, schema: Any) -> dict[str, Any]:
+    @contextmanager
+    def chain(self, refs: frozenset[str]) -> Iterator[None]:
+        """Build with `refs` as the `$ref`s the objects around are expanding."""
+        outer, self.expanding = self.expanding, refs
+        try:
+            yield
+        finally:
+            self.expanding = outer
+
+    @contextmanager
+    def filling(self) -> Iterator[None]:
+        """Build fields that are then loaded with a value: they leave their defaults off."""
+        self._filling += 1
+        try:
+            yield
+        finally:
+            self._filling -= 1
+
+    @property
+    def is_filling(self) -> bool:
+        return self._filling > 0
+
+    def resolve(self, schema: Any, followed: set[str] | None = None) -> dict[str, Any]:
         """Follow `$ref`s and single-member `allOf`s; keywords next to them win (a default, a description).
 
         The result is `readable`: every keyword the builders read has the shape they expect.
+        `followed` collects the references followed.
         """
         schema = readable(schema)
         for _ in range(_DEPTH):
             if "$ref" in schema:
-                target = self._pointer(schema.pop("$ref"))
+                ref = schema.pop("$ref")
+                if followed is not None:
+                    followed.add(ref)
+                target = self._pointer(ref)
                 schema = readable({**target, **schema})
             elif len(schema.get("allOf", ())) == 1:
                 (only,) = schema.pop("allOf")
@@ -218,7 +259,8 @@ class Context:
 
 
 def _real(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    # An int is finite however long (math.isfinite of one beyond the float range overflows).
+    return not isinstance(value, bool) and (isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)))
 
 
 def _count(value: Any) -> bool:
@@ -296,12 +338,12 @@ def readable(schema: Any, depth: int = 0) -> dict[str, Any]:
 _ANNOTATIONS = ("default", "description", "title", "examples")
 
 
-def split_nullable(schema: dict[str, Any], ctx: Context) -> tuple[dict[str, Any], bool]:
+def split_nullable(schema: dict[str, Any], ctx: Context, followed: set[str] | None = None) -> tuple[dict[str, Any], bool]:
     """`anyOf [X, null]` and `type: [X, "null"]` to (X, True); anything else to (schema, False).
 
     The annotations of the outer schema (default, description) are kept on X. A default
     of null is dropped: in a signature `= None` means "not given", so the field starts
-    empty and the null toggle stays off.
+    empty and the null toggle stays off. `followed` collects the references followed to X.
     """
     variants = schema.get("anyOf") or schema.get("oneOf")
     inner: dict[str, Any] | None = None
@@ -309,7 +351,7 @@ def split_nullable(schema: dict[str, Any], ctx: Context) -> tuple[dict[str, Any]
         rest = [v for v in variants if ctx.resolve(v).get("type") != "null"]
         if len(rest) < len(variants):
             if len(rest) == 1:
-                inner = ctx.resolve(rest[0])
+                inner = ctx.resolve(rest[0], followed)
             else:  # X | Y | None: the value is a JSON field, null still a toggle
                 inner = {"anyOf": rest}
     elif isinstance(schema.get("type"), list) and "null" in schema["type"]:
@@ -386,7 +428,7 @@ class Field:
         raise NotImplementedError
 
     def empty_required(self) -> Any:
-        raise ValueError("required")
+        raise BadValue("required")
 
     def load(self, value: Any) -> None:
         """Show `value` (OMIT clears the field). Raises ValueError when it does not fit this field."""
@@ -413,6 +455,10 @@ class Field:
     def _default(self) -> Any:
         return self.schema.get("default", OMIT)
 
+    def _start(self) -> Any:
+        """What a new field shows: its default, unless it is built to be loaded with a value."""
+        return OMIT if self.ctx.is_filling else self._default()
+
 
 def _placeholder(schema: Mapping[str, Any], fallback: str) -> str:
     """What an empty field says: its default (which the server applies when it is left out)."""
@@ -423,7 +469,34 @@ def _placeholder(schema: Mapping[str, Any], fallback: str) -> str:
 
 
 def _show(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    """A value as JSON text, for a label or a message; what JSON cannot say is named instead."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return _unshown(value)
+
+
+def _unshown(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):  # more digits than Python writes out
+        return format(Decimal(value), ".6e")
+    return "a nested value" if isinstance(value, (list, dict)) else type(value).__name__
+
+
+def _dumps(value: Any) -> str:
+    """`value` as JSON text to edit, or BadValue when JSON cannot say it."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except RecursionError:
+        raise BadValue("cannot be shown as JSON: nested too deeply") from None
+    except (TypeError, ValueError) as err:
+        raise BadValue(f"cannot be shown as JSON: {_one_line(err)}") from None
+
+
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return text or type(err).__name__
 
 
 def _rows_for(text: str) -> int:
@@ -451,7 +524,7 @@ class TextField(Field):
             )
             self.widget.observe(self.callback("typing", self._grow), "value")
         self.widget.add_class(css_name(path)).add_class("mcp-nb-string")
-        default = self._default()
+        default = self._start()
         if isinstance(default, str):
             self.widget.value = default
         self.widget.observe(self.callback("typing", self.changed), "value")
@@ -473,7 +546,7 @@ class TextField(Field):
         elif isinstance(value, str):
             self.widget.value = value
         else:
-            raise ValueError(f"expected a string, got {_show(value)}")
+            raise BadValue(f"expected a string, got {_show(value)}")
 
 
 _INTEGER = re.compile(r"[+-]?\d+")
@@ -525,9 +598,12 @@ class NumberField(Field):
             placeholder=_placeholder(schema, hint), layout=ctx.looks.input_layout(), style=ctx.looks.text_style()
         )
         self.widget.add_class(css_name(path)).add_class("mcp-nb-number")
-        default = self._default()
-        if isinstance(default, (int, float)) and not isinstance(default, bool):
-            self.widget.value = _show(default)
+        default = self._start()
+        if _real(default):
+            try:
+                self.widget.value = _number_text(default)
+            except ValueError:
+                pass  # more digits than Python writes out: the field starts empty
         self.widget.observe(self.callback("typing", self.changed), "value")
 
     def read(self) -> Any:
@@ -536,29 +612,48 @@ class NumberField(Field):
             return OMIT
         if self.integer:
             if not _INTEGER.fullmatch(text):
-                raise ValueError(f"{text!r} is not an integer" + (" (no decimals)" if _NUMBER.fullmatch(text) else ""))
-            number: int | float = int(text)
+                raise BadValue(f"{_typed(text)} is not an integer" + (" (no decimals)" if _NUMBER.fullmatch(text) else ""))
+            number: int | float = _integer(text)
         else:
             if not _NUMBER.fullmatch(text):
-                raise ValueError(f"{text!r} is not a number")
-            number = int(text) if _INTEGER.fullmatch(text) else float(text)
+                raise BadValue(f"{_typed(text)} is not a number")
+            number = _integer(text) if _INTEGER.fullmatch(text) else float(text)
             if number in (float("inf"), float("-inf")):
-                raise ValueError(f"{text!r} is too large for JSON")
+                raise BadValue(f"{_typed(text)} is too large for JSON")
         for key, says, holds in _LIMITS:
             if key in self.schema and not holds(number, self.schema[key]):
-                raise ValueError(f"must be {says} {_show(self.schema[key])}")
+                raise BadValue(f"must be {says} {_show(self.schema[key])}")
         step = self.schema.get("multipleOf")
         if step is not None and not _multiple(text, step):
-            raise ValueError(f"must be a multiple of {_show(step)}")
+            raise BadValue(f"must be a multiple of {_show(step)}")
         return number
 
     def load(self, value: Any) -> None:
         if value is OMIT:
             self.widget.value = ""
         elif isinstance(value, bool) or not isinstance(value, (int, float)) or (self.integer and isinstance(value, float)):
-            raise ValueError(f"expected {'an integer' if self.integer else 'a number'}, got {_show(value)}")
+            raise BadValue(f"expected {'an integer' if self.integer else 'a number'}, got {_show(value)}")
         else:
-            self.widget.value = _show(value)
+            self.widget.value = _number_text(value)
+
+
+def _number_text(value: float) -> str:
+    """A number as it is typed, or BadValue when JSON has no text for it (NaN, an integer of 5000 digits)."""
+    if not _real(value):
+        raise BadValue(f"{_show(value)} is not a JSON number")
+    return _dumps(value)
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:  # more digits than Python reads (sys.get_int_max_str_digits())
+        raise BadValue(f"{_typed(text)} has more digits than an integer can have here ({len(text.lstrip('+-'))})") from None
+
+
+def _typed(text: str, limit: int = 40) -> str:
+    """What was typed, quoted, cut short when it is long."""
+    return repr(text) if len(text) <= limit else repr(text[: limit - 1]) + "…"
 
 
 _NOT_SENT = "— not sent —"
@@ -595,7 +690,7 @@ class ChoiceField(Field):
         )
         self.widget.add_class(css_name(path)).add_class("mcp-nb-enum")
         try:
-            self.load(self._default())
+            self.load(self._start())
         except ValueError:
             self.load(OMIT)  # a default that is not one of the values: leave the choice open
         self.widget.observe(self.callback("choosing", self.changed), "index")
@@ -607,7 +702,7 @@ class ChoiceField(Field):
         return self.values[index - self.offset]
 
     def empty_required(self) -> Any:
-        raise ValueError("choose a value")
+        raise BadValue("choose a value")
 
     def load(self, value: Any) -> None:
         if value is OMIT:
@@ -617,7 +712,7 @@ class ChoiceField(Field):
             if option == value and type(option) is type(value):
                 self.widget.index = i + self.offset
                 return
-        raise ValueError(f"{_show(value)} is not one of the choices")
+        raise BadValue(f"{_show(value)} is not one of the choices")
 
 
 class BooleanField(Field):
@@ -628,7 +723,7 @@ class BooleanField(Field):
     def __init__(self, schema, ctx, path, required, depth=0) -> None:
         super().__init__(schema, ctx, path, required, depth)
         self.widget = w.Checkbox(
-            value=self._default() is True, indent=False, layout=ctx.looks.fit_layout(), style=ctx.looks.checkbox_style()
+            value=self._start() is True, indent=False, layout=ctx.looks.fit_layout(), style=ctx.looks.checkbox_style()
         )
         self.widget.add_class(css_name(path)).add_class("mcp-nb-boolean")
         self.widget.observe(self.callback("ticking", self.changed), "value")
@@ -642,11 +737,11 @@ class BooleanField(Field):
             # as its default, which is what the server used.
             self.widget.value = self._default() is True
             if self.required or "default" not in self.schema:
-                raise ValueError("a checkbox cannot show 'not sent'")
+                raise BadValue("a checkbox cannot show 'not sent'")
         elif isinstance(value, bool):
             self.widget.value = value
         else:
-            raise ValueError(f"expected true or false, got {_show(value)}")
+            raise BadValue(f"expected true or false, got {_show(value)}")
 
 
 class MultiSelectField(Field):
@@ -664,7 +759,7 @@ class MultiSelectField(Field):
             style=ctx.looks.choice_style(),
         )
         self.widget.add_class(css_name(path)).add_class("mcp-nb-multiselect")
-        default = self._default()
+        default = self._start()
         if isinstance(default, list):
             try:
                 self.load(default)
@@ -684,15 +779,15 @@ class MultiSelectField(Field):
             self.widget.value = ()
             return
         if not isinstance(value, list):
-            raise ValueError(f"expected a list, got {_show(value)}")
+            raise BadValue(f"expected a list, got {_show(value)}")
         indices = []
         for item in value:
             match = [i for i, v in enumerate(self.values) if v == item and type(v) is type(item)]
             if not match:
-                raise ValueError(f"{_show(item)} is not one of the choices")
+                raise BadValue(f"{_show(item)} is not one of the choices")
             indices.append(match[0])
         if indices != sorted(set(indices)):
-            raise ValueError("the list repeats or reorders the choices")
+            raise BadValue("the list repeats or reorders the choices")
         self.widget.value = tuple(indices)
 
 
@@ -707,9 +802,12 @@ class JsonField(Field):
             placeholder=_placeholder(schema, "JSON value"), rows=1, layout=ctx.looks.input_layout(), style=ctx.looks.text_style()
         )
         self.widget.add_class(css_name(path)).add_class("mcp-nb-json")
-        default = self._default()
+        default = self._start()
         if default is not OMIT and default is not None:
-            self.widget.value = json.dumps(default, ensure_ascii=False)
+            try:
+                self.widget.value = _dumps(default)
+            except ValueError:
+                pass  # a default JSON cannot say (an integer of 5000 digits): the field starts empty
             self.widget.rows = _rows_for(self.widget.value)
         self.widget.observe(self.callback("typing", self._grow), "value")
         self.widget.observe(self.callback("typing", self.changed), "value")
@@ -724,12 +822,31 @@ class JsonField(Field):
         if not text.strip():
             return OMIT
         try:
-            return json.loads(text)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"not valid JSON: {err.msg} (line {err.lineno}, column {err.colno})") from None
+            value = read_json(text)
+        except BadJson as err:
+            if err.lineno is None:  # JSON, but not for Python: nested too deeply, an integer too long
+                raise BadValue(f"not JSON the form can read: {err.msg}") from None
+            raise BadValue(f"not valid JSON: {err.msg} (line {err.lineno}, column {err.colno})") from None
+        if not _finite(value):
+            raise BadValue("not valid JSON: NaN, Infinity and numbers beyond the float range (1e999) are not JSON numbers")
+        return value
 
     def load(self, value: Any) -> None:
-        self.widget.value = "" if value is OMIT else json.dumps(value, ensure_ascii=False)
+        self.widget.value = "" if value is OMIT else _dumps(value)
+
+
+def _finite(value: Any) -> bool:
+    """Whether every number in a JSON value is one JSON can send (no NaN, no infinity)."""
+    stack = [value]
+    while stack:  # a loop, not recursion: the value may be nested nearly as deep as Python's limit
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return False
+        if isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+    return True
 
 
 class NullableField(Field):
@@ -806,7 +923,7 @@ class ArrayField(Field):
         self.add.on_click(self.callback("adding an item", lambda _: self._append()))
         self.widget = w.VBox([self.rows, self.add], layout=w.Layout(width="100%"))
         self.widget.add_class(css_name(path)).add_class("mcp-nb-array")
-        default = self._default()
+        default = self._start()
         if isinstance(default, list):
             try:
                 self.load(default)
@@ -814,9 +931,23 @@ class ArrayField(Field):
                 self.load(OMIT)
 
     def _append(self, value: Any = OMIT) -> Field:
-        item = field_for(self.items_schema, self.ctx, self.path + (len(self.items),), True, self.depth + 1)
-        if value is not OMIT:
-            item.load(value)
+        """Add an item: empty (or its default) when the user adds it, else built for `value`.
+
+        An item built for a value leaves its own default off: the items of a schema that
+        refers back to its list would otherwise load the list's default again, item after item.
+        """
+        path = self.path + (len(self.items),)
+        with self.ctx.chain(frozenset()):  # an item is asked for: a chain of objects starts again
+            if value is OMIT:
+                item = field_for(self.items_schema, self.ctx, path, True, self.depth + 1)
+            else:
+                with self.ctx.filling():
+                    item = field_for(self.items_schema, self.ctx, path, True, self.depth + 1)
+                    try:
+                        item.load(value)
+                    except BaseException:
+                        item.close()
+                        raise
         item.on_change(self.changed)
         remove = _icon_button("trash", "remove this item", "mcp-nb-remove", self.ctx.looks)
         row = w.HBox([item.widget, remove], layout=w.Layout(width="100%", align_items="flex-start"))
@@ -853,9 +984,9 @@ class ArrayField(Field):
 
     def _check_length(self, n: int) -> None:
         if "minItems" in self.schema and n < self.schema["minItems"]:
-            raise ValueError(f"needs at least {self.schema['minItems']} item(s)")
+            raise BadValue(f"needs at least {self.schema['minItems']} item(s)")
         if "maxItems" in self.schema and n > self.schema["maxItems"]:
-            raise ValueError(f"takes at most {self.schema['maxItems']} item(s)")
+            raise BadValue(f"takes at most {self.schema['maxItems']} item(s)")
 
     def empty_required(self) -> Any:
         self._check_length(0)
@@ -863,7 +994,7 @@ class ArrayField(Field):
 
     def load(self, value: Any) -> None:
         if value is not OMIT and not isinstance(value, list):
-            raise ValueError(f"expected a list, got {_show(value)}")
+            raise BadValue(f"expected a list, got {_show(value)}")
         for row in self.rows.children:
             close_tree(row)
         self.items = []
@@ -889,17 +1020,21 @@ class ObjectField(Field):
 
     kind = "object"
 
-    def __init__(self, schema, ctx, path, required, depth=0, nullable: bool = False, root: bool = False) -> None:
+    def __init__(
+        self, schema, ctx, path, required, depth=0, nullable: bool = False, root: bool = False, lazy: bool = False
+    ) -> None:
         super().__init__(schema, ctx, path, required, depth)
         self.root = root
+        self.refs = ctx.expanding  # the `$ref`s this object and the ones built around it unasked expand
         self.fields: dict[str, Field] = {}
         self.labels: dict[str, w.HTML] = {}
         self.grid: w.GridBox | None = None
         states = ([] if required else [_STATE_NOT_SENT]) + ([_STATE_NULL] if nullable else []) + [_STATE_SET]
         self.state: w.ToggleButtons | None = None
         if len(states) > 1:
-            default = self._default()
-            start = _STATE_SET if isinstance(default, Mapping) else states[0]
+            default = self._start()
+            # `lazy`: an object inside itself waits for its switch, whatever its default says.
+            start = _STATE_SET if isinstance(default, Mapping) and not lazy else states[0]
             self.state = w.ToggleButtons(options=states, value=start, style={"button_width": "auto"})
             self.state.add_class("mcp-nb-state").add_class(css_name(path) + "-state")
             self.body = w.VBox(layout=w.Layout(width="100%"))
@@ -921,7 +1056,8 @@ class ObjectField(Field):
         fields: dict[str, Field] = {}
         try:
             for name, prop in self.schema["properties"].items():
-                field = fields[name] = field_for(prop, self.ctx, self.path + (name,), name in required, self.depth + 1)
+                with self.ctx.chain(self.refs):
+                    field = fields[name] = field_for(prop, self.ctx, self.path + (name,), name in required, self.depth + 1)
                 label = w.HTML(
                     label_html(name, prop, name in required, self.ctx.root),
                     layout=self.ctx.looks.label_layout(),
@@ -953,16 +1089,17 @@ class ObjectField(Field):
                 border_left="" if self.root else f"2px solid {LINE}",
             ),
         )
-        defaults = self._default()
+        defaults = self._start()
         if isinstance(defaults, Mapping):
             # The object's own default is a concrete value (a model instance, dumped): it
             # wins over its properties' defaults, nulls included.
-            for name, value in defaults.items():
-                if name in self.fields:
-                    try:
-                        self.fields[name].load(value)
-                    except ValueError:
-                        pass
+            with self.ctx.filling():
+                for name, value in defaults.items():
+                    if name in self.fields:
+                        try:
+                            self.fields[name].load(value)
+                        except ValueError:
+                            pass
         if self.body is not None:
             self.body.children = (self.grid,)
 
@@ -1027,17 +1164,17 @@ class ObjectField(Field):
     def load(self, value: Any) -> None:
         if value is OMIT or value is None:
             if self.state is None:
-                raise ValueError("this object is required" if value is OMIT else "this object cannot be null")
+                raise BadValue("this object is required" if value is OMIT else "this object cannot be null")
             wanted = _STATE_NOT_SENT if value is OMIT else _STATE_NULL
             if wanted not in self.state.options:
-                raise ValueError(f"this object cannot be {'left out' if value is OMIT else 'null'}")
+                raise BadValue(f"this object cannot be {'left out' if value is OMIT else 'null'}")
             self.state.value = wanted
             return
         if not isinstance(value, Mapping):
-            raise ValueError(f"expected an object, got {_show(value)}")
+            raise BadValue(f"expected an object, got {_show(value)}")
         unknown = set(value) - set(self.schema["properties"])
         if unknown:
-            raise ValueError(f"no field for {', '.join(sorted(unknown))}")
+            raise BadValue(f"no field for {', '.join(sorted(unknown))}")
         if self.state is not None:
             self.state.value = _STATE_SET
         self._build()
@@ -1068,7 +1205,7 @@ def label_html(name: str, schema: Mapping[str, Any], required: bool, root: Mappi
             bounds.append(f"{what} {limited[key]}")
     star = f' <span title="required" style="{ERROR.text}">*</span>' if required else ""
     parts = [
-        f'<div style="line-height:1.3"><code style="font-weight:600;background:none;padding:0">{html.escape(name)}</code>{star}'
+        f'<div style="line-height:1.3"><code style="font-weight:600;background:none;padding:0">{html.escape(str(name))}</code>{star}'
         f' <span style="{MUTED};font-size:0.85em">{html.escape(kind)}'
         + (f" · {html.escape(', '.join(bounds))}" if bounds else "")
         + "</span>"
@@ -1106,13 +1243,16 @@ MAPPERS: dict[str, Callable[[dict[str, Any], Context, Path, bool, int], Field]] 
 
 def field_for(schema: Mapping[str, Any], ctx: Context, path: Path, required: bool, depth: int = 0) -> Field:
     """The field for one value: resolve the schema, peel off null, dispatch on its kind."""
-    resolved = ctx.resolve(schema if isinstance(schema, Mapping) else {})
-    inner, nullable = split_nullable(resolved, ctx)
+    followed: set[str] = set()
+    resolved = ctx.resolve(schema if isinstance(schema, Mapping) else {}, followed)
+    inner, nullable = split_nullable(resolved, ctx, followed)
     kind = kind_of(inner, ctx)
-    if kind == "object" and depth >= _DEPTH:
-        kind = "json"
+    inside_itself = not followed.isdisjoint(ctx.expanding)
+    if kind == "object" and (depth >= _DEPTH or (inside_itself and required and not nullable)):
+        kind = "json"  # too deep, or an object that must hold itself: no finite form, a JSON value
     if kind == "object":  # objects say null and "not sent" with their own switch
-        return ObjectField(inner, ctx, path, required, depth, nullable=nullable)
+        with ctx.chain(ctx.expanding | followed):
+            return ObjectField(inner, ctx, path, required, depth, nullable=nullable, lazy=inside_itself)
     field = MAPPERS[kind](inner, ctx, path, required, depth)
     return NullableField(field) if nullable else field
 
@@ -1168,7 +1308,7 @@ def _same(a: Any, b: Any) -> bool:
     """Equal as JSON: `true` is not `1`, and `1` is not `1.0`."""
     try:
         return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return False
 
 

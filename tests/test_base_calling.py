@@ -132,6 +132,7 @@ def test_reset_inside_a_tool_is_refused_in_one_line_on_the_calls_outcome(kind):
 
 
 @pytest.mark.filterwarnings("ignore::mcp_nb.registering.loop_watch.LoopBlockedWarning")
+@pytest.mark.serial  # it times the reset against a bound: alone, so the bound measures mcp_nb
 def test_reset_while_an_async_tool_holds_the_loop_returns_soon_and_names_it(caplog):
     holding, release = threading.Event(), threading.Event()
 
@@ -164,6 +165,7 @@ def test_reset_while_an_async_tool_holds_the_loop_returns_soon_and_names_it(capl
     assert causes(old.history) == [("hog", "cancelled")]  # recorded once
 
 
+@pytest.mark.serial  # it times a whole interpreter's exit: alone, so the bound measures mcp_nb
 def test_interpreter_exit_while_an_async_tool_holds_the_loop_is_bounded(tmp_path):
     script = tmp_path / "held.py"
     script.write_text(

@@ -223,6 +223,7 @@ def test_timeout_shows_the_deadline_then_what_the_server_did(panel, gate):
 # -- never blocking; cancel -------------------------------------------------------------------------
 
 
+@pytest.mark.serial  # it times the click: another test's load on the machine must not lengthen it
 def test_a_call_in_flight_leaves_the_kernel_free_and_can_be_cancelled(panel, gate):
     panel.select("tool", "reindex")
     started = time.perf_counter()

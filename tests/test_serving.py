@@ -2,6 +2,7 @@
 re-run, `%mcp_serve`, and stopping (by hand, by `reset()`, at exit)."""
 
 import asyncio
+import html
 import json
 import logging
 import socket
@@ -20,6 +21,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 import mcp_nb
 import peers
 from mcp_nb.serving import current
+from mcp_nb.serving.view import TOKEN_SHOWN
 from outside import client
 
 
@@ -410,7 +412,11 @@ def test_the_handle_shows_where_and_keeps_the_token_out_of_its_summary():
         text = repr(handle)
         assert handle.url in text and handle.token not in text and handle.token[:4] in text
         configs = handle.configs()
-        assert handle.token in handle._repr_html_()
+        # A cell's output is saved with the notebook: the settings it shows have a placeholder
+        # where the token goes, and the code that asks gets them whole.
+        shown = handle._repr_html_()
+        assert handle.token not in shown and handle.token[:4] in shown
+        assert html.escape(TOKEN_SHOWN) in shown and "handle.configs()" in shown
         cursor = json.loads(configs["Cursor (~/.cursor/mcp.json)"])["mcpServers"]["mcp_nb"]
         assert cursor == {"url": handle.url, "headers": {"Authorization": f"Bearer {handle.token}"}}
         vscode = json.loads(configs["VS Code (.vscode/mcp.json)"])["servers"]["mcp_nb"]

@@ -110,3 +110,24 @@ def test_nbval_compares_the_notebooks_folder_and_nothing_else():
     assert listed.returncode == 0, listed.stdout[-2000:] + listed.stderr[-2000:]
     compared = {line.split("::")[0] for line in listed.stdout.splitlines() if ".ipynb::" in line.split("[")[0]}
     assert compared == {f"notebooks/{path.name}" for path in NOTEBOOKS}
+
+
+# A bearer token in a saved output, or one named as a token (mcp_nb's are 43 characters): anyone
+# who reads the notebook could call the server while it runs.
+SECRET = re.compile(r"Bearer\s+[A-Za-z0-9_\-.~+/]{16,}|token\W{1,4}[A-Za-z0-9_\-]{20,}", re.I)
+SAVED = sorted({*NOTEBOOKS, *(ROOT / "mcp_nb" / "starter").glob("*.ipynb"), *(ROOT / "tests" / "browser").glob("*.ipynb")})
+
+
+@pytest.mark.parametrize("notebook", SAVED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_saved_output_holds_a_token(notebook):
+    for index, cell in enumerate(json.loads(notebook.read_text())["cells"]):
+        for output in cell.get("outputs", []):
+            found = SECRET.search(json.dumps(output))
+            assert found is None, f"{notebook.name} cell {index}: {found.group(0)[:12]}…"
+
+
+def test_the_token_check_finds_a_token():
+    # The check above must be able to fail: a served handle's settings, as they were printed.
+    assert SECRET.search('"Authorization": "Bearer tpWbZO0Bbv_8QsyFbLiDa-dDdVuXchliO1QidKezmGs"')
+    assert SECRET.search("token tpWbZO0Bbv_8QsyFbLiDa-dDdVuXchliO1QidKezmGs")
+    assert not SECRET.search("tpWb… (handle.token)")

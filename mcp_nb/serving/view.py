@@ -1,10 +1,9 @@
 """How a serving handle looks: where it listens, whether a token guards it, what it refused.
 
-The token is a secret, and a cell's output is saved with the notebook: the summary shows
-only its first characters. The ready-to-paste client settings (which must carry it
-whole) are folded away in the HTML view and absent from the text view; `handle.token`
-and `handle.configs()` give them in full. A token is worth nothing once its server
-stops: every start makes a new one.
+The token is a secret, and a cell's output is saved with the notebook: no view prints it.
+The summary shows only its first characters; the client settings in the HTML view stand
+with a placeholder where the token goes, and the text view leaves them out. `handle.token`
+and `handle.configs()` give them in full, to whoever asks in code.
 """
 
 from __future__ import annotations
@@ -14,8 +13,19 @@ import html
 from mcp_nb.views.theme import BORDER, CELL, MONO, MUTED, SURFACE, UI
 
 
+# What the settings shown in a cell's output say where the token goes.
+TOKEN_SHOWN = "<the token: handle.token>"
+
+
 def masked(token: str | None) -> str:
     return "none (dangerously_no_auth)" if token is None else f"{token[:4]}… (handle.token)"
+
+
+def _shown(configs: dict[str, str], token: str | None) -> dict[str, str]:
+    """The client settings as a saved output may hold them: the placeholder where the token goes."""
+    if token is None:
+        return configs
+    return {client: text.replace(token, TOKEN_SHOWN) for client, text in configs.items()}
 
 
 def _refused(handle) -> str:
@@ -57,10 +67,11 @@ def serving_html(handle) -> str:
             f'<div style="margin-top:6px">{e(client)}</div>'
             f'<pre style="margin:2px 0;padding:6px;{SURFACE};{MONO};font-size:0.85em;color:inherit;'
             f'white-space:pre-wrap;word-break:break-all">{e(text)}</pre>'
-            for client, text in handle.configs().items()
+            for client, text in _shown(handle.configs(), handle.token).items()
         )
         blocks = (
-            f'<details style="margin-top:6px"><summary>client settings (they hold the token)</summary>{blocks}</details>'
+            f'<details style="margin-top:6px"><summary>client settings (put in the token: '
+            f"<code>handle.token</code>, or all of them filled in: <code>handle.configs()</code>)</summary>{blocks}</details>"
             f'<div style="{MUTED};font-size:0.85em;margin-top:4px">stop with <code>%mcp_serve --stop</code> '
             f"or <code>handle.stop()</code></div>"
         )

@@ -32,6 +32,7 @@ from mcp_nb.calling.retry import Retry, check_idempotent, policy
 from mcp_nb.config import check_timeout, settings
 from mcp_nb.elicitation import answerer, check_elicit
 from mcp_nb.records.history import History
+from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.trace import CURRENT_TRACE
 from mcp_nb.registering.logs import install_log_capture
 from mcp_nb.registering.registry import Registry
@@ -81,8 +82,9 @@ class Engine:
         self._loop_lock = threading.Lock()
         self._deadlines: Deadlines | None = None
         self._closed = False
-        self._close_listeners: list[Callable[[], None]] = []
-        self._connection_listeners: list[Callable[[], None]] = []
+        # Views of this engine (a panel): bound methods held weakly, a failing one logged.
+        self._close_listeners = Listeners("close listener")
+        self._connection_listeners = Listeners("connections listener")
         self._closers: list[Callable[[], Awaitable[None]]] = []
 
     # -- the loop -------------------------------------------------------------------------------
@@ -256,17 +258,12 @@ class Engine:
     def on_connections(self, listener: Callable[[], None], remove: bool = False) -> None:
         """Call `listener()` after every connect and disconnect (`remove=True` takes it back)."""
         if remove:
-            if listener in self._connection_listeners:
-                self._connection_listeners.remove(listener)
+            self._connection_listeners.remove(listener)
         else:
-            self._connection_listeners.append(listener)
+            self._connection_listeners.add(listener)
 
     def _connections_changed(self) -> None:
-        for listener in list(self._connection_listeners):
-            try:
-                listener()
-            except Exception:  # a broken view must not break connecting
-                log.exception("connections listener failed")
+        self._connection_listeners()
 
     # -- closing --------------------------------------------------------------------------------
 
@@ -313,19 +310,14 @@ class Engine:
                     for call in list(self.calls):
                         call.abandon()
         finally:
-            for listener in list(self._close_listeners):
-                try:
-                    listener()
-                except Exception:  # a broken view must not stop a reset
-                    log.exception("close listener failed")
+            self._close_listeners()  # a broken view, logged, does not stop a reset
 
     def on_close(self, listener: Callable[[], None], remove: bool = False) -> None:
         """Call `listener()` once this engine is closed (`remove=True` takes it back)."""
         if remove:
-            if listener in self._close_listeners:
-                self._close_listeners.remove(listener)
+            self._close_listeners.remove(listener)
         else:
-            self._close_listeners.append(listener)
+            self._close_listeners.add(listener)
 
     def on_closing(self, closer: Callable[[], Awaitable[None]], remove: bool = False) -> None:
         """Await `closer()` on the loop first when this engine closes, while calls can still be

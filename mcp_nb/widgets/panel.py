@@ -221,17 +221,16 @@ class Panel(w.VBox):
         self.raw.observe(on("editing the raw JSON", self._raw_edited), "value")
         self.call_button.on_click(on("calling", lambda _: self.call()))
         self.cancel_button.on_click(on("cancelling", lambda _: self.cancel()))
-        # The listeners: bound methods, which the history, the registry and the connections hold
-        # weakly; where a holder keeps whatever it is given (traitlets' observers, the engine's
-        # lists), a WeakCall of one, taken back when this panel goes (`_forget`).
-        self._weak = {"timeout": WeakCall(self._timeout_heard), "closed": WeakCall(self._closed_heard),
-                      "connections": WeakCall(self._connections_heard)}  # fmt: skip
-        settings.observe(self._weak["timeout"], "timeout")
+        # The listeners: bound methods, which the engine, the history, the registry and the
+        # connections hold weakly; traitlets keeps whatever it is given, so the settings get a
+        # WeakCall of one, taken back when this panel goes (`_forget`).
+        self._weak = WeakCall(self._timeout_heard)
+        settings.observe(self._weak, "timeout")
         self._catalog().subscribe(self._offers_heard)
-        engine.on_connections(self._weak["connections"])
+        engine.on_connections(self._connections_heard)
         engine.history.subscribe(self._recorded)
-        engine.on_close(self._weak["closed"])
-        self._forgetting = weakref.finalize(self, _forget, engine, self._weak)
+        engine.on_close(self._closed_heard)
+        self._forgetting = weakref.finalize(self, _forget, self._weak)
         self._forgetting.atexit = False  # nothing to take back from an interpreter that is ending
         self.refresh()
 
@@ -772,7 +771,9 @@ class Panel(w.VBox):
     def _unsubscribe(self) -> None:
         self._catalog().unsubscribe(self._offers_heard)
         self.engine.history.unsubscribe(self._recorded)
-        self._forgetting()  # the engine's lists and the settings: as when the panel goes
+        self.engine.on_connections(self._connections_heard, remove=True)
+        self.engine.on_close(self._closed_heard, remove=True)
+        self._forgetting()  # the settings: as when the panel goes
 
     def close(self) -> None:
         """Stop listening to the server, the history and the settings, and close every widget."""
@@ -810,13 +811,11 @@ def _seconds(value: float) -> str:
     return f"{value:g}"
 
 
-def _forget(engine, weak: dict[str, WeakCall]) -> None:
-    """Take a panel's WeakCalls back from the holders that keep what they are given: when it
+def _forget(weak: WeakCall) -> None:
+    """Take a panel's WeakCall back from the settings, which keep what they are given: when it
     is closed, or when it goes (run by its finalizer, so it must not refer to the panel)."""
-    engine.on_connections(weak["connections"], remove=True)
-    engine.on_close(weak["closed"], remove=True)
     with suppress(ValueError):  # already stopped observing
-        settings.unobserve(weak["timeout"], "timeout")
+        settings.unobserve(weak, "timeout")
 
 
 def _title_html(engine, entries: list[Registration], connection: Any = None) -> str:

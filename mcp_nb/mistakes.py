@@ -32,11 +32,6 @@ class BadType(Mistake, TypeError):
     """A value of a kind mcp_nb cannot take where the user gave it."""
 
 
-def is_mistake(err: BaseException, kinds: tuple[type[BaseException], ...] = ()) -> bool:
-    """Whether `err` says what is wrong with the user's input (`kinds`: a face's further error
-    classes that are always the user's, such as calls nested past the limit)."""
-    return isinstance(err, (Mistake, *kinds))
-
 
 class BadJson(BadValue):
     """Text that is not JSON Python can read: why (`msg`) and where (`lineno`, `colno`, `pos`;

@@ -38,16 +38,15 @@ from mcp_nb.notebook.arguments import (
     parse_pairs,
     parse_seconds,
 )
-from mcp_nb.notebook.cells import CellError, defined_function, function_name, restoring
-from mcp_nb.notebook.lines import LineError, split
+from mcp_nb.notebook.cells import defined_function, function_name, restoring
+from mcp_nb.notebook.lines import split
 from mcp_nb.notebook.warmup import open_session_early
-from mcp_nb.records.cases import CasesError
 from mcp_nb.records.history import summarize
 from mcp_nb.registering.faults import Faults
 from mcp_nb.registering.registry import check_tool_name, check_uri
 from mcp_nb.views.live import watch
 from mcp_nb.views.replay import ReplayReport
-from mcp_nb.mistakes import BadJson, BadValue, Mistake, first_line, is_mistake, read_json
+from mcp_nb.mistakes import BadJson, BadValue, Mistake, first_line, read_json
 
 CALL_OPTIONS = ("timeout", "retries", "backoff", "server", "elicit")
 TOOL_OPTIONS = (*CALL_OPTIONS, "max-timeout")
@@ -56,10 +55,10 @@ TOOL_FLAGS = ("reset-on-progress",)
 # have no use for a registration card.
 QUIET = argument("--quiet", action="store_true", help="register without showing the card (for dashboards such as Voila)")
 _config_applied = False  # whether a McpMagics of this process has applied the IPython config
-# Besides every `Mistake` (what mcp_nb's checks raise for bad input), errors that are always the
-# user's at a magic: a server that cannot be connected, calls nested past the limit, and the
-# parsers' own errors (a line that does not split, a cases file that cannot be read or written).
-MISTAKES = (CellError, LineError, CasesError, ConnectError, CallDepthError)
+# Besides every `Mistake` (what mcp_nb's checks raise for bad input: a cell that defines no
+# function, a line that does not split, a cases file that cannot be read are Mistakes too), errors
+# that are always the user's at a magic: a server that cannot be connected, calls nested past the limit.
+MISTAKES = (Mistake, ConnectError, CallDepthError)
 
 
 @contextmanager
@@ -67,9 +66,7 @@ def usage_errors() -> Iterator[None]:
     """Report the user's mistakes as one line, without a traceback; let a bug through."""
     try:
         yield
-    except (Mistake, *MISTAKES, ValueError, TypeError) as err:
-        if not is_mistake(err, MISTAKES):
-            raise  # mcp_nb's own bug (or a library's): its traceback is what can be reported
+    except MISTAKES as err:  # anything else is mcp_nb's own bug (or a library's): its traceback shows
         raise UsageError(first_line(err)) from None
 
 

@@ -60,7 +60,7 @@ from mcp_nb.widgets.style import (
     running_html,
     section,
 )
-from mcp_nb.mistakes import BadJson, BadValue, is_mistake, read_json
+from mcp_nb.mistakes import BadJson, BadValue, Mistake, read_json
 
 log = logging.getLogger(__name__)
 
@@ -548,9 +548,7 @@ class Panel(w.VBox):
                 target, name, arguments, timeout, server=self.server, progress_listener=self._progressed,
                 ask=self.asker, reset_on_progress=resets,
             )  # fmt: skip
-        except (ValueError, TypeError, CallDepthError) as err:  # the engine's own checks, before anything is sent
-            if not is_mistake(err, (CallDepthError,)):
-                raise  # a bug, not a problem with what is on screen: the guard shows its traceback
+        except (Mistake, CallDepthError) as err:  # the engine's checks, before anything is sent (a bug: the guard shows it)
             self.problems.value = problems_html("Nothing was sent:", [str(err)])
             return None
         self.problems.value = ""

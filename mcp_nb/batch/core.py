@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from mcp_nb.calling.engine import BLOCKS_OWN_LOOP
+from mcp_nb.calling.loop import BLOCKS_OWN_LOOP
 from mcp_nb.mistakes import BadValue
 
 if TYPE_CHECKING:

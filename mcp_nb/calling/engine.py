@@ -27,7 +27,7 @@ from mcp_nb.calling.connections import (
 )
 from mcp_nb.calling.current import CURRENT_CALL
 from mcp_nb.calling.deadline import Deadlines
-from mcp_nb.calling.loop import LoopThread
+from mcp_nb.calling.loop import BLOCKS_OWN_LOOP, LoopThread
 from mcp_nb.calling.retry import Retry, check_idempotent, policy
 from mcp_nb.config import check_timeout, settings
 from mcp_nb.elicitation import answerer, check_elicit
@@ -56,14 +56,6 @@ class ResetRefused(ToolError, RuntimeError):
     """`mcp_nb.reset()` (or `Engine.close()`) from inside a handler: it would close the server
     running that handler and wait for itself. A ToolError, so that the message is what the
     call's Outcome says."""
-
-
-# A sync face waits in its thread for an answer that mcp_nb's loop makes: from a coroutine on
-# that loop (an async tool) it would wait for itself, forever.
-BLOCKS_OWN_LOOP = (
-    "this would block mcp_nb's own event loop; from a coroutine running there, use the async form "
-    "(for example `{example}`)"
-)
 
 
 class Engine:

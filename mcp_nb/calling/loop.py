@@ -27,6 +27,12 @@ log = logging.getLogger("mcp_nb")
 HELD_LIMIT_S = 2.0
 # How long a callback may take to run before the loop counts as not answering, for `wait`.
 ANSWER_S = 0.1
+# A sync face waits in its thread for an answer that this loop makes: from a coroutine on the
+# loop (an async tool) it would wait for itself, forever.
+BLOCKS_OWN_LOOP = (
+    "this would block mcp_nb's own event loop; from a coroutine running there, use the async form "
+    "(for example `{example}`)"
+)
 
 
 class LoopThread:
@@ -111,10 +117,7 @@ class LoopThread:
         """
         if self.in_loop():
             coro.close()
-            raise RuntimeError(
-                "this would block mcp_nb's own event loop; from a coroutine running there, use the "
-                "async form (for example `await mcp_nb.acall(...)`)"
-            )
+            raise RuntimeError(BLOCKS_OWN_LOOP.format(example="await mcp_nb.acall(...)"))
         future = self.submit(coro)
         try:
             return future.result()

@@ -24,7 +24,6 @@ import itertools
 import logging
 import math
 import numbers
-import re
 import threading
 import time
 from collections.abc import Mapping
@@ -40,7 +39,6 @@ from mcp_nb.elicitation import Answerer, Ask, Elicitation, elicit
 from mcp_nb.records import classify
 from mcp_nb.records.outcome import REQUEST_CANCELLED, REQUEST_TIMEOUT, Outcome
 from mcp_nb.records.trace import CURRENT_TRACE, ServerTrace
-from mcp_nb.registering.loop_watch import BLOCKED_FOR
 from mcp_nb.sdk_compat import HTTP_STATUS_TEXTS, TIMED_OUT
 from mcp_nb.mistakes import BadType, BadValue
 
@@ -64,11 +62,6 @@ LONGEST_WAIT_S = 3600.0
 HELD_BY = "event loop was held by async {handler} for {seconds:.2f} s)"
 # The same, when the answer came after the deadline and the handler that held the loop is not known.
 HELD_LATE = " (the answer came after the deadline: mcp_nb's event loop was held)"
-# The probe's warning on a call's trace when its own async handler held the loop (`LoopWatch.blocked`).
-_BLOCKED = re.compile(
-    "async (?P<handler>.+?) blocked mcp_nb's "
-    + re.escape(BLOCKED_FOR).replace(re.escape("{seconds:.2f}"), r"(?P<seconds>\d+(?:\.\d+)?)")
-)
 # What a coroutine must never swallow: it is being closed (GeneratorExit), or the process is
 # being stopped. Anything else escaping the SDK is a failure of the call, recorded.
 _NOT_SWALLOWED = (GeneratorExit,)
@@ -510,7 +503,7 @@ class Call(CallRecord):
             return None
         if not entry[EXPIRED] and asyncio.get_running_loop().time() < entry[WHEN]:
             return None
-        held = _held_by(self.trace)
+        held = self.trace.held if self.trace is not None else None
         return " (mcp_nb's " + HELD_BY.format(handler=held[0], seconds=held[1]) if held is not None else HELD_LATE
 
     def _answered(self, connection: Any, raw: Any, failure: BaseException | None, late: str | None = None) -> Outcome:
@@ -753,18 +746,6 @@ class Call(CallRecord):
     def __repr__(self) -> str:
         state = "ended" if self._ended else "settled" if self._settled else "running" if self.task else "new"
         return f"<Call #{self.id} {self.target} {self.name!r} attempt {self.attempt} {state}>"
-
-
-def _held_by(trace: ServerTrace | None) -> tuple[str, float] | None:
-    """(handler, seconds) of the longest hold of the loop the probe noted on `trace` (the call's own
-    async handler), or None."""
-    longest = None
-    for entry in trace.logs if trace is not None else ():
-        if entry.logger == "mcp_nb":
-            found = _BLOCKED.match(entry.message)
-            if found is not None and (longest is None or float(found["seconds"]) > longest[1]):
-                longest = (found["handler"], float(found["seconds"]))
-    return longest
 
 
 def _refused_request(err: BaseException) -> bool:

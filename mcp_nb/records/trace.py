@@ -93,7 +93,9 @@ def log_from_record(record: logging.LogRecord) -> ServerLog:
 class ServerTrace:
     """Mutable record of the server side of one call; written from the loop or a worker thread."""
 
-    __slots__ = ("t0", "logs", "progress", "handler_started", "handler_ended", "status", "error_type", "returned_error")
+    __slots__ = (
+        "t0", "logs", "progress", "handler_started", "handler_ended", "status", "error_type", "returned_error", "held",
+    )  # fmt: skip
 
     def __init__(self, t0: float) -> None:
         self.t0 = t0  # perf_counter() when the request was sent
@@ -104,6 +106,9 @@ class ServerTrace:
         self.status: str | None = None  # "returned" | "raised" | "cancelled"
         self.error_type: str | None = None  # "ToolError", "MCPError", ... when raised
         self.returned_error = False  # the handler returned a result flagged isError
+        # (handler, seconds) of the longest step the call's own async handler held the loop for,
+        # past the watch's threshold; None when it never did.
+        self.held: tuple[str, float] | None = None
 
     def started(self) -> None:
         self.handler_started = time.perf_counter()

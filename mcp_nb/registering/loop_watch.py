@@ -49,6 +49,8 @@ class LoopWatch:
         )
         if trace is not None:
             trace.add(ServerLog(level="WARNING", logger="mcp_nb", message=message, at=time.time()))
+            if trace.held is None or seconds > trace.held[1]:
+                trace.held = (label, seconds)
         with self._lock:
             first = label not in self._warned
             self._warned.add(label)

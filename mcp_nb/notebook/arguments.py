@@ -231,8 +231,8 @@ def _bool(value: str) -> Any:
 def _json_of(kind: type) -> Any:
     def parse(value: str) -> Any:
         try:
-            decoded = json.loads(value)
-        except (ValueError, RecursionError):  # not JSON, an integer too long for Python, or too deep
+            decoded = read_json(value)
+        except BadJson:
             return _MISSING
         return decoded if isinstance(decoded, kind) else _MISSING
 
@@ -250,8 +250,8 @@ def _any(value: str) -> Any:
 def _guess(value: str) -> Any:
     """No schema to go by: JSON if it reads as JSON, else the text."""
     try:
-        return json.loads(value)
-    except (ValueError, RecursionError):  # not JSON, an integer too long for Python, or too deep
+        return read_json(value)
+    except BadJson:
         return value
 
 

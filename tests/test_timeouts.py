@@ -234,6 +234,38 @@ def test_the_stop_button_while_a_cell_waits_for_a_call_records_it_as_cancelled(s
     assert mcp_nb.call("ping").content == "pong"  # and mcp_nb goes on serving calls
 
 
+@pytest.mark.parametrize("landed", [False, True], ids=["before-the-handoff", "after-the-handoff"])
+def test_an_interrupt_while_the_call_is_handed_to_the_loop_still_records_it_as_cancelled(monkeypatch, landed):
+    # The stop button can land in the few bytecodes between a call being made and its waiter
+    # taking over (CI once caught it inside `call_soon_threadsafe`): the call must not run on
+    # unrecorded, and no call may be missing from the history.
+    @mcp_nb.tool()
+    async def hold() -> str:
+        await asyncio.sleep(LONG)
+        return "never"
+
+    from mcp_nb.calling.loop import LoopThread  # the one seam: where the interrupt lands
+
+    real = LoopThread.call_soon
+    state = {"armed": True}
+
+    def call_soon(self, callback):
+        if state["armed"] and getattr(callback, "__name__", "") == "_begin":
+            state["armed"] = False
+            if landed:
+                real(self, callback)
+            raise KeyboardInterrupt
+        return real(self, callback)
+
+    monkeypatch.setattr(LoopThread, "call_soon", call_soon)
+    with pytest.raises(KeyboardInterrupt):
+        mcp_nb.call("hold")
+    assert wait_until(lambda: len(mcp_nb.history()) == 1)
+    row = mcp_nb.history().to_frame().iloc[0]
+    assert (row.outcome, row.cause, row.code) == ("timeout", "cancelled", -32800)
+    assert wait_until(lambda: not mcp_nb.engine().calls)  # nothing left running
+
+
 def test_sync_face_is_refused_on_mcp_nbs_own_loop_but_the_async_face_nests():
     @mcp_nb.tool()
     def inner(x: int) -> int:

@@ -236,7 +236,7 @@ class Call(CallRecord):
 
     __slots__ = (
         "rule", "parent", "depth", "engine", "connection", "task", "outcome", "expected_by",
-        "_future", "_lock", "_settled", "_ended", "_cancel_asked", "_phase", "children", "_entry", "_ceiling",
+        "_future", "_lock", "_settled", "_ended", "_cancel_asked", "_begun", "_phase", "children", "_entry", "_ceiling",
         "progress_listener", "answerers", "ask",
     )  # fmt: skip
 
@@ -277,6 +277,7 @@ class Call(CallRecord):
         self._settled = False  # a waiting thread recorded the timeout: the loop's side records nothing
         self._ended = False
         self._cancel_asked = False
+        self._begun = False  # its task was made (on the loop's thread only)
         self._phase = "new"  # "attempt" while one runs, "waiting" once recorded, "recorded" when it raised
         self.children: list[Call] = []
         self._entry: list | None = None  # the deadline in force for the attempt in flight
@@ -590,10 +591,31 @@ class Call(CallRecord):
         except RuntimeError:
             self.engine.calls.discard(self)
             raise
+        except KeyboardInterrupt:
+            self.interrupted()  # the handoff to the loop may or may not have landed
+            raise
         return self
 
     def _begin(self) -> None:
-        asyncio.get_running_loop().create_task(self._drive())
+        if not self._begun:
+            self._begun = True
+            asyncio.get_running_loop().create_task(self._drive())
+
+    def interrupted(self) -> None:
+        """The caller's thread was interrupted (Ctrl-C, the stop button) at any point after
+        `start` was called: the call is recorded as cancelled, whether or not its task exists
+        yet, so no interrupted call is missing from the history. From any thread."""
+        try:
+            self.engine.loop.call_soon(self._begin_cancelled)
+        except RuntimeError:
+            pass  # the loop is closed: `Engine.close` answers for the calls in flight
+
+    def _begin_cancelled(self) -> None:
+        if self._begun:
+            self._cancel_here()
+        else:  # never handed over: it begins only to record itself as cancelled, unsent
+            self._cancel_asked = True
+            self._begin()
 
     async def _drive(self) -> None:
         try:
@@ -652,9 +674,9 @@ class Call(CallRecord):
         `watch(done=True)` at its end, on this thread: a live view of its progress is drawn
         by the thread that waits (in a notebook, the kernel's, which owns the widgets).
         """
-        future = self.future
-        tick = WATCH_S if watch is not None else math.inf
         try:
+            future = self.future
+            tick = WATCH_S if watch is not None else math.inf
             while True:
                 wait = self.expected_by - time.perf_counter()
                 try:
@@ -671,7 +693,7 @@ class Call(CallRecord):
                             continue
                     return self._settle_here()
         except KeyboardInterrupt:
-            self.cancel()
+            self.interrupted()
             raise
         finally:
             if watch is not None:

@@ -151,7 +151,12 @@ class Engine:
         call = self.prepare(target, name, arguments, timeout, retry, server, **limits)
         if self.loop.in_loop():
             raise RuntimeError(BLOCKS_OWN_LOOP.format(example="await mcp_nb.acall(...)"))
-        return call.start().wait(watch(call) if watch is not None else None)
+        try:  # an interrupt anywhere from here on still leaves the call in the history
+            call.start()
+            return call.wait(watch(call) if watch is not None else None)
+        except KeyboardInterrupt:
+            call.interrupted()
+            raise
 
     async def arun(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, ask=None, **limits):
         """Make a call and await its Outcome, from any event loop (the async face). `ask`: as for `submit`."""

@@ -1,22 +1,26 @@
-"""Replay what Binder does with binder/, without Docker, and run every notebook there.
+"""Replay what Binder does with binder/, without Docker, and compare every notebook there with nbval.
 
 repo2docker reads only binder/ when it exists: `runtime.txt` picks the Python, and
 `requirements.txt` is installed with pip from the repository root (so its `-e .` is
 this checkout), then `postBuild` runs. Here: a fresh virtual environment of that Python,
-`pip install -r binder/requirements.txt` from the root, `binder/postBuild`, then each notebook in notebooks/ executed top
-to bottom in that environment with `jupyter execute`, as a learner's "Run All" would.
-Nothing is installed on top: `jupyter execute` (nbclient) comes with JupyterLab, so a
-notebook that needs a package binder/requirements.txt lacks fails here as it would on
-Binder. Every notebook checks its own facts in assert cells, so "it executed" means
-"its facts hold".
+`pip install -r binder/requirements.txt` from the root, `binder/postBuild`, then each
+notebook in notebooks/ run top to bottom by a kernel of that environment, as a learner's
+"Run All" would, and compared with its stored outputs by nbval.
 
-Slow (a minute or two, most of it pip) and needs the package registry, as Binder does.
+This is the one place the test command runs the notebooks. nbval itself runs from the
+test environment: it and pytest are test tools, so nothing is installed on top of what
+binder/requirements.txt gives, and a notebook that needs a package it lacks fails here as
+it would on Binder. Every notebook checks its own facts in assert cells, so "it passed"
+means "its facts hold, and it shows what it showed when it was stored".
+
+Slow (a minute for pip, then the notebooks) and needs the package registry, as Binder does.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import nbformat
@@ -27,6 +31,7 @@ from fresh_venv import make, run, tail
 ROOT = Path(__file__).resolve().parent.parent
 BINDER = ROOT / "binder"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+SANITIZER = ROOT / "notebooks" / "sanitize.cfg"
 
 
 def runtime_version() -> str:
@@ -54,24 +59,42 @@ def binder_env(tmp_path_factory):
     if post.exists():
         built = run([post], cwd=ROOT, env=env, timeout=900)
         assert built.returncode == 0, "binder/postBuild failed:\n" + tail(built.stdout + built.stderr)
-    assert (venv / "bin" / "jupyter-execute").exists(), "binder/requirements.txt gives no `jupyter execute` (nbclient)"
     assert (venv / "bin" / "jupyter-lab").exists(), "binder/requirements.txt gives no JupyterLab"
+    # On Binder, JupyterLab and the kernel share this environment. nbval runs from the test
+    # environment instead, so the environment's kernel is named with its own interpreter's
+    # path (jupyter_client would start a spec whose command is a bare `python` with its own).
+    kernels = base / "kernels"
+    spec = run([venv / "bin" / "python", "-m", "ipykernel", "install", "--prefix", kernels, "--name", "python3"], cwd=base, env=env, timeout=120)
+    assert spec.returncode == 0, "binder/requirements.txt gives no kernel (ipykernel):\n" + tail(spec.stdout + spec.stderr)
+    env = dict(env, JUPYTER_PATH=str(kernels / "share" / "jupyter"))  # searched before any other
     return {"base": base, "venv": venv, "env": env, "version": version}
 
 
+def nbval(notebook: Path, binder_env: dict):
+    """nbval, from the test environment, over `notebook`, with a kernel of the Binder
+    environment (its `python3` kernelspec, first on JUPYTER_PATH)."""
+    return run(
+        [sys.executable, "-m", "pytest", notebook, "--nbval", "--nbval-kernel-name=python3",
+         "--nbval-cell-timeout=120", "--nbval-sanitize-with", SANITIZER, "-q", "-p", "no:cacheprovider"],
+        cwd=ROOT, env=binder_env["env"], timeout=900,
+    )  # fmt: skip
+
+
 def test_the_kernel_runs_in_the_binder_environment(binder_env):
-    """The notebooks' kernel is the fresh venv's Python, of the version runtime.txt names."""
+    """The notebooks' kernel is the fresh venv's Python, of the version runtime.txt names,
+    with this checkout's mcp_nb (`-e .`)."""
     probe = binder_env["base"] / "probe.ipynb"
     notebook = nbformat.v4.new_notebook()
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    notebook.cells = [nbformat.v4.new_code_cell("import sys, mcp_nb; print(sys.prefix); print('%d.%d' % sys.version_info[:2]); print(mcp_nb.__file__)")]
+    notebook.cells = [nbformat.v4.new_code_cell(
+        "import pathlib, sys, mcp_nb\n"
+        f"assert pathlib.Path(sys.prefix).resolve() == pathlib.Path({str(binder_env['venv'])!r}).resolve(), sys.prefix\n"
+        f"assert '%d.%d' % sys.version_info[:2] == {binder_env['version']!r}, sys.version\n"
+        f"assert pathlib.Path(mcp_nb.__file__).resolve().is_relative_to({str(ROOT)!r}), mcp_nb.__file__"
+    )]  # fmt: skip
     nbformat.write(notebook, probe)
-    done = run([binder_env["venv"] / "bin" / "jupyter", "execute", "--inplace", probe], cwd=probe.parent, env=binder_env["env"], timeout=300)
-    assert done.returncode == 0, tail(done.stderr)
-    output = nbformat.read(probe, as_version=4).cells[0].outputs[0]["text"].split()
-    assert Path(output[0]).resolve() == binder_env["venv"].resolve()
-    assert output[1] == binder_env["version"]
-    assert Path(output[2]).resolve().is_relative_to(ROOT)  # `-e .`: the checkout itself
+    done = nbval(probe, binder_env)
+    assert done.returncode == 0, tail(done.stdout + done.stderr, 60)
 
 
 def test_notebooks_are_found():
@@ -79,13 +102,10 @@ def test_notebooks_are_found():
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[nb.name for nb in NOTEBOOKS])
-def test_notebook_runs_top_to_bottom_in_the_binder_environment(binder_env, notebook):
-    # Without --inplace nothing is written: the stored outputs stay as committed.
-    done = run(
-        [binder_env["venv"] / "bin" / "jupyter", "execute", "--timeout=300", notebook],
-        cwd=notebook.parent, env=binder_env["env"], timeout=900,
-    )  # fmt: skip
-    assert done.returncode == 0, f"{notebook.name} failed in the Binder environment:\n" + tail(done.stderr, 60)
+def test_notebook_runs_top_to_bottom_in_the_binder_environment_and_shows_what_it_stored(binder_env, notebook):
+    # nbval writes nothing: the stored outputs stay as committed.
+    done = nbval(notebook, binder_env)
+    assert done.returncode == 0, f"{notebook.name} failed in the Binder environment:\n" + tail(done.stdout + done.stderr, 80)
 
 
 def test_binder_reads_only_what_it_should():

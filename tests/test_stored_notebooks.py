@@ -95,23 +95,6 @@ def test_no_compared_output_names_where_this_machine_keeps_things(path):
             )
 
 
-def test_nbval_compares_the_notebooks_folder_and_nothing_else():
-    # .ci/run gives nbval both `tests` and `notebooks`: a notebook kept under tests/ as a
-    # fixture (the conformance suite's tools, the browser's pages) must not be compared too.
-    import os
-    import subprocess
-    import sys
-
-    listed = subprocess.run(
-        [sys.executable, "-m", "pytest", "tests", "notebooks", "--nbval", "--nbval-current-env",
-         "--collect-only", "-q", "-p", "no:cacheprovider"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(ROOT)),
-    )  # fmt: skip
-    assert listed.returncode == 0, listed.stdout[-2000:] + listed.stderr[-2000:]
-    compared = {line.split("::")[0] for line in listed.stdout.splitlines() if ".ipynb::" in line.split("[")[0]}
-    assert compared == {f"notebooks/{path.name}" for path in NOTEBOOKS}
-
-
 # A bearer token in a saved output, or one named as a token (mcp_nb's are 43 characters): anyone
 # who reads the notebook could call the server while it runs.
 SECRET = re.compile(r"Bearer\s+[A-Za-z0-9_\-.~+/]{16,}|token\W{1,4}[A-Za-z0-9_\-]{20,}", re.I)

@@ -5,7 +5,7 @@ import mcp_nb
 from mcp_nb.config import DEFAULT_TIMEOUT, settings
 
 # Notebooks under tests/ are fixtures that tests run themselves (the conformance suite's tools,
-# the browser's pages): nbval, given `tests` on the command line, is not to compare them.
+# the browser's pages): pytest is not to collect them, with nbval on or off.
 collect_ignore_glob = ["*.ipynb"]
 
 

@@ -75,7 +75,7 @@ def nbval(notebook: Path, binder_env: dict):
     environment (its `python3` kernelspec, first on JUPYTER_PATH)."""
     return run(
         [sys.executable, "-m", "pytest", notebook, "--nbval", "--nbval-kernel-name=python3",
-         "--nbval-cell-timeout=120", "--nbval-sanitize-with", SANITIZER, "-q", "-p", "no:cacheprovider"],
+         "--nbval-cell-timeout=300", "--nbval-sanitize-with", SANITIZER, "-q", "-p", "no:cacheprovider"],
         cwd=ROOT, env=binder_env["env"], timeout=900,
     )  # fmt: skip
 

@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import copy
 import itertools
 import logging
 import math
-import numbers
 import threading
 import time
 from collections.abc import Mapping
@@ -35,12 +33,12 @@ from mcp_nb.calling.connections import METHODS, ConnectionLost
 from mcp_nb.calling.current import CURRENT_CALL
 from mcp_nb.calling.deadline import EXPIRED, WHEN
 from mcp_nb.calling.retry import with_retries
+from mcp_nb.calling.sent import sent_arguments
 from mcp_nb.elicitation import Answerer, Ask, Elicitation, elicit
 from mcp_nb.records import classify
 from mcp_nb.records.outcome import REQUEST_CANCELLED, REQUEST_TIMEOUT, Outcome
 from mcp_nb.records.trace import CURRENT_TRACE, ServerTrace
 from mcp_nb.sdk_compat import HTTP_STATUS_TEXTS, TIMED_OUT
-from mcp_nb.mistakes import BadType, BadValue
 
 _ids = itertools.count(1)  # process-wide, so ids stay unique across `reset()`
 log = logging.getLogger("mcp_nb")
@@ -774,72 +772,3 @@ def _refused_request(err: BaseException) -> bool:
     """A request the SDK's client would not build (its params model refused the caller's
     arguments): the caller's mistake, which the Outcome's message says in full."""
     return type(err).__name__ == "ValidationError" and getattr(err, "title", "").endswith(("RequestParams", "Request"))
-
-
-# -- the arguments as they are sent ------------------------------------------------------------
-
-_KEPT = (str, int, bool, type(None))
-# How deep lists and dicts may nest in arguments. JSON parsers bound it (pydantic's, which the SDK
-# reads and writes every message with, stops at about 200 levels, the envelope of a request
-# included), and Python's recursion limit bounds copying it; data this deep is almost always a
-# mistake (a structure that holds itself, a loop that wraps one level too many).
-MAX_NESTING = 100
-
-
-def sent_arguments(arguments: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """A copy of `arguments` as JSON will carry it, so the record keeps what was sent.
-
-    Nested dicts and lists are copied (a record must not change when the caller edits
-    their dict after the call); tuples become lists, as they are sent. NaN and
-    infinities are refused: JSON has no such numbers, and they would reach the server as
-    null while the record said otherwise.
-    """
-    if arguments is None:
-        return None
-    if not isinstance(arguments, Mapping):
-        raise BadType(f"arguments must be a mapping (a dict of argument names to values), got {type(arguments).__name__}")
-    inside = {id(arguments)}
-    return {key: _sent(value, (key,), inside) for key, value in arguments.items()}
-
-
-def _sent(value: Any, path: tuple, inside: set[int]) -> Any:
-    """`value` as sent; `inside` holds the ids of the lists and dicts that contain it (a value
-    that contains itself can never be sent)."""
-    kind = type(value)
-    if kind in _KEPT:
-        return value
-    if isinstance(value, float) or (isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral)):
-        if not math.isfinite(value):
-            raise BadValue(
-                f"argument {_where(path)} is {value!r}: JSON has no NaN or infinity, so the server would receive "
-                "null; send None, or the number as a string, if that is what you mean"
-            )
-        return value
-    if isinstance(value, (Mapping, list, tuple)):
-        if id(value) in inside:
-            raise BadValue(f"argument {_where(path[:1])} contains itself at {_where(path)}: JSON cannot send a cycle")
-        if len(path) > MAX_NESTING:
-            raise BadValue(
-                f"argument {_where(path[:1])} nests lists and dicts more than {MAX_NESTING} levels deep: JSON parsers "
-                "refuse data that deep (the SDK's at about 200 levels); flatten it, or send it as a JSON string"
-            )
-        inside.add(id(value))
-        try:
-            if isinstance(value, Mapping):
-                return {key: _sent(item, (*path, key), inside) for key, item in value.items()}
-            return [_sent(item, (*path, i), inside) for i, item in enumerate(value)]
-        finally:
-            inside.discard(id(value))
-    try:
-        return copy.deepcopy(value)
-    except RecursionError:
-        raise BadValue(
-            f"argument {_where(path)} ({type(value).__name__}) is nested too deep to be copied, so it cannot be sent"
-        ) from None
-
-
-def _where(path: tuple) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return repr(out)

@@ -5,45 +5,75 @@ mcp_nb's loop thread: in a notebook that thread is the kernel's, which owns the 
 (docs/design.md), and a widget changed there reaches the front end at once, while the
 cell runs. tqdm (already the sweeps' bar) is a widget in a notebook and text in a
 terminal. Nothing is drawn for a call that reports no progress.
+
+A server may send any number as its progress or total (NaN, infinity, a negative count,
+10**400): the record keeps what was sent, and the bar draws what it can (`countable`).
+Whatever goes wrong in drawing, the view says so once in the log and stops drawing: a
+view never makes the call that it shows fail.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+def countable(value: Any) -> float | None:
+    """`value` as a count a bar can draw (finite, not negative; an int stays one), or None."""
+    if type(value) is int:
+        return value if 0 <= value < 2**63 else None
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
 
 
 class ProgressView:
     """The live bar of one call, made at its first progress event."""
 
-    __slots__ = ("call", "bar", "seen")
+    __slots__ = ("call", "bar", "seen", "broken")
 
     def __init__(self, call: Any) -> None:
         self.call = call
         self.bar: Any = None
         self.seen = 0
+        self.broken = False
 
     def __call__(self, done: bool = False) -> None:
-        trace = self.call.trace
-        events = trace.progress if trace is not None else ()
-        if len(events) > self.seen:
-            self.seen = len(events)
-            self._draw(events[-1])
-        if done and self.bar is not None:
-            self._close()
+        if self.broken:
+            return
+        try:
+            trace = self.call.trace
+            events = trace.progress if trace is not None else ()
+            if len(events) > self.seen:
+                self.seen = len(events)
+                self._draw(events[-1])
+            if done and self.bar is not None:
+                self._close()
+        except Exception:  # a bug of the view's, or of tqdm's: the call goes on, undrawn
+            self.broken = True
+            log.exception("the progress bar of call #%s stopped drawing", getattr(self.call, "id", "?"))
 
     def _draw(self, event: Any) -> None:
         bar = self.bar
+        total = countable(event.total) or None  # a total of 0 is no total
         if bar is None:
             from tqdm.auto import tqdm
 
             # No rate: the server's own counts, not items this process handled.
-            shape = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]" if event.total is not None else None
-            bar = self.bar = tqdm(total=event.total, desc=self.call.name, bar_format=shape, leave=True)
-        elif event.total != bar.total:
-            bar.reset(total=event.total)  # the notebook's widget takes a new total only this way
+            shape = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]" if total is not None else None
+            bar = self.bar = tqdm(total=total, desc=self.call.name, bar_format=shape, leave=True)
+        elif total != bar.total:
+            bar.reset(total=total)  # the notebook's widget takes a new total only this way
         if event.message:
-            bar.set_postfix_str(event.message, refresh=False)
-        bar.n = event.progress
+            bar.set_postfix_str(str(event.message)[:200], refresh=False)
+        progress = countable(event.progress)
+        if progress is not None:
+            bar.n = progress
         bar.refresh()
 
     def _close(self) -> None:

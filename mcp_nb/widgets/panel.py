@@ -44,6 +44,7 @@ from mcp_nb.records.listeners import WeakCall
 from mcp_nb.records.outcome import Outcome
 from mcp_nb.registering.registry import Registration
 from mcp_nb.views.cards import outcome_html
+from mcp_nb.views.live import countable
 from mcp_nb.views.theme import MUTED
 from mcp_nb.widgets.callbacks import FailureView, Guard, KernelThread
 from mcp_nb.widgets.form import Form, Invalid, close_tree, dotted
@@ -584,9 +585,12 @@ class Panel(w.VBox):
             return  # a late event of a call that is no longer on screen
         bar = self.progress
         bar.layout.display = None
-        # Without a total the bar fills as the count grows (a server may report only a count).
-        bar.max = float(event.total) if event.total else max(float(event.progress), 1.0)
-        bar.value = min(float(event.progress), bar.max)
+        # Without a total the bar fills as the count grows (a server may report only a count);
+        # a count it cannot draw (NaN, infinity, negative) leaves the bar where it was.
+        progress, total = countable(event.progress), countable(event.total) or None
+        if progress is not None:
+            bar.max = total if total is not None else max(progress, 1.0)
+            bar.value = min(progress, bar.max)
         self.progress_text.value = progress_html(event.progress, event.total, event.message, call.resets)
 
     def _finished(self, future) -> None:

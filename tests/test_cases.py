@@ -180,6 +180,28 @@ def test_partial_checks_a_json_path_a_regex_and_a_tolerance(tmp_path):
     ]
 
 
+@pytest.mark.parametrize(("sent", "expected", "passes"), [
+    (1, True, False), (0, False, False), (True, 1, False), (False, 0, False), (1, 1.0, True), ([1, True], [1, 1], False),
+    ({"a": [0]}, {"a": [False]}, False), ({"a": 2.0}, {"a": 2}, True), (None, False, False), ("1", 1, False),
+])  # fmt: skip
+def test_equals_is_json_equality_true_is_not_1_and_false_is_not_0(tmp_path, sent, expected, passes):
+    @mcp_nb.tool(read_only=True)
+    def give() -> dict:
+        return {"value": sent}
+
+    mcp_nb.call("give")
+    path = tmp_path / "cases.json"
+    mcp_nb.history().to_cases(path)
+    document = json.loads(path.read_text())
+    expect = document["cases"][0]["expect"]
+    expect.pop("content", None)
+    expect.pop("structured", None)
+    expect["checks"] = [{"path": "$.value", "equals": expected}]
+    path.write_text(json.dumps(document))
+    (row,) = mcp_nb.replay(path).itertuples()
+    assert row.passed is passes, row.reason
+
+
 def test_a_changed_multi_line_content_reads_as_a_diff(tmp_path):
     @mcp_nb.tool(read_only=True)
     def poem() -> str:
@@ -303,6 +325,9 @@ MALFORMED = [
     (with_case(id="b", expect_checks=[{"matches": "("}]), "case 'b' (number 2): field expect.checks[0].matches: not a regular expression"),
     (with_case(id="b", expect_checks=[{"path": "price", "equals": 1}]), "case 'b' (number 2): field expect.checks[0].path: a JSON path starts with $"),
     (with_case(id="b", expect_checks=[{"path": "$.a", "equals": 1, "tolerance": 1}]), "field expect.checks[0]: tolerance goes with approx"),
+    # A check that no value can pass is refused, not replayed as a regression for ever.
+    (with_case(id="b", expect_checks=[{"path": "$.a", "approx": float("nan")}]), "field expect.checks[0].approx: Input should be a finite number"),
+    (with_case(id="b", expect_checks=[{"path": "$.a", "approx": 1, "tolerance": float("inf")}]), "field expect.checks[0].tolerance: Input should be a finite number"),
 ]
 
 

@@ -219,3 +219,31 @@ def test_a_listener_that_reads_the_history_while_calls_are_settled_neither_hangs
     assert done.wait(10), "settling hung on its own lock"
     assert list(history.to_frame()["call_id"]) == list(range(5))
     assert len(lengths) == 5
+
+
+def test_the_count_never_goes_back_while_a_sweep_records_on_the_loop():
+    # The panel shows len(history) while calls are recorded on mcp_nb's loop thread; each 1,024
+    # rows the store turns its pending rows into columns, and a read halfway through it once
+    # counted the rows neither here nor there.
+    @mcp_nb.tool()
+    def tick(i: int) -> int:
+        return i
+
+    history = mcp_nb.history()
+    stop = threading.Event()
+    seen = []
+
+    def reader():
+        while not stop.is_set():
+            seen.append(len(history))
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        swept = mcp_nb.sweep("tick", {"i": range(4000)}, concurrency=16, progress=False)
+    finally:
+        stop.set()
+        thread.join()
+    assert (swept["outcome"] == "result").all() and len(history) == 4000
+    backwards = sum(1 for a, b in zip(seen, seen[1:]) if b < a)
+    assert backwards == 0, f"{backwards} of {len(seen)} reads went back"

@@ -35,6 +35,7 @@ from pydantic import (
 )
 
 from mcp_nb.records.outcome import CAUSES, OUTCOMES, TARGETS
+from mcp_nb.records.structured import json_equal
 from mcp_nb.mistakes import BadJson, BadValue, read_json
 
 if TYPE_CHECKING:
@@ -84,8 +85,9 @@ class Check(BaseModel):
     path: str | None = None
     equals: Any = None
     matches: str | None = None
-    approx: float | None = None
-    tolerance: float = Field(default=0.0, ge=0)
+    # A check that no number can pass (NaN, an infinite bound) is refused when it is read.
+    approx: float | None = Field(default=None, allow_inf_nan=False)
+    tolerance: float = Field(default=0.0, ge=0, allow_inf_nan=False)
 
     @field_validator("path")
     @classmethod
@@ -398,7 +400,7 @@ def _check(check: Check, got: Any) -> str:
         if not found:
             return f"{check.path}: not in the result"
     if "equals" in check.model_fields_set:
-        return "" if value == check.equals else f"{check.describe()}: got {json.dumps(value, ensure_ascii=False, default=str)}"
+        return "" if json_equal(value, check.equals) else f"{check.describe()}: got {json.dumps(value, ensure_ascii=False, default=str)}"
     if check.matches is not None:
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
         return "" if re.search(check.matches, text) else f"{check.describe()}: got {_line(text)!r}"

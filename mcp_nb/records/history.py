@@ -172,6 +172,7 @@ class History:
         # Taken before `_lock`, never after it; re-entrant, as a listener that reads the
         # history while a call is being settled settles the next ones itself.
         self._settling = threading.RLock()
+        self._in_settle = 0  # threads inside `settle` (changed only while holding `_settling`)
 
     def record(self, o: Outcome) -> None:
         if self._later:
@@ -190,17 +191,23 @@ class History:
     def settle(self) -> None:
         """Record the calls waiting since `record_later`, in the order they came."""
         later = self._later
-        if not later:
+        if not later and not self._in_settle:
             return
+        # A reader that finds the queue empty while another thread is still recording what it
+        # took from it waits for that thread: an answered call is in whatever comes next.
         with self._settling:
-            while later:
-                build = later.popleft()
-                try:
-                    outcome = build()
-                except Exception:  # a bug of mcp_nb's; said, and the next calls are still recorded
-                    logging.getLogger(__name__).exception("an answered call could not be recorded")
-                    continue
-                self._append(outcome)
+            self._in_settle += 1
+            try:
+                while later:
+                    build = later.popleft()
+                    try:
+                        outcome = build()
+                    except Exception:  # a bug of mcp_nb's; said, and the next calls are still recorded
+                        logging.getLogger(__name__).exception("an answered call could not be recorded")
+                        continue
+                    self._append(outcome)
+            finally:
+                self._in_settle -= 1
 
     def _append(self, o: Outcome) -> None:
         with self._lock:
@@ -225,8 +232,9 @@ class History:
 
     def __len__(self) -> int:
         self.settle()
-        store = self._store
-        return store.rows + len(store.pending)
+        with self._lock:  # a flush moves rows from `pending` to the chunks: never read halfway
+            store = self._store
+            return store.rows + len(store.pending)
 
     def clear(self) -> None:
         """Forget every recorded call."""

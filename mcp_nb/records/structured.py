@@ -175,10 +175,10 @@ def _conforms(node: Any, value: Any, defs: dict) -> bool:
             if not all(_conforms(sub, value, defs) for sub in arg):
                 return False
         elif key == "enum":
-            if not any(_equal(member, value) for member in arg):
+            if not any(json_equal(member, value) for member in arg):
                 return False
         elif key == "const":
-            if not _equal(arg, value):
+            if not json_equal(arg, value):
                 return False
         elif type(value) is dict:
             if not _object_keyword(key, arg, value, node, defs):
@@ -257,17 +257,17 @@ def _number_keyword(key: str, arg: Any, value: int | float) -> bool:
     return True
 
 
-def _equal(a: Any, b: Any) -> bool:
-    """jsonschema's equality for JSON values: 1 == 1.0, but True is neither 1 nor 1.0."""
+def json_equal(a: Any, b: Any) -> bool:
+    """JSON's equality (jsonschema's): 1 == 1.0, but true is neither 1 nor 1.0, and false is not 0."""
     if a is b:
         return True
     ta, tb = type(a), type(b)  # exact types: a bool is never taken for an int here
     if ta in (int, float) and tb in (int, float):
         return a == b
     if ta is list and tb is list:
-        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
     if ta is dict and tb is dict:
-        return len(a) == len(b) and all(key in b and _equal(item, b[key]) for key, item in a.items())
+        return len(a) == len(b) and all(key in b and json_equal(item, b[key]) for key, item in a.items())
     return ta is str and tb is str and a == b
 
 

@@ -16,9 +16,9 @@ from mcp_nb.batch.replays import run_replay
 from mcp_nb.batch.sweeps import arun_sweep, run_sweep
 from mcp_nb.calling import default
 from mcp_nb.calling.engine import Engine
-from mcp_nb.calling.mcpservers import read_config
+from mcp_nb.calling.mcpservers import ConfigError, read_config
 from mcp_nb.calling.retry import Retry
-from mcp_nb.config import settings
+from mcp_nb.config import check_timeout, settings
 from mcp_nb.records.history import History
 from mcp_nb.records.outcome import Outcome
 from mcp_nb.registering.faults import Faults
@@ -402,12 +402,22 @@ def connect_config(config, names: list[str] | None = None, *, timeout: float | N
     """Connect the servers of an `mcpServers` configuration (Claude Desktop, Cursor, VS Code).
 
     `config` is a path to the JSON file or the decoded dict; `names` picks some of its
-    servers (all by default). Returns the connections by name. Every entry is checked
-    before any is connected; a server that fails to connect raises, and the ones already
-    connected stay.
+    servers (all but those marked `"disabled": true`, by default). Returns the connections
+    by name. Every entry is checked, as `connect` would check it, before any is connected;
+    a server that fails to connect raises, and the ones already connected stay.
     """
     entries = read_config(config, names)
-    return {name: connect(name, **entry, timeout=timeout) for name, entry in entries.items()}
+    seconds = settings.timeout if timeout is None else check_timeout(timeout, "the connect timeout")
+    eng = engine()
+    checked = []
+    for name, entry in entries.items():
+        try:
+            checked.append(eng.checked(name, **entry))
+        except ConfigError:
+            raise
+        except BadValue as err:
+            raise ConfigError(f"server {name!r}: {err}") from None
+    return {connection.name: eng.open(connection, seconds) for connection in checked}
 
 
 def servers():

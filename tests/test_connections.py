@@ -14,6 +14,7 @@ from helpers import wait_until
 
 import mcp_nb
 from mcp_nb.calling.connections import ConnectError
+from mcp_nb.calling.mcpservers import ConfigError
 
 BOOKSHOP = peers.BOOKSHOP
 
@@ -361,6 +362,36 @@ def test_a_malformed_config_is_refused_naming_the_server_and_the_field(config, m
     with pytest.raises(ValueError, match=message):
         mcp_nb.connect_config(config)
     assert list(mcp_nb.engine().connections) == ["kernel"]
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"kernel": {"command": "x"}}, "server 'kernel': 'kernel' is the kernel's own server"),
+        ({" padded ": {"command": "x"}}, "server ' padded ': a server's name must be a non-empty string without surrounding spaces"),
+        ({"h": {"url": "http://127.0.0.1:9/mcp", "headers": {"X": "a\nb"}}}, "server 'h': headers must map names to text on one line"),
+        ({"h": {"url": "http://127.0.0.1:9/mcp", "headers": {"X Team": "a"}}}, "server 'h': 'X Team' is not a header an HTTP request can carry"),
+        ({"h": {"url": "http://127.0.0.1:9/mcp", "headers": {"X": "a\rb"}}}, "server 'h': 'X' is not a header an HTTP request can carry"),
+        ({"e": {"command": "x", "env": {"A=B": "1"}}}, "server 'e': env names are non-empty, without '='"),
+        ({"e": {"command": "x", "env": {"A": "1\u0000"}}}, "server 'e': env names are non-empty, without '=' or NUL, and values have no NUL"),
+        ({"n": {"command": "x\u0000y"}}, "server 'n': the command holds a NUL character"),
+    ],
+)
+def test_every_entry_is_checked_as_connect_checks_it_before_the_first_is_connected(bad, message):
+    # The first entry is a good server: it must not be connected when a later one is refused.
+    config = {"mcpServers": {"books": {"command": BOOKSHOP[0], "args": [BOOKSHOP[1], "stdio"]}, **bad}}
+    with pytest.raises(ConfigError) as refused:
+        mcp_nb.connect_config(config, timeout=20)
+    assert str(refused.value).startswith(message) and "\n" not in str(refused.value)
+    assert list(mcp_nb.engine().connections) == ["kernel"]
+
+
+def test_a_disabled_entry_is_left_out_unless_asked_for_by_name():
+    entry = {"command": BOOKSHOP[0], "args": [BOOKSHOP[1], "stdio"]}
+    config = {"mcpServers": {"books": entry, "off": {**entry, "disabled": True}}}
+    assert list(mcp_nb.connect_config(config, timeout=20)) == ["books"]
+    assert list(mcp_nb.connect_config(config, names=["off"], timeout=20)) == ["off"]
+    assert sorted(mcp_nb.engine().connections) == ["books", "kernel", "off"]
 
 
 def test_a_config_names_unknown_servers_and_bad_files(tmp_path):

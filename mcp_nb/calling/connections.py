@@ -20,6 +20,7 @@ import collections
 import contextlib
 import logging
 import os
+import re
 import shlex
 import shutil
 import time
@@ -51,6 +52,8 @@ LOG_LINES = 2000  # what a connection keeps of its server's stream
 # would not close, lists that could not be re-read) is said here at debug level, on the
 # `mcp_nb` logger's branch, never swallowed unsaid; the root logger is the user's.
 log = logging.getLogger(__name__)
+# An HTTP header's name is a "token" (RFC 9110, 5.1): what httpx would refuse when it sends.
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
 class ConnectError(RuntimeError):
@@ -360,6 +363,8 @@ class RemoteConnection(Connection):
             for key, value in (headers or {}).items():
                 if not isinstance(key, str) or not isinstance(value, str) or not key.strip() or "\n" in key + value:
                     raise BadValue(f"headers must map names to text on one line, got {key!r}: {value!r}")
+                if not _HEADER_NAME.fullmatch(key) or "\r" in value or "\x00" in value:
+                    raise BadValue(f"{key!r} is not a header an HTTP request can carry (a name is letters, digits and !#$%&'*+-.^_`|~; a value has no CR or NUL)")
             self.transport, self.url, self.headers = "http", target, dict(headers or {})
             self.command: list[str] = []
         else:
@@ -371,6 +376,12 @@ class RemoteConnection(Connection):
             self.transport, self.url, self.headers = "stdio", "", {}
             self.command = command + [str(a) for a in (args or [])]
             self.env = {str(k): str(v) for k, v in (env or {}).items()}
+            # What the operating system would refuse when the process starts, refused now.
+            if any("\x00" in part for part in self.command):
+                raise BadValue("the command holds a NUL character, which no program's arguments can")
+            for key, value in self.env.items():
+                if not key or "=" in key or "\x00" in key + value:
+                    raise BadValue(f"env names are non-empty, without '=' or NUL, and values have no NUL, got {key!r}")
             self.cwd = cwd
 
     def target_text(self) -> str:

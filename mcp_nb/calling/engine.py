@@ -220,11 +220,22 @@ class Engine:
         A connection already under that name is replaced once the new one is connected;
         if the new one fails, the old one stays as it was.
         """
+        seconds = settings.timeout if timeout is None else check_timeout(timeout, "the connect timeout")
+        return self.open(self.checked(name, target, args=args, env=env, cwd=cwd, headers=headers), seconds)
+
+    def checked(self, name: str, target: str | list[str], **options: Any) -> RemoteConnection:
+        """A connection to an outside server, checked as `connect` checks it, not yet opened
+        (so a configuration's entries are all checked before any is connected)."""
         if self._closed:
             raise RuntimeError(CLOSED)
         check_server_name(name)
-        seconds = settings.timeout if timeout is None else check_timeout(timeout, "the connect timeout")
-        connection = RemoteConnection(name, target, args=args, env=env, cwd=cwd, headers=headers)
+        return RemoteConnection(name, target, **options)
+
+    def open(self, connection: RemoteConnection, seconds: float) -> RemoteConnection:
+        """Open a `checked` connection and keep it under its name (see `connect`)."""
+        if self._closed:
+            raise RuntimeError(CLOSED)
+        name = connection.name
         self.loop.run(connection.open(seconds))
         old = self.connections.get(name)
         self.connections[name] = connection

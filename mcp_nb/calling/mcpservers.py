@@ -3,7 +3,8 @@
 One entry per server: `command` (with `args`, `env`, `cwd`) for a stdio server, or `url`
 (with `headers`) for streamable HTTP. VS Code writes the same under `servers`, with a
 `type`; both are read. Every entry is checked before anything is connected, and a
-mistake names the server and the field.
+mistake names the server and the field. An entry marked `"disabled": true` is left out
+unless it is asked for by name.
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ def read_config(config: str | Path | Mapping[str, Any], names: list[str] | None 
                 f"no server named {', '.join(map(repr, unknown))} in the configuration (it has: {', '.join(map(repr, servers))})"
             )
         servers = {n: servers[n] for n in names}
+    else:  # Claude Desktop and Cursor keep a server they do not start under "disabled": true
+        servers = {n: spec for n, spec in servers.items() if not (isinstance(spec, Mapping) and spec.get("disabled") is True)}
     return {name: _entry(name, spec) for name, spec in servers.items()}
 
 

@@ -1,6 +1,7 @@
 """Outside servers: stdio and streamable HTTP, real peers, the same calls, history and error model."""
 
 import json
+import logging
 import os
 import re
 import subprocess
@@ -11,6 +12,7 @@ import time
 import peers
 import pytest
 from helpers import wait_until
+from IPython.core.error import UsageError
 
 import mcp_nb
 from mcp_nb.calling.connections import ConnectError
@@ -480,3 +482,31 @@ def test_every_stderr_line_a_server_writes_about_a_call_is_on_that_call():
     for _ in range(40):
         o = mcp_nb.call("chatty", {"n": 5}, server="books")
         assert [log.message for log in o.server_logs if log.source == "stderr"] == [f"chatty line {i}" for i in range(5)]
+
+
+# -- a URL's secrets ---------------------------------------------------------------------------------
+
+
+def test_a_urls_password_and_secret_parameters_are_never_shown_or_saved(tmp_path, bookshop_url, caplog, shell, capsys):
+    caplog.set_level(logging.DEBUG, logger="mcp_nb")
+    secret_url = bookshop_url.replace("http://", "http://ann:hunter2-pw@") + "?api_key=k3y-s3cret&team=data"
+    connection = mcp_nb.connect("books", secret_url)
+    assert mcp_nb.call("get_author", {"title": "Dune"}, server="books").ok  # the secrets still reach the server
+    assert connection.target_text() == bookshop_url.replace("http://", "http://ann:***@") + "?api_key=***&team=data"
+    mcp_nb.history().to_cases(tmp_path / "cases.json")
+    shell.run_line_magic("mcp_servers", "")
+    shown = [
+        mcp_nb.servers().to_csv(), repr(connection), connection._repr_html_(), mcp_nb.history().to_frame().to_csv(),
+        (tmp_path / "cases.json").read_text(), caplog.text, capsys.readouterr().out,
+    ]  # fmt: skip
+    # and where a connection fails: its error, in Python and in the magic
+    closed = f"http://ann:hunter2-pw@127.0.0.1:{peers.free_port()}/mcp?token=k3y-s3cret"
+    with pytest.raises(ConnectError) as failed:
+        mcp_nb.connect("gone", closed, timeout=5)
+    shown.append(str(failed.value))
+    with pytest.raises(UsageError) as failed:
+        shell.run_line_magic("mcp_connect", f"gone {closed} --timeout 5")
+    shown.append(str(failed.value))
+    assert "ann:***@127.0.0.1" in shown[-1]
+    for text in shown:
+        assert "hunter2-pw" not in text and "k3y-s3cret" not in text, text[:300]

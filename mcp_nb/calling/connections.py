@@ -52,6 +52,47 @@ LOG_LINES = 2000  # what a connection keeps of its server's stream
 # would not close, lists that could not be re-read) is said here at debug level, on the
 # `mcp_nb` logger's branch, never swallowed unsaid; the root logger is the user's.
 log = logging.getLogger(__name__)
+# A URL may carry a secret: a password (or a token in place of a user), or a query parameter
+# named like one. Shown or saved anywhere, the URL has them replaced; only the connection keeps them.
+REDACTED = "***"
+_SECRET_PARAMETER = re.compile(r"token|key|secret|pass|pwd|auth|sig|credential|session|code", re.I)
+
+
+def _url_secrets(url: str) -> list[str]:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    found = []
+    userinfo = parts.netloc.rpartition("@")[0] if "@" in parts.netloc else ""
+    if userinfo:
+        user, colon, password = userinfo.partition(":")
+        found.append(password if colon else user)  # https://TOKEN@host: the user is the secret
+    for pair in parts.query.split("&"):
+        name, equals, value = pair.partition("=")
+        if equals and value and _SECRET_PARAMETER.search(name):
+            found.append(value)
+    return [secret for secret in found if secret]
+
+
+def shown_url(url: str) -> str:
+    """`url` without its secrets: `https://ann:***@host/mcp?api_key=***&team=data`."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return REDACTED  # not a URL anyone can read safely
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, host = netloc.rpartition("@")
+        user, colon, _password = userinfo.partition(":")
+        netloc = f"{user}:{REDACTED}@{host}" if colon else f"{REDACTED}@{host}"
+    query = "&".join(
+        f"{name}={REDACTED}" if equals and value and _SECRET_PARAMETER.search(name) else f"{name}{equals}{value}"
+        for name, equals, value in (pair.partition("=") for pair in parts.query.split("&"))
+    ) if parts.query else ""  # fmt: skip
+    return parts._replace(netloc=netloc, query=query).geturl()
+
+
 # An HTTP header's name is a "token" (RFC 9110, 5.1): what httpx would refuse when it sends.
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
@@ -385,7 +426,19 @@ class RemoteConnection(Connection):
             self.cwd = cwd
 
     def target_text(self) -> str:
-        return self.url if self.transport == "http" else shlex.join(self.command)
+        """The server's URL or command as it may be shown or saved (`shown_url`)."""
+        return shown_url(self.url) if self.transport == "http" else shlex.join(self.command)
+
+    def redacted(self, text: str) -> str:
+        """`text` (an error's, say) with this connection's URL as `shown_url` shows it, and
+        any secret of the URL's left in it replaced."""
+        if self.transport != "http":
+            return text
+        text = text.replace(self.url, shown_url(self.url))
+        for secret in _url_secrets(self.url):
+            if len(secret) >= 4:  # a shorter one would mangle the text, and guards little
+                text = text.replace(secret, REDACTED)
+        return text
 
     # -- opening ---------------------------------------------------------------------------------
 
@@ -414,13 +467,13 @@ class RemoteConnection(Connection):
             await self._abandon()
             raise
         except BaseException as err:  # noqa: BLE001 - whatever went wrong, said in one line
-            log.debug("connecting to %r failed", self.name, exc_info=err)  # its traceback, should it be mcp_nb's bug
+            log.debug("connecting to %r failed: %s", self.name, self.redacted(repr(err)))  # not its traceback: it may hold the URL's secrets
             await self._abandon()
             reason = _reason(err)
             if self.http_errors:
                 _, _, status, body = self.http_errors[-1]
                 reason = f"HTTP {status}" + (f" {body[:200]}" if body else "")
-            raise ConnectError(f"could not connect to {self.name!r} ({self.target_text()}): {reason}") from None
+            raise ConnectError(f"could not connect to {self.name!r} ({self.target_text()}): {self.redacted(reason)}") from None
 
     async def _abandon(self) -> None:
         self.state = "failed"

@@ -7,7 +7,6 @@ import re
 import subprocess
 import sys
 import textwrap
-import time
 
 import peers
 import pytest

@@ -493,9 +493,12 @@ class McpMagics(Magics, SharedTraits):
         Replay them with %mcp_replay, mcp_nb.replay(), or pytest --mcp-cases (docs/cases.md).
         """
         args = _parse(self.mcp_save_cases, line)
+        left_out: list = []
         with usage_errors():
-            cases = api.history().to_cases(args.path, last=args.last, name=args.name, server=args.server)
+            cases = api.history().to_cases(args.path, last=args.last, name=args.name, server=args.server, left_out=left_out)
         print(f"saved {len(cases)} case{'s' if len(cases) != 1 else ''} to {args.path}")
+        for call in left_out:
+            print(f"left out {call}")
 
     @no_var_expand
     @line_magic

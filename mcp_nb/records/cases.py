@@ -23,7 +23,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from pydantic import (
     BaseModel,
@@ -36,7 +36,7 @@ from pydantic import (
 
 from mcp_nb.records.outcome import CAUSES, OUTCOMES, TARGETS
 from mcp_nb.records.structured import json_equal
-from mcp_nb.mistakes import BadJson, BadValue, read_json
+from mcp_nb.mistakes import BadJson, BadValue, first_line, read_json
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -284,7 +284,8 @@ def save(cases: list[Case], path: str | Path) -> Path:
 
 
 def from_frame(
-    frame: pd.DataFrame, *, last: int | None = None, name: str | None = None, server: str | None = None
+    frame: pd.DataFrame, *, last: int | None = None, name: str | None = None, server: str | None = None,
+    left_out: list[LeftOut] | None = None,
 ) -> list[Case]:
     """One case per call of the history's frame, by its final attempt (a retried call is
     what its caller finally got, and the case says how many retries that took).
@@ -293,7 +294,9 @@ def from_frame(
     `server`: only calls to that server. Calls an outside client made (`via` http or stdio)
     are cases like any other: the tool answered them, and replaying sends the same request.
     Calls whose cause is the caller's or the machine's doing (cancelled, disconnected, a lost
-    worker) are left out: nothing about the tool would repeat them.
+    worker) are left out: nothing about the tool would repeat them. So is a call no case can
+    hold (arguments JSON cannot carry, an empty name, both sent by an outside client): each is
+    added to `left_out`, when given, with the reason.
     """
     if last is not None and (not isinstance(last, int) or isinstance(last, bool) or last < 1):
         raise BadValue(f"last must be a whole number >= 1, got {last!r}")
@@ -311,9 +314,37 @@ def from_frame(
     cases = []
     for row in finals.itertuples(index=False):
         key = str(row.name)
+        try:
+            case = case_of(row, f"{key}-{counts.get(key, 0) + 1}")
+        except ValueError as err:  # a call no case can hold: said, and the others are still saved
+            if left_out is not None:
+                left_out.append(LeftOut(int(row.call_id), str(row.target), key, _why(err)))
+            continue
         counts[key] = counts.get(key, 0) + 1
-        cases.append(case_of(row, f"{key}-{counts[key]}"))
+        cases.append(case)
     return cases
+
+
+class LeftOut(NamedTuple):
+    """A recorded call that no case can hold (what an outside client sent, say), and why."""
+
+    call_id: int
+    target: str
+    name: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"call #{self.call_id} ({self.target} {self.name!r}): {self.why}"
+
+
+class CallsLeftOut(UserWarning):
+    """Some recorded calls could not be saved as cases; the message says which and why."""
+
+
+def _why(err: ValueError) -> str:
+    if isinstance(err, ValidationError):
+        return _first_error(err, None)
+    return first_line(err)
 
 
 def case_of(row: Any, case_id: str) -> Case:

@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import warnings
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
 from mcp_nb.config import settings
-from mcp_nb.records.cases import from_frame, save
+from mcp_nb.records.cases import CallsLeftOut, LeftOut, from_frame, save
 from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.outcome import (
     CAUSES,
@@ -390,15 +391,25 @@ class History:
     def to_parquet(self, path, **kwargs: Any):
         return self.to_records_frame().to_parquet(path, index=False, **kwargs)
 
-    def to_cases(self, path, *, last: int | None = None, name: str | None = None, server: str | None = None):
+    def to_cases(
+        self, path, *, last: int | None = None, name: str | None = None, server: str | None = None,
+        left_out: list[LeftOut] | None = None,
+    ):  # fmt: skip
         """Write the calls as a cases file (JSON) for `mcp_nb.replay` and the pytest plugin; returns the cases.
 
         One case per call, by its final attempt. `last`: the latest N calls; `name`: a glob on
-        the name (`get_*`); `server`: only that connection's calls. See docs/cases.md.
+        the name (`get_*`); `server`: only that connection's calls. A call no case can hold
+        is left out, and a `CallsLeftOut` warning says which and why (or, given a list as
+        `left_out`, each is added to it instead). See docs/cases.md.
         """
-
-        cases = from_frame(self.to_frame(), last=last, name=name, server=server)
+        told, left_out = left_out, left_out if left_out is not None else []
+        cases = from_frame(self.to_frame(), last=last, name=name, server=server, left_out=left_out)
         save(cases, path)
+        if left_out and told is None:
+            listed = "; ".join(map(str, left_out[:5])) + (f"; and {len(left_out) - 5} more" if len(left_out) > 5 else "")
+            warnings.warn(
+                f"{len(left_out)} call{'s' if len(left_out) != 1 else ''} left out of {path}: {listed}", CallsLeftOut, stacklevel=2
+            )
         return cases
 
     # -- display --------------------------------------------------------------------------------

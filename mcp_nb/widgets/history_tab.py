@@ -166,12 +166,14 @@ class HistoryTab:
         try:
             if not path:
                 raise CasesError("name the cases file to write (cases.json, say)")
-            cases = save_cases(chosen, path)
+            left_out: list = []
+            cases = save_cases(chosen, path, left_out)
         except CasesError as err:
             self.cases_status.value = f'<span style="{ERROR.text}">{html.escape(str(err))}</span>'
             return
-        left = len(self.pinned) - len(cases)
+        left = len(self.pinned) - len(cases) - len(left_out)
         skipped = f" ({left} cancelled or disconnected left out: a replay could not repeat them)" if left else ""
+        skipped += "".join(f"; left out {call}" for call in left_out)
         self.cases_status.value = (
             f'<span style="{MUTED}">saved {len(cases)} case{"s" if len(cases) != 1 else ""} to '
             f"<code>{html.escape(path)}</code>{html.escape(skipped)}</span>"
@@ -188,9 +190,10 @@ class HistoryTab:
             self._quiet = False
 
 
-def save_cases(frame: pd.DataFrame, path: str) -> list:
-    """The calls of `frame` written as cases to `path`; the cases written."""
-    cases = from_frame(frame)
+def save_cases(frame: pd.DataFrame, path: str, left_out: list | None = None) -> list:
+    """The calls of `frame` written as cases to `path`; the cases written (the calls no case
+    can hold are added to `left_out`, with why)."""
+    cases = from_frame(frame, left_out=left_out)
     save(cases, path)
     return cases
 

@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import peers
 import pytest
@@ -509,3 +510,15 @@ def test_a_urls_password_and_secret_parameters_are_never_shown_or_saved(tmp_path
     assert "ann:***@127.0.0.1" in shown[-1]
     for text in shown:
         assert "hunter2-pw" not in text and "k3y-s3cret" not in text, text[:300]
+
+
+def test_a_server_that_answers_a_listing_with_method_not_found_still_connects():
+    # Its capabilities promise resources; it lists them but has no templates method. The SDK's
+    # own client lists and calls such a server: so does a connection, with no templates listed.
+    half = [sys.executable, str(Path(__file__).parent / "servers" / "half_listed.py")]
+    connection = mcp_nb.connect("half", half, timeout=20)
+    assert connection.state == "connected"
+    listed = {(r.kind, r.name): r for r in connection.entries()}
+    assert set(listed) == {("tool", "query"), ("resource", "schema")}
+    assert listed["tool", "query"].title == "Run a query"  # its title, from the annotations
+    assert mcp_nb.call("query", server="half").content == "3 rows"

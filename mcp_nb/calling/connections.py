@@ -27,7 +27,8 @@ import time
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
-from mcp import Client
+from mcp import Client, MCPError
+from mcp_types import METHOD_NOT_FOUND
 
 from mcp_nb import sdk_compat
 from mcp_nb.calling.current import CURRENT_CALL
@@ -52,6 +53,19 @@ LOG_LINES = 2000  # what a connection keeps of its server's stream
 # would not close, lists that could not be re-read) is said here at debug level, on the
 # `mcp_nb` logger's branch, never swallowed unsaid; the root logger is the user's.
 log = logging.getLogger(__name__)
+async def _listed(read: Any, field: str) -> list:
+    """What one listing holds; a server that does not offer the method ("Method not found",
+    though its capabilities said otherwise) offers nothing of that kind, as the SDK's own
+    client takes it: the connection stands."""
+    try:
+        return list(getattr(await read(), field))
+    except MCPError as err:
+        if err.code != METHOD_NOT_FOUND:
+            raise
+        log.info("the server does not offer %s (%s): none listed", field, first_line(err))
+        return []
+
+
 # A URL may carry a secret: a password (or a token in place of a user), or a query parameter
 # named like one. Shown or saved anywhere, the URL has them replaced; only the connection keeps them.
 REDACTED = "***"
@@ -491,25 +505,27 @@ class RemoteConnection(Connection):
         entries: list[Registration] = []
         annotations: dict[str, Any] = {}
         if caps is None or getattr(caps, "tools", None) is not None:
-            for tool in (await client.list_tools()).tools:
+            for tool in await _listed(client.list_tools, "tools"):
                 hints = getattr(tool, "annotations", None)
                 annotations[tool.name] = hints
                 flags = {camel: True for flag, camel in ANNOTATION_FLAGS.items() if hints is not None and getattr(hints, f"{flag}_hint", None)}
                 entries.append(
                     Registration(
-                        kind="tool", name=tool.name, title=tool.title, description=tool.description, annotations=flags,
+                        # A title may live only in the annotations (an older habit servers keep).
+                        kind="tool", name=tool.name, title=tool.title or getattr(hints, "title", None),
+                        description=tool.description, annotations=flags,
                         input_schema=tool.input_schema, output_schema=tool.output_schema,
                     )  # fmt: skip
                 )
         if caps is None or getattr(caps, "resources", None) is not None:
-            for resource in (await client.list_resources()).resources:
+            for resource in await _listed(client.list_resources, "resources"):
                 entries.append(
                     Registration(
                         kind="resource", name=resource.name, uri=str(resource.uri), title=resource.title,
                         description=resource.description, mime_type=resource.mime_type,
                     )  # fmt: skip
                 )
-            for template in (await client.list_resource_templates()).resource_templates:
+            for template in await _listed(client.list_resource_templates, "resource_templates"):
                 entries.append(
                     Registration(
                         kind="resource", name=template.name, uri=template.uri_template, title=template.title,
@@ -518,7 +534,7 @@ class RemoteConnection(Connection):
                     )  # fmt: skip
                 )
         if caps is None or getattr(caps, "prompts", None) is not None:
-            for prompt in (await client.list_prompts()).prompts:
+            for prompt in await _listed(client.list_prompts, "prompts"):
                 entries.append(
                     Registration(
                         kind="prompt", name=prompt.name, title=prompt.title, description=prompt.description,

@@ -183,8 +183,11 @@ async def acall(
 
 
 def _cell_form(elicit: Any):
-    """The form in the cell for `await acall(...)`, when nothing else would answer and a person can."""
-    if elicit is not None or settings.elicit is not None:
+    """The form in the cell for `await acall(...)`, when nothing else would answer and a person can.
+
+    None for a call a handler makes on mcp_nb's own loop: no cell waits for that one, and the
+    form's first import (ipywidgets, half a second) would hold the loop every call shares."""
+    if elicit is not None or settings.elicit is not None or engine().loop.in_loop():
         return None
     try:
         from mcp_nb.widgets.question import cell_asker  # ipywidgets: loaded for the first awaited call

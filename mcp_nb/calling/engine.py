@@ -237,6 +237,12 @@ class Engine:
             raise RuntimeError(CLOSED)
         name = connection.name
         self.loop.run(connection.open(seconds))
+        if any(entry.output_schema for entry in connection.entries()):
+            # The SDK checks a structured result against its tool's output schema with jsonschema,
+            # which it imports at the first one: on mcp_nb's loop, inside that call's deadline
+            # (about a second in a Jupyter environment), so a fast answer was recorded as a
+            # timeout. Imported here instead, on the thread that connects, before any call.
+            import jsonschema  # noqa: F401
         old = self.connections.get(name)
         self.connections[name] = connection
         if old is not None:

@@ -52,6 +52,9 @@ RESOURCE_CRASH_TEXTS = ("Error reading resource", "Error creating resource from 
 # The streamable HTTP client turns an error status into a JSON-RPC error with one of these
 # texts and drops the status and body (mcp/client/streamable_http.py `_handle_post_request`).
 HTTP_STATUS_TEXTS = ("Server returned an error response", "Session terminated", "Not Found")
+# And a 2xx answer that is no JSON-RPC at all (an HTML page from a proxy, a login form, a body
+# cut short) into one with these: no handler raised anything, the client made the error up.
+BROKEN_ANSWER_TEXTS = ("Unexpected content type: ", "Failed to parse JSON response: ", "Failed to parse SSE message: ")
 
 
 def _python_validation(name: str, content: str) -> bool:

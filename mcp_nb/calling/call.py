@@ -38,7 +38,7 @@ from mcp_nb.elicitation import Answerer, Ask, Elicitation, elicit
 from mcp_nb.records import classify
 from mcp_nb.records.outcome import REQUEST_CANCELLED, REQUEST_TIMEOUT, Outcome
 from mcp_nb.records.trace import CURRENT_TRACE, ServerTrace
-from mcp_nb.sdk_compat import HTTP_STATUS_TEXTS, TIMED_OUT
+from mcp_nb.sdk_compat import BROKEN_ANSWER_TEXTS, HTTP_STATUS_TEXTS, TIMED_OUT
 
 _ids = itertools.count(1)  # process-wide, so ids stay unique across `reset()`
 log = logging.getLogger("mcp_nb")
@@ -522,6 +522,11 @@ class Call(CallRecord):
                 status = connection.http_error(METHODS[self.target], self._sent_params())
                 if status is not None:
                     outcome = self._http_error(failure.error, status)
+            elif connection.transport == "http" and failure.error.message.startswith(BROKEN_ANSWER_TEXTS):
+                outcome = self._outcome(
+                    "protocol_error", "invalid_response", self._elapsed_ms(), code=failure.error.code,
+                    message=failure.error.message, data=failure.error.data,
+                )  # fmt: skip
             if outcome.cause == "disconnected":
                 connection.lost(f"the connection closed during a call ({failure.error.message})")
             return outcome

@@ -60,7 +60,7 @@ CAUSE_DOC = {
     "client_error": "the client failed to finish the request (for example a result it could not validate)",
     "disconnected": "the connection to the server was lost (its process exited, the stream closed), or it was not connected",
     "http_error": "the HTTP server answered with an error status (401, 403, 404, 5xx...): status and body in data",
-    "invalid_response": "the server's answer did not pass the protocol's schema: the client refused it",
+    "invalid_response": "the server's answer did not pass the protocol's schema, or was no JSON-RPC at all (an HTML page, a cut body): the client refused it",
     "invalid_output": (
         "the tool's structured result did not match its declared output schema "
         "(refused by the server's check of the return value, or by the client's)"

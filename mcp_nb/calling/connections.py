@@ -22,6 +22,7 @@ import logging
 import os
 import re
 import shlex
+import signal
 import shutil
 import time
 from typing import Any, Callable
@@ -652,6 +653,7 @@ class _StdioTransport:
     def __init__(self, connection: RemoteConnection) -> None:
         self.connection = connection
         self._stack: contextlib.AsyncExitStack | None = None
+        self._group: _ServerGroup | None = None
 
     async def __aenter__(self):
         from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -676,12 +678,101 @@ class _StdioTransport:
         started = _children() - before
         c.pid = min(started) if started else None
         c._stderr = _StderrReader(c, read_end)
+        self._group = _ServerGroup(c) if c.pid is not None else None
         return streams
 
     async def __aexit__(self, *exc: Any) -> bool | None:
-        if self._stack is not None:
-            return await self._stack.__aexit__(*exc)
-        return None
+        try:
+            if self._stack is not None:
+                return await self._stack.__aexit__(*exc)
+            return None
+        finally:
+            if self._group is not None:
+                await self._group.end()
+
+
+class _ServerGroup:
+    """The stdio server's process and whatever it started, watched and ended together.
+
+    The SDK starts the server in a session (and so a process group) of its own, and ends the
+    group only when the server outlives two seconds of being asked to stop; a helper it started
+    (a language server, a browser, a `sh -c` child) otherwise lives on, with parent 1. And a
+    helper that holds the server's pipes hides its exit: no end-of-file ever comes, so calls
+    waited for their deadline and the connection still said `connected`. So the server's own
+    exit is watched (Linux's pidfd: the loop wakes when the process ends; elsewhere a poll),
+    and then, or when the connection closes, the whole group is ended: the pipes close, and
+    the SDK fails the calls in flight as `disconnected`, at once.
+    """
+
+    POLL_S = 0.5  # where there is no pidfd
+    GRACE_S = 1.0  # between asking the group to stop and killing it
+
+    def __init__(self, connection: RemoteConnection) -> None:
+        self.connection, self.pid = connection, connection.pid
+        self._loop = asyncio.get_running_loop()
+        self._fd: int | None = None
+        self._poll: asyncio.Task | None = None
+        self._ending: asyncio.Task | None = None
+        try:
+            self._fd = os.pidfd_open(self.pid)
+            self._loop.add_reader(self._fd, self._exited)
+        except (AttributeError, OSError):  # no pidfd here: poll for the exit instead, where one can
+            self._fd = None
+            if hasattr(os, "waitid"):
+                self._poll = self._loop.create_task(self._polling())
+
+    def _has_exited(self) -> bool:
+        try:  # WNOWAIT: the SDK, whose child it is, still reaps it
+            found = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return True  # reaped already
+        return found is not None
+
+    async def _polling(self) -> None:
+        while not self._has_exited():
+            await asyncio.sleep(self.POLL_S)
+        self._exited()
+
+    def _exited(self) -> None:
+        self._unwatch()
+        if self._ending is None:
+            self.connection.lost("the server's process exited")
+            self._ending = self._loop.create_task(self._end_group())
+
+    def _unwatch(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(Exception):
+                self._loop.remove_reader(self._fd)
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+        if self._poll is not None and self._poll is not asyncio.current_task():
+            self._poll.cancel()
+        self._poll = None
+
+    async def end(self) -> None:
+        """The connection closes: end what is left of the group (and stop watching it)."""
+        self._unwatch()
+        if self._ending is None:
+            self._ending = self._loop.create_task(self._end_group())
+        await asyncio.shield(self._ending)
+
+    async def _end_group(self) -> None:
+        if not hasattr(os, "killpg") or self.pid == os.getpgrp():
+            return  # no process groups here; and never our own (the server was to have one of its own)
+        for sig, wait in ((signal.SIGTERM, self.GRACE_S), (signal.SIGKILL, 0.0)):
+            try:
+                os.killpg(self.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                return  # nothing of the group is left
+            waited = 0.0
+            while waited < wait:
+                await asyncio.sleep(0.05)
+                waited += 0.05
+                try:
+                    os.killpg(self.pid, 0)
+                except (ProcessLookupError, PermissionError):
+                    return
 
 
 class _StderrReader:

@@ -17,6 +17,7 @@ import pytest
 
 import mcp_nb
 from helpers import wait_until
+from mcp_nb.calling.connections import ConnectError
 
 WITH_HELPER = [sys.executable, str(Path(__file__).parent / "servers" / "with_helper.py")]
 
@@ -65,3 +66,16 @@ def test_a_server_that_exits_mid_call_is_noticed_whatever_holds_its_pipes(helper
     assert wait_until(lambda: not alive(helper), 5), "the helper outlived its server"
     mcp_nb.reconnect("helped", timeout=30)
     assert mcp_nb.call("ping", server="helped").content == "pong"
+
+
+def test_a_server_that_exits_at_start_says_why_in_the_connect_error(shell):
+    # mcp-server-time with a bad time zone, mcp-server-git outside a repository: the reason is
+    # on their stderr, and the SDK says only "Connection closed".
+    says = "import sys; print('Traceback...', file=sys.stderr); print('ValueError: unknown time zone Mars/Base', file=sys.stderr); sys.exit(2)"
+    with pytest.raises(ConnectError) as failed:
+        mcp_nb.connect("time", [sys.executable, "-c", says], timeout=20)
+    said = str(failed.value)
+    assert said.endswith("its stderr ended with: Traceback... | ValueError: unknown time zone Mars/Base") and "\n" not in said
+    cell = shell.run_cell(f"%mcp_connect time --timeout 20 -- {sys.executable} -c \"{says}\"")
+    assert "unknown time zone Mars/Base" in str(cell.error_in_exec)
+    assert list(mcp_nb.engine().connections) == ["kernel"]

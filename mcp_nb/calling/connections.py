@@ -483,8 +483,13 @@ class RemoteConnection(Connection):
             raise
         except BaseException as err:  # noqa: BLE001 - whatever went wrong, said in one line
             log.debug("connecting to %r failed: %s", self.name, self.redacted(repr(err)))  # not its traceback: it may hold the URL's secrets
+            with contextlib.suppress(Exception):
+                await self.heard_all()  # a server that exits at once says why on stderr, first
+            said = [entry.message for entry in self.logs if entry.source == "stderr" and entry.message.strip()]
             await self._abandon()
             reason = _reason(err)
+            if said:  # "unknown time zone", "not a git repository": the reason, in the server's words
+                reason += "; its stderr ended with: " + " | ".join(line.strip()[:200] for line in said[-3:])
             if self.http_errors:
                 _, _, status, body = self.http_errors[-1]
                 reason = f"HTTP {status}" + (f" {body[:200]}" if body else "")

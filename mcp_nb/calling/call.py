@@ -540,7 +540,7 @@ class Call(CallRecord):
         logger: recorded as `client_error`, a bug of mcp_nb's (or the SDK's) must not look like
         an ordinary failure of the call."""
         outcome = self._client_error(err)
-        if outcome.cause == "client_error" and err.__traceback__ is not None and not _refused_request(err):
+        if outcome.cause == "client_error" and err.__traceback__ is not None and not classify.refused_request(err):
             log.error(
                 "call #%d (%s %r): %s escaped the client; recorded as client_error. Unless a handler that "
                 "mcp_nb does not watch raised it, this is a bug in mcp_nb or the SDK",
@@ -771,9 +771,3 @@ class Call(CallRecord):
     def __repr__(self) -> str:
         state = "ended" if self._ended else "settled" if self._settled else "running" if self.task else "new"
         return f"<Call #{self.id} {self.target} {self.name!r} attempt {self.attempt} {state}>"
-
-
-def _refused_request(err: BaseException) -> bool:
-    """A request the SDK's client would not build (its params model refused the caller's
-    arguments): the caller's mistake, which the Outcome's message says in full."""
-    return type(err).__name__ == "ValidationError" and getattr(err, "title", "").endswith(("RequestParams", "Request"))

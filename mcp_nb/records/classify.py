@@ -168,6 +168,13 @@ def _prompt_failure_said(lines: list[str]) -> str:
     return "crash"
 
 
+def refused_request(err: BaseException) -> bool:
+    """A request the SDK would not take, refused by its own params model before any handler
+    (a client's that would not build it, a server's that would not read it): pydantic's
+    ValidationError, titled with the request's model."""
+    return type(err).__name__ == "ValidationError" and getattr(err, "title", "").endswith(("RequestParams", "Request"))
+
+
 def client_failure(err: BaseException) -> tuple[str, Any]:
     """What escaped the SDK's client, as a cause and the data to keep: a lost connection, an
     HTTP error status, an answer the protocol's schema refused, or else a client error."""
@@ -189,7 +196,7 @@ def client_failure(err: BaseException) -> tuple[str, Any]:
         # The client checks what it sends as well as what it gets: a request it would not build
         # (arguments its own params model refuses, such as a prompt argument that is no string)
         # was never sent, so no answer was refused.
-        if getattr(err, "title", "").endswith(("RequestParams", "Request")):
+        if refused_request(err):
             return "client_error", None
         return "invalid_response", None
     if isinstance(err, RuntimeError) and (str(err).startswith(OUTPUT_INVALID) or str(err).endswith(OUTPUT_MISSING)):

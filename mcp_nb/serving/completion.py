@@ -33,7 +33,8 @@ def suggestions(frame, ref: Any, name: str, typed: str) -> list[str]:
     """The distinct earlier values of argument `name` of `ref` that start with `typed`, latest first."""
     if isinstance(ref, PromptReference):
         rows = frame[(frame["target"] == "prompt") & (frame["name"] == ref.name)]
-        values = [(arguments or {}).get(name) for arguments in reversed(rows["arguments"].tolist())]
+        # Whatever a row holds (a client may have sent arguments of any shape), it never breaks this.
+        values = [arguments.get(name) if isinstance(arguments, dict) else None for arguments in reversed(rows["arguments"].tolist())]
     else:
         try:
             template = UriTemplate.parse(ref.uri)

@@ -35,6 +35,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_nb import sdk_compat
 from mcp_nb.calling.call import CallRecord
+from mcp_nb.records.classify import refused_request
 from mcp_nb.records.outcome import REQUEST_CANCELLED, Outcome
 from mcp_nb.records.trace import CURRENT_TRACE, ServerTrace, exception_chain
 
@@ -177,7 +178,8 @@ class Recorder:
             self._record(call.cancelled(self.stopping))
             raise
         except Exception as exc:
-            self._record(call.failed(exc, ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS))
+            if not refused_request(exc):  # refused before any handler (params of the wrong shape): no call was made
+                self._record(call.failed(exc, ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS))
             raise
         finally:
             CURRENT_TRACE.reset(token)

@@ -29,6 +29,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from pydantic_core import PydanticSerializationError, to_json
+
 from mcp_nb.mistakes import BadType, BadValue
 
 ACTIONS = ("accept", "decline", "cancel")
@@ -56,6 +59,17 @@ class Answer:
             raise BadValue(f"only an accepted answer carries content; {self.action!r} carries none")
         if self.content is not None and not isinstance(self.content, Mapping):
             raise BadType(f"an accepted answer's content is a mapping of field names to values, got {type(self.content).__name__}")
+        if self.content:
+            # The answer goes to the server as JSON: what has no JSON form is refused here, with
+            # the field named, not found by the SDK as it writes the reply (which failed the call).
+            for field, value in self.content.items():
+                try:
+                    to_json(value)
+                except (PydanticSerializationError, TypeError, ValueError, RecursionError):
+                    raise BadValue(
+                        f"an accepted answer's field {field!r} is a {type(value).__name__}, which has no JSON form; "
+                        "answer with text, numbers, true/false or a list of texts"
+                    ) from None
 
     @classmethod
     def accept(cls, content: Mapping[str, Any] | None = None, /, **fields: Any) -> Answer:

@@ -81,6 +81,20 @@ def test_a_broken_answerer_cancels_the_question_and_says_why():
     assert outcome.elicitations[0].reason.startswith("the elicit function's answer is not one:")
 
 
+def test_an_answer_with_no_json_form_cancels_the_question_saying_which_field_and_the_call_goes_on():
+    # Before, the SDK failed while writing the reply: "ExceptionGroup: unhandled errors in a
+    # TaskGroup", recorded as the server's invalid_response.
+    register()
+    outcome = mcp_nb.call("greet", elicit=lambda message, schema: {"name": object()})
+    assert (outcome.outcome, outcome.content) == ("result", "no name (cancel)")
+    assert outcome.elicitations[0].reason.startswith(
+        "the elicit function's answer is not one: an accepted answer's field 'name' is a object, which has no JSON form"
+    )
+    with pytest.raises(ValueError, match="field 'name' is a bytes, which has no JSON form"):
+        mcp_nb.call("greet", elicit=[{"name": b"\xff"}])  # a prepared one: refused before sending
+    assert len(mcp_nb.history()) == 1
+
+
 def test_with_no_answer_the_question_is_cancelled_with_a_reason_never_waited_on():
     register()
     outcome = mcp_nb.call("greet", timeout=5)

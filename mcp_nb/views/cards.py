@@ -177,7 +177,12 @@ def outcome_text(o) -> str:
     block("host sees", _host_view(o))
     logs = o.server_logs
     if logs:
-        block("log says", "\n".join(str(log) + (f"\n  {_root_cause(log)}" if log.exceptions else "") for log in logs))
+        head, hidden, tail = shown_logs(logs)
+        said = [_clipped(str(log)) + (f"\n  {_root_cause(log)}" if log.exceptions else "") for log in head]
+        if hidden:
+            said.append(f"... {hidden} more (o.server_logs has every one)")
+        said.extend(_clipped(str(log)) + (f"\n  {_root_cause(log)}" if log.exceptions else "") for log in tail)
+        block("log says", "\n".join(said))
     else:
         block("log says", "nothing")
     fate = _fate_line(o)
@@ -187,6 +192,26 @@ def outcome_text(o) -> str:
     if asked:
         block("user asked", "\n".join(f"{question}\n  -> {answer}" for question, answer in asked))
     return "\n".join(lines)
+
+
+# A card shows a call's first and last log entries, and says how many it leaves out: a call that
+# logged 10,000 lines made a card of 4.6 MB, which a notebook saves and a browser must lay out.
+LOG_HEAD, LOG_TAIL = 20, 20
+LONGEST_LINE = 2000  # characters of one entry's message a card shows
+
+
+def shown_logs(logs) -> tuple[list, int, list]:
+    """The entries a card shows first and last, and how many between them it leaves out."""
+    logs = list(logs)
+    if len(logs) <= LOG_HEAD + LOG_TAIL:
+        return logs, 0, []
+    return logs[:LOG_HEAD], len(logs) - LOG_HEAD - LOG_TAIL, logs[-LOG_TAIL:]
+
+
+def _clipped(text: str) -> str:
+    if len(text) <= LONGEST_LINE:
+        return text
+    return text[:LONGEST_LINE] + f" … ({len(text) - LONGEST_LINE:,} more characters)"
 
 
 def _asked(o) -> list[tuple[str, str]]:
@@ -216,13 +241,17 @@ def outcome_html(o, stable: bool | None = None) -> str:
     host = pre(_host_view(o))
     if o.server_logs:
         items = []
-        for log in o.server_logs:
+        head, hidden, tail = shown_logs(o.server_logs)
+        for log in [*head, None, *tail] if hidden else head:
+            if log is None:
+                items.append(f'<div style="{MUTED};margin:4px 0">… {hidden:,} more log entries: <code>o.server_logs</code> has every one</div>')
+                continue
             level = ERROR.text if log.level in ("ERROR", "CRITICAL") else MUTED
             mark = f'<span style="{MUTED}">[{escape(log.source)}]</span> ' if log.source in MARKED else ""
             at = _log_time(o, log.at, stable)
             item = (
                 f'<div>{mark}<b style="{level}"{at}{escape(log.level)}</b> <span style="{MUTED}">{escape(log.logger)}</span>'
-                f"{pre(log.message)}"
+                f"{pre(_clipped(log.message))}"
             )
             if log.traceback:
                 shown = without_frames(log.traceback) if stable else log.traceback

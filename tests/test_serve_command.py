@@ -121,6 +121,21 @@ def test_options_of_http_alone_are_refused_without_it(tmp_path, capsys):
     assert "--port, --host and --dangerously-no-auth go with --http" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("options", "said"), [
+    (["--host", "0.0.0.0", "--dangerously-no-auth"], "dangerously_no_auth is refused on 0.0.0.0"),
+    (["--port", "99999"], "port must be a whole number from 0 to 65535"),
+    (["--host", " "], "host must be an address or a host name"),
+])  # fmt: skip
+def test_http_options_are_checked_before_any_cell_runs(tmp_path, capsys, options, said):
+    marker = tmp_path / "ran"
+    notebook = write_notebook(tmp_path, new_code_cell(f"open({str(marker)!r}, 'w').close()"))
+    with pytest.raises(SystemExit) as exit_:
+        main(["serve", str(notebook), "--http", *options])
+    assert exit_.value.code == 2
+    assert said in capsys.readouterr().err
+    assert not marker.exists()  # the notebook's cells never ran
+
+
 def test_the_console_script_is_declared():
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert declared["mcp-nb"] == "mcp_nb.commands:main"

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from mcp_nb import api
 from mcp_nb.serving.notebook import NotebookError, run_notebook
+from mcp_nb.serving.policy import DEFAULT_MAX_BODY, check_address
 from mcp_nb.serving.stdio import Wire, serve_stdio
 
 
@@ -38,6 +39,12 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if not args.http and (args.port or args.host != "127.0.0.1" or args.dangerously_no_auth):
         args.parser.error("--port, --host and --dangerously-no-auth go with --http")
+    if args.http:
+        # Refused before any cell runs (a notebook may take minutes, or have side effects).
+        try:
+            check_address(args.host, args.port, args.dangerously_no_auth, DEFAULT_MAX_BODY)
+        except ValueError as err:
+            args.parser.error(str(err))
     wire = None
     if not args.http:
         wire = Wire()  # before any cell runs: nothing a cell prints may reach the protocol's stdout

@@ -169,9 +169,14 @@ class CaseItem(pytest.Item):
     def runtest(self) -> None:
         import mcp_nb
 
+        from mcp_nb.mistakes import Mistake
+
         run = self.config.stash[_RUN]
         run.start()
-        frame = mcp_nb.replay([self.case], run.server, concurrency=1)
+        try:
+            frame = mcp_nb.replay([self.case], run.server, concurrency=1)
+        except Mistake as err:  # a case the engine refuses: said as a case's failure, not as a traceback
+            raise CaseFailed(f"case {self.case.id}: {self.case.target} {self.case.name}: refused before anything was sent: {err}") from None
         row = frame.iloc[0]
         if not row["passed"]:
             raise CaseFailed(report(self.case, row))

@@ -69,6 +69,21 @@ def test_one_item_per_case_and_a_failure_says_expected_and_got(project):
     assert "1 failed, 2 passed" in out
 
 
+def test_a_case_the_engine_refuses_is_one_short_failure(project):
+    deep = {"id": "too-deep", "name": "get_author", "arguments": {"title": json.loads("[" * 120 + "]" * 120)},
+            "expect": {"outcome": "result", "cause": "ok"}}  # fmt: skip
+    (project / "cases.json").write_text(json.dumps({"mcp_nb_cases": 1, "cases": [CASES[1], deep]}))
+    run = pytest_run(project, "--mcp-cases", "cases.json", "--mcp-notebook", "tools.ipynb")
+    out = run.stdout
+    assert run.returncode == 1, out + run.stderr
+    assert "1 failed, 1 passed" in out
+    lines = out[out.index("_ case too-deep _"):].splitlines()[1:]
+    report = lines[: next(i for i, line in enumerate(lines) if line.startswith(("---", "___", "===")))]
+    assert len(report) == 1, report  # one line, not pytest's and pluggy's frames
+    assert report[0].startswith("case too-deep: tool get_author: refused before anything was sent: ")
+    assert "nests lists and dicts more than 100 levels deep" in report[0]
+
+
 def test_the_same_cases_against_a_stdio_server_and_with_other_tests_deselected(project):
     (project / "tests").mkdir()
     (project / "tests" / "test_other.py").write_text("def test_other():\n    pass\n")

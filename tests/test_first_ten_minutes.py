@@ -2,7 +2,8 @@
 
 - Every ```python block of README.md and of each docs/*.md page runs, in order, in a fresh
   IPython shell of its own (a subprocess: nothing loaded, nothing imported, as a newcomer
-  starts), magics and all.
+  starts), magics and all; a line whose comment promises an outcome ("# result (ok)") is the
+  block's last, and the block shows that outcome (a cell shows only its last value).
 - Every code block says what it is: `python` (run here), `text` (a diagram), a MyST
   directive, or `bash` (the README's two commands only, which cannot run inside the test
   suite: the second one is the test suite). Of those, the first one's JupyterLab command is
@@ -50,8 +51,12 @@ def test_every_code_block_says_what_it_is():
 
 
 RUNNER = r"""
-import json, sys
+import json, re, sys
 from IPython.core.interactiveshell import InteractiveShell
+
+# A comment that promises an outcome ("# result (ok): ...") is a promise of what the cell shows.
+PROMISE = re.compile(r"#\s*(result|tool_error|protocol_error|timeout) \((\w+)\)")
+SHOWS_NOTHING = re.compile(r"^(?:[A-Za-z_][\w, .\[\]]*=(?!=)|assert |print\(|for |with |if )")
 
 shell = InteractiveShell.instance()
 for number, source in enumerate(json.load(sys.stdin), 1):
@@ -60,6 +65,18 @@ for number, source in enumerate(json.load(sys.stdin), 1):
     if error is not None:
         print(f"\nBLOCK {number} FAILED: {type(error).__name__}: {error}\n{source}", file=sys.stderr)
         sys.exit(1)
+    lines = [line for line in source.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    for index, line in enumerate(lines):
+        promise = PROMISE.search(line)
+        if promise is None or SHOWS_NOTHING.match(line[: promise.start()].strip()):
+            continue
+        shown = result.result
+        if index != len(lines) - 1:
+            print(f"\nBLOCK {number}: {line.strip()!r} promises what it shows, but only a cell's last value is shown", file=sys.stderr)
+            sys.exit(1)
+        if (getattr(shown, "outcome", None), getattr(shown, "cause", None)) != promise.groups():
+            print(f"\nBLOCK {number}: {line.strip()!r} shows {shown!r}", file=sys.stderr)
+            sys.exit(1)
 print(f"\nALL {number} BLOCKS RAN")
 """
 

@@ -522,3 +522,35 @@ def test_a_server_that_answers_a_listing_with_method_not_found_still_connects():
     assert set(listed) == {("tool", "query"), ("resource", "schema")}
     assert listed["tool", "query"].title == "Run a query"  # its title, from the annotations
     assert mcp_nb.call("query", server="half").content == "3 rows"
+
+
+def test_the_history_views_name_each_calls_server_and_list_calls_in_the_order_they_were_made(bookshop_url, shell):
+    @mcp_nb.tool()
+    def local() -> str:
+        return "here"
+
+    mcp_nb.connect("books", bookshop_url)
+    mcp_nb.call("local")
+    mcp_nb.call("get_author", {"title": "Dune"}, server="books")
+    text = repr(mcp_nb.history())
+    header, first, second = text.splitlines()[1:4]
+    assert header.split()[:2] == ["server", "call_id"]
+    assert first.split()[0] == "kernel" and second.split()[0] == "books"
+    page = mcp_nb.history()._repr_html_()
+    assert ">server</th>" in page and ">books</td>" in page
+    assert "books" in repr(shell.run_line_magic("mcp_history", ""))
+
+
+def test_calls_that_ended_out_of_order_are_listed_by_id():
+    import asyncio
+
+    @mcp_nb.tool()
+    async def nap(seconds: float) -> float:
+        await asyncio.sleep(seconds)
+        return seconds
+
+    mcp_nb.sweep("nap", [{"seconds": 0.3}, {"seconds": 0.0}], concurrency=2, progress=False)
+    ended = mcp_nb.history().to_frame()["call_id"].tolist()
+    assert ended == sorted(ended, reverse=True)  # recorded as they ended: the second first
+    rows = repr(mcp_nb.history()).splitlines()[2:4]
+    assert [int(row.split()[0]) for row in rows] == sorted(ended)  # shown as they were made

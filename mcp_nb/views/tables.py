@@ -57,18 +57,24 @@ def _code(value: Any) -> str:
         return ""
 
 
-def _in_order(frame: pd.DataFrame, stable: bool) -> pd.DataFrame:
+def _in_order(frame: pd.DataFrame) -> pd.DataFrame:
     # Calls are recorded as they end, which for concurrent calls is a matter of timing; ids
-    # are given out as calls start, and a retried call's attempts share its id.
-    return frame.sort_values(["call_id", "attempt"], kind="stable") if stable else frame
+    # are given out as calls start, and a retried call's attempts share its id: shown by id,
+    # a list of calls reads in the order they were made.
+    return frame.sort_values(["call_id", "attempt"], kind="stable")
+
+
+def _other_servers(frame: pd.DataFrame) -> bool:
+    """Whether any of these calls went to an outside server (only then is each call's server shown)."""
+    return bool((frame["server"].astype(str) != "kernel").any())
 
 
 def history_text(frame: pd.DataFrame, rows: int, stable: bool | None = None) -> str:
     if frame.empty:
         return "History: no calls yet"
     head = f"History: {len(frame)} calls ({_counts(frame)})"
-    ordered = _in_order(frame, is_stable(stable)).tail(rows)
-    tail = ordered[_SHOWN].copy()
+    ordered = _in_order(frame).tail(rows)
+    tail = ordered[(["server"] if _other_servers(frame) else []) + _SHOWN].copy()
     tail["content"] = [_cell(v, 40) for v in tail["content"].astype(object)]
     tail["message"] = [_cell(v, 40) for v in tail["message"].astype(object)]
     tail["code"] = [_code(v) for v in tail["code"]]
@@ -82,14 +88,15 @@ def history_html(frame: pd.DataFrame, rows: int, stable: bool | None = None) -> 
     stable = is_stable(stable)
     if frame.empty:
         return f'<div style="{MUTED}">History: no calls yet</div>'
-    tail = _in_order(frame, stable).tail(rows)
-    outside = _outside(frame)
+    tail = _in_order(frame).tail(rows)
+    outside, servers = _outside(frame), _other_servers(frame)
     body = []
     for r in tail.itertuples(index=False):
         shown = r.content if r.content is not None else (r.message or "")
         shown = "" if shown is None else str(shown)
         cells = [
-            str(r.call_id), escape(r.target), f"<code>{escape(r.name)}</code>", badge(str(r.outcome)), escape(r.cause),
+            str(r.call_id), *([escape(str(r.server))] if servers else []), escape(r.target), f"<code>{escape(r.name)}</code>",
+            badge(str(r.outcome)), escape(r.cause),
             *([escape(_via(r))] if outside else []), _code(r.code),
         ]  # fmt: skip
         left = "".join(f'<td style="text-align:left;{CELL}">{cell}</td>' for cell in cells)
@@ -101,7 +108,7 @@ def history_html(frame: pd.DataFrame, rows: int, stable: bool | None = None) -> 
         if len(frame) > rows
         else ""
     )
-    names = ["call", "target", "name", "outcome", "cause", *(["via"] if outside else [])]
+    names = ["call", *(["server"] if servers else []), "target", "name", "outcome", "cause", *(["via"] if outside else [])]
     head = (
         "".join(f'<th style="text-align:left;{CELL}">{h}</th>' for h in names)
         + HISTORY_MS_HEADER(stable)  # the code and ms headers

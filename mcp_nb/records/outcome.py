@@ -46,8 +46,27 @@ CAUSES = (
 FATES = ("running", "completed", "cancelled", "unobserved", "cancel_requested")
 VIAS = ("kernel", "http", "stdio")  # who sent the call: mcp_nb itself, or an outside client over a transport
 
+class CauseDoc(dict):
+    """What each cause means, by name; shown (and printed) as a table of cause and meaning."""
+
+    def __repr__(self) -> str:
+        width = max(map(len, self))
+        return "\n".join(f"{cause:<{width}}  {meaning}" for cause, meaning in self.items())
+
+    __str__ = __repr__
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(repr(self))
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        rows = "".join(f"<tr><td><code>{escape(cause)}</code></td><td style='text-align:left'>{escape(meaning)}</td></tr>" for cause, meaning in self.items())
+        return f"<table><thead><tr><th>cause</th><th style='text-align:left'>what it means</th></tr></thead><tbody>{rows}</tbody></table>"
+
+
 # What each cause means, for docs and help; the table in docs/guide.md mirrors it.
-CAUSE_DOC = {
+CAUSE_DOC = CauseDoc({
     "ok": "the handler returned normally",
     "raised": "the tool raised ToolError: its message is what the model reads",
     "crash": "the handler (or the server's middleware) raised another exception: the text stays on the server, the traceback goes to the log",
@@ -69,7 +88,7 @@ CAUSE_DOC = {
     "max_timeout": "the call reset its deadline on progress until the hard ceiling max_timeout ended it (code -32001)",
     "cancelled": "the caller stopped waiting before the deadline (interrupt, cancel; code -32800)",
     "worker_lost": "the dask worker running the call died before it sent the call's record back: whether the call ran is unknown",
-}
+})
 
 REQUEST_TIMEOUT = -32001
 REQUEST_CANCELLED = -32800

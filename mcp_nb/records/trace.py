@@ -50,6 +50,14 @@ class ServerLog:
         mark = f"[{self.source}] " if self.source in MARKED else ""
         return f"{mark}{self.level} {self.logger}: {self.message}" if self.logger else f"{mark}{self.level}: {self.message}"
 
+    def __repr__(self) -> str:
+        # One short line each, so a list of them (`o.server_logs`) reads at a glance; the fields
+        # (`.message`, `.traceback`, ...) hold everything.
+        shown = str(self)
+        first = shown.splitlines()[0] if shown else ""
+        more = " ..." if len(first) > 120 or len(shown) > len(first) else ""
+        return f"<ServerLog {first[:120]}{more}{' +traceback' if self.traceback else ''}>"
+
 
 SOURCES = ("logging", "context", "stderr", "notification")
 

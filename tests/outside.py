@@ -52,3 +52,13 @@ def post(url: str, body: bytes | dict, headers: dict[str, str] | None = None, ch
         return response.status, dict(response.getheaders()), response.read().decode(errors="replace")
     finally:
         connection.close()
+
+
+def raw_session(handle) -> dict[str, str]:
+    """A raw client's session with a served kernel: initialize sent, and the headers every later
+    request carries (the token, the session's id, the protocol version)."""
+    auth = {"Authorization": f"Bearer {handle.token}"}
+    status, headers, text = post(handle.url, INITIALIZE, auth)
+    assert status == 200, text
+    session = {key: value for key, value in headers.items() if key.lower() == "mcp-session-id"}
+    return {**auth, **session, "MCP-Protocol-Version": INITIALIZE["params"]["protocolVersion"]}

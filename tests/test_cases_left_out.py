@@ -15,7 +15,7 @@ import pytest
 import mcp_nb
 from mcp_nb.records.cases import CallsLeftOut
 from mcp_nb.widgets import show
-from outside import INITIALIZE, post
+from outside import post, raw_session
 
 NAN_CALL = b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "double", "arguments": {"x": NaN}}}'
 NAMELESS = b'{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "", "arguments": {}}}'
@@ -32,11 +32,7 @@ def recorded():
     assert mcp_nb.call("double", {"x": 1}).ok
     handle = mcp_nb.serve()
     try:
-        auth = {"Authorization": f"Bearer {handle.token}"}
-        status, headers, _ = post(handle.url, INITIALIZE, auth)
-        assert status == 200
-        session = {key: value for key, value in headers.items() if key.lower() == "mcp-session-id"}
-        sent = {**auth, **session, "MCP-Protocol-Version": "2025-11-25"}
+        sent = raw_session(handle)
         for body in (NAN_CALL, NAMELESS):
             status, _, text = post(handle.url, body, sent)
             assert status == 200, text

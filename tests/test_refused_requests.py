@@ -13,7 +13,7 @@ import json
 import pytest
 
 import mcp_nb
-from outside import INITIALIZE, post
+from outside import post, raw_session
 
 
 @pytest.fixture
@@ -25,11 +25,7 @@ def served():
     assert mcp_nb.get_prompt("review", {"title": "Dune"}).ok
     handle = mcp_nb.serve()
     try:
-        auth = {"Authorization": f"Bearer {handle.token}"}
-        status, headers, _ = post(handle.url, INITIALIZE, auth)
-        assert status == 200
-        session = {key: value for key, value in headers.items() if key.lower() == "mcp-session-id"}
-        yield handle, {**auth, **session, "MCP-Protocol-Version": "2025-11-25"}
+        yield handle, raw_session(handle)
     finally:
         handle.stop()
 

@@ -416,9 +416,7 @@ def connect_config(config, names: list[str] | None = None, *, timeout: float | N
     for name, entry in entries.items():
         try:
             checked.append(eng.checked(name, **entry))
-        except ConfigError:
-            raise
-        except BadValue as err:
+        except BadValue as err:  # connect's own checks, said for the entry they refused
             raise ConfigError(f"server {name!r}: {err}") from None
     return {connection.name: eng.open(connection, seconds) for connection in checked}
 

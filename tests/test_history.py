@@ -1,5 +1,6 @@
 """Every call is recorded; the frame, the summary and the exports."""
 
+import contextlib
 import json
 import re
 import threading
@@ -183,10 +184,12 @@ def test_calls_recorded_later_are_in_every_view_in_the_order_they_came(caplog):
     assert len(history) == 0 and heard[-2:] == [6, None]
 
 
-def test_a_reader_on_another_thread_settles_without_losing_or_doubling_a_call():
-    history = mcp_nb.history()
+@contextlib.contextmanager
+def counts_read(history):
+    """`len(history)`, read over and over on a thread of its own while the block runs; yields
+    the list of what it read."""
     stop = threading.Event()
-    seen = []
+    seen: list[int] = []
 
     def reader():
         while not stop.is_set():
@@ -195,13 +198,19 @@ def test_a_reader_on_another_thread_settles_without_losing_or_doubling_a_call():
     thread = threading.Thread(target=reader)
     thread.start()
     try:
+        yield seen
+    finally:
+        stop.set()
+        thread.join()
+
+
+def test_a_reader_on_another_thread_settles_without_losing_or_doubling_a_call():
+    history = mcp_nb.history()
+    with counts_read(history) as seen:
         for i in range(2000):
             history.record_later(lambda i=i: _answered(i))
             if i % 7 == 0:
                 history.settle()
-    finally:
-        stop.set()
-        thread.join()
     ids = list(history.to_frame()["call_id"])
     assert ids == list(range(2000))
     assert seen == sorted(seen)  # the count never went back
@@ -230,20 +239,8 @@ def test_the_count_never_goes_back_while_a_sweep_records_on_the_loop():
         return i
 
     history = mcp_nb.history()
-    stop = threading.Event()
-    seen = []
-
-    def reader():
-        while not stop.is_set():
-            seen.append(len(history))
-
-    thread = threading.Thread(target=reader)
-    thread.start()
-    try:
+    with counts_read(history) as seen:
         swept = mcp_nb.sweep("tick", {"i": range(4000)}, concurrency=16, progress=False)
-    finally:
-        stop.set()
-        thread.join()
     assert (swept["outcome"] == "result").all() and len(history) == 4000
     backwards = sum(1 for a, b in zip(seen, seen[1:]) if b < a)
     assert backwards == 0, f"{backwards} of {len(seen)} reads went back"

@@ -182,12 +182,15 @@ def schema_like(depth: int = 3):
         | st.lists(json_scalars, max_size=3).map(lambda e: {"enum": e})
         | json_values
     )
-    if depth == 0:
-        return leaf
-    inner = schema_like(depth - 1)
+    return leaf if depth == 0 else nested(leaf, schema_like(depth - 1), KEYWORDS, ["k", "n", "A"])
+
+
+def nested(leaf, inner, keywords: list[str], names: list[str]):
+    """`leaf`, or an object of up to 4 of `keywords` whose values are `inner` schemas, lists of
+    them, or objects of them under `names`: a schema one level deeper."""
     return leaf | st.dictionaries(
-        st.sampled_from(KEYWORDS),
-        inner | st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["k", "n", "A"]), inner, max_size=2),
+        st.sampled_from(keywords),
+        inner | st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(names), inner, max_size=2),
         max_size=4,
     )
 
@@ -711,14 +714,7 @@ def form_schema(depth: int = 3):
         | st.fixed_dictionaries({"type": st.sampled_from(["integer", "number"])}, optional={k: odd for k in ("minimum", "maximum", "multipleOf", "exclusiveMinimum", "default")})
         | json_values
     )  # fmt: skip
-    if depth == 0:
-        return leaf
-    inner = form_schema(depth - 1)
-    return leaf | st.dictionaries(
-        st.sampled_from(FORM_KEYWORDS),
-        inner | st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["x", "y", "A"]), inner, max_size=2),
-        max_size=4,
-    )
+    return leaf if depth == 0 else nested(leaf, form_schema(depth - 1), FORM_KEYWORDS, ["x", "y", "A"])
 
 
 @st.composite

@@ -54,6 +54,8 @@ LOG_LINES = 2000  # what a connection keeps of its server's stream
 # would not close, lists that could not be re-read) is said here at debug level, on the
 # `mcp_nb` logger's branch, never swallowed unsaid; the root logger is the user's.
 log = logging.getLogger(__name__)
+
+
 async def _listed(read: Any, field: str) -> list:
     """What one listing holds; a server that does not offer the method ("Method not found",
     though its capabilities said otherwise) offers nothing of that kind, as the SDK's own
@@ -73,39 +75,31 @@ REDACTED = "***"
 _SECRET_PARAMETER = re.compile(r"token|key|secret|pass|pwd|auth|sig|credential|session|code", re.I)
 
 
-def _url_secrets(url: str) -> list[str]:
+def _without_secrets(url: str) -> tuple[str, list[str]]:
+    """`url` as it may be shown (`https://ann:***@host/mcp?api_key=***&team=data`), and the
+    secrets taken out of it."""
     try:
         parts = urlsplit(url)
     except ValueError:
-        return []
-    found = []
-    userinfo = parts.netloc.rpartition("@")[0] if "@" in parts.netloc else ""
-    if userinfo:
+        return REDACTED, []  # not a URL anyone can read safely
+    secrets, netloc = [], parts.netloc
+    if "@" in netloc:
+        userinfo, _, host = netloc.rpartition("@")
         user, colon, password = userinfo.partition(":")
-        found.append(password if colon else user)  # https://TOKEN@host: the user is the secret
-    for pair in parts.query.split("&"):
-        name, equals, value = pair.partition("=")
+        secrets.append(password if colon else user)  # https://TOKEN@host: the user is the secret
+        netloc = f"{user}:{REDACTED}@{host}" if colon else f"{REDACTED}@{host}"
+    pairs = []
+    for name, equals, value in (pair.partition("=") for pair in parts.query.split("&")) if parts.query else ():
         if equals and value and _SECRET_PARAMETER.search(name):
-            found.append(value)
-    return [secret for secret in found if secret]
+            secrets.append(value)
+            value = REDACTED
+        pairs.append(f"{name}{equals}{value}")
+    return parts._replace(netloc=netloc, query="&".join(pairs)).geturl(), [secret for secret in secrets if secret]
 
 
 def shown_url(url: str) -> str:
     """`url` without its secrets: `https://ann:***@host/mcp?api_key=***&team=data`."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return REDACTED  # not a URL anyone can read safely
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, _, host = netloc.rpartition("@")
-        user, colon, _password = userinfo.partition(":")
-        netloc = f"{user}:{REDACTED}@{host}" if colon else f"{REDACTED}@{host}"
-    query = "&".join(
-        f"{name}={REDACTED}" if equals and value and _SECRET_PARAMETER.search(name) else f"{name}{equals}{value}"
-        for name, equals, value in (pair.partition("=") for pair in parts.query.split("&"))
-    ) if parts.query else ""  # fmt: skip
-    return parts._replace(netloc=netloc, query=query).geturl()
+    return _without_secrets(url)[0]
 
 
 # An HTTP header's name is a "token" (RFC 9110, 5.1): what httpx would refuse when it sends.
@@ -449,8 +443,9 @@ class RemoteConnection(Connection):
         any secret of the URL's left in it replaced."""
         if self.transport != "http":
             return text
-        text = text.replace(self.url, shown_url(self.url))
-        for secret in _url_secrets(self.url):
+        shown, secrets = _without_secrets(self.url)
+        text = text.replace(self.url, shown)
+        for secret in secrets:
             if len(secret) >= 4:  # a shorter one would mangle the text, and guards little
                 text = text.replace(secret, REDACTED)
         return text

@@ -402,14 +402,12 @@ class History:
         is left out, and a `CallsLeftOut` warning says which and why (or, given a list as
         `left_out`, each is added to it instead). See docs/cases.md.
         """
-        told, left_out = left_out, left_out if left_out is not None else []
-        cases = from_frame(self.to_frame(), last=last, name=name, server=server, left_out=left_out)
+        found: list[LeftOut] = left_out if left_out is not None else []
+        cases = from_frame(self.to_frame(), last=last, name=name, server=server, left_out=found)
         save(cases, path)
-        if left_out and told is None:
-            listed = "; ".join(map(str, left_out[:5])) + (f"; and {len(left_out) - 5} more" if len(left_out) > 5 else "")
-            warnings.warn(
-                f"{len(left_out)} call{'s' if len(left_out) != 1 else ''} left out of {path}: {listed}", CallsLeftOut, stacklevel=2
-            )
+        if found and left_out is None:
+            listed = "; ".join(map(str, found[:5])) + (f"; and {len(found) - 5} more" if len(found) > 5 else "")
+            warnings.warn(f"{len(found)} call{'s' if len(found) != 1 else ''} left out of {path}: {listed}", CallsLeftOut, stacklevel=2)
         return cases
 
     # -- display --------------------------------------------------------------------------------

@@ -178,11 +178,9 @@ def outcome_text(o) -> str:
     logs = o.server_logs
     if logs:
         head, hidden, tail = shown_logs(logs)
-        said = [_clipped(str(log)) + (f"\n  {_root_cause(log)}" if log.exceptions else "") for log in head]
-        if hidden:
-            said.append(f"... {hidden} more (o.server_logs has every one)")
-        said.extend(_clipped(str(log)) + (f"\n  {_root_cause(log)}" if log.exceptions else "") for log in tail)
-        block("log says", "\n".join(said))
+        gap = [f"... {hidden} more (o.server_logs has every one)"] if hidden else []
+        said = [_clipped(str(log)) + (f"\n  {_root_cause(log)}" if log.exceptions else "") for log in head + tail]
+        block("log says", "\n".join(said[: len(head)] + gap + said[len(head) :]))
     else:
         block("log says", "nothing")
     fate = _fate_line(o)

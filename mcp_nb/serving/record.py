@@ -5,7 +5,10 @@ request's own task). For `tools/call`, `resources/read` and `prompts/get` from o
 it makes an `OutsideCall` (a `CallRecord`: it records, it sends nothing), puts the call's
 trace in `CURRENT_TRACE` while the SDK runs the handler, so the probe and the log capture
 fill it exactly as for the kernel's own calls, and builds the Outcome from the answer
-with the same classification. Each Outcome says `via` which transport it came and which
+with the same classification. The progress the handler reports is counted on the trace
+as it is sent to the client (`counting_progress`): a kernel call's trace counts the events
+its client receives, and an outside call's the events its client is sent, so the history's
+`progress` says the same for both. Each Outcome says `via` which transport it came and which
 `client` sent it. Over HTTP the Outcome is built once the answer has left (the door settles
 the history after every response, and every reader of the history settles first), so the
 client does not wait on the bookkeeping.
@@ -23,7 +26,7 @@ import time
 from functools import partial
 from typing import Any, Callable
 
-from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
+from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data, progress_token_from_params
 from mcp_types import (
     INTERNAL_ERROR,
     CallToolResult,
@@ -171,6 +174,8 @@ class Recorder:
         call = OutsideCall(
             target, str(params.get(key, "")), arguments, self.via, client_name(ctx.session), self.observes
         )
+        if progress_token_from_params(params) is not None:
+            counting_progress(ctx.session, call.trace)
         token = CURRENT_TRACE.set(call.trace)
         try:
             result = await call_next(ctx)
@@ -204,6 +209,25 @@ class Recorder:
     def _record(self, outcome: Outcome) -> None:
         self.recorded += 1
         self.history.record(outcome)
+
+
+def counting_progress(session: Any, trace: ServerTrace) -> None:
+    """Count on `trace` each progress event the handler sends through this request's `session`.
+
+    The SDK makes a session for each inbound request, and a handler's `Context` reports
+    progress through it (`ctx.report_progress` -> `session.report_progress`), so wrapping
+    it here counts this call's events and no other's. Called only when the client asked
+    for progress (a progress token): without one the SDK sends nothing, and nothing is
+    counted. An event is counted once it has been sent. A kernel call never passes here
+    (its own client counts what it receives), so no event is counted twice.
+    """
+    send = session.report_progress
+
+    async def report_progress(progress: float, total: float | None = None, message: str | None = None) -> None:
+        await send(progress, total, message)
+        trace.progressed(progress, total, message)
+
+    session.report_progress = report_progress
 
 
 def announce_changes(result: dict[str, Any]) -> None:

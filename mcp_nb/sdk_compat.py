@@ -7,11 +7,16 @@ the root logger. Each of these leans on a private attribute or a message text of
 SDK. They are gathered here, with the SDK releases they were checked against, so an
 SDK upgrade that moves one fails in one place, by name: `check()` lists what moved,
 and tests/test_sdk_compat.py provokes every message the classifier matches.
+
+The texts of outside servers written with other SDKs (FastMCP, the TypeScript SDK) live here
+too, each with its source and the release it was read in; tests/test_other_sdks_causes.py
+provokes them from real servers of those SDKs, at the releases tests/peers.py pins.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Callable, Iterator
@@ -57,9 +62,64 @@ HTTP_STATUS_TEXTS = ("Server returned an error response", "Session terminated", 
 BROKEN_ANSWER_TEXTS = ("Unexpected content type: ", "Failed to parse JSON response: ", "Failed to parse SSE message: ")
 
 
+# -- what servers written with other SDKs send (read in their sources and measured over stdio) ------
+#
+# FastMCP 4.2 (PyPI `fastmcp`, checked 4.2.3 on mcp 2.3): fastmcp/server/mixins/mcp_operations.py
+# answers a call; fastmcp/server/server.py words the failures. Every failure of a tool is an isError
+# result whose text is the FastMCP exception's alone: no prefix says which it was, except these.
+FASTMCP_UNKNOWN_TOOL = "Unknown tool: {name!r}"  # `_on_call_tool`, for a missing or disabled tool
+# `call_tool`: any exception but FastMCP's own is wrapped in ToolError("Error calling tool 'NAME': text"),
+# or exactly "Error calling tool 'NAME'" with `mask_error_details`; logged at ERROR with its traceback
+FASTMCP_TOOL_CRASHED = "Error calling tool {name!r}"
+# ... and a ToolError (any FastMCPError) is sent as its bare message, logged with the same line on the
+# server's stderr but without a traceback: over stdio that line is what tells it from a returned error.
+FASTMCP_TOOL_FAILED_LOG = FASTMCP_TOOL_CRASHED
+# fastmcp/tools/function_tool.py: arguments that fail the function's pydantic check are sent as pydantic's
+# text, titled with the function's name (`call[fn]`), which need not be the tool's
+FASTMCP_BAD_ARGUMENTS = re.compile(r"\d+ validation errors? for call\[")
+# fastmcp/tools/base.py: a return value FastMCP refuses to send (no JSON form, or not serializable for the
+# declared output schema), sent as a ToolError
+FASTMCP_OUTPUT_REFUSED = ("Tool result contains a non-finite float", "Could not serialize the return value of tool ")
+# Prompts (`_on_get_prompt`): -32602 "Unknown prompt: 'NAME'"; -32602 "Missing required arguments: {...}"
+# (fastmcp/prompts/function_prompt.py); -32603 "Could not convert argument 'A' with value ..." for an argument
+# not of the function's type; -32603 "Error rendering prompt 'NAME'" (": text" unless masked) for any other
+# exception, and a PromptError's own text with -32603.
+FASTMCP_UNKNOWN_PROMPT = "Unknown prompt: "
+FASTMCP_PROMPT_UNCONVERTED = "Could not convert argument "
+FASTMCP_PROMPT_CRASHED = "Error rendering prompt "
+# Resources (`_on_read_resource`): -32602 "Resource not found: 'URI'" with data {"uri"}; a crash -32603
+# "Error reading resource 'URI'" (one of RESOURCE_CRASH_TEXTS, as the Python SDK's); a ResourceError -32603
+# with its own text.
+#
+# The TypeScript SDK. 1.x (@modelcontextprotocol/sdk dist/esm/server/mcp.js, checked 1.32.2, as
+# server-everything 2026.8.31 uses it): an McpError's message is "MCP error CODE: text", and every error of
+# tools/call, the SDK's own included, is folded into an isError result with that message. 2.x
+# (@modelcontextprotocol/server dist/mcp-*.mjs, checked 2.3.1): a ProtocolError's message is the text alone;
+# an unknown or disabled tool is a JSON-RPC -32602 error, the other errors of tools/call isError results.
+# In both, what a tool handler throws is sent as its bare message, as a returned isError would be.
+TS_FOLDED = "MCP error {code}: "  # 1.x's prefix of an error folded into a tool's result
+TS_UNKNOWN_TOOL = ("Tool {name} not found", "Tool {name} disabled")  # -32602
+TS_UNKNOWN_TOOL_ANY = re.compile(r"Tool \S+ (not found|disabled)")  # the same, for any name (none holds a space, SEP-986)
+TS_BAD_ARGUMENTS = ("Input validation error: Invalid arguments for tool {name}: ", "Invalid arguments for tool {name}: ")
+TS_OUTPUT_REFUSED = "Output validation error: "  # the SDK refused the handler's structured result
+# Prompts: -32602 "Prompt NAME not found" / "Prompt NAME disabled"; -32602 "Invalid arguments for prompt NAME: ...";
+# what a callback throws: -32603 with its message (nothing tells a crash from a chosen error).
+TS_UNKNOWN_PROMPT = re.compile(r"Prompt .+ (not found|disabled)")
+# Resources: -32602 "Resource URI not found" (1.x), "Resource not found: URI" with data {"uri"} (2.x); earlier
+# builds sent -32002, which 2.x still reads as a missing resource (`ProtocolError.fromError`).
+TS_RESOURCE_NOT_FOUND = -32002
+
+
 def _python_validation(name: str, content: str) -> bool:
     prefix = f"Error executing tool {name}: "
     return content.startswith(prefix) and " validation error" in content[len(prefix) : len(prefix) + 40]
+
+
+def ts_unfolded(text: str, code: int = -32602) -> str:
+    """A text without the TypeScript SDK 1.x's "MCP error CODE: ", which it puts before the message of
+    every error it sends (a JSON-RPC error's and one folded into a tool's result)."""
+    prefix = TS_FOLDED.format(code=code)
+    return text[len(prefix) :] if text.startswith(prefix) else text
 
 
 REMOTE_TOOL_ERRORS: tuple[tuple[Callable[[str, str], bool], str], ...] = (
@@ -69,9 +129,15 @@ REMOTE_TOOL_ERRORS: tuple[tuple[Callable[[str, str], bool], str], ...] = (
     (_python_validation, "invalid_arguments"),
     (lambda name, text: text == f"Error executing tool {name}", "crash"),
     (lambda name, text: text.startswith(f"Error executing tool {name}: "), "raised"),
-    # the TypeScript SDK: JSON-RPC errors folded into the result's text
-    (lambda name, text: text == f"MCP error -32602: Tool {name} not found", "unknown_tool"),
-    (lambda name, text: text.startswith("MCP error -32602: Input validation error"), "invalid_arguments"),
+    # the TypeScript SDK: 1.x folds its JSON-RPC errors into the result's text, 2.x sends the text alone
+    (lambda name, text: ts_unfolded(text) in tuple(t.format(name=name) for t in TS_UNKNOWN_TOOL), "unknown_tool"),
+    (lambda name, text: ts_unfolded(text).startswith(tuple(t.format(name=name) for t in TS_BAD_ARGUMENTS)), "invalid_arguments"),
+    (lambda name, text: ts_unfolded(text).startswith(TS_OUTPUT_REFUSED), "invalid_output"),
+    # FastMCP
+    (lambda name, text: text == FASTMCP_UNKNOWN_TOOL.format(name=name), "unknown_tool"),
+    (lambda name, text: FASTMCP_BAD_ARGUMENTS.match(text) is not None, "invalid_arguments"),
+    (lambda name, text: text.startswith(FASTMCP_OUTPUT_REFUSED), "invalid_output"),
+    (lambda name, text: text == FASTMCP_TOOL_CRASHED.format(name=name) or text.startswith(FASTMCP_TOOL_CRASHED.format(name=name) + ": "), "crash"),
 )
 
 

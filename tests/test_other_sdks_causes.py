@@ -118,3 +118,19 @@ def test_typescript_sdk_1_servers_causes():
         ],
     )
     assert not wrong, "\n".join(wrong)
+
+
+def test_an_outside_tools_execution_and_meta_are_kept():
+    peers.require(peers.EVERYTHING, peers.FASTMCP, peers.TS_SDK)
+    everything = mcp_nb.connect("everything", peers.everything_stdio(), env=peers.node_env())
+    assert everything.get("tool", "simulate-research-query").execution == {"taskSupport": "required"}
+    assert everything.get("tool", "echo").execution == {"taskSupport": "forbidden"}
+    fastmcp = mcp_nb.connect("fastmcp", peers.fastmcp_command(SERVERS / "fastmcp_shop.py"))
+    labelled = fastmcp.get("tool", "labelled")
+    assert labelled.meta["owner"] == "shop" and "fastmcp" in labelled.meta  # the server's own keys too
+    assert labelled.execution is None
+    assert fastmcp.get("prompt", "greet").meta == {"fastmcp": {"tags": []}}
+    assert fastmcp.get("resource", "shop://fine").meta == {"fastmcp": {"tags": []}}
+    command, env = peers.ts_sdk_command(SERVERS / "ts_sdk_shop.mjs")
+    ts = mcp_nb.connect("ts", command, env=env)
+    assert ts.get("tool", "add").meta == {"owner": "shop"} and ts.get("tool", "boom").meta is None

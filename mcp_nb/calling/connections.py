@@ -516,6 +516,7 @@ class RemoteConnection(Connection):
                         kind="tool", name=tool.name, title=tool.title or getattr(hints, "title", None),
                         description=tool.description, annotations=flags,
                         input_schema=tool.input_schema, output_schema=tool.output_schema,
+                        execution=_sent(tool.execution), meta=tool.meta,
                     )  # fmt: skip
                 )
         if caps is None or getattr(caps, "resources", None) is not None:
@@ -523,7 +524,7 @@ class RemoteConnection(Connection):
                 entries.append(
                     Registration(
                         kind="resource", name=resource.name, uri=str(resource.uri), title=resource.title,
-                        description=resource.description, mime_type=resource.mime_type,
+                        description=resource.description, mime_type=resource.mime_type, meta=resource.meta,
                     )  # fmt: skip
                 )
             for template in await _listed(client.list_resource_templates, "resource_templates"):
@@ -531,7 +532,7 @@ class RemoteConnection(Connection):
                     Registration(
                         kind="resource", name=template.name, uri=template.uri_template, title=template.title,
                         description=template.description, mime_type=template.mime_type,
-                        input_schema=template_schema(template.uri_template),
+                        input_schema=template_schema(template.uri_template), meta=template.meta,
                     )  # fmt: skip
                 )
         if caps is None or getattr(caps, "prompts", None) is not None:
@@ -539,7 +540,7 @@ class RemoteConnection(Connection):
                 entries.append(
                     Registration(
                         kind="prompt", name=prompt.name, title=prompt.title, description=prompt.description,
-                        input_schema=prompt_schema(prompt.arguments),
+                        input_schema=prompt_schema(prompt.arguments), meta=prompt.meta,
                     )  # fmt: skip
                 )
         self._catalog, self._annotations = entries, annotations
@@ -587,6 +588,11 @@ class RemoteConnection(Connection):
 
     def annotations(self, name: str) -> Any:
         return self._annotations.get(name)
+
+
+def _sent(model: Any) -> dict[str, Any] | None:
+    """A listed model as the server sent it (its wire names, what it left out left out)."""
+    return None if model is None else model.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
 def _scheme(target: str) -> str:

@@ -61,6 +61,9 @@ class Registration:
     input_schema: dict[str, Any] | None = None
     output_schema: dict[str, Any] | None = None
     mime_type: str | None = None
+    # What an outside server lists beside these, kept as it sent them (None for the kernel's own):
+    execution: dict[str, Any] | None = None  # a tool's `execution`, e.g. {"taskSupport": "required"}
+    meta: dict[str, Any] | None = None  # the entry's `_meta`
     is_async: bool = False
     replaced: bool = False
     faults: str | None = None  # the faults injected when it was registered, e.g. "latency=0.5,crash=0.1"

@@ -5,6 +5,10 @@ first (a case the engine would refuse fails the replay before anything is sent, 
 the case), then the calls run on mcp_nb's loop in lanes (`core.Lanes`), each recorded in
 the history like any other call, and the caller waits as for a sweep.
 
+Each call is made with every option its case saved (the retry policy, a deadline reset on
+progress, the answers to the server's questions, given in order), so that an unchanged tool
+replays green.
+
 Concurrency goes as far as the server allows it: reading a resource, getting a prompt and
 calling a tool annotated read-only or idempotent may overlap; a tool that declares neither
 may have side effects whose order matters, so those calls run one after another, in the
@@ -21,7 +25,7 @@ if TYPE_CHECKING:
 
 from mcp_nb.batch.core import Lanes, check_concurrency, wait
 from mcp_nb.calling.retry import Retry
-from mcp_nb.records.cases import Case, CasesError, judge, load
+from mcp_nb.records.cases import Case, CasesError, Replies, judge, load
 from mcp_nb.mistakes import BadValue, Mistake, first_line
 
 COLUMNS = ["case", "target", "name", "server", "passed", "expected", "got", "reason", "call_id", "duration_ms"]
@@ -36,15 +40,16 @@ class Replay:
         if server is not None:
             engine.connection_for(server)  # a server that is not connected is the caller's mistake, not a case's
         self.cases = cases
+        self.replies: list[Replies] = []
         calls = []
         for case in cases:
             where = server if server is not None else (None if case.server == "kernel" else case.server)
             try:
-                call = engine.prepare(
-                    case.target, case.name, case.arguments, case.timeout, Retry(retries=case.retries) if case.retries else None, where
-                )
-            except Mistake as err:  # the case's call is refused by a check: the file's mistake
+                replies = Replies(case)
+                call = prepared(engine, case, where, replies)
+            except Mistake as err:  # the case's call is refused by a check (or a secret is not set): the file's mistake
                 raise CasesError(f"case {case.id!r}: {first_line(err)}") from None
+            self.replies.append(replies)
             calls.append(call)
         ordered = [i for i, call in enumerate(calls) if not _may_overlap(call)]
         lanes = [[i] for i, call in enumerate(calls) if _may_overlap(call)]
@@ -54,10 +59,11 @@ class Replay:
 
     def frame(self, interrupted: bool) -> pd.DataFrame:
         rows = []
-        for case, got in zip(self.cases, self.lanes.outcomes(), strict=True):
+        for case, replies, got in zip(self.cases, self.replies, self.lanes.outcomes(), strict=True):
             if got is None:
                 continue  # never made: the replay was stopped first
-            reason = judge(case, got)
+            # Different questions first: they are why the answer differs, when it does.
+            reason = "; ".join(why for why in (replies.why(), judge(case, got)) if why)
             rows.append(
                 {
                     "case": case.id, "target": case.target, "name": case.name, "server": got.server,
@@ -73,6 +79,22 @@ class Replay:
         passed = int(frame["passed"].sum())
         frame.attrs.update(cases=len(self.cases), passed=passed, failed=len(frame) - passed, interrupted=interrupted)
         return frame
+
+
+def prepared(engine, case: Case, server: str | None, replies: Replies):
+    """The case's call, with the options it was made with."""
+    return engine.prepare(
+        case.target, case.name, case.arguments, case.timeout, _rule(case), server,
+        reset_on_progress=case.reset_on_progress, max_timeout=case.max_timeout,
+        elicit=replies.answer,  # the recorded answers, or a cancel: never the settings' default, never a wait
+    )  # fmt: skip
+
+
+def _rule(case: Case) -> Retry | None:
+    if case.retry is not None:
+        return Retry(**case.retry.given())
+    # A file written before the policy was saved: as many retries as the call took.
+    return Retry(retries=case.retries) if case.retries else None
 
 
 def _may_overlap(call) -> bool:

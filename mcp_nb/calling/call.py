@@ -84,6 +84,7 @@ class CallRecord:
 
     via = "kernel"  # who sent it (a subclass that records an outside client's call has its own)
     client: str | None = None
+    rule: Any = None  # the retry policy (a `Call` that retries has one)
 
     def __init__(
         self, target: str, name: str, arguments: dict[str, Any] | None, timeout: float, call_id: int | None = None
@@ -148,6 +149,7 @@ class CallRecord:
             elicitations=tuple(self.elicitations),
             deadline_resets=self.resets,
             max_timeout_s=self.max_timeout,
+            retry=None if self.rule is None else self.rule.as_dict(),
         )
 
     def _elapsed_ms(self) -> float:

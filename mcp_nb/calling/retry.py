@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Awaitable, Callable
 
 from mcp_nb.records.outcome import Outcome
@@ -69,6 +69,16 @@ class Retry:
                 raise BadType(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.sleep is not None and not callable(self.sleep):
             raise BadType(f"sleep must be a coroutine function that waits (or None), got {self.sleep!r}")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The policy as a record keeps it: plain values, `retries` and what differs from the
+        defaults (`sleep` is a function, never kept: a replay waits for real)."""
+        kept: dict[str, Any] = {"retries": self.retries}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name not in ("retries", "sleep") and value != f.default:
+                kept[f.name] = list(value) if f.name == "codes" else value
+        return kept
 
     def wants_another(self, outcome: Outcome) -> bool:
         if outcome.outcome == "timeout":

@@ -11,8 +11,13 @@ and the field.
        "arguments": {"title": "Dune"}, "server": "kernel", "timeout": 30.0,
        "expect": {"outcome": "result", "cause": "ok", "content": "Frank Herbert"}}]}
 
+A case holds every option its call had (the retry policy, a deadline reset on progress, the
+answers to the server's questions), so that an unchanged tool replays green: what made the
+call pass is what its replay is given.
+
 This module knows nothing of the engine or IPython: it turns history rows into cases,
-reads and writes files, and judges one Outcome against one case.
+reads and writes files, judges one Outcome against one case, and gives a replay the answers
+its case recorded.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import difflib
 import fnmatch
 import json
 import math
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -29,11 +35,14 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
+    StrictInt,
     ValidationError,
     field_validator,
     model_validator,
 )
 
+from mcp_nb.elicitation import ACTIONS, Answer
 from mcp_nb.records.outcome import CAUSES, OUTCOMES, TARGETS
 from mcp_nb.records.structured import json_equal
 from mcp_nb.mistakes import BadJson, BadValue, first_line, read_json
@@ -49,6 +58,10 @@ UNREPEATABLE = ("cancelled", "worker_lost", "disconnected")
 # Other tool errors carry the SDK's text (a validation error quoting pydantic's version, a
 # crash's stand-in): the outcome and cause are the regression worth catching there.
 OWN_WORDS = ("ok", "raised", "returned")
+# An answer's field that holds a secret: never written to a file. The case names the environment
+# variable its replay reads it from instead (`{"env": "MCP_NB_PASSWORD"}`).
+_SECRET_FIELD = re.compile(r"pass|pwd|secret|token|api_?key|private_?key|credential|auth", re.I)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class CasesError(BadValue):
@@ -137,8 +150,71 @@ class Expect(BaseModel):
     checks: list[Check] = Field(default_factory=list)
 
 
+class RetryRule(BaseModel):
+    """The call's retry policy, as `mcp_nb.Retry` takes it; a field left out is the policy's default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    retries: StrictInt | None = Field(default=None, ge=0)
+    backoff: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    factor: float | None = Field(default=None, ge=1, allow_inf_nan=False)
+    max_backoff: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    jitter: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    on_timeout: StrictBool | None = None
+    codes: list[StrictInt] | None = None
+    tool_errors: StrictBool | None = None
+    force: StrictBool | None = None
+
+    def given(self) -> dict[str, Any]:
+        """The fields the file gives (the others stay the policy's defaults)."""
+        return self.model_dump(exclude_none=True)
+
+
+class Asked(BaseModel):
+    """A question the server asked during the call and the answer it got; a replay gives the
+    same answer to the same question, in the same order."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    message: str
+    action: Literal[ACTIONS]  # type: ignore[valid-type]
+    content: dict[str, Any] | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _secrets_named(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        for field, given in (value or {}).items():
+            if isinstance(given, dict) and not _env_name(given):
+                raise BadValue(
+                    f"{field!r}: a secret is written {{\"env\": \"NAME\"}}, NAME the environment variable it is read from; "
+                    f"got {json.dumps(given, ensure_ascii=False, default=str)}"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _an_answer(self) -> Asked:
+        Answer(self.action, self.content)  # the answer's own checks: content goes with accept only
+        return self
+
+    def secrets(self) -> dict[str, str]:
+        """The fields read from the environment, and the variable each is read from."""
+        return {field: given["env"] for field, given in (self.content or {}).items() if isinstance(given, dict)}
+
+    def answer(self) -> Answer:
+        """The answer to give, its secrets read from the environment (all set: see `Replies`)."""
+        if self.content is None:
+            return Answer(self.action)
+        secrets = self.secrets()
+        return Answer(self.action, {f: os.environ[secrets[f]] if f in secrets else v for f, v in self.content.items()})
+
+
+def _env_name(given: dict[str, Any]) -> bool:
+    name = given.get("env")
+    return set(given) == {"env"} and isinstance(name, str) and _ENV_NAME.fullmatch(name) is not None
+
+
 class Case(BaseModel):
-    """One call and what it must come back with."""
+    """One call, with every option it had, and what it must come back with."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -148,9 +224,24 @@ class Case(BaseModel):
     arguments: dict[str, Any] | None = None
     server: str = "kernel"
     timeout: float | None = Field(default=None, gt=0)
-    retries: int = Field(default=0, ge=0)
+    retries: int = Field(default=0, ge=0)  # the retries the call took; without `retry`, the replay allows as many
+    retry: RetryRule | None = None
+    reset_on_progress: StrictBool = False
+    max_timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    elicit: list[Asked] = Field(default_factory=list)
     note: str | None = None  # for the reader: mcp_nb never reads it
     expect: Expect
+
+    @model_validator(mode="after")
+    def _options_agree(self) -> Case:
+        if self.max_timeout is not None and not self.reset_on_progress:
+            raise BadValue("max_timeout goes with reset_on_progress: true (it is the ceiling of a deadline that resets on progress)")
+        allowed = self.retry.retries if self.retry is not None else None
+        if allowed is not None and self.retries > allowed:
+            raise BadValue(
+                f"retries ({self.retries}, the retries the call took) is more than retry.retries ({allowed}), the most its policy allows"
+            )
+        return self
 
     @field_validator("arguments")
     @classmethod
@@ -264,7 +355,12 @@ def _plain(case: Case) -> dict[str, Any]:
     if not expect["checks"]:
         del expect["checks"]
     out["expect"] = expect
-    order = ["id", "target", "name", "arguments", "server", "timeout", "retries", "note", "expect"]
+    if case.retry is not None:
+        out["retry"] = case.retry.given()
+    if case.elicit:
+        out["elicit"] = [asked.model_dump(exclude_none=True) for asked in case.elicit]
+    order = ["id", "target", "name", "arguments", "server", "timeout", "retries", "retry", "reset_on_progress", "max_timeout",
+             "elicit", "note", "expect"]  # fmt: skip
     return {key: out[key] for key in order if key in out}
 
 
@@ -288,7 +384,9 @@ def from_frame(
     left_out: list[LeftOut] | None = None,
 ) -> list[Case]:
     """One case per call of the history's frame, by its final attempt (a retried call is
-    what its caller finally got, and the case says how many retries that took).
+    what its caller finally got, and the case says how many retries that took), with every
+    option the call had: its retry policy, a deadline reset on progress, and the answers to
+    the server's questions (every attempt's, in order; a secret named, never written).
 
     `last`: only the latest N calls; `name`: a glob on the tool's name or the URI (`get_*`);
     `server`: only calls to that server. Calls an outside client made (`via` http or stdio)
@@ -302,7 +400,10 @@ def from_frame(
         raise BadValue(f"last must be a whole number >= 1, got {last!r}")
     if frame.empty:
         return []
-    finals = frame.sort_values(["call_id", "attempt"], kind="stable").drop_duplicates("call_id", keep="last")
+    ordered = frame.sort_values(["call_id", "attempt"], kind="stable")
+    final = ~ordered["call_id"].duplicated(keep="last")
+    asked_before = _questions_before(ordered[~final])
+    finals = ordered[final]
     finals = finals[~finals["cause"].astype(str).isin(UNREPEATABLE)]
     if server is not None:
         finals = finals[finals["server"].astype(str) == server]
@@ -315,7 +416,7 @@ def from_frame(
     for row in finals.itertuples(index=False):
         key = str(row.name)
         try:
-            case = case_of(row, f"{key}-{counts.get(key, 0) + 1}")
+            case = case_of(row, f"{key}-{counts.get(key, 0) + 1}", asked_before.get(int(row.call_id), ()))
         except ValueError as err:  # a call no case can hold: said, and the others are still saved
             if left_out is not None:
                 left_out.append(LeftOut(int(row.call_id), str(row.target), key, _why(err)))
@@ -347,8 +448,21 @@ def _why(err: ValueError) -> str:
     return first_line(err)
 
 
-def case_of(row: Any, case_id: str) -> Case:
-    """The case for one row of the history's frame (or anything with its attributes)."""
+def _questions_before(attempts: pd.DataFrame) -> dict[int, list[dict]]:
+    """The questions asked during the attempts before each call's final one, by call id: a
+    retried call's replay is asked them again, and answers them as the call did."""
+    asked: dict[int, list[dict]] = {}
+    if "elicitations" not in attempts:
+        return asked
+    for call_id, questions in zip(attempts["call_id"], attempts["elicitations"]):
+        if isinstance(questions, (list, tuple)) and questions:
+            asked.setdefault(int(call_id), []).extend(questions)
+    return asked
+
+
+def case_of(row: Any, case_id: str, asked_before: Any = ()) -> Case:
+    """The case for one row of the history's frame (or anything with its attributes); the
+    questions of the call's earlier attempts, when it was retried, in `asked_before`."""
     outcome, cause = str(row.outcome), str(row.cause)
     code = None if row.code is None or _missing(row.code) else int(row.code)
     expect: dict[str, Any] = {"outcome": outcome, "cause": cause}
@@ -365,8 +479,46 @@ def case_of(row: Any, case_id: str) -> Case:
         server=str(row.server) if row.server is not None and not _missing(row.server) else "kernel",
         timeout=float(row.timeout_s) if not _missing(row.timeout_s) and row.timeout_s > 0 else None,
         retries=attempts - 1,
+        **_options(row, [*asked_before, *(getattr(row, "elicitations", None) or ())]),
         expect=Expect(**expect),
     )
+
+
+def _options(row: Any, questions: list[dict]) -> dict[str, Any]:
+    """The call's options a case keeps, from its row: what made the call come back as it did."""
+    options: dict[str, Any] = {}
+    retry = getattr(row, "retry", None)
+    if isinstance(retry, dict):
+        options["retry"] = RetryRule(**retry)
+    ceiling = getattr(row, "max_timeout_s", None)
+    if not _missing(ceiling):
+        options["reset_on_progress"], options["max_timeout"] = True, float(ceiling)
+    if questions:
+        options["elicit"] = [_asked(question) for question in questions]
+    return options
+
+
+def _asked(question: dict) -> Asked:
+    """A recorded question as a case keeps it: an answer's secret fields named, never written."""
+    content = question.get("content")
+    if content is not None:
+        content = {f: {"env": secret_variable(f)} if _secret(f, question.get("schema")) else v for f, v in content.items()}
+    return Asked(message=str(question.get("message") or ""), action=question["action"], content=content)
+
+
+def _secret(field: str, schema: Any) -> bool:
+    """Whether an answer's field holds a secret: the question's schema marks it so (`writeOnly`,
+    `format: password`), or its name says so (password, token, api_key...)."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    declared = properties.get(field) if isinstance(properties, dict) else None
+    if isinstance(declared, dict) and (declared.get("writeOnly") is True or declared.get("format") == "password"):
+        return True
+    return _SECRET_FIELD.search(field) is not None
+
+
+def secret_variable(field: str) -> str:
+    """The environment variable a case's replay reads a secret answer from: MCP_NB_ and the field's name."""
+    return "MCP_NB_" + (re.sub(r"[^A-Za-z0-9]+", "_", field).strip("_").upper() or "SECRET")
 
 
 def _missing(value: Any) -> bool:
@@ -379,6 +531,46 @@ def _missing(value: Any) -> bool:
         return bool(pd.isna(value))
     except (TypeError, ValueError):
         return False
+
+
+# -- answering a replay's questions ------------------------------------------------------------
+
+
+class Replies:
+    """The answers a case recorded, given in order to the questions its replay is asked (across
+    its attempts, as the call was asked them). A question that differs from the recorded one, or
+    one more than recorded, is cancelled at once, never waited on; `why()` says so afterwards."""
+
+    def __init__(self, case: Case) -> None:
+        for number, asked in enumerate(case.elicit, 1):
+            for field, variable in asked.secrets().items():
+                if variable not in os.environ:
+                    raise BadValue(
+                        f"answer {number}'s field {field!r} is read from the environment variable {variable}, which is not set"
+                    )
+        self.recorded = case.elicit
+        self.asked: list[str] = []
+        self.differed: list[str] = []
+
+    async def answer(self, message: str, schema: Any) -> Answer:
+        number = len(self.asked) + 1
+        self.asked.append(message)
+        if number > len(self.recorded):
+            self.differed.append(f"question {number} {message!r} is not in the case (cancelled)")
+            return Answer.cancel()
+        expected = self.recorded[number - 1]
+        if message != expected.message:
+            self.differed.append(f"question {number}: expected {expected.message!r}, got {message!r} (cancelled)")
+            return Answer.cancel()
+        return expected.answer()
+
+    def why(self) -> str:
+        """How the questions differed from the recorded ones ("" when they did not)."""
+        unasked = [
+            f"question {number} {asked.message!r} was not asked"
+            for number, asked in enumerate(self.recorded[len(self.asked) :], len(self.asked) + 1)
+        ]
+        return "; ".join([*self.differed, *unasked])
 
 
 # -- judging ----------------------------------------------------------------------------------

@@ -63,6 +63,8 @@ COLUMNS = (
     "client",
     "progress",
     "deadline_resets",
+    "max_timeout_s",
+    "retry",
 )
 
 _OUTCOME_CODE = {name: i for i, name in enumerate(OUTCOMES)}
@@ -73,12 +75,12 @@ _NO_FLAG = 2  # is_error code for "no result, so no flag"
 CHUNK = 1024
 _STORED = ("call_id", "attempt", "backoff", "server", "worker", "target", "name", "arguments", "outcome", "cause", "content", "structured",
            "is_error", "code", "message", "data", "logs", "elicitations", "started", "duration", "timeout", "via", "client",
-           "progress", "resets")  # fmt: skip
+           "progress", "resets", "max_timeout", "retry")  # fmt: skip
 # The numeric columns' types (numpy's names); the others are object columns.
 _DTYPES = {"call_id": "int64", "attempt": "int32", "backoff": "float64", "server": "int64", "worker": "int64",
            "target": "int8", "name": "int64", "outcome": "int8", "cause": "int8", "is_error": "int8", "code": "float64",
            "started": "float64", "duration": "float64", "timeout": "float64", "via": "int8", "client": "int64",
-           "resets": "int32"}  # fmt: skip
+           "resets": "int32", "max_timeout": "float64"}  # fmt: skip
 _NO_CODE = float("nan")  # the code column of a call that got none
 _EMPTY: tuple = ()
 
@@ -135,10 +137,11 @@ class _Store:
             # What the server logged and reported is read now: only a timeout's trace can still
             # grow, and its Outcome is kept above for exactly that.
             tuple(trace.logs) if trace is not None and trace.logs else _EMPTY,
-            tuple(e.as_dict() for e in o.elicitations) if o.elicitations else _EMPTY,
+            tuple(_asked(e) for e in o.elicitations) if o.elicitations else _EMPTY,
             o.started, o.duration_ms, o.timeout_s, _VIA_CODE[o.via],
             -1 if o.client is None else clients.setdefault(o.client, len(clients)),
             tuple(trace.progress) if trace is not None and trace.progress else _EMPTY, o.deadline_resets,
+            _NO_CODE if o.max_timeout_s is None else o.max_timeout_s, o.retry,
         ))  # fmt: skip
 
     def flush(self) -> None:
@@ -160,6 +163,12 @@ class _Store:
         if not parts:
             return np.empty(0, dtype=dtype)
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _asked(question) -> dict[str, Any]:
+    """A question and its answer as the history keeps it: with its schema, which says what a
+    saved case must not write down (a field marked as a secret)."""
+    return {**question.as_dict(), "schema": question.schema}
 
 
 class History:
@@ -314,6 +323,8 @@ class History:
                 "client": category(columns["client"], clients),  # -1 codes read as missing: mcp_nb's own calls
                 "progress": np.fromiter((len(events) for events in columns["progress"]), dtype=np.int64, count=n),
                 "deadline_resets": columns["resets"].astype(np.int64),
+                "max_timeout_s": columns["max_timeout"].astype(np.float64),
+                "retry": columns["retry"],
             },
             columns=list(COLUMNS),
         )
@@ -368,7 +379,7 @@ class History:
     def to_records_frame(self) -> pd.DataFrame:
         """The frame with its nested columns (arguments, data, logs...) as JSON text, for files."""
         frame = self.to_frame()
-        for column in ("arguments", "structured_content", "data"):
+        for column in ("arguments", "structured_content", "data", "retry"):
             frame[column] = [None if v is None else json.dumps(v, default=str) for v in frame[column]]
         frame["elicitations"] = [json.dumps(list(asked), default=str) for asked in frame["elicitations"]]
         frame["server_logs"] = [
@@ -397,10 +408,12 @@ class History:
     ):  # fmt: skip
         """Write the calls as a cases file (JSON) for `mcp_nb.replay` and the pytest plugin; returns the cases.
 
-        One case per call, by its final attempt. `last`: the latest N calls; `name`: a glob on
-        the name (`get_*`); `server`: only that connection's calls. A call no case can hold
-        is left out, and a `CallsLeftOut` warning says which and why (or, given a list as
-        `left_out`, each is added to it instead). See docs/cases.md.
+        One case per call, by its final attempt, with every option the call had (its retry
+        policy, a deadline reset on progress, the answers to the server's questions). `last`:
+        the latest N calls; `name`: a glob on the name (`get_*`); `server`: only that
+        connection's calls. A call no case can hold is left out, and a `CallsLeftOut` warning
+        says which and why (or, given a list as `left_out`, each is added to it instead). See
+        docs/cases.md.
         """
         found: list[LeftOut] = left_out if left_out is not None else []
         cases = from_frame(self.to_frame(), last=last, name=name, server=server, left_out=found)

@@ -125,6 +125,7 @@ class Outcome:
     deadline_resets: int = 0  # how many progress events restarted the deadline (reset_on_progress)
     max_timeout_s: float | None = None  # the ceiling of a deadline that resets on progress; None without resets
     elicitations: tuple = ()  # the questions the server asked during the call and their answers (`Elicitation`s)
+    retry: Mapping[str, Any] | None = None  # the call's retry policy as plain values (`Retry.as_dict()`); None without retries
 
     @property
     def started_at(self) -> datetime:

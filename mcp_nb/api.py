@@ -447,6 +447,8 @@ def serve(
     allowed_hosts: tuple[str, ...] = (),
     allowed_origins: tuple[str, ...] = (),
     max_body: int = 4 * 1024 * 1024,
+    max_connections: int = 64,
+    header_timeout: float = 10.0,
 ):
     """Serve the kernel's tools, resources and prompts to outside clients over streamable HTTP.
 
@@ -458,7 +460,9 @@ def serve(
 
     `host` other than loopback reaches other machines: the token cannot be turned off there.
     `dangerously_no_auth=True` (loopback only) is for clients that cannot send a header.
-    `allowed_hosts` / `allowed_origins` add names this server may be reached by. Serving
+    `allowed_hosts` / `allowed_origins` add names this server may be reached by. A client has
+    `header_timeout` seconds to send a request's head; connections past `max_connections` open
+    at once get 503 (docs/serving.md, "Slow and numerous clients"). Serving
     again with the same settings returns the running handle; other settings raise ValueError
     until it is stopped. `mcp_nb.reset()`, kernel shutdown and interpreter exit stop it.
     """
@@ -467,6 +471,7 @@ def serve(
     return start(
         engine(), port=port, host=host, dangerously_no_auth=dangerously_no_auth,
         allowed_hosts=tuple(allowed_hosts), allowed_origins=tuple(allowed_origins), max_body=max_body,
+        max_connections=max_connections, header_timeout=header_timeout,
     )  # fmt: skip
 
 

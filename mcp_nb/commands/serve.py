@@ -20,6 +20,7 @@ import threading
 from pathlib import Path
 
 from mcp_nb import api
+from mcp_nb.serving.limits import DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, check_limits
 from mcp_nb.serving.notebook import NotebookError, run_notebook
 from mcp_nb.serving.policy import DEFAULT_MAX_BODY, check_address
 from mcp_nb.serving.stdio import Wire, serve_stdio
@@ -34,15 +35,27 @@ def arguments(parser: argparse.ArgumentParser) -> None:
         "--dangerously-no-auth", action="store_true",
         help="with --http on 127.0.0.1: accept requests without the bearer token",
     )  # fmt: skip
+    parser.add_argument(
+        "--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS, metavar="N",
+        help=f"with --http: connections open at once; past them, 503 (default: {DEFAULT_MAX_CONNECTIONS})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--header-timeout", type=float, default=DEFAULT_HEADER_TIMEOUT, metavar="S",
+        help=f"with --http: seconds a client has to send a request's head (default: {DEFAULT_HEADER_TIMEOUT:g})",
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
     if not args.http and (args.port or args.host != "127.0.0.1" or args.dangerously_no_auth):
         args.parser.error("--port, --host and --dangerously-no-auth go with --http")
+    limited = (args.max_connections, args.header_timeout) != (DEFAULT_MAX_CONNECTIONS, DEFAULT_HEADER_TIMEOUT)
+    if not args.http and limited:
+        args.parser.error("--max-connections and --header-timeout go with --http")
     if args.http:
         # Refused before any cell runs (a notebook may take minutes, or have side effects).
         try:
             check_address(args.host, args.port, args.dangerously_no_auth, DEFAULT_MAX_BODY)
+            check_limits(args.max_connections, args.header_timeout)
         except ValueError as err:
             args.parser.error(str(err))
     wire = None
@@ -74,7 +87,10 @@ def _serve_stdio(engine, wire) -> int:
 
 def _serve_http(args: argparse.Namespace, summary: str) -> int:
     try:
-        handle = api.serve(port=args.port, host=args.host, dangerously_no_auth=args.dangerously_no_auth)
+        handle = api.serve(
+            port=args.port, host=args.host, dangerously_no_auth=args.dangerously_no_auth,
+            max_connections=args.max_connections, header_timeout=args.header_timeout,
+        )  # fmt: skip
     except (ValueError, OSError) as err:
         print(f"mcp-nb serve: {err}", file=sys.stderr)
         return 2

@@ -425,6 +425,14 @@ class McpMagics(Magics, SharedTraits):
         "--dangerously-no-auth", action="store_true",
         help="accept requests without the bearer token (127.0.0.1 only; for clients that cannot send a header)",
     )  # fmt: skip
+    @argument(
+        "--max-connections", type=int, default=64, metavar="N",
+        help="connections open at once; past them, 503 (default: 64)",
+    )  # fmt: skip
+    @argument(
+        "--header-timeout", type=float, default=10.0, metavar="S",
+        help="seconds a client has to send a request's head, or its connection is closed (default: 10)",
+    )  # fmt: skip
     @argument("--stop", action="store_true", help="stop serving")
     def mcp_serve(self, line: str):
         """Serve this kernel's tools, resources and prompts to outside clients over streamable HTTP.
@@ -448,7 +456,10 @@ class McpMagics(Magics, SharedTraits):
             return None
         with usage_errors():
             try:
-                return api.serve(port=args.port, host=args.host, dangerously_no_auth=args.dangerously_no_auth)
+                return api.serve(
+                    port=args.port, host=args.host, dangerously_no_auth=args.dangerously_no_auth,
+                    max_connections=args.max_connections, header_timeout=args.header_timeout,
+                )  # fmt: skip
             except OSError as err:  # the port is taken, the address is not this machine's...
                 raise BadValue(err.strerror or str(err)) from None
 

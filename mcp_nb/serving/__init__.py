@@ -19,6 +19,7 @@ import weakref
 from typing import Any
 
 from mcp_nb.serving.http import Serving
+from mcp_nb.serving.limits import DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, check_limits
 from mcp_nb.serving.policy import DEFAULT_MAX_BODY, check_address
 from mcp_nb.mistakes import BadValue
 
@@ -47,6 +48,8 @@ def serve(
     allowed_hosts: tuple[str, ...] = (),
     allowed_origins: tuple[str, ...] = (),
     max_body: int = DEFAULT_MAX_BODY,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT,
 ) -> Serving:
     """Serve `engine` over streamable HTTP; returns the running handle.
 
@@ -55,7 +58,11 @@ def serve(
     """
     global _exit_hook
     check_address(host, port, dangerously_no_auth, max_body)  # bad input is refused whatever is running
-    settings = (port, host, dangerously_no_auth, tuple(allowed_hosts), tuple(allowed_origins), max_body)
+    check_limits(max_connections, header_timeout)
+    settings = (
+        port, host, dangerously_no_auth, tuple(allowed_hosts), tuple(allowed_origins), max_body, max_connections,
+        header_timeout,
+    )  # fmt: skip
     with _lock:
         running = current(engine)
         if running is not None:
@@ -68,6 +75,7 @@ def serve(
         handle = Serving(
             engine, port=port, host=host, dangerously_no_auth=dangerously_no_auth,
             allowed_hosts=tuple(allowed_hosts), allowed_origins=tuple(allowed_origins), max_body=max_body,
+            max_connections=max_connections, header_timeout=header_timeout,
         ).start()  # fmt: skip
         _handles[id(engine)] = handle
         if not _exit_hook:

@@ -1,10 +1,11 @@
 """The kernel's server over streamable HTTP, on mcp_nb's own event loop, until it is stopped.
 
 The SDK builds the transport (`MCPServer.streamable_http_app`: sessions, SSE streams,
-both protocol eras, its own Host and Origin checks); uvicorn runs it; `guard.Guard`
-stands in front of it. Everything runs as tasks on mcp_nb's loop thread, where the
-kernel's own calls run: an async tool always runs on that one loop, whoever called it,
-and the kernel's thread stays free for cells.
+both protocol eras, its own Host and Origin checks); uvicorn runs it, each connection
+within `limits.Limits` (a deadline for its request head, a cap on connections open at
+once); `guard.Guard` stands in front of it. Everything runs as tasks on mcp_nb's loop
+thread, where the kernel's own calls run: an async tool always runs on that one loop,
+whoever called it, and the kernel's thread stays free for cells.
 
 Stopping goes in this order, so it is quick and nothing is left behind: no new
 connections, then the requests in flight end (their calls are cancelled and recorded as
@@ -27,6 +28,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp_nb.serving.configs import client_configs
 from mcp_nb.serving.events import RecentEvents
 from mcp_nb.serving.guard import Guard, Refusals
+from mcp_nb.serving.limits import DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, Limits, check_limits
 from mcp_nb.serving.policy import DEFAULT_MAX_BODY, Policy, check_address, decide
 from mcp_nb.serving.served import Served
 from mcp_nb.serving.view import serving_html, serving_text
@@ -50,15 +52,22 @@ class Serving:
         allowed_hosts: tuple[str, ...] = (),
         allowed_origins: tuple[str, ...] = (),
         max_body: int = DEFAULT_MAX_BODY,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        header_timeout: float = DEFAULT_HEADER_TIMEOUT,
     ) -> None:
         check_address(host, port, dangerously_no_auth, max_body)
+        check_limits(max_connections, header_timeout)
         # The engine served; None once stopped (`_release`): a stopped handle may live on (a
         # notebook's Out[] keeps it), and must not keep the old engine, its server and history.
         self.engine: Any = engine
         self._name = engine.server.name
         self._calls = 0  # what `calls` said when the handle let go of its engine
-        self.settings = (host, dangerously_no_auth, tuple(allowed_hosts), tuple(allowed_origins), max_body)
+        self.settings = (
+            host, dangerously_no_auth, tuple(allowed_hosts), tuple(allowed_origins), max_body, max_connections,
+            float(header_timeout),
+        )  # fmt: skip
         self.refusals = Refusals()
+        self.limits = Limits(max_connections, header_timeout, self.refusals.add)
         self._socket = _listen(host, port)
         try:
             self.policy: Policy = decide(
@@ -96,7 +105,9 @@ class Serving:
 
     @property
     def refused(self) -> dict[str, int]:
-        """Requests refused at the door, by reason (host, origin, token, body); none reached a tool."""
+        """Requests refused at the door, by reason (host, origin, token, body), and connections
+        refused past `max_connections` (connections) or closed at `header_timeout` (slow); none
+        reached a tool."""
         return self.refusals.counts()
 
     @property
@@ -116,9 +127,15 @@ class Serving:
         naming the server `name` there (default: the server's own name)."""
         return client_configs(name or self._name, self.url, self.token)
 
-    def same(self, port: int, host: str, dangerously_no_auth: bool, allowed_hosts, allowed_origins, max_body) -> bool:
+    def same(
+        self, port: int, host: str, dangerously_no_auth: bool, allowed_hosts, allowed_origins, max_body,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS, header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+    ) -> bool:  # fmt: skip
         """Whether serving with these settings is what is already running (port 0: any port)."""
-        asked = (host, dangerously_no_auth, tuple(allowed_hosts), tuple(allowed_origins), max_body)
+        asked = (
+            host, dangerously_no_auth, tuple(allowed_hosts), tuple(allowed_origins), max_body, max_connections,
+            float(header_timeout),
+        )  # fmt: skip
         return asked == self.settings and port in (0, self.port)
 
     def __repr__(self) -> str:
@@ -226,7 +243,7 @@ class Serving:
         # their handlers would show uvicorn's records anyway.
         door = Guard(app, policy, self.refusals, answered=engine.history.settle)
         config = uvicorn.Config(
-            door, lifespan="off", log_config=None, ws="none", server_header=False,
+            door, http=self.limits.protocol(), lifespan="off", log_config=None, ws="none", server_header=False,
             proxy_headers=False, timeout_graceful_shutdown=STOP_GRACE_S,
         )  # fmt: skip
         server = self._uvicorn = uvicorn.Server(config)

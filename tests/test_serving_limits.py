@@ -1,0 +1,321 @@
+"""A served kernel bounds what slow and numerous clients can hold: a connection that does not send
+its request head within `header_timeout` is closed, connections past `max_connections` are refused
+with 503, and none of it leaks the kernel's file descriptors (which it shares with them) or stops
+a well-behaved client, or the kernel's own calls, from being answered."""
+
+import asyncio
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from IPython.core.error import UsageError
+from nbformat.v4 import new_code_cell
+
+import mcp_nb
+from mcp_nb.commands import main
+from outside import client, post
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def fds_before_serving() -> int:
+    """The descriptors open once mcp_nb's loop runs (it opens its own at its first call)."""
+    assert mcp_nb.call("add", {"a": 0, "b": 0}).ok
+    return open_fds()
+
+
+def settle_fds(expected: int, within: float = 5.0) -> int:
+    """The number of open descriptors once it is back to `expected` (or what it is after `within` s)."""
+    deadline = time.monotonic() + within
+    while open_fds() > expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return open_fds()
+
+
+@pytest.fixture
+def add():
+    @mcp_nb.tool()
+    def add(a: int, b: int) -> int:
+        return a + b
+
+
+def connect(handle) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", handle.port), timeout=10)
+
+
+def half_sent(handle) -> socket.socket:
+    """A connection that starts a request and never finishes its head."""
+    sock = connect(handle)
+    sock.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{handle.port}\r\nAuthoriz".encode())
+    return sock
+
+
+def until_closed(sock: socket.socket, deadline: float) -> tuple[bytes, float | None]:
+    """What the server sent on `sock` before it closed it, and when (None: still open at `deadline`)."""
+    said = b""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return said, None
+        sock.settimeout(left)
+        try:
+            data = sock.recv(65536)
+        except TimeoutError:
+            return said, None
+        except ConnectionResetError:
+            return said, time.monotonic()
+        if not data:
+            return said, time.monotonic()
+        said += data
+
+
+async def call_add(handle) -> str:
+    async with client(handle.url, handle.token) as session:
+        return (await session.call_tool("add", {"a": 1, "b": 2})).content[0].text
+
+
+def answered_soon(handle, within: float = 5.0) -> str:
+    """`call_add` once the server has seen the connections the test closed go (503 until then)."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            return asyncio.run(call_add(handle))
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def test_half_sent_requests_are_closed_after_the_header_timeout_while_a_client_is_answered(add):
+    before = fds_before_serving()
+    handle = mcp_nb.serve(header_timeout=2.0, max_connections=200)
+    served = open_fds()
+    started = time.monotonic()
+    slow = [half_sent(handle) for _ in range(150)]
+    silent = [connect(handle) for _ in range(10)]  # connected, and nothing sent at all
+    # While they hang, a well-behaved client and the kernel itself are answered.
+    assert asyncio.run(call_add(handle)) == "3"
+    assert mcp_nb.call("add", {"a": 2, "b": 2}).content == "4"
+    assert time.monotonic() - started < 2.0
+    ends = [until_closed(sock, started + 8.0) for sock in slow + silent]
+    still_open = sum(1 for _, at in ends if at is None)
+    assert still_open == 0, f"{still_open} of {len(ends)} connections still open 8 s later"
+    assert min(at for _, at in ends) - started >= 1.9  # not before their time
+    assert all(said.startswith(b"HTTP/1.1 408 ") for said, _ in ends[:150])
+    assert all(said == b"" for said, _ in ends[150:])  # nothing to answer: closed
+    assert handle.refused == {"slow": 160}
+    for sock in slow + silent:
+        sock.close()
+    assert settle_fds(served) == served
+    assert asyncio.run(call_add(handle)) == "3"  # still serving
+    handle.stop()
+    assert settle_fds(before) == before
+
+
+def read_response(sock: socket.socket) -> bytes:
+    """One whole response with a Content-Length (its head, then its body)."""
+    said = b""
+    while b"\r\n\r\n" not in said:
+        said += sock.recv(65536)
+    head, _, body = said.partition(b"\r\n\r\n")
+    length = int(re.search(rb"content-length: (\d+)", head, re.IGNORECASE).group(1))
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head + b"\r\n\r\n" + body
+
+
+def test_a_kept_alive_connection_that_half_sends_its_next_request_is_closed_too():
+    handle = mcp_nb.serve(header_timeout=1.0)
+    sock = connect(handle)
+    # A whole request (refused at the door: no token), answered, the connection kept alive...
+    sock.sendall(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{handle.port}\r\n\r\n".encode())
+    answer = read_response(sock)
+    assert answer.startswith(b"HTTP/1.1 401 ") and b"connection: close" not in answer.lower()
+    # ...then half of the next one: the keep-alive timer stops at its first byte, this one does not.
+    sock.sendall(b"GET /mcp HTTP/1.1\r\nHo")
+    started = time.monotonic()
+    said, at = until_closed(sock, started + 4.0)
+    assert at is not None, "the half-sent second request was never timed out"
+    assert said.startswith(b"HTTP/1.1 408 ") and 0.9 <= at - started
+    sock.close()
+    handle.stop()
+
+
+def test_connections_past_the_limit_are_refused_with_503_and_the_kernel_is_unharmed(add):
+    handle = mcp_nb.serve(max_connections=4, header_timeout=30.0)
+    held = [half_sent(handle) for _ in range(4)]
+    time.sleep(0.2)
+    status, headers, text = post(handle.url, b"{}", {"Authorization": f"Bearer {handle.token}"})
+    assert status == 503 and "4" in text and headers.get("connection") == "close"
+    assert headers.get("retry-after")
+    assert handle.token not in text
+    assert mcp_nb.call("add", {"a": 2, "b": 2}).content == "4"  # the kernel's own calls go on
+    assert handle.refused == {"connections": 1}
+    for sock in held:
+        sock.close()
+    assert answered_soon(handle) == "3"  # slots free again: answered
+    assert len(mcp_nb.history()) == 2  # the refused request reached no tool
+    handle.stop()
+
+
+def test_a_flood_of_connections_holds_a_bounded_number_of_descriptors_and_leaks_none(add):
+    before = fds_before_serving()
+    handle = mcp_nb.serve(max_connections=10, header_timeout=1.0)
+    served = open_fds()
+    flood = [connect(handle) for _ in range(300)]
+    # Those past both caps are let go at once; those waiting for their 503 stay a second:
+    # measured before then.
+    flooded = time.monotonic()
+    while (held_by_server := open_fds() - served - len(flood)) > 2 * 10 + 2 and time.monotonic() - flooded < 0.8:
+        time.sleep(0.02)
+    assert held_by_server <= 2 * 10 + 2, f"the server holds {held_by_server} descriptors for 300 connections"
+    assert mcp_nb.call("add", {"a": 2, "b": 2}).content == "4"  # the kernel can still open what it needs
+    for sock in flood:
+        sock.close()
+    assert settle_fds(served) == served
+    assert answered_soon(handle) == "3"
+    handle.stop()
+    assert settle_fds(before) == before
+
+
+@pytest.mark.parametrize(("options", "said"), [
+    ({"max_connections": 0}, "max_connections must be"),
+    ({"max_connections": 2.5}, "max_connections must be"),
+    ({"max_connections": True}, "max_connections must be"),
+    ({"header_timeout": 0}, "header_timeout must be"),
+    ({"header_timeout": -1}, "header_timeout must be"),
+    ({"header_timeout": float("nan")}, "header_timeout must be"),
+    ({"header_timeout": float("inf")}, "header_timeout must be"),
+    ({"header_timeout": "10"}, "header_timeout must be"),
+])  # fmt: skip
+def test_bad_limits_are_refused_in_one_line(options, said):
+    with pytest.raises(ValueError, match=said):
+        mcp_nb.serve(**options)
+
+
+def test_serving_again_with_other_limits_is_refused_and_the_same_returns_the_handle():
+    handle = mcp_nb.serve(max_connections=7, header_timeout=3.0)
+    assert mcp_nb.serve(max_connections=7, header_timeout=3.0) is handle
+    with pytest.raises(ValueError, match="other settings"):
+        mcp_nb.serve(max_connections=8, header_timeout=3.0)
+    with pytest.raises(ValueError, match="other settings"):
+        mcp_nb.serve(max_connections=7)
+    handle.stop()
+
+
+def test_the_magic_takes_the_limits(shell):
+    handle = shell.run_line_magic("mcp_serve", "--max-connections 3 --header-timeout 1")
+    try:
+        held = [half_sent(handle) for _ in range(3)]
+        time.sleep(0.2)
+        status, _, _ = post(handle.url, b"{}", {"Authorization": f"Bearer {handle.token}"})
+        assert status == 503
+        said, at = until_closed(held[0], time.monotonic() + 4.0)
+        assert at is not None and said.startswith(b"HTTP/1.1 408 ")
+        for sock in held:
+            sock.close()
+    finally:
+        shell.run_line_magic("mcp_serve", "--stop")
+    with pytest.raises(UsageError, match="header_timeout must be"):
+        shell.run_line_magic("mcp_serve", "--header-timeout 0")
+
+
+def env() -> dict[str, str]:
+    values = dict(os.environ)
+    values["PYTHONPATH"] = str(ROOT) + os.pathsep + values.get("PYTHONPATH", "")
+    return values
+
+
+def write_notebook(folder: Path, *cells) -> Path:
+    import nbformat
+    from nbformat.v4 import new_notebook
+
+    path = folder / "shop.ipynb"
+    nbformat.write(new_notebook(cells=list(cells)), path)
+    return path
+
+
+def test_the_command_takes_the_limits(tmp_path):
+    notebook = write_notebook(tmp_path, new_code_cell("%load_ext mcp_nb"))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mcp_nb", "serve", str(notebook), "--http", "--max-connections", "2",
+         "--header-timeout", "1"],
+        env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        said = ""
+        while "Ctrl-C stops it." not in said:
+            line = process.stderr.readline()
+            assert line, f"the server ended early: {said}"
+            said += line
+        port = int(re.search(r"serving at http://127\.0\.0\.1:(\d+)/mcp", said).group(1))
+        token = re.search(r"^token: (\S+)$", said, re.MULTILINE).group(1)
+
+        class At:
+            pass
+
+        at = At()
+        at.port, at.url, at.token = port, f"http://127.0.0.1:{port}/mcp", token
+        held = [half_sent(at) for _ in range(2)]
+        time.sleep(0.2)
+        status, _, _ = post(at.url, b"{}", {"Authorization": f"Bearer {token}"})
+        assert status == 503
+        answer, closed = until_closed(held[0], time.monotonic() + 4.0)
+        assert closed is not None and answer.startswith(b"HTTP/1.1 408 ")
+        for sock in held:
+            sock.close()
+        process.terminate()
+        assert process.wait(30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stderr.close()
+        process.stdout.close()
+
+
+@pytest.mark.parametrize(("options", "said"), [
+    (["--max-connections", "0"], "max_connections must be"),
+    (["--header-timeout", "-1"], "header_timeout must be"),
+])  # fmt: skip
+def test_the_commands_limits_are_checked_before_any_cell_runs(tmp_path, capsys, options, said):
+    marker = tmp_path / "ran"
+    notebook = write_notebook(tmp_path, new_code_cell(f"open({str(marker)!r}, 'w').close()"))
+    with pytest.raises(SystemExit) as exit_:
+        main(["serve", str(notebook), "--http", *options])
+    assert exit_.value.code == 2
+    assert said in capsys.readouterr().err
+    assert not marker.exists()
+
+
+def test_every_face_has_the_same_defaults(shell):
+    import inspect
+
+    from mcp_nb.serving import limits
+
+    defaults = inspect.signature(mcp_nb.serve).parameters
+    assert defaults["max_connections"].default == limits.DEFAULT_MAX_CONNECTIONS
+    assert defaults["header_timeout"].default == limits.DEFAULT_HEADER_TIMEOUT
+    handle = shell.run_line_magic("mcp_serve", "")
+    try:
+        assert handle.limits.max_connections == limits.DEFAULT_MAX_CONNECTIONS
+        assert handle.limits.header_timeout == limits.DEFAULT_HEADER_TIMEOUT
+        assert mcp_nb.serve() is handle  # the magic's defaults are the function's
+    finally:
+        handle.stop()
+
+
+def test_the_commands_limits_go_with_http(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["serve", str(tmp_path / "shop.ipynb"), "--header-timeout", "3"])
+    assert exit_.value.code == 2
+    assert "--max-connections and --header-timeout go with --http" in capsys.readouterr().err

@@ -7,7 +7,8 @@ the history like any other call, and the caller waits as for a sweep.
 
 Each call is made with every option its case saved (the retry policy, a deadline reset on
 progress, the answers to the server's questions, given in order), so that an unchanged tool
-replays green.
+replays green; and each is marked `via` "replay" in the history, so that saving the history
+afterwards does not save the replay again as new cases.
 
 Concurrency goes as far as the server allows it: reading a resource, getting a prompt and
 calling a tool annotated read-only or idempotent may overlap; a tool that declares neither
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
 from mcp_nb.batch.core import Lanes, check_concurrency, wait
 from mcp_nb.calling.retry import Retry
-from mcp_nb.records.cases import Case, CasesError, Replies, judge, load
+from mcp_nb.records.cases import REPLAYED, Case, CasesError, Replies, judge, load
 from mcp_nb.mistakes import BadValue, Mistake, first_line
 
 COLUMNS = ["case", "target", "name", "server", "passed", "expected", "got", "reason", "call_id", "duration_ms"]
@@ -82,12 +83,14 @@ class Replay:
 
 
 def prepared(engine, case: Case, server: str | None, replies: Replies):
-    """The case's call, with the options it was made with."""
-    return engine.prepare(
+    """The case's call, with the options it was made with, marked as a replay's."""
+    call = engine.prepare(
         case.target, case.name, case.arguments, case.timeout, _rule(case), server,
         reset_on_progress=case.reset_on_progress, max_timeout=case.max_timeout,
         elicit=replies.answer,  # the recorded answers, or a cancel: never the settings' default, never a wait
     )  # fmt: skip
+    call.via = REPLAYED
+    return call
 
 
 def _rule(case: Case) -> Retry | None:

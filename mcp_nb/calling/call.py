@@ -237,7 +237,7 @@ class Call(CallRecord):
     __slots__ = (
         "rule", "parent", "depth", "engine", "connection", "task", "outcome", "expected_by",
         "_future", "_lock", "_settled", "_ended", "_cancel_asked", "_begun", "_phase", "children", "_entry", "_ceiling",
-        "progress_listener", "answerers", "ask",
+        "progress_listener", "answerers", "ask", "via",
     )  # fmt: skip
 
     def __init__(
@@ -262,6 +262,7 @@ class Call(CallRecord):
         # default; `ask` (set by a face that can show a form) when neither is given.
         self.answerers = answerers
         self.ask: Ask | None = None
+        self.via = "kernel"  # a replay marks its calls "replay"
         self.engine = engine  # the loop, the deadlines, the history, the calls in flight
         self.connection = connection if connection is not None else engine.connection  # the server it talks to
         self.rule = rule  # a retry.Retry, or None for one attempt

@@ -495,6 +495,7 @@ class McpMagics(Magics, SharedTraits):
     @argument("--last", type=int, metavar="N", help="only the latest N calls")
     @argument("--name", metavar="PATTERN", help="only calls whose name (or URI) matches this glob, e.g. get_*")
     @argument("--server", metavar="NAME", help="only the calls made to this connection")
+    @argument("--replayed", action="store_true", help="also the calls a replay made (left out by default: they are the cases again)")
     def mcp_save_cases(self, line: str):
         """Write the recorded calls as regression cases: one case per call, with its expected outcome.
 
@@ -505,8 +506,9 @@ class McpMagics(Magics, SharedTraits):
         """
         args = _parse(self.mcp_save_cases, line)
         left_out: list = []
+        chosen = {"last": args.last, "name": args.name, "server": args.server, "replayed": args.replayed}
         with usage_errors():
-            cases = api.history().to_cases(args.path, last=args.last, name=args.name, server=args.server, left_out=left_out)
+            cases = api.history().to_cases(args.path, **chosen, left_out=left_out)
         print(f"saved {len(cases)} case{'s' if len(cases) != 1 else ''} to {args.path}")
         for call in left_out:
             print(f"left out {call}")

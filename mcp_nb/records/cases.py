@@ -58,6 +58,7 @@ UNREPEATABLE = ("cancelled", "worker_lost", "disconnected")
 # Other tool errors carry the SDK's text (a validation error quoting pydantic's version, a
 # crash's stand-in): the outcome and cause are the regression worth catching there.
 OWN_WORDS = ("ok", "raised", "returned")
+REPLAYED = "replay"  # the `via` of a replay's calls: the saved cases again, not new ones
 # An answer's field that holds a secret: never written to a file. The case names the environment
 # variable its replay reads it from instead (`{"env": "MCP_NB_PASSWORD"}`).
 _SECRET_FIELD = re.compile(r"pass|pwd|secret|token|api_?key|private_?key|credential|auth", re.I)
@@ -381,7 +382,7 @@ def save(cases: list[Case], path: str | Path) -> Path:
 
 def from_frame(
     frame: pd.DataFrame, *, last: int | None = None, name: str | None = None, server: str | None = None,
-    left_out: list[LeftOut] | None = None,
+    replayed: bool = True, left_out: list[LeftOut] | None = None,
 ) -> list[Case]:
     """One case per call of the history's frame, by its final attempt (a retried call is
     what its caller finally got, and the case says how many retries that took), with every
@@ -389,7 +390,9 @@ def from_frame(
     the server's questions (every attempt's, in order; a secret named, never written).
 
     `last`: only the latest N calls; `name`: a glob on the tool's name or the URI (`get_*`);
-    `server`: only calls to that server. Calls an outside client made (`via` http or stdio)
+    `server`: only calls to that server; `replayed=False`: not the calls a replay made (the
+    history's own `to_cases` leaves them out by default; given rows, as the panel's pinned
+    calls, are saved as given). Calls an outside client made (`via` http or stdio)
     are cases like any other: the tool answered them, and replaying sends the same request.
     Calls whose cause is the caller's or the machine's doing (cancelled, disconnected, a lost
     worker) are left out: nothing about the tool would repeat them. So is a call no case can
@@ -405,6 +408,8 @@ def from_frame(
     asked_before = _questions_before(ordered[~final])
     finals = ordered[final]
     finals = finals[~finals["cause"].astype(str).isin(UNREPEATABLE)]
+    if not replayed and "via" in finals:
+        finals = finals[finals["via"].astype(str) != REPLAYED]
     if server is not None:
         finals = finals[finals["server"].astype(str) == server]
     if name is not None:

@@ -404,19 +404,20 @@ class History:
 
     def to_cases(
         self, path, *, last: int | None = None, name: str | None = None, server: str | None = None,
-        left_out: list[LeftOut] | None = None,
+        replayed: bool = False, left_out: list[LeftOut] | None = None,
     ):  # fmt: skip
         """Write the calls as a cases file (JSON) for `mcp_nb.replay` and the pytest plugin; returns the cases.
 
         One case per call, by its final attempt, with every option the call had (its retry
         policy, a deadline reset on progress, the answers to the server's questions). `last`:
         the latest N calls; `name`: a glob on the name (`get_*`); `server`: only that
-        connection's calls. A call no case can hold is left out, and a `CallsLeftOut` warning
-        says which and why (or, given a list as `left_out`, each is added to it instead). See
-        docs/cases.md.
+        connection's calls; `replayed`: also the calls a replay made (`via` "replay"), which are
+        left out by default: they are the saved cases again. A call no case can hold is left
+        out, and a `CallsLeftOut` warning says which and why (or, given a list as `left_out`,
+        each is added to it instead). See docs/cases.md.
         """
         found: list[LeftOut] = left_out if left_out is not None else []
-        cases = from_frame(self.to_frame(), last=last, name=name, server=server, left_out=found)
+        cases = from_frame(self.to_frame(), last=last, name=name, server=server, replayed=replayed, left_out=found)
         save(cases, path)
         if found and left_out is None:
             listed = "; ".join(map(str, found[:5])) + (f"; and {len(found) - 5} more" if len(found) > 5 else "")

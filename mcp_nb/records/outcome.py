@@ -44,7 +44,9 @@ CAUSES = (
     "worker_lost",
 )
 FATES = ("running", "completed", "cancelled", "unobserved", "cancel_requested")
-VIAS = ("kernel", "http", "stdio")  # who sent the call: mcp_nb itself, or an outside client over a transport
+# Who sent the call: mcp_nb itself, an outside client over a transport, or a replay of a saved
+# case (told apart, so that saving the history does not save the replay again as new cases).
+VIAS = ("kernel", "http", "stdio", "replay")
 
 class CauseDoc(dict):
     """What each cause means, by name; shown (and printed) as a table of cause and meaning."""
@@ -120,7 +122,7 @@ class Outcome:
     fallback: bool = False  # `content` is the caller's fallback, not what the server sent
     server: str = "kernel"  # the connection the call went to (the kernel's own server is `kernel`)
     worker: str | None = None  # the dask worker that made the call (a sweep with `cluster=`); None in the kernel
-    via: str = "kernel"  # one of VIAS: "kernel" for mcp_nb's own calls, "http"/"stdio" for an outside client's
+    via: str = "kernel"  # one of VIAS: "kernel" for mcp_nb's own calls, "replay" for a replay's, "http"/"stdio" for an outside client's
     client: str | None = None  # an outside client's name and version, as it introduced itself
     deadline_resets: int = 0  # how many progress events restarted the deadline (reset_on_progress)
     max_timeout_s: float | None = None  # the ceiling of a deadline that resets on progress; None without resets

@@ -27,6 +27,15 @@ from mcp_nb.views.theme import (
 
 PASSED = INKS["result"]
 FAILED = ERROR
+# JupyterLab right-aligns a table's cells, and a pre inherits it: a diff lost its indentation.
+# Every cell says how it aligns; the short ones stay on one line.
+_CELL = f"{CELL};text-align:left;vertical-align:top"
+_SHORT = f"{_CELL};white-space:nowrap"
+# The why column takes the room the others leave (the table is as wide as the report), and
+# never less than a diff's line needs to read.
+_WHY = f"{_CELL};min-width:24em"
+_DIFF = PRE.replace('style="', 'style="text-align:left;', 1)  # a diff: monospace, its lines as written
+_SAID = '<div style="margin:0;white-space:pre-wrap;overflow-wrap:break-word;text-align:left">{text}</div>'
 
 
 class ReplayReport:
@@ -73,6 +82,14 @@ def replay_text(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _why(reason: object) -> str:
+    """Why a case failed: a diff (more than one line) in monospace, anything else in the report's font."""
+    if not reason:
+        return f'<span style="{MUTED}">as expected</span>'
+    text = html.escape(str(reason))
+    return (_DIFF if "\n" in text else _SAID).format(text=text)
+
+
 def replay_html(frame: pd.DataFrame) -> str:
     e = html.escape
     ok = bool(frame["passed"].all()) and not frame.attrs.get("interrupted")
@@ -83,17 +100,16 @@ def replay_html(frame: pd.DataFrame) -> str:
         got = e(str(r.got))
         if not r.passed and r.got != r.expected:
             got = f'<span style="{FAILED.text};font-weight:600">{got}</span>'
-        reason = PRE.format(text=e(str(r.reason))) if r.reason else f'<span style="{MUTED}">as expected</span>'
         line = border("-top")
         rows.append(
-            f'<tr><td style="{CELL};{line}">{status}</td><td style="{CELL};{line}"><code>{e(str(r.case))}</code></td>'
-            f'<td style="{CELL};{line}">{e(str(r.expected))}</td><td style="{CELL};{line}">{got}</td>'
-            f'<td style="{CELL};{line}">{reason}</td></tr>'
+            f'<tr><td style="{_SHORT};{line}">{status}</td><td style="{_SHORT};{line}"><code>{e(str(r.case))}</code></td>'
+            f'<td style="{_SHORT};{line}">{e(str(r.expected))}</td><td style="{_SHORT};{line}">{got}</td>'
+            f'<td style="{_WHY};{line}">{_why(r.reason)}</td></tr>'
         )
-    head = "".join(f'<th style="text-align:left;{CELL}">{h}</th>' for h in ("", "case", "expected", "got", "why"))
+    head = "".join(f'<th style="{_CELL}">{h}</th>' for h in ("", "case", "expected", "got", "why"))
     return (
-        f'<div class="mcp-nb-replay" style="{UI};{BORDER};{ink.line("-left", "4px")};border-radius:6px;padding:6px 10px;max-width:900px">'
+        f'<div class="mcp-nb-replay" style="{UI};{BORDER};{ink.line("-left", "4px")};border-radius:6px;padding:6px 10px;max-width:1100px">'
         f'<div><b>Replay</b>: <span style="{ink.text};font-weight:600">{e(_headline(frame))}</span></div>'
-        f'<div style="overflow-x:auto;max-width:100%"><table style="border-collapse:collapse;font-size:0.9em">'
+        f'<div style="overflow-x:auto;max-width:100%"><table style="border-collapse:collapse;font-size:0.9em;width:100%">'
         f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div></div>"
     )

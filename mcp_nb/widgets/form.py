@@ -11,13 +11,20 @@ pydantic's JSON Schema: `X | None` is `anyOf [X, null]`, models are `$ref`s into
 `$defs`, tuples are `prefixItems`, `object` is `{}`. A schema with no builder becomes a
 JSON field for that one value, so every schema gets a form.
 
-Two rules hold for every field (docs/panel.md has the full table):
+Three rules hold for every field (docs/panel.md has the full table):
 
 - What is on screen is what is sent. A pre-filled default is on screen, so it is
   sent; an explicit null is sent as null.
 - An empty optional field is left out of the arguments (`OMIT`), so the server's
   default applies. An empty required field is sent as its empty value where the
   type has one (`""`, `[]`); otherwise the form reports it and nothing is sent.
+- Any arguments the schema allows can be loaded and read back exactly. Where a widget's
+  empty state cannot say the value (`Field.hole`: an optional checkbox left out, an
+  optional text or list sent empty), the field is built again with a toggle that says it
+  ("not sent", `""`, `[]`); a list of choices out of the listed order gets rows instead
+  of a multi-select. What still cannot be shown: a key the schema has no property for,
+  and a float that JSON Schema counts as equal to an integer (`2.0` for an integer, or
+  for an enum's `2`): the form sends integers as integers.
 
 Nothing here knows about the engine or the panel: schema in, widgets and values out.
 """
@@ -58,6 +65,11 @@ class _Omit:
 
 
 OMIT = _Omit()
+
+# What `Field.hole()` returns for a field whose widget can show every value its schema allows.
+NO_HOLE = type("NoHole", (), {"__repr__": lambda self: "NO_HOLE"})()
+# What `field_for` builds for when no value is known yet (OMIT is a value to show: "not sent").
+_NOTHING = type("Nothing", (), {"__repr__": lambda self: "NOTHING"})()
 
 Path = tuple  # keys and item indices from the arguments object down to a value
 
@@ -434,6 +446,20 @@ class Field:
         """Show `value` (OMIT clears the field). Raises ValueError when it does not fit this field."""
         raise NotImplementedError
 
+    def hole(self) -> Any:
+        """The one value the schema allows that this widget's empty state cannot say, or NO_HOLE.
+
+        An optional text box or list is empty when it is not sent, so it cannot also send `""`
+        or `[]`; an optional checkbox is always ticked or not, so it cannot say "not sent".
+        `field_for` gives such a field a toggle for that value when a value to show needs it.
+        """
+        return NO_HOLE
+
+    def shows(self, value: Any) -> bool:
+        """Whether `load(value)` can show `value` exactly, when the schema allows it. A field
+        that cannot is built again for that value (`field_for(..., showing=value)`)."""
+        return not same_value(value, self.hole())
+
     def set_enabled(self, enabled: bool) -> None:
         if hasattr(self.widget, "disabled"):
             self.widget.disabled = not enabled
@@ -458,6 +484,13 @@ class Field:
     def _start(self) -> Any:
         """What a new field shows: its default, unless it is built to be loaded with a value."""
         return OMIT if self.ctx.is_filling else self._default()
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """`a` is `b` as a value to send: OMIT is OMIT, `""` is not `[]`, `0` is not `false`."""
+    if a is OMIT or b is OMIT or a is NO_HOLE or b is NO_HOLE:
+        return a is b
+    return type(a) is type(b) and a == b
 
 
 def _placeholder(schema: Mapping[str, Any], fallback: str) -> str:
@@ -539,6 +572,9 @@ class TextField(Field):
 
     def empty_required(self) -> Any:
         return ""  # an empty box is the empty string: a value the tool may be asked about
+
+    def hole(self) -> Any:
+        return NO_HOLE if self.required else ""  # an optional empty box is not sent
 
     def load(self, value: Any) -> None:
         if value is OMIT:
@@ -731,10 +767,13 @@ class BooleanField(Field):
     def read(self) -> Any:
         return self.widget.value
 
+    def hole(self) -> Any:
+        return NO_HOLE if self.required else OMIT  # ticked or not, a checkbox is always sent
+
     def load(self, value: Any) -> None:
         if value is OMIT:
-            # A checkbox has no empty state: an optional boolean that was not sent comes back
-            # as its default, which is what the server used.
+            # A checkbox has no empty state: an optional boolean that was not sent shows its
+            # default, which is what the server used (its "not sent" toggle says it is left out).
             self.widget.value = self._default() is True
             if self.required or "default" not in self.schema:
                 raise BadValue("a checkbox cannot show 'not sent'")
@@ -774,6 +813,12 @@ class MultiSelectField(Field):
     def empty_required(self) -> Any:
         return []
 
+    def hole(self) -> Any:
+        return NO_HOLE if self.required else []
+
+    def shows(self, value: Any) -> bool:
+        return super().shows(value) and in_order(self.values, value)
+
     def load(self, value: Any) -> None:
         if value is OMIT:
             self.widget.value = ()
@@ -789,6 +834,20 @@ class MultiSelectField(Field):
         if indices != sorted(set(indices)):
             raise BadValue("the list repeats or reorders the choices")
         self.widget.value = tuple(indices)
+
+
+def in_order(values: list[Any], value: Any) -> bool:
+    """Whether a multi-select of `values` shows the list `value`: each choice once, in the order
+    listed. False only for a list of those choices in another order or repeated (rows show it)."""
+    if not isinstance(value, list):
+        return True
+    indices = []
+    for item in value:
+        match = [i for i, v in enumerate(values) if same_value(v, item)]
+        if not match:
+            return True  # not a choice: not a list the schema allows, so nothing shows it
+        indices.append(match[0])
+    return indices == sorted(set(indices))
 
 
 class JsonField(Field):
@@ -849,57 +908,129 @@ def _finite(value: Any) -> bool:
     return True
 
 
-class NullableField(Field):
-    """`X | None`: the field for X, and a toggle that sends an explicit null instead."""
+class Toggle:
+    """A toggle beside a field that sends one fixed value in place of what the field holds."""
 
-    def __init__(self, inner: Field) -> None:
+    def __init__(self, name: str, description: str, tooltip: str, sends: Any) -> None:
+        self.name = name  # its CSS classes: `mcp-nb-<name>`, `mcp-nb-field-<path>-<name>`
+        self.description = description
+        self.tooltip = tooltip
+        self.sends = sends
+
+
+NULL = Toggle("null", "null", "send null", None)
+
+
+def hole_toggle(field: Field) -> Toggle:
+    """The toggle for the value `field`'s empty state cannot say (`field.hole()`)."""
+    hole = field.hole()
+    if hole is OMIT:
+        default = field.schema.get("default", OMIT)
+        said = f" ({_show(default)})" if default is not OMIT else ""
+        return Toggle("not-sent", "not sent", f"leave it out: the server applies its default{said}", OMIT)
+    if hole == "":
+        return Toggle("empty", '""', 'send the empty string (an empty box is not sent)', "")
+    return Toggle("empty", "[]", "send the empty list (a list with no items is not sent)", [])
+
+
+_NONE_ON = object()
+
+
+class ToggledField(Field):
+    """A field and toggles beside it, each sending one fixed value instead of what it holds.
+
+    `X | None` has a **null** toggle (`NullableField`). A field whose empty state already
+    means something gets a toggle for the one value that state cannot say, when a value to
+    show needs it (`field_for(..., showing=...)`, a call from the history): **not sent** for
+    an optional checkbox, `""` for an optional text, `[]` for an optional list. One toggle
+    at most is on; while one is, the field beside it is off.
+    """
+
+    def __init__(self, inner: Field, toggles: tuple[Toggle, ...] | list[Toggle] = ()) -> None:
         super().__init__(inner.schema, inner.ctx, inner.path, inner.required, inner.depth)
         self.inner = inner
         self.kind = inner.kind
-        self.null = w.ToggleButton(
-            value=False,
-            description="null",
-            tooltip="send null",
-            layout=inner.ctx.looks.button_layout(),
-            style=inner.ctx.looks.toggle_style(),
-        )
-        self.null.add_class("mcp-nb-null").add_class(css_name(inner.path) + "-null")
+        self.toggles: list[tuple[w.ToggleButton, Toggle]] = []
+        looks = inner.ctx.looks
+        for toggle in toggles:
+            button = w.ToggleButton(
+                value=False,
+                description=toggle.description,
+                tooltip=toggle.tooltip,
+                layout=looks.button_layout(),
+                style=looks.toggle_style(),
+            )
+            button.add_class(f"mcp-nb-{toggle.name}").add_class(f"{css_name(inner.path)}-{toggle.name}")
+            what = "switching " + ("empty" if toggle.name == "empty" else toggle.description)
+            button.observe(self.callback(what, lambda change, button=button: self._toggled(button, change)), "value")
+            self.toggles.append((button, toggle))
         self._reverting = False
-        self.widget = w.HBox([inner.widget, self.null], layout=w.Layout(width="100%", align_items="flex-start"))
+        self.widget = w.HBox(
+            [inner.widget, *(button for button, _ in self.toggles)], layout=w.Layout(width="100%", align_items="flex-start")
+        )
         inner.widget.layout.flex = "1 1 auto"
-        self.null.observe(self.callback("switching null", self._toggled), "value")
         inner.on_change(self.changed)
 
-    def _toggled(self, change) -> None:
+    def _on(self) -> Any:
+        """What the toggle that is on sends, or _NONE_ON."""
+        for button, toggle in self.toggles:
+            if button.value:
+                return toggle.sends
+        return _NONE_ON
+
+    def _toggled(self, button: w.ToggleButton, change) -> None:
         if self._reverting:
             return
+        before = [(other, change["old"] if other is button else other.value) for other, _ in self.toggles]
+        self._reverting = True  # the other toggles go off quietly
         try:
-            self.inner.set_enabled(not change["new"])
+            if change["new"]:
+                for other, _ in self.toggles:
+                    if other is not button and other.value:
+                        other.value = False
+            self.inner.set_enabled(self._on() is _NONE_ON)
         except BaseException:
-            self._reverting = True  # the toggle says what is sent
-            try:
-                self.null.value = change["old"]
-            finally:
-                self._reverting = False
+            for other, value in before:  # the toggles say what is sent
+                other.value = value
             raise
+        finally:
+            self._reverting = False
         self.changed()
 
     def read(self) -> Any:
-        return None if self.null.value else self.inner.read()
+        sends = self._on()
+        return self.inner.read() if sends is _NONE_ON else sends
 
     def value(self) -> Any:
-        return None if self.null.value else self.inner.value()
+        sends = self._on()
+        return self.inner.value() if sends is _NONE_ON else sends
+
+    def shows(self, value: Any) -> bool:
+        return any(same_value(value, toggle.sends) for _, toggle in self.toggles) or self.inner.shows(value)
 
     def load(self, value: Any) -> None:
-        if value is None:
-            self.null.value = True
-        else:
-            self.null.value = False
-            self.inner.load(value)
+        for button, toggle in self.toggles:
+            if same_value(value, toggle.sends):
+                if toggle.sends is not None:
+                    self.inner.load(OMIT)  # the field beside it shows its empty state (a checkbox, its default)
+                button.value = True
+                return
+        for button, _ in self.toggles:
+            button.value = False
+        self.inner.load(value)
 
     def set_enabled(self, enabled: bool) -> None:
-        self.null.disabled = not enabled
-        self.inner.set_enabled(enabled and not self.null.value)
+        for button, _ in self.toggles:
+            button.disabled = not enabled
+        self.inner.set_enabled(enabled and self._on() is _NONE_ON)
+
+
+class NullableField(ToggledField):
+    """`X | None`: the field for X, and a **null** toggle that sends an explicit null instead."""
+
+    def __init__(self, inner: Field, toggles: tuple[Toggle, ...] | list[Toggle] = ()) -> None:
+        super().__init__(inner, [*toggles, NULL])
+        self.null = self.toggles[-1][0]
 
 
 def _icon_button(icon: str, tooltip: str, css: str, looks: Looks) -> w.Button:
@@ -942,7 +1073,7 @@ class ArrayField(Field):
                 item = field_for(self.items_schema, self.ctx, path, True, self.depth + 1)
             else:
                 with self.ctx.filling():
-                    item = field_for(self.items_schema, self.ctx, path, True, self.depth + 1)
+                    item = field_for(self.items_schema, self.ctx, path, True, self.depth + 1, showing=value)
                     try:
                         item.load(value)
                     except BaseException:
@@ -991,6 +1122,9 @@ class ArrayField(Field):
     def empty_required(self) -> Any:
         self._check_length(0)
         return []
+
+    def hole(self) -> Any:
+        return NO_HOLE if self.required else []  # an optional list with no items is not sent
 
     def load(self, value: Any) -> None:
         if value is not OMIT and not isinstance(value, list):
@@ -1132,7 +1266,7 @@ class ObjectField(Field):
         )
         if label.value != new:
             label.value = new
-        target = field.inner.widget if isinstance(field, NullableField) else field.widget
+        target = field.inner.widget if isinstance(field, ToggledField) else field.widget
         if problem:
             target.add_class("mcp-nb-invalid")
         else:
@@ -1178,8 +1312,29 @@ class ObjectField(Field):
         if self.state is not None:
             self.state.value = _STATE_SET
         self._build()
-        for name, field in self.fields.items():
-            field.load(value.get(name, OMIT))
+        for name in list(self.fields):
+            shown = value.get(name, OMIT)
+            if not self.fields[name].shows(shown):
+                self._rebuild(name, shown)
+            self.fields[name].load(shown)
+
+    def _rebuild(self, name: str, showing: Any) -> None:
+        """Build the field of `name` again, for a value its widget cannot show (`Field.shows`)."""
+        old = self.fields[name]
+        with self.ctx.chain(self.refs), self.ctx.filling():
+            new = field_for(
+                self.schema["properties"][name],
+                self.ctx,
+                self.path + (name,),
+                name in set(self.schema.get("required", [])),
+                self.depth + 1,
+                showing=showing,
+            )
+        new.on_change(lambda: self._live_check(name))
+        new.on_change(self.changed)
+        self.fields[name] = new
+        self.grid.children = tuple(new.widget if cell is old.widget else cell for cell in self.grid.children)
+        old.close()
 
     def set_enabled(self, enabled: bool) -> None:
         self.widget.layout.display = None if enabled else "none"
@@ -1241,8 +1396,16 @@ MAPPERS: dict[str, Callable[[dict[str, Any], Context, Path, bool, int], Field]] 
 }
 
 
-def field_for(schema: Mapping[str, Any], ctx: Context, path: Path, required: bool, depth: int = 0) -> Field:
-    """The field for one value: resolve the schema, peel off null, dispatch on its kind."""
+def field_for(
+    schema: Mapping[str, Any], ctx: Context, path: Path, required: bool, depth: int = 0, showing: Any = _NOTHING
+) -> Field:
+    """The field for one value: resolve the schema, peel off null, dispatch on its kind.
+
+    `showing`: the value the field is built to show, when it is known (a call from the
+    history). A list of choices in another order than listed, or repeated, gets rows instead
+    of a multi-select; a value the widget's empty state cannot say (`Field.hole`) gets a
+    toggle for it.
+    """
     followed: set[str] = set()
     resolved = ctx.resolve(schema if isinstance(schema, Mapping) else {}, followed)
     inner, nullable = split_nullable(resolved, ctx, followed)
@@ -1253,8 +1416,13 @@ def field_for(schema: Mapping[str, Any], ctx: Context, path: Path, required: boo
     if kind == "object":  # objects say null and "not sent" with their own switch
         with ctx.chain(ctx.expanding | followed):
             return ObjectField(inner, ctx, path, required, depth, nullable=nullable, lazy=inside_itself)
+    if kind == "multiselect" and not in_order(choices(ctx.resolve(inner["items"])), showing):
+        kind = "array"  # one row per item: any order, any repeats
     field = MAPPERS[kind](inner, ctx, path, required, depth)
-    return NullableField(field) if nullable else field
+    toggles = [hole_toggle(field)] if showing is not _NOTHING and same_value(showing, field.hole()) else []
+    if nullable:
+        return NullableField(field, toggles)
+    return ToggledField(field, toggles) if toggles else field
 
 
 # -- the form ------------------------------------------------------------------------------------

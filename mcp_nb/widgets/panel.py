@@ -91,8 +91,33 @@ def entry_key(entry: Registration) -> tuple[str, str]:
 NBSP = "\u00a0"  # an <option> collapses ordinary spaces; these keep the columns aligned
 
 
+NAME_SHOWN = 40  # characters of a name the picker shows; a longer one is shortened in the middle
+
+
 def picker_label(entry: Registration) -> str:
-    return f"{kind_label(entry):<9}".replace(" ", NBSP) + entry.key
+    return f"{kind_label(entry):<9}".replace(" ", NBSP) + shortened(entry.key)
+
+
+def shortened(name: str, limit: int = NAME_SHOWN) -> str:
+    """`name`, or its start and its end around an ellipsis when it is longer than `limit`.
+
+    A `<select>` cuts an option at its right edge, where long names that share a prefix
+    (`report_sales_by_region`, `report_sales_by_product`) differ: both ends stay.
+    """
+    if len(name) <= limit:
+        return name
+    head = (limit - 1) // 2
+    return name[:head] + "…" + name[-(limit - 1 - head) :]
+
+
+def picker_tooltip(entry: Registration) -> str:
+    """The entry on screen, named in full: a `<select>` cuts its options at its width, and
+    gives none of them a tooltip of its own."""
+    return f"{kind_label(entry)} {entry.key}"
+
+
+def server_tooltip(engine, name: str) -> str:
+    return f"server: {name}" + (" (the in-kernel server)" if name == engine.connection.name else "")
 
 
 class Panel(w.VBox):
@@ -110,6 +135,7 @@ class Panel(w.VBox):
         self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
         self._current: tuple[str, str] | None = None
         self._choices: list[tuple[str, tuple[str, str]]] = []
+        self._names: dict[tuple[str, str], str] = {}  # each choice's full text, which the filter reads
         self._quiet = False  # set while the panel itself rewrites the picker
         self._thread = kernel_thread or KernelThread.of_kernel()
         self._lock = self._thread.lock
@@ -126,15 +152,23 @@ class Panel(w.VBox):
         on = self._guard
 
         # -- the picker
-        self.servers = w.Dropdown(options=list(engine.connections), value=self.server, layout=w.Layout(width="auto"))
+        self.servers = w.Dropdown(
+            options=list(engine.connections),
+            value=self.server,
+            tooltip=server_tooltip(engine, self.server),
+            layout=w.Layout(width="auto"),
+        )
         self.servers.add_class("mcp-nb-servers")
         self.filter = w.Text(placeholder="filter by name", layout=w.Layout(width="auto"))
         self.filter.add_class("mcp-nb-filter")
-        self.picker = w.Select(options=[], value=None, rows=18, layout=w.Layout(width="auto"))
+        # The options hold the full names; the entry on screen is also named by the tooltip.
+        self.picker = w.Select(options=[], value=None, rows=18, tooltip="", layout=w.Layout(width="auto"))
         self.picker.add_class("mcp-nb-picker")
-        picker_box = w.VBox(
+        # The column is as wide as its longest name (`NAME_SHOWN` characters at most), from
+        # 250px up to 45% of the panel; the tooltip and the header name the chosen entry in full.
+        self.picker_box = w.VBox(
             [w.HTML(section("server")), self.servers, w.HTML(section("on the server")), self.filter, self.picker],
-            layout=w.Layout(width="250px", flex="0 0 250px", margin="0 14px 0 0"),
+            layout=w.Layout(width="auto", min_width="250px", max_width="45%", flex="0 1 auto", margin="0 14px 0 0"),
         )
 
         # -- the call
@@ -199,7 +233,7 @@ class Panel(w.VBox):
             [self.header, self.mode, self.form_box, self.raw, self.uri, self.problems, controls, self.question, self.outcome],
             layout=w.Layout(flex="1 1 420px", min_width="0", grid_gap="6px"),
         )
-        call_page = w.HBox([picker_box, call_box], layout=w.Layout(width="100%", flex_flow="row wrap", padding="6px 2px"))
+        call_page = w.HBox([self.picker_box, call_box], layout=w.Layout(width="100%", flex_flow="row wrap", padding="6px 2px"))
 
         # -- the history
         self.history_tab = HistoryTab(engine.history, self._load_call, self._guard)
@@ -266,6 +300,7 @@ class Panel(w.VBox):
         with self._lock:
             self._catalog().unsubscribe(self._offers_heard)
             self.server = connection.name
+            self.servers.tooltip = server_tooltip(self.engine, self.server)
             connection.subscribe(self._offers_heard)
             # Forms belong to one server's schemas: the other server's are closed.
             for entry in self._entries.values():
@@ -312,6 +347,7 @@ class Panel(w.VBox):
                     else:
                         kept.form.close()
             self._choices = [(picker_label(e), entry_key(e)) for e in entries]
+            self._names = {entry_key(e): picker_tooltip(e).lower() for e in entries}
             self.title.value = title
             if self._current not in current:
                 self._current = None
@@ -343,7 +379,7 @@ class Panel(w.VBox):
     def _show_choices(self, reshow: bool = False) -> None:
         """Fill the picker (filtered); keep the chosen entry, else choose the first one shown."""
         wanted = self.filter.value.strip().lower()
-        choices = [c for c in self._choices if wanted in c[0].lower()] if wanted else list(self._choices)
+        choices = [c for c in self._choices if wanted in self._names.get(c[1], "")] if wanted else list(self._choices)
         values = [value for _, value in choices]
         chosen = self._current if self._current in values else (values[0] if values else None)
         registration = self._catalog().get(*chosen) if chosen is not None else None
@@ -395,6 +431,7 @@ class Panel(w.VBox):
                 self.picker.options = self._choices
             if self.picker.value != key:
                 self.picker.value = key
+        self.picker.tooltip = picker_tooltip(registration)
         self.header.value = header
         self.form_box.children = (entry.form.widget,)
         for retired in (self._retired, replaced):
@@ -436,6 +473,7 @@ class Panel(w.VBox):
 
     def _show_nothing(self) -> None:
         self._current = None
+        self.picker.tooltip = ""
         self.header.value = note_html(
             "Nothing is registered yet. Run a %%mcp_tool, %%mcp_resource or %%mcp_prompt cell "
             "(or use @mcp_nb.tool()): it appears here at once."

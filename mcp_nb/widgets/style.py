@@ -135,7 +135,9 @@ def entry_html(entry) -> str:
         f'<div class="mcp-nb-entry-card" style="{line};padding:2px 0 2px 10px">'
         f'<div style="display:flex;gap:8px;align-items:center;flex-wrap:wrap">'
         f"{filled(kind, KIND_FILLS.get(entry.kind, NEUTRAL_FILL))}"
-        f'<b><code style="background:none;font-size:1.05em">{_e(name)}</code></b>{title}{also}{chips}</div>{body}</div>'
+        # A long name wraps anywhere rather than running out of the panel.
+        f'<b style="min-width:0;overflow-wrap:anywhere"><code style="background:none;font-size:1.05em;overflow-wrap:anywhere">'
+        f"{_e(name)}</code></b>{title}{also}{chips}</div>{body}</div>"
     )
 
 

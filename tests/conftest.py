@@ -8,6 +8,66 @@ from mcp_nb.config import DEFAULT_TIMEOUT, settings
 # the browser's pages): pytest is not to collect them, with nbval on or off.
 collect_ignore_glob = ["*.ipynb"]
 
+# How the parallel pass of .ci/run (`pytest -n 4 --dist loadfile`) is dealt out. pytest-xdist
+# hands each worker a group of tests (here: a file, or the one test named below), and a worker
+# takes the next group when its own run low. The groups that start processes of their own
+# (fresh venvs, kernels, a browser) take minutes; dealt last, the run would wait for the last
+# of them alone. So they go first, longest first, and the many short files fill in around
+# them. The figures are from a fresh clone's run (docs/performance.md); only the order matters.
+LONG_FIRST = (
+    "tests/test_binder.py::test_the_kernel_runs",  # makes the Binder environment (40 s), then its probe
+    "tests/test_own_notebooks.py",  # 150 s: stored by real kernels, checked by nbval eight times
+    "tests/test_init_course.py",  # 110 s: a fresh venv with the course's wheel, JupyterLab and nbval
+    "tests/browser/",  # 140 s: JupyterLab, Voila and Chromium
+    "tests/test_binder.py::test_notebook_runs",  # 10 to 30 s each, in the environment made above
+    "tests/test_pytest_plugin.py",  # 80 s: pytest in a subprocess per test
+    "tests/test_conformance.py",  # the official suite, a Node process per scenario
+    "tests/test_commands.py",
+)
+# Groups of one test: files whose tests are each long and share nothing but what `once`
+# (tests/fresh_venv.py) makes for the whole run.
+ALONE = ("tests/test_binder.py::test_notebook_runs", "tests/test_own_notebooks.py::", "tests/test_pytest_plugin.py::")
+
+
+def _group(nodeid: str) -> str:
+    if nodeid.startswith(ALONE):
+        return nodeid
+    if nodeid.startswith("tests/browser/"):
+        return "tests/browser/"  # one JupyterLab and one Chromium for the folder (its conftest)
+    return nodeid.split("::", 1)[0]
+
+
+def _rank(nodeid: str) -> int:
+    return next((i for i, prefix in enumerate(LONG_FIRST) if nodeid.startswith(prefix)), len(LONG_FIRST))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    """Every worker sorts its collection the same way: the groups of LONG_FIRST first, in its
+    order; each group's tests stay together and in their own order, so a module's fixtures are
+    made once."""
+    first: dict[str, tuple[int, int]] = {}
+    for index, item in enumerate(items):
+        group = _group(item.nodeid)
+        rank = _rank(item.nodeid)
+        if group not in first or rank < first[group][0]:
+            first[group] = (rank, first.get(group, (rank, index))[1])
+    items[:] = [item for _, item in sorted(enumerate(items), key=lambda pair: (*first[_group(pair[1].nodeid)], pair[0]))]
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile`, with the groups above in the collection's order (not by size)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # only the controller of a parallel run needs it
+
+    class LongFirst(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(nodeid)
+
+    config.option.loadscopereorder = False  # keep the order of pytest_collection_modifyitems
+    return LongFirst(config, log)
+
 
 @pytest.fixture(autouse=True)
 def fresh():

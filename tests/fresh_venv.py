@@ -9,11 +9,16 @@ configuration of ours), and its bin/ is first on PATH.
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 LEAKY = {"VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "JUPYTER_PATH", "MPLBACKEND", "MCP_NB_STABLE_OUTPUT"}
 
@@ -62,3 +67,33 @@ def make(base: Path, version: str) -> tuple[Path, dict]:
     created = run([interpreter(version), "-m", "venv", venv], cwd=base, env=env, timeout=300)
     assert created.returncode == 0, tail(created.stderr)
     return venv, env
+
+
+def once(tmp_path_factory, name: str, build: Callable[[Path], dict]) -> dict:
+    """`build(folder)` run once in the whole test run, by whichever pytest-xdist worker asks
+    first; the others wait for it and get the same answer (a dict that JSON can hold).
+
+    A fresh environment is a minute of pip: the tests that share one need not share a worker,
+    so they can run side by side once it exists. A build that failed fails every test that
+    asks for it, with the same message, instead of being tried again by each worker.
+    """
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # each worker has its own basetemp under the run's
+    answer = root / f"{name}.json"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or the process ends
+        if answer.exists():
+            saved = json.loads(answer.read_text())
+            if "failed" in saved:
+                pytest.fail(f"{name} (built by another worker): {saved['failed']}", pytrace=False)
+            return saved
+        folder = root / name
+        folder.mkdir()
+        try:
+            built = build(folder)
+        except BaseException as err:  # pytest's failures are BaseExceptions too
+            answer.write_text(json.dumps({"failed": str(err) or type(err).__name__}))
+            raise
+        answer.write_text(json.dumps(built))
+        return built

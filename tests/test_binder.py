@@ -26,7 +26,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from fresh_venv import make, run, tail
+from fresh_venv import make, once, run, tail
 
 ROOT = Path(__file__).resolve().parent.parent
 BINDER = ROOT / "binder"
@@ -41,10 +41,8 @@ def runtime_version() -> str:
     return runtime.removeprefix("python-")
 
 
-@pytest.fixture(scope="module")
-def binder_env(tmp_path_factory):
-    """A fresh venv with binder/requirements.txt installed, and the environment to run it in."""
-    base = tmp_path_factory.mktemp("binder")
+def build(base: Path) -> dict:
+    """A fresh venv in `base` with binder/requirements.txt installed, as repo2docker makes it."""
     version = runtime_version()
     venv, env = make(base, version)
 
@@ -67,7 +65,15 @@ def binder_env(tmp_path_factory):
     spec = run([venv / "bin" / "python", "-m", "ipykernel", "install", "--prefix", kernels, "--name", "python3"], cwd=base, env=env, timeout=120)
     assert spec.returncode == 0, "binder/requirements.txt gives no kernel (ipykernel):\n" + tail(spec.stdout + spec.stderr)
     env = dict(env, JUPYTER_PATH=str(kernels / "share" / "jupyter"))  # searched before any other
-    return {"base": base, "venv": venv, "env": env, "version": version}
+    return {"base": str(base), "venv": str(venv), "env": env, "version": version}
+
+
+@pytest.fixture(scope="session")
+def binder_env(tmp_path_factory):
+    """The fresh Binder environment, made once for the run: its notebooks' tests may run on
+    different workers (tests/conftest.py spreads them), and each asks for the same one."""
+    made = once(tmp_path_factory, "binder", build)
+    return {**made, "base": Path(made["base"]), "venv": Path(made["venv"])}
 
 
 def nbval(notebook: Path, binder_env: dict):

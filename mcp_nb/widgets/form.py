@@ -1416,7 +1416,7 @@ def field_for(
     if kind == "object":  # objects say null and "not sent" with their own switch
         with ctx.chain(ctx.expanding | followed):
             return ObjectField(inner, ctx, path, required, depth, nullable=nullable, lazy=inside_itself)
-    if kind == "multiselect" and not in_order(choices(ctx.resolve(inner["items"])), showing):
+    if kind == "multiselect" and isinstance(showing, list) and not in_order(choices(ctx.resolve(inner["items"])), showing):
         kind = "array"  # one row per item: any order, any repeats
     field = MAPPERS[kind](inner, ctx, path, required, depth)
     toggles = [hole_toggle(field)] if showing is not _NOTHING and same_value(showing, field.hole()) else []

@@ -24,7 +24,9 @@ This module knows nothing of IPython or widgets; a face that can ask a person pa
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,11 +40,29 @@ ACTIONS = ("accept", "decline", "cancel")
 # Where an answer came from, as the record says.
 SOURCES = ("elicit", "default", "form", "none")
 
+# An answer's field that holds a secret (a password, a token, a key): the question's schema marks
+# it (`writeOnly`, `format: password`), or its name says so. The server gets the real value; every
+# record of the answer (the Outcome, the history, a card, a log line) holds SECRET in its place,
+# and a saved case names the environment variable its replay reads it from (records/cases.py).
+SECRET = "\u2022\u2022\u2022\u2022 (secret)"
+_SECRET_NAME = re.compile(r"pass|pwd|secret|token|api_?key|private_?key|credential|auth", re.I)
+
 NO_ANSWER = (
     "nobody could answer: give the call elicit= (a function or a list of prepared answers) or set "
     "mcp_nb.configure(elicit=...); a form shows only where a person can click while the call waits "
     "(the panel, or await mcp_nb.acall in a notebook)"
 )
+
+
+def is_secret(field: str, schema: Any) -> bool:
+    """Whether an answer's field holds a secret: the question's schema marks it so (`writeOnly`,
+    `format: password`), or its name says so (password, token, api_key...). The one rule for
+    records, cards, logs and cases."""
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    declared = properties.get(field) if isinstance(properties, Mapping) else None
+    if isinstance(declared, Mapping) and (declared.get("writeOnly") is True or declared.get("format") == "password"):
+        return True
+    return isinstance(field, str) and _SECRET_NAME.search(field) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,16 +114,43 @@ class Elicitation:
     schema: Mapping[str, Any] | None  # the requested schema of a form question; None for a URL question
     url: str | None  # the page a URL question asks the user to open
     action: str  # one of ACTIONS
-    content: Mapping[str, Any] | None  # what was sent with an accept
+    content: Mapping[str, Any] | None  # what was sent with an accept; on a call's Outcome each secret field reads SECRET
     source: str  # one of SOURCES
     reason: str | None  # why the answer is not the person's or the caller's choice (nobody to ask, a broken answerer)
     waited_ms: float  # how long the call waited for the answer (not counted against its deadline)
 
+    def recorded(self) -> Elicitation:
+        """The question as a record keeps it: each secret field's value replaced by `SECRET`
+        (`is_secret`). The server was sent the real answer before this record was made."""
+        hidden = without_secrets(self.content, self.schema)
+        return self if hidden is self.content else Elicitation(
+            self.message, self.schema, self.url, self.action, hidden, self.source, self.reason, self.waited_ms
+        )  # fmt: skip
+
     def as_dict(self) -> dict[str, Any]:
+        """The question and its answer as plain values, each secret field's value replaced by `SECRET`."""
+        content = without_secrets(self.content, self.schema)
         return {
-            "message": self.message, "action": self.action, "content": None if self.content is None else dict(self.content),
+            "message": self.message, "action": self.action, "content": None if content is None else dict(content),
             "source": self.source, "reason": self.reason, "url": self.url,
         }  # fmt: skip
+
+    def __repr__(self) -> str:
+        # Never the secret, not even before the call's record is made (a log line, a debugger).
+        shown = self.recorded()
+        return "Elicitation(" + ", ".join(f"{f.name}={getattr(shown, f.name)!r}" for f in dataclasses.fields(self)) + ")"
+
+
+def without_secrets(content: Mapping[str, Any] | None, schema: Any) -> Mapping[str, Any] | None:
+    """`content` with each secret field's value replaced by `SECRET`; `content` itself when it holds none."""
+    if not content or not any(is_secret(field, schema) for field in content):
+        return content
+    return {field: SECRET if is_secret(field, schema) else value for field, value in content.items()}
+
+
+def recorded(question: Any) -> Any:
+    """A question as a call's record keeps it (`Elicitation.recorded`); anything else as it is."""
+    return question.recorded() if isinstance(question, Elicitation) else question
 
 
 def answer_of(value: Any) -> Answer:

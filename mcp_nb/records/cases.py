@@ -42,7 +42,7 @@ from pydantic import (
     model_validator,
 )
 
-from mcp_nb.elicitation import ACTIONS, Answer
+from mcp_nb.elicitation import ACTIONS, Answer, is_secret
 from mcp_nb.records.outcome import CAUSES, OUTCOMES, TARGETS
 from mcp_nb.records.structured import json_equal
 from mcp_nb.mistakes import BadJson, BadValue, first_line, read_json
@@ -59,9 +59,8 @@ UNREPEATABLE = ("cancelled", "worker_lost", "disconnected")
 # crash's stand-in): the outcome and cause are the regression worth catching there.
 OWN_WORDS = ("ok", "raised", "returned")
 REPLAYED = "replay"  # the `via` of a replay's calls: the saved cases again, not new ones
-# An answer's field that holds a secret: never written to a file. The case names the environment
-# variable its replay reads it from instead (`{"env": "MCP_NB_PASSWORD"}`).
-_SECRET_FIELD = re.compile(r"pass|pwd|secret|token|api_?key|private_?key|credential|auth", re.I)
+# An answer's field that holds a secret (`elicitation.is_secret`) is never written to a file: the
+# case names the environment variable its replay reads it from instead (`{"env": "MCP_NB_PASSWORD"}`).
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -507,18 +506,8 @@ def _asked(question: dict) -> Asked:
     """A recorded question as a case keeps it: an answer's secret fields named, never written."""
     content = question.get("content")
     if content is not None:
-        content = {f: {"env": secret_variable(f)} if _secret(f, question.get("schema")) else v for f, v in content.items()}
+        content = {f: {"env": secret_variable(f)} if is_secret(f, question.get("schema")) else v for f, v in content.items()}
     return Asked(message=str(question.get("message") or ""), action=question["action"], content=content)
-
-
-def _secret(field: str, schema: Any) -> bool:
-    """Whether an answer's field holds a secret: the question's schema marks it so (`writeOnly`,
-    `format: password`), or its name says so (password, token, api_key...)."""
-    properties = schema.get("properties") if isinstance(schema, dict) else None
-    declared = properties.get(field) if isinstance(properties, dict) else None
-    if isinstance(declared, dict) and (declared.get("writeOnly") is True or declared.get("format") == "password"):
-        return True
-    return _SECRET_FIELD.search(field) is not None
 
 
 def secret_variable(field: str) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
+from mcp_nb.elicitation import recorded
 from mcp_nb.records.classify import late_outcome
 from mcp_nb.records.structured import NotTabular, records
 from mcp_nb.records.trace import ProgressEvent, ServerLog, ServerTrace
@@ -128,6 +129,11 @@ class Outcome:
     max_timeout_s: float | None = None  # the ceiling of a deadline that resets on progress; None without resets
     elicitations: tuple = ()  # the questions the server asked during the call and their answers (`Elicitation`s)
     retry: Mapping[str, Any] | None = None  # the call's retry policy as plain values (`Retry.as_dict()`); None without retries
+
+    def __post_init__(self) -> None:
+        if self.elicitations:
+            # The call's record of each answer holds no secret: the server has had the real one.
+            object.__setattr__(self, "elicitations", tuple(recorded(e) for e in self.elicitations))
 
     @property
     def started_at(self) -> datetime:

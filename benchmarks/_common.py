@@ -30,7 +30,7 @@ def machine() -> dict:
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
         "mcp": version("mcp"),
-        "mcp_nb": version("mcp_nb"),
+        "mcp_nb": version("mcp-notebook"),
         "pandas": version("pandas"),
         "numpy": version("numpy"),
         "cpuidle": cpuidle(),

@@ -285,7 +285,7 @@ def sweep(
     `cluster`: a dask.distributed `Client`, cluster object or scheduler address: the grid
     runs on its workers in partitions of `partition_size` calls, each worker hosting the
     tools itself, `concurrency` calls at a time per partition; the frame gains a `worker`
-    column (needs `pip install 'mcp_nb[dask]'`; see the guide's page on clusters).
+    column (needs `pip install 'mcp-notebook[dask]'`; see the guide's page on clusters).
     `reset_on_progress`, `max_timeout`: as for `call`, for every call of the sweep (not on a cluster).
     `elicit`: as for `call`, for every call of the sweep (each call starts from the first prepared
     answer; not on a cluster).

@@ -308,7 +308,7 @@ def new_server(name: str):
 
 def _own_version() -> str:
     try:
-        return version("mcp_nb")
+        return version("mcp-notebook")  # the distribution's name (pyproject.toml)
     except PackageNotFoundError:  # run from a checkout that is not installed
         return ""
 

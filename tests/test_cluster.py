@@ -23,7 +23,7 @@ import mcp_nb
 from helpers import interrupted_when, wait_until
 from mcp_nb import Retry
 
-import distributed  # the test extra brings it (mcp_nb[dask])
+import distributed  # the test extra brings it (mcp-notebook[dask])
 import peers
 
 BOOKSHOP = peers.BOOKSHOP
@@ -229,7 +229,7 @@ def test_without_distributed_cluster_says_which_extra_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)  # as if it were not installed
     with pytest.raises(ImportError) as raised:
         mcp_nb.sweep("one", {"i": [1]}, cluster="tcp://127.0.0.1:8786")
-    assert str(raised.value) == "cluster= needs dask.distributed: pip install 'mcp_nb[dask]'"
+    assert str(raised.value) == "cluster= needs dask.distributed: pip install 'mcp-notebook[dask]'"
     assert len(mcp_nb.history()) == 0
 
 

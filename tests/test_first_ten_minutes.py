@@ -179,6 +179,18 @@ def test_the_readme_opens_jupyterlab_on_loopback_for_whoever_runs_it(tmp_path):
         reader.join(10)
 
 
+def test_what_to_install_is_named_as_the_distribution():
+    """pip installs mcp-notebook (pyproject.toml); mcp-nb on PyPI is another project, so no page,
+    notebook, starter file or message of the package says to install that."""
+    name = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"]
+    assert name == "mcp-notebook"
+    assert f'pip install "{name}[lab] @ git+' in README.read_text(encoding="utf-8")
+    old = re.compile(r"""pip install\s+['"]?mcp[-_.]nb\b|['"]mcp[-_.]nb\[""", re.I)
+    texts = [*PAGES, *(ROOT / "notebooks").glob("*.ipynb"), *(ROOT / "mcp_nb").rglob("*.py"), *(ROOT / "mcp_nb" / "starter").iterdir()]
+    wrong = [f"{path.relative_to(ROOT)}: {m.group(0)}" for path in texts for m in old.finditer(path.read_text(encoding="utf-8"))]
+    assert wrong == []
+
+
 def test_ipywidgets_is_a_core_dependency_and_the_lab_extra_keeps_jupyterlab():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     names = [re.split(r"[<>=!~ \[]", requirement)[0] for requirement in project["dependencies"]]

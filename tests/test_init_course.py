@@ -1,7 +1,7 @@
 """`python -m mcp_nb init-course DIR`: a teacher's starter folder, installed and checked as CI would.
 
 The slow test makes the folder in a temporary directory with mcp_nb pinned to a wheel of
-this checkout, then replays what follows on a fresh machine: a fresh venv of the Python
+this checkout (the distribution mcp-notebook, checked to be what that venv imports mcp_nb from), then replays what follows on a fresh machine: a fresh venv of the Python
 binder/runtime.txt names, the workflow's own `run:` steps (install binder/requirements.txt
 and nbval, write the sanitizer again, nbval over notebooks/), with the teacher's step in
 between: the notebook run once and its outputs stored, as the course's README says. nbval
@@ -29,12 +29,38 @@ from mcp_nb.commands import course
 from mcp_nb.notebook import nbval
 
 ROOT = Path(__file__).resolve().parent.parent
-PIN = "mcp_nb[lab] @ git+https://github.com/OWNER/mcp_nb@v0.1.0"
+PIN = "mcp-notebook[lab] @ git+https://github.com/OWNER/mcp_nb@v0.1.0"
 LAYOUT = [
     ".github/workflows/notebooks.yml", "README.md", "binder/requirements.txt", "binder/runtime.txt",
     "notebooks/01-first-tool.ipynb", "sanitize.cfg",
 ]  # fmt: skip
 STORE = "python -m jupyter execute --inplace notebooks/*.ipynb"
+# Run in the course's venv: which distribution is installed, and where `import mcp_nb` comes from.
+INSTALLED = """
+import json
+from importlib import metadata
+from pathlib import Path
+
+import mcp_nb
+from mcp_nb import sdk_compat
+
+dist = metadata.distribution("mcp-notebook")
+module = Path(mcp_nb.__file__).resolve()
+try:
+    metadata.distribution("mcp_nb")
+    old = True
+except metadata.PackageNotFoundError:
+    old = False
+print(json.dumps({
+    "name": dist.metadata["Name"],
+    "version": dist.version,
+    "module": str(module),
+    "imported_from_it": module in {Path(dist.locate_file(f)).resolve() for f in dist.files},
+    "provides_mcp_nb": metadata.packages_distributions().get("mcp_nb"),
+    "own_version": sdk_compat._own_version(),
+    "old_name_installed": old,
+}))
+"""
 
 
 def files(root: Path) -> list[str]:
@@ -91,22 +117,47 @@ def test_a_folder_that_is_not_empty_is_left_as_it_was(tmp_path):
         course.create(tmp_path / "course" / "notes.md", PIN)
 
 
-def test_a_requirement_that_does_not_name_mcp_nb_is_refused(tmp_path):
-    assert course.requirement_line("mcp_nb[lab]==0.1.0") == "mcp_nb[lab]==0.1.0"
-    assert course.requirement_line("MCP-NB @ https://example.org/mcp_nb-0.1.0.tar.gz") == "MCP-NB @ https://example.org/mcp_nb-0.1.0.tar.gz"
+def test_the_distribution_is_named_mcp_notebook():
+    """pyproject.toml's name is what init-course pins, and the extras that name the project name it so."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["name"] == course.DISTRIBUTION == "mcp-notebook"
+    assert project["scripts"] == {"mcp-nb": "mcp_nb.commands:main"}  # the console script keeps its name
+    own = [r for extra in project["optional-dependencies"].values() for r in extra if re.match(r"mcp[-_.]n", r, flags=re.I)]
+    assert own and all(r.startswith("mcp-notebook[") for r in own), own
+
+
+def test_a_requirement_that_does_not_name_mcp_notebook_is_refused(tmp_path):
+    assert course.requirement_line("mcp-notebook[lab]==0.1.0") == "mcp-notebook[lab]==0.1.0"
+    # PEP 503: the same name, however it is spelled
+    assert course.requirement_line("mcp_notebook[lab]==0.1.0") == "mcp_notebook[lab]==0.1.0"
+    assert course.requirement_line("MCP.Notebook @ https://example.org/mcp_notebook-0.1.0.tar.gz") == "MCP.Notebook @ https://example.org/mcp_notebook-0.1.0.tar.gz"
     assert course.requirement_line("git+https://github.com/OWNER/mcp_nb@v0.1.0") == PIN
-    for wrong in ("numpy", "mcp_nbx==1", "", "mcp_nb\n-e ."):
-        with pytest.raises(ValueError, match="--mcp-nb takes a requirement naming mcp_nb"):
+    for wrong in ("numpy", "mcp_notebookx==1", "mcp_nbx==1", "", "mcp-notebook\n-e ."):
+        with pytest.raises(ValueError, match="--mcp-nb takes a requirement naming mcp-notebook"):
             course.requirement_line(wrong)
+
+
+@pytest.mark.parametrize("old", ["mcp_nb[lab]==0.1.0", "mcp-nb", "MCP.NB @ git+https://github.com/OWNER/mcp_nb@v0.1.0"])
+def test_a_requirement_naming_the_other_project_on_pypi_is_refused_in_one_line(tmp_path, old):
+    name = re.match(r"[\w.-]+", old).group(0)
+    renamed = "mcp-notebook" + old[len(name) :]
+    with pytest.raises(ValueError) as refused:
+        course.requirement_line(old)
+    assert str(refused.value) == (
+        f"--mcp-nb: {name} on PyPI is another project; this one is named mcp-notebook: write {renamed!r}, not {old!r}"
+    )
+    made = init_course("course", "--mcp-nb", old, cwd=tmp_path)
+    assert made.returncode == 2 and "Traceback" not in made.stderr and not (tmp_path / "course").exists()
+    assert made.stderr.strip().splitlines()[-1].endswith(str(refused.value))
     refused = init_course("course", "--mcp-nb", "numpy", cwd=tmp_path)
     assert refused.returncode == 2 and not (tmp_path / "course").exists()
 
 
 def distribution(tmp_path: Path, direct_url: dict | None) -> metadata.Distribution:
     """A real installed-package record, as pip leaves it in site-packages."""
-    info = tmp_path / "mcp_nb-0.1.0.dist-info"
+    info = tmp_path / "mcp_notebook-0.1.0.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mcp_nb\nVersion: 0.1.0\n")
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mcp-notebook\nVersion: 0.1.0\n")
     if direct_url is not None:
         (info / "direct_url.json").write_text(json.dumps(direct_url))
     return metadata.PathDistribution(info)
@@ -115,12 +166,15 @@ def distribution(tmp_path: Path, direct_url: dict | None) -> metadata.Distributi
 @pytest.mark.parametrize(
     "direct_url, pinned",
     [
-        (None, "mcp_nb[lab]==0.1.0"),  # from a package index
+        (None, "mcp-notebook[lab]==0.1.0"),  # from a package index
         (
             {"url": "https://github.com/OWNER/mcp_nb", "vcs_info": {"vcs": "git", "commit_id": "0123abc", "requested_revision": "v0.1.0"}},
-            "mcp_nb[lab] @ git+https://github.com/OWNER/mcp_nb@0123abc",
+            "mcp-notebook[lab] @ git+https://github.com/OWNER/mcp_nb@0123abc",
         ),
-        ({"url": "https://example.org/mcp_nb-0.1.0-py3-none-any.whl", "archive_info": {}}, "mcp_nb[lab] @ https://example.org/mcp_nb-0.1.0-py3-none-any.whl"),
+        (
+            {"url": "https://example.org/mcp_notebook-0.1.0-py3-none-any.whl", "archive_info": {}},
+            "mcp-notebook[lab] @ https://example.org/mcp_notebook-0.1.0-py3-none-any.whl",
+        ),
     ],
     ids=["index", "git", "archive"],
 )
@@ -162,14 +216,22 @@ def course_machine(tmp_path_factory):
         cwd=base, env=env, timeout=900,
     )  # fmt: skip
     assert built.returncode == 0, tail(built.stdout + built.stderr)
-    (wheel,) = (base / "wheels").glob("mcp_nb-*.whl")
-    made = init_course(str(base / "course"), "--mcp-nb", f"mcp_nb[lab] @ {wheel.as_uri()}", cwd=base)
+    (wheel,) = (base / "wheels").glob("mcp_notebook-*.whl")  # the wheel's file name: the distribution's, normalized
+    made = init_course(str(base / "course"), "--mcp-nb", f"mcp-notebook[lab] @ {wheel.as_uri()}", cwd=base)
     assert made.returncode == 0, made.stderr
     root = base / "course"
     assert (root / "binder/runtime.txt").read_text().strip() == f"python-{version}"
     install, *steps = workflow_steps(root)
     installed = run(["bash", "-c", install], cwd=root, env=env, timeout=1800)
     assert installed.returncode == 0, f"{install}\n" + tail(installed.stdout + installed.stderr)
+    # The wheel installed under the name mcp-notebook, and `import mcp_nb` loads from it.
+    checked = run([venv / "bin" / "python", "-c", INSTALLED], cwd=root, env=env, timeout=120)
+    assert checked.returncode == 0, tail(checked.stdout + checked.stderr)
+    found = json.loads(checked.stdout.strip().splitlines()[-1])
+    assert found["name"] == "mcp-notebook" and found["version"] == mcp_nb.__version__, found
+    assert found["imported_from_it"] and Path(found["module"]).is_relative_to(venv.resolve()), found
+    assert found["provides_mcp_nb"] == ["mcp-notebook"] and found["own_version"] == mcp_nb.__version__, found
+    assert not found["old_name_installed"], found
     return {"root": root, "venv": venv, "env": env, "steps": steps}
 
 

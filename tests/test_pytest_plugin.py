@@ -154,9 +154,9 @@ def test_the_github_actions_snippet_runs_as_written(project):
 def test_installed_and_named_with_dash_p_it_is_one_plugin(project, tmp_path_factory):
     # An installed distribution, as pip leaves it: the entry point in its dist-info.
     site = tmp_path_factory.mktemp("site")
-    info = site / "installed_mcp_nb-0.1.0.dist-info"
+    info = site / "installed_mcp_notebook-0.1.0.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: installed-mcp-nb\nVersion: 0.1.0\n")
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: installed-mcp-notebook\nVersion: 0.1.0\n")
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     points = pyproject["project"]["entry-points"]["pytest11"]
     (info / "entry_points.txt").write_text("[pytest11]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()))

@@ -4,7 +4,7 @@ What a teacher who publishes notebooks on Binder and checks them in CI needs, an
 otherwise have to work out from this repository:
 
     DIR/README.md                        what is where, and the steps
-    DIR/binder/requirements.txt          mcp_nb, pinned (repo2docker reads binder/ only)
+    DIR/binder/requirements.txt          mcp-notebook, pinned (repo2docker reads binder/ only)
     DIR/binder/runtime.txt               the Python it was made with (Binder's default is older)
     DIR/notebooks/01-first-tool.ipynb    a first lesson, to replace
     DIR/sanitize.cfg                     the nbval sanitizer of this mcp_nb (mcp_nb.notebook.nbval)
@@ -13,8 +13,9 @@ otherwise have to work out from this repository:
 The files are kept in `mcp_nb/starter/`. The pin is where this mcp_nb was installed from
 (PEP 610's direct_url.json): a version when it came from a package index, the repository
 and commit when it came from git, the URL of an archive. Binder cannot reach a folder or a
-file on this machine; then `--mcp-nb` says where Binder gets mcp_nb. A bare version is
-written only for an index install: the name mcp-nb on PyPI belongs to another project.
+file on this machine; then `--mcp-nb` says where Binder gets mcp_nb. The distribution is
+named mcp-notebook (the import name stays mcp_nb): the name mcp-nb on PyPI belongs to
+another project, so a requirement naming it is refused.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ LAYOUT = {
     "notebooks.yml": (".github/workflows/notebooks.yml", True),
 }
 SANITIZER = "sanitize.cfg"
+# What pip installs this as (pyproject.toml's [project] name); mcp-nb on PyPI is another project.
+DISTRIBUTION = "mcp-notebook"
+OTHER_PROJECT = "mcp-nb"
 _NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")  # a requirement's project name (PEP 508)
 
 
@@ -50,7 +54,7 @@ def installed_requirement(distribution: metadata.Distribution | None = None) -> 
     """
     if distribution is None:
         try:
-            distribution = metadata.distribution("mcp_nb")
+            distribution = metadata.distribution(DISTRIBUTION)
         except metadata.PackageNotFoundError:
             raise BadValue(
                 "mcp_nb is imported from a folder, not installed as a package, so there is nothing to pin: "
@@ -58,30 +62,41 @@ def installed_requirement(distribution: metadata.Distribution | None = None) -> 
             ) from None
     text = distribution.read_text("direct_url.json")
     if text is None:  # installed from a package index
-        return f"mcp_nb[lab]=={distribution.version}"
+        return f"{DISTRIBUTION}[lab]=={distribution.version}"
     source = json.loads(text)
     url = source["url"]
     vcs = source.get("vcs_info")
     if vcs is not None:
-        return f"mcp_nb[lab] @ {vcs['vcs']}+{url}@{vcs['commit_id']}"
+        return f"{DISTRIBUTION}[lab] @ {vcs['vcs']}+{url}@{vcs['commit_id']}"
     if url.startswith("file:"):
         raise BadValue(
             f"mcp_nb was installed from {url}, which Binder cannot reach: say where Binder gets mcp_nb "
             f"with --mcp-nb (a pip requirement, or a URL such as git+https://github.com/OWNER/mcp_nb@v{distribution.version})"
         )
-    return f"mcp_nb[lab] @ {url}"
+    return f"{DISTRIBUTION}[lab] @ {url}"
 
 
 def requirement_line(given: str) -> str:
-    """`--mcp-nb`'s value as a line of requirements.txt: a requirement naming mcp_nb, or a URL to install it from."""
+    """`--mcp-nb`'s value as a line of requirements.txt: a requirement naming mcp-notebook, or a URL to install it from.
+
+    Names compare as pip compares them (PEP 503: `mcp_notebook`, `MCP.Notebook` are the same).
+    A requirement naming mcp-nb is refused: that name on PyPI is another project.
+    """
     given = given.strip()
     if "\n" not in given:
         name = _NAME.match(given)
-        if name is not None and re.sub(r"[-_.]+", "-", name.group(1)).lower() == "mcp-nb":
+        normalized = None if name is None else re.sub(r"[-_.]+", "-", name.group(1)).lower()
+        if normalized == DISTRIBUTION:
             return given
+        if normalized == OTHER_PROJECT:
+            renamed = DISTRIBUTION + given[name.end(1) :]
+            raise BadValue(
+                f"--mcp-nb: {name.group(1)} on PyPI is another project; this one is named {DISTRIBUTION}: "
+                f"write {renamed!r}, not {given!r}"
+            )
         if "://" in given or given.startswith("git+"):
-            return f"mcp_nb[lab] @ {given}"
-    raise BadValue(f"--mcp-nb takes a requirement naming mcp_nb or a URL to install it from, not {given!r}")
+            return f"{DISTRIBUTION}[lab] @ {given}"
+    raise BadValue(f"--mcp-nb takes a requirement naming {DISTRIBUTION} or a URL to install it from, not {given!r}")
 
 
 def create(directory: str | Path, requirement: str | None = None) -> list[Path]:

@@ -5,7 +5,7 @@
 
 `show(engine=None)` returns a `Panel` (an ipywidgets VBox) for the kernel's engine;
 IPython displays it. The form generator is `mcp_nb.widgets.form` (schema in, fields
-out), usable on its own. Needs ipywidgets 8 (`pip install mcp_nb[lab]`); nothing
+out), usable on its own. Needs ipywidgets 8 (`pip install 'mcp-notebook[lab]'`); nothing
 here is imported by `import mcp_nb`.
 """
 

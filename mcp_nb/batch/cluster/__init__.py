@@ -6,11 +6,11 @@
 - `sweep.py`: what runs in the kernel (checks, partitions, waiting as for any batch);
 - `ledger.py`: the records that come back, merged into the kernel's one history.
 
-dask.distributed is an optional dependency (`pip install 'mcp_nb[dask]'`); nothing here
+dask.distributed is an optional dependency (`pip install 'mcp-notebook[dask]'`); nothing here
 is imported by `import mcp_nb`.
 """
 
-EXTRA = "mcp_nb[dask]"
+EXTRA = "mcp-notebook[dask]"
 
 
 def require_distributed():

@@ -258,10 +258,46 @@ def late_outcome(target: str, trace: ServerTrace) -> tuple[str, str]:
     return "protocol_error", "crash"
 
 
+# Content blocks a card shows as themselves: images and sounds, and an embedded resource whose
+# blob is an image or a sound. The text names them (`[image image/png]`), as it always did.
+MEDIA_KINDS = ("image", "audio")
+
+
+def media_kind(block: Any) -> str | None:
+    """The kind of media a content block is, image or audio, when a card can show it as itself; else None."""
+    kind = getattr(block, "type", None)
+    if kind in MEDIA_KINDS:
+        return kind
+    if kind == "resource":
+        inner = getattr(block, "resource", None)
+        family = (getattr(inner, "mime_type", None) or "").partition("/")[0]
+        if family in MEDIA_KINDS and getattr(inner, "blob", None) is not None:
+            return family
+    return None
+
+
+class WithMedia(str):
+    """The text a model reads from content blocks, carrying the blocks among them that are images
+    or sounds, as the SDK gave them (never copied). An `Outcome` takes them off into its `media`,
+    so its `content` is the plain text it always was."""
+
+    def __new__(cls, text: str, media: tuple = ()) -> WithMedia:
+        made = super().__new__(cls, text)
+        made.media = media
+        return made
+
+
 def content_text(blocks: Sequence[Any]) -> str:
-    """The text a model reads from content blocks; other kinds are named, not dropped."""
+    """The text a model reads from content blocks; other kinds are named, not dropped. With images
+    or sounds among the blocks, the text is a `WithMedia` that carries them."""
     if len(blocks) == 1 and getattr(blocks[0], "text", None) is not None:
         return blocks[0].text  # the common case: one text block
+    text = _blocks_text(blocks)
+    media = tuple(block for block in blocks if media_kind(block) is not None)
+    return WithMedia(text, media) if media else text
+
+
+def _blocks_text(blocks: Sequence[Any]) -> str:
     parts = []
     for block in blocks:
         text = getattr(block, "text", None)

@@ -129,8 +129,17 @@ class Outcome:
     max_timeout_s: float | None = None  # the ceiling of a deadline that resets on progress; None without resets
     elicitations: tuple = ()  # the questions the server asked during the call and their answers (`Elicitation`s)
     retry: Mapping[str, Any] | None = None  # the call's retry policy as plain values (`Retry.as_dict()`); None without retries
+    # The result's images and sounds: the SDK's content blocks as they came (ImageContent,
+    # AudioContent, an EmbeddedResource of an image or sound). The card shows them; `content`
+    # names them; the history keeps only the text.
+    media: tuple = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
+        media = getattr(self.content, "media", None)
+        if media is not None and type(self.content) is not str:
+            # `classify.content_text` hands the blocks over with the text: the text stays text.
+            object.__setattr__(self, "media", self.media + media)
+            object.__setattr__(self, "content", str(self.content))
         if self.elicitations:
             # The call's record of each answer holds no secret: the server has had the real one.
             object.__setattr__(self, "elicitations", tuple(recorded(e) for e in self.elicitations))

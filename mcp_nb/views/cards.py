@@ -7,20 +7,24 @@ comes from `views.theme`, which says why it looks as it does.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
 from mcp_nb.views.theme import (
+    AUDIO,
     BORDER,
     CARD_TIME,
     CELL,
     ERROR,
     FATE_TIME,
+    IMAGE,
     INKS,
     KIND_INKS,
     LOG_TIME,
     MARKED,
+    MEDIA_BOX,
     MUTED,
     PANE,
     PANES,
@@ -231,6 +235,63 @@ def _asked(o) -> list[tuple[str, str]]:
     return out
 
 
+# A card inlines each image or sound of up to LARGEST_MEDIA characters of base64 (1.5 MB of
+# image), and MEDIA_BUDGET characters over all of them: a notebook saves the card, and a browser
+# lays it out. What is left out is named with its size; `Outcome.media` has it all.
+LARGEST_MEDIA = 2_000_000
+MEDIA_BUDGET = 4_000_000
+_MEDIA_TYPE = re.compile(r"(image|audio)/[A-Za-z0-9][A-Za-z0-9.+-]*")
+_BASE64 = re.compile(r"[A-Za-z0-9+/ \t\r\n]*=?=?[ \t\r\n]*")  # base64, wrapped in lines or not
+
+
+def _media_parts(block) -> tuple[str, str, str]:
+    """(kind, media type, base64 data) of an image, a sound, or an embedded resource's blob."""
+    inner = getattr(block, "resource", None)
+    if inner is not None:
+        mime = getattr(inner, "mime_type", None) or ""
+        return mime.partition("/")[0], mime, getattr(inner, "blob", None) or ""
+    return getattr(block, "type", ""), getattr(block, "mime_type", None) or "", getattr(block, "data", None) or ""
+
+
+def _size(characters: int) -> str:
+    """The size of `characters` of base64 once decoded, for a reader."""
+    size = characters * 3 // 4
+    if size >= 1_000_000:
+        return f"{size / 1_000_000:.1f} MB"
+    return f"{size / 1000:.1f} kB" if size >= 1000 else f"{size} bytes"
+
+
+def _media_html(o) -> str:
+    """The result's images and sounds, each as itself (within the card's budget) or named."""
+    media = getattr(o, "media", None) or ()
+    if not media or o.fallback:
+        return ""
+    budget, shown = MEDIA_BUDGET, []
+    for block in media:
+        kind, mime, data = _media_parts(block)
+        label = f"{kind} {mime}, {_size(len(data))}"
+        note = None
+        if not _MEDIA_TYPE.fullmatch(mime) or not mime.startswith(kind + "/"):
+            note = f"{kind}: not shown: not a media type ({_compact(mime, 60)})"
+        elif len(data) > LARGEST_MEDIA:
+            note = f"{label}: too large to show here (o.media has it)"
+        elif len(data) > budget:
+            note = f"{label}: not shown, the card holds {_size(MEDIA_BUDGET - budget)} of media already (o.media has it)"
+        elif not _BASE64.fullmatch(data):
+            note = f"{label}: not shown: not base64"
+        if note is not None:
+            shown.append(f'<div style="{MEDIA_BOX};{MUTED};font-size:0.85em">{escape(note)}</div>')
+            continue
+        budget -= len(data)
+        source = f"data:{mime};base64,{data}"  # both checked above: nothing in them needs escaping
+        if kind == "image":
+            item = f'<img src="{source}" alt="{escape(label)}" title="{escape(label)}" style="{IMAGE}">'
+        else:
+            item = f'<audio controls src="{source}" title="{escape(label)}" style="{AUDIO}"></audio>'
+        shown.append(f'<div style="{MEDIA_BOX}">{item}<div style="{MUTED};font-size:0.8em">{escape(label)}</div></div>')
+    return "".join(shown)
+
+
 def outcome_html(o, stable: bool | None = None) -> str:
     """The outcome card; `stable` (default: the `stable_output` setting) leaves out what changes from run to run."""
     stable = is_stable(stable)
@@ -260,12 +321,17 @@ def outcome_html(o, stable: bool | None = None) -> str:
         logs = f'<span style="{MUTED}">nothing</span>'
     args = "" if o.target == "resource" or o.arguments is None else _compact(o.arguments, 80)
 
-    def pane(title: str, body: str) -> str:
+    def pane(title: str, body: str, look: str = PANE) -> str:
         return (
-            f'<div style="{PANE};{BORDER};border-radius:6px;padding:6px 8px">'
+            f'<div style="{look};{BORDER};border-radius:6px;padding:6px 8px">'
             f'<div style="font-size:0.8em;text-transform:uppercase;letter-spacing:0.04em;{MUTED};margin-bottom:4px">'
             f"{title}</div>{body}</div>"
         )
+
+    # The images and sounds the model is given, under the panes at the card's full width: a chart
+    # squeezed into a third of it would not read.
+    media = _media_html(o)
+    media_html = pane("What the model sees: its images and sounds", media, "margin-top:8px") if media else ""
 
     attempt = f" attempt {o.attempt}" if o.attempt > 1 else ""
     took = CARD_TIME(stable, ms=o.duration_ms)
@@ -296,7 +362,7 @@ def outcome_html(o, stable: bool | None = None) -> str:
         f'<div style="margin-bottom:8px">{header}</div>'
         f'<div style="{PANES}">'
         f'{pane("What the model sees", model)}{pane("What the host sees", host)}{pane("What the log says", logs)}'
-        f"</div>{fate_html}{asked_html}</div>"
+        f"</div>{media_html}{fate_html}{asked_html}</div>"
     )
 
 

@@ -206,3 +206,12 @@ def is_stable(stable: bool | None) -> bool:
     if stable is None:
         return settings.stable_output
     return stable
+
+
+# -- Media: a result's images and sounds, inlined in the card ------------------------------------
+# An image is a data: URI, scaled down (never up) to the card's width and a height that leaves the
+# panes in view. JupyterLab's sanitizer (an untrusted notebook) keeps <img> and <audio controls>,
+# their data: `src` (it checks the scheme of href and cite only) and max-width / max-height.
+MEDIA_BOX = "display:inline-block;vertical-align:top;max-width:100%;margin:0 10px 6px 0"
+IMAGE = "display:block;max-width:100%;max-height:360px;width:auto;height:auto"
+AUDIO = "display:block;max-width:100%"

@@ -158,3 +158,33 @@ def test_a_saved_case_names_the_secret_and_its_replay_sends_the_real_one(tmp_pat
 )  # fmt: skip
 def test_one_rule_decides_which_fields_are_secret(field, schema, secret):
     assert is_secret(field, schema) is secret
+
+
+def _inputs(widget) -> list:
+    """Every text input under `widget`, as (its class name, its CSS classes)."""
+    import ipywidgets as w
+
+    found = []
+    if isinstance(widget, (w.Text, w.Password, w.Textarea)):
+        found.append((type(widget).__name__, widget._dom_classes))
+    for child in getattr(widget, "children", ()) or ():
+        found.extend(_inputs(child))
+    return found
+
+
+def test_the_panel_asks_for_a_secret_in_a_box_that_shows_dots():
+    """The rule that keeps a secret out of the records also picks the widget it is typed into."""
+    from mcp_nb.widgets.question import Question
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "password": {"type": "string"},
+            "pin": {"type": "string", "writeOnly": True},
+            "name": {"type": "string", "maxLength": 40},
+        },
+    }
+    question = Question("Sign in", schema, None, lambda answer: None)
+    kinds = sorted(kind for kind, _ in _inputs(question.widget))
+    assert kinds == ["Password", "Password", "Text"], _inputs(question.widget)
+    question.close()

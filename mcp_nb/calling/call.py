@@ -150,6 +150,7 @@ class CallRecord:
             deadline_resets=self.resets,
             max_timeout_s=self.max_timeout,
             retry=None if self.rule is None else self.rule.as_dict(),
+            media=fields.get("media", ()),
         )
 
     def _elapsed_ms(self) -> float:
@@ -157,16 +158,20 @@ class CallRecord:
 
     def _result(self, raw: Any) -> Outcome:
         if self.target == "tool":
-            return self._tool_result(classify.content_text(raw.content), bool(raw.is_error), raw.structured_content)
+            blocks = raw.content
+            return self._tool_result(
+                classify.content_text(blocks), bool(raw.is_error), raw.structured_content, classify.content_media(blocks)
+            )
         duration = self._elapsed_ms()
         text = classify.resource_text(raw.contents) if self.target == "resource" else classify.prompt_text(raw.messages)
         return self._outcome("result", "ok", duration, content=text, is_error=False)
 
-    def _tool_result(self, content: str, is_error: bool, structured: Any) -> Outcome:
+    def _tool_result(self, content: str, is_error: bool, structured: Any, media: tuple = ()) -> Outcome:
         kind, cause = classify.tool_result_cause(self.name, content, is_error, self.trace, self.local())
         return self._outcome(
-            kind, cause, self._elapsed_ms(), content=content, structured_content=structured, is_error=is_error
-        )
+            kind, cause, self._elapsed_ms(), content=content, structured_content=structured, is_error=is_error,
+            media=media,
+        )  # fmt: skip
 
     def _protocol_error(self, error: Any, raised: tuple[tuple[str, str], ...] = ()) -> Outcome:
         cause = classify.protocol_error_cause(self.target, error.code, self.trace, error.message, self.local(), raised)

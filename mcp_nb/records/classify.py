@@ -276,25 +276,18 @@ def media_kind(block: Any) -> str | None:
     return None
 
 
-class WithMedia(str):
-    """The text a model reads from content blocks, carrying the blocks among them that are images
-    or sounds, as the SDK gave them (never copied). An `Outcome` takes them off into its `media`,
-    so its `content` is the plain text it always was."""
-
-    def __new__(cls, text: str, media: tuple = ()) -> WithMedia:
-        made = super().__new__(cls, text)
-        made.media = media
-        return made
-
-
 def content_text(blocks: Sequence[Any]) -> str:
-    """The text a model reads from content blocks; other kinds are named, not dropped. With images
-    or sounds among the blocks, the text is a `WithMedia` that carries them."""
+    """The text a model reads from content blocks; other kinds are named, not dropped."""
     if len(blocks) == 1 and getattr(blocks[0], "text", None) is not None:
         return blocks[0].text  # the common case: one text block
-    text = _blocks_text(blocks)
-    media = tuple(block for block in blocks if media_kind(block) is not None)
-    return WithMedia(text, media) if media else text
+    return _blocks_text(blocks)
+
+
+def content_media(blocks: Sequence[Any]) -> tuple:
+    """The blocks among `blocks` that are images or sounds, as the SDK gave them (never copied)."""
+    if len(blocks) == 1 and getattr(blocks[0], "text", None) is not None:
+        return ()
+    return tuple(block for block in blocks if media_kind(block) is not None)
 
 
 def _blocks_text(blocks: Sequence[Any]) -> str:

@@ -135,11 +135,6 @@ class Outcome:
     media: tuple = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
-        media = getattr(self.content, "media", None)
-        if media is not None and type(self.content) is not str:
-            # `classify.content_text` hands the blocks over with the text: the text stays text.
-            object.__setattr__(self, "media", self.media + media)
-            object.__setattr__(self, "content", str(self.content))
         if self.elicitations:
             # The call's record of each answer holds no secret: the server has had the real one.
             object.__setattr__(self, "elicitations", tuple(recorded(e) for e in self.elicitations))

@@ -42,6 +42,7 @@ from typing import Any
 
 import ipywidgets as w
 
+from mcp_nb.elicitation import is_secret
 from mcp_nb.mistakes import BadJson, BadValue, read_json
 from mcp_nb.views.cards import schema_type
 from mcp_nb.views.theme import ERROR, LINE, MUTED
@@ -545,10 +546,13 @@ class TextField(Field):
     def __init__(self, schema, ctx, path, required, depth=0) -> None:
         super().__init__(schema, ctx, path, required, depth)
         looks = ctx.looks
-        short = schema.get("maxLength", 1_000_000) <= _LONG_TEXT or "format" in schema or "pattern" in schema
+        # A password, a token: typed into a box that shows dots (the same rule that keeps it out of the records).
+        secret = bool(path) and is_secret(path[-1], {"properties": {path[-1]: schema}})
+        short = secret or schema.get("maxLength", 1_000_000) <= _LONG_TEXT or "format" in schema or "pattern" in schema
         hint = schema.get("format") or "text"
         if short:
-            self.widget = w.Text(placeholder=_placeholder(schema, hint), layout=looks.input_layout(), style=looks.text_style())
+            box = w.Password if secret else w.Text
+            self.widget = box(placeholder=_placeholder(schema, hint), layout=looks.input_layout(), style=looks.text_style())
         else:
             # A text area from the start, so a long value never swaps the widget (and the
             # focus) from under the user; it is one row tall until the text needs more.

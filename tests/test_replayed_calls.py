@@ -26,7 +26,8 @@ def test_a_replays_calls_are_marked_in_the_history(tmp_path):
     frame = mcp_nb.replay(tmp_path / "cases.json")
     history = mcp_nb.history().to_frame()
     assert history["via"].astype(str).tolist() == ["kernel", "kernel", "replay", "replay"]
-    assert history["call_id"].tolist()[2:] == frame["call_id"].tolist()
+    # The replay's calls run side by side: which of them got the lower id is not the cases' order.
+    assert sorted(history["call_id"].tolist()[2:]) == sorted(frame["call_id"].tolist())
     assert "replay" in repr(mcp_nb.history())  # the table names who made each call once a replay made some
 
 

@@ -12,15 +12,18 @@ collect_ignore_glob = ["*.ipynb"]
 # hands each worker a group of tests (here: a file, or the one test named below), and a worker
 # takes the next group when its own run low. The groups that start processes of their own
 # (fresh venvs, kernels, a browser) take minutes; dealt last, the run would wait for the last
-# of them alone. So they go first, longest first, and the many short files fill in around
-# them. The figures are from a fresh clone's run (docs/performance.md); only the order matters.
+# of them alone. So they go first, and the many short files fill in around them. The figures
+# are from fresh clones' runs (docs/performance.md); only the order matters.
 LONG_FIRST = (
-    "tests/test_binder.py::test_the_kernel_runs",  # makes the Binder environment (40 s), then its probe
-    "tests/test_own_notebooks.py",  # 150 s: stored by real kernels, checked by nbval eight times
-    "tests/test_init_course.py",  # 110 s: a fresh venv with the course's wheel, JupyterLab and nbval
+    # What makes something for later tests goes first: the Binder environment (a minute of pip,
+    # mostly waiting on the package index), the course's fresh venv, the documentation site.
+    "tests/test_binder.py::test_the_kernel_runs",
+    "tests/test_init_course.py",  # 100 to 150 s: a fresh venv with the course's wheel, JupyterLab and nbval
+    "tests/test_docs.py",  # the Sphinx build (tests/docs_site.py) the browser's docs pages use too
     "tests/browser/",  # 140 s: JupyterLab, Voila and Chromium
-    "tests/test_binder.py::test_notebook_runs",  # 10 to 30 s each, in the environment made above
-    "tests/test_pytest_plugin.py",  # 80 s: pytest in a subprocess per test
+    "tests/test_own_notebooks.py",  # 30 to 80 s each: stored by real kernels, checked by nbval
+    "tests/test_pytest_plugin.py",  # 10 to 30 s each: pytest in a subprocess
+    "tests/test_binder.py::test_notebook_runs",  # 15 to 60 s each, once the environment exists
     "tests/test_conformance.py",  # the official suite, a Node process per scenario
     "tests/test_commands.py",
 )

@@ -115,7 +115,7 @@ def install_venvs() -> None:
         if venv_version(name) == version:
             continue
         subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv_dir(name))], check=True)
-        pip = [str(venv_python(name)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        pip = [str(venv_python(name)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
         subprocess.run([*pip, f"{name}=={version}"], check=True)
 
 

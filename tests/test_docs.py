@@ -7,36 +7,21 @@ build that needed it (an intersphinx inventory, a remote image) fails here.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import docs_site
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-NO_NETWORK = "http://127.0.0.1:9"  # the discard port: nothing listens
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("docs") / "html"
-    env = dict(os.environ)
-    for key in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
-        env[key] = NO_NETWORK
-    env.pop("no_proxy", None)
-    env.pop("NO_PROXY", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", str(DOCS), str(out)],
-        cwd=ROOT, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    if "No module named sphinx" in done.stderr:
-        pytest.fail("Sphinx is not installed: install the documentation dependencies (sphinx, myst-nb, furo)")
-    assert done.returncode == 0, "the documentation build failed:\n" + "\n".join((done.stdout + done.stderr).splitlines()[-40:])
-    return out
+    return docs_site.built(tmp_path_factory)
 
 
 def page(site: Path, name: str) -> str:

@@ -180,20 +180,16 @@ def voila(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def docs_site(tmp_path_factory) -> Path:
-    """The documentation site, built once for the session as tests/test_docs.py builds it."""
+    """The documentation site, built once for the run, as tests/test_docs.py checks it."""
     try:
         import furo  # noqa: F401
         import myst_nb  # noqa: F401
         import sphinx  # noqa: F401
     except ImportError:
         _unavailable("the documentation dependencies are not installed (pip install -e '.[docs]')")
-    out = tmp_path_factory.mktemp("docs") / "html"
-    done = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-q", "-b", "html", str(ROOT / "docs"), str(out)],
-        cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, "the documentation build failed:\n" + (done.stdout + done.stderr)[-3000:]
-    return out
+    import docs_site as site  # tests/docs_site.py
+
+    return site.built(tmp_path_factory)
 
 
 # Module-scoped, not session: Playwright's sync API keeps an event loop running in this

@@ -18,6 +18,7 @@ elsewhere it skips with the command that installs it.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -121,8 +122,18 @@ def install_venvs() -> None:
 
 def install() -> None:
     """Install the pinned npm packages into `.peers/` with Node 24, and the Python peers into their
-    venvs (nothing when they are there)."""
-    install_venvs()
+    venvs (nothing when they are there). The two installs wait mostly on their registries, so
+    they run side by side."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        venvs = pool.submit(install_venvs)
+        install_npm()
+        venvs.result()  # its failure is raised here
+    still = missing()
+    if still:
+        raise SystemExit(f"peers still missing after installing them: {', '.join(still)}")
+
+
+def install_npm() -> None:
     binary = node()
     if binary is None:
         raise SystemExit("no Node 24: install the test dependencies first (pip install -e '.[test]')")
@@ -133,9 +144,6 @@ def install() -> None:
     command = [str(binary), str(npm), "install", "--prefix", str(PEERS), "--no-audit", "--no-fund", "--loglevel=error"]
     command += [f"{name}@{version}" for name, version in PINS.items()]
     subprocess.run(command, check=True, env=node_env())
-    still = missing()
-    if still:
-        raise SystemExit(f"peers still missing after npm install: {', '.join(still)}")
 
 
 def node_env(**extra: str) -> dict[str, str]:

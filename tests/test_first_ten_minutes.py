@@ -104,7 +104,7 @@ def test_the_readme_has_its_two_commands_and_what_they_name_exists():
         checked = subprocess.run(["bash", "-n", "-c", command], capture_output=True, text=True)
         assert checked.returncode == 0, checked.stderr
     assert setup.startswith(
-        "python3 -m venv .venv && .venv/bin/pip install -e \".[lab]\" && .venv/bin/python tests/peers.py install && .venv/bin/jupyter lab "
+        "python3 -m venv .venv && .venv/bin/pip install -e \".[lab]\" && .venv/bin/python tests/peers.py install --notebooks && .venv/bin/jupyter lab "
     )
     assert (ROOT / "tests" / "peers.py").exists()  # it installs Node's peers for notebook 07
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]

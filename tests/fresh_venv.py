@@ -20,7 +20,12 @@ from pathlib import Path
 
 import pytest
 
-LEAKY = {"VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "JUPYTER_PATH", "MPLBACKEND", "MCP_NB_STABLE_OUTPUT"}
+# Variables of this machine a fresh one does not have. PYTHONDONTWRITEBYTECODE among them: the
+# fresh venvs are installed without bytecode (below), so Python must write it at first import.
+LEAKY = {
+    "VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONDONTWRITEBYTECODE", "JUPYTER_PATH",
+    "MPLBACKEND", "MCP_NB_STABLE_OUTPUT",
+}  # fmt: skip
 
 
 def interpreter(version: str) -> str:

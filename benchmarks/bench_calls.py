@@ -27,7 +27,7 @@ import mcp
 import mcp_nb
 from _common import alternate, machine, median, p10_p90, write_json
 
-TARGETS = {"sync": 1.5, "in-loop": 1.10}
+TARGETS = {"sync": 1.5, "in-loop": 1.05}  # the in-loop target is the house issue's (docs/performance.md)
 VARIANTS = ("raw", "sync", "in-loop", "hopped")
 
 

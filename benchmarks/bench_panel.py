@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -205,6 +206,9 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from _common import machine, write_json
 
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        # The first panel's import then compiles the panel's modules from source in every process.
+        print("PYTHONDONTWRITEBYTECODE is set: the first panel pays for compiling modules without a cached .pyc")
     here = measure(args.repeat)
     report("In this process (widgets send no comm messages):", here)
     kernel = None if args.no_kernel else in_kernel(args.repeat)

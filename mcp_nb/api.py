@@ -122,7 +122,7 @@ def registered(server: str | None = None):
     what mcp_nb registered on the kernel's own server."""
     if server is None:
         return engine().registry.to_frame()
-    return entries_frame(engine().connection_for(server).entries())
+    return entries_frame(engine().connection_for(server).entries(), listed=True)
 
 
 # -- calling: one implementation, two faces ------------------------------------------------------

@@ -125,6 +125,9 @@ def test_an_outside_tools_execution_and_meta_are_kept():
     everything = mcp_nb.connect("everything", peers.everything_stdio(), env=peers.node_env())
     assert everything.get("tool", "simulate-research-query").execution == {"taskSupport": "required"}
     assert everything.get("tool", "echo").execution == {"taskSupport": "forbidden"}
+    listed = mcp_nb.registered(server="everything").set_index("name")  # what a user reads in the notebook
+    assert listed.loc["simulate-research-query", "execution"] == '{"taskSupport":"required"}'
+    assert "execution" not in mcp_nb.registered().columns  # the kernel's own entries have none
     fastmcp = mcp_nb.connect("fastmcp", peers.fastmcp_command(SERVERS / "fastmcp_shop.py"))
     labelled = fastmcp.get("tool", "labelled")
     assert labelled.meta["owner"] == "shop" and "fastmcp" in labelled.meta  # the server's own keys too

@@ -10,6 +10,7 @@ change bumps `version` so connected clients re-list before their next call.
 from __future__ import annotations
 
 import inspect
+import json
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -395,8 +396,13 @@ class Registry:
         return None
 
 
-def entries_frame(entries: list[Registration], faults: dict[str, Faults] | None = None) -> pd.DataFrame:
-    """What a server offers as a table, one row per entry (the kernel's registry or an outside server's lists)."""
+def entries_frame(
+    entries: list[Registration], faults: dict[str, Faults] | None = None, listed: bool = False
+) -> pd.DataFrame:
+    """What a server offers as a table, one row per entry (the kernel's registry or an outside server's lists).
+
+    `listed`: the entries are an outside server's listing, whose `execution` and `_meta` (what the
+    kernel's own entries never have) get two columns more, as compact JSON ("" where absent)."""
     import pandas as pd
 
     faults = faults or {}
@@ -415,7 +421,16 @@ def entries_frame(entries: list[Registration], faults: dict[str, Faults] | None 
         for e in entries
     ]
     columns = ["kind", "name", "uri", "title", "description", "annotations", "parameters", "async", "faults"]
+    if listed:
+        for row, e in zip(rows, entries):
+            row["execution"] = _compact(e.execution)
+            row["meta"] = _compact(e.meta)
+        columns += ["execution", "meta"]
     return pd.DataFrame(rows, columns=columns)
+
+
+def _compact(value: Any) -> str:
+    return "" if value is None else json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
 
 
 def prompt_schema(arguments: Iterable[Any] | None) -> dict[str, Any]:

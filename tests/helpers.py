@@ -1,9 +1,13 @@
 """Small helpers shared by the test modules (tests/ is on sys.path under pytest)."""
 
 import contextlib
+import os
 import signal
 import threading
 import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def wait_until(predicate, limit: float = 10.0) -> bool:
@@ -65,3 +69,20 @@ def interrupted_when(predicate, limit: float = 10.0):
         watcher.join()
         signal.signal(signal.SIGINT, before)
     assert state["sent"], f"the interrupt was never sent: {predicate.__name__} did not hold within {limit} s"
+
+
+def checkout_env() -> dict[str, str]:
+    """This process's environment, with this checkout first on PYTHONPATH (for subprocesses)."""
+    values = dict(os.environ)
+    values["PYTHONPATH"] = str(ROOT) + os.pathsep + values.get("PYTHONPATH", "")
+    return values
+
+
+def write_notebook(folder: Path, *cells) -> Path:
+    """A notebook `shop.ipynb` in `folder` with these cells (nbformat's `new_*_cell`s)."""
+    import nbformat  # only the tests that write a notebook need it
+    from nbformat.v4 import new_notebook
+
+    path = folder / "shop.ipynb"
+    nbformat.write(new_notebook(cells=list(cells)), path)
+    return path

@@ -1,7 +1,6 @@
 """`python -m mcp_nb serve NOTEBOOK`: a notebook run as a server, driven by the SDK's own clients."""
 
 import asyncio
-import os
 import re
 import signal
 import subprocess
@@ -9,28 +8,16 @@ import sys
 import tomllib
 from pathlib import Path
 
-import nbformat
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from nbformat.v4 import new_code_cell, new_markdown_cell
 
+from helpers import checkout_env, write_notebook
 from mcp_nb.commands import main
 from outside import client
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def env() -> dict[str, str]:
-    values = dict(os.environ)
-    values["PYTHONPATH"] = str(ROOT) + os.pathsep + values.get("PYTHONPATH", "")
-    return values
-
-
-def write_notebook(folder: Path, *cells) -> Path:
-    path = folder / "shop.ipynb"
-    nbformat.write(new_notebook(cells=list(cells)), path)
-    return path
 
 
 def shop(folder: Path) -> Path:
@@ -50,7 +37,7 @@ def test_over_stdio_the_sdk_client_calls_the_notebooks_tools_and_stdout_stays_cl
     errors = tmp_path / "stderr.txt"
 
     async def session_life():
-        params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_nb", "serve", str(notebook)], env=env())
+        params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_nb", "serve", str(notebook)], env=checkout_env())
         with errors.open("w") as log:
             async with Client(stdio_client(params, errlog=log)) as session:
                 names = [t.name for t in (await session.list_tools()).tools]
@@ -69,7 +56,7 @@ def test_over_stdio_the_sdk_client_calls_the_notebooks_tools_and_stdout_stays_cl
 def test_a_cell_that_fails_stops_it_and_is_named(tmp_path):
     notebook = write_notebook(tmp_path, new_code_cell("%load_ext mcp_nb"), new_code_cell("x = 1"), new_code_cell("undefined_name + 1"))
     done = subprocess.run(
-        [sys.executable, "-m", "mcp_nb", "serve", str(notebook)], env=env(), capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "mcp_nb", "serve", str(notebook)], env=checkout_env(), capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 1 and done.stdout == ""
     assert "code cell 3 of shop.ipynb failed ('undefined_name + 1'): NameError" in done.stderr
@@ -79,7 +66,7 @@ def test_a_cell_that_fails_stops_it_and_is_named(tmp_path):
 def test_not_a_notebook_is_one_line(tmp_path):
     (tmp_path / "x.ipynb").write_text("{not json")
     for path in (tmp_path / "x.ipynb", tmp_path / "missing.ipynb"):
-        done = subprocess.run([sys.executable, "-m", "mcp_nb", "serve", str(path)], env=env(), capture_output=True, text=True, timeout=120)
+        done = subprocess.run([sys.executable, "-m", "mcp_nb", "serve", str(path)], env=checkout_env(), capture_output=True, text=True, timeout=120)
         assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
@@ -87,7 +74,7 @@ def test_over_http_it_serves_with_a_token_until_terminated(tmp_path):
     notebook = shop(tmp_path)
     process = subprocess.Popen(
         [sys.executable, "-m", "mcp_nb", "serve", str(notebook), "--http"],
-        env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=checkout_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
         said = ""

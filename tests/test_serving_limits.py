@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from IPython.core.error import UsageError
@@ -18,9 +17,9 @@ from nbformat.v4 import new_code_cell
 
 import mcp_nb
 from mcp_nb.commands import main
+from helpers import checkout_env, write_notebook
 from outside import client, post
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def open_fds() -> int:
@@ -229,27 +228,12 @@ def test_the_magic_takes_the_limits(shell):
         shell.run_line_magic("mcp_serve", "--header-timeout 0")
 
 
-def env() -> dict[str, str]:
-    values = dict(os.environ)
-    values["PYTHONPATH"] = str(ROOT) + os.pathsep + values.get("PYTHONPATH", "")
-    return values
-
-
-def write_notebook(folder: Path, *cells) -> Path:
-    import nbformat
-    from nbformat.v4 import new_notebook
-
-    path = folder / "shop.ipynb"
-    nbformat.write(new_notebook(cells=list(cells)), path)
-    return path
-
-
 def test_the_command_takes_the_limits(tmp_path):
     notebook = write_notebook(tmp_path, new_code_cell("%load_ext mcp_nb"))
     process = subprocess.Popen(
         [sys.executable, "-m", "mcp_nb", "serve", str(notebook), "--http", "--max-connections", "2",
          "--header-timeout", "1"],
-        env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=checkout_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
         said = ""

@@ -21,7 +21,6 @@ from helpers import checkout_env, write_notebook
 from outside import client, post
 
 
-
 def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 

@@ -91,7 +91,8 @@ def test_the_panel_calls_each_kind_of_tool_and_shows_each_outcome(page, lab, art
     pick(page, "tool reindex")
     set_timeout(page, "1")
     call(page)
-    page.locator(f"{PANEL} button.mcp-nb-cancel").wait_for(state="visible")
+    # No wait for the Cancel button here: it shows only for the second before the deadline, and
+    # a busy browser may draw the panel after that second has passed (the 8 s call below checks it).
     outcome_badge(page, "timeout")
     text = outcome_text(page)
     assert "deadline" in text

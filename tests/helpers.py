@@ -86,3 +86,17 @@ def write_notebook(folder: Path, *cells) -> Path:
     path = folder / "shop.ipynb"
     nbformat.write(new_notebook(cells=list(cells)), path)
     return path
+
+
+def served_at(process) -> tuple[str, str, str]:
+    """What `mcp-nb serve --http` said on stderr until it serves: (its URL, its token, all it said)."""
+    import re
+
+    said = ""
+    while "Ctrl-C stops it." not in said:
+        line = process.stderr.readline()
+        assert line, f"the server ended early: {said}"
+        said += line
+    url = re.search(r"serving at (http://127\.0\.0\.1:\d+/mcp)", said).group(1)
+    token = re.search(r"^token: (\S+)$", said, re.MULTILINE).group(1)
+    return url, token, said

@@ -1,7 +1,6 @@
 """`python -m mcp_nb serve NOTEBOOK`: a notebook run as a server, driven by the SDK's own clients."""
 
 import asyncio
-import re
 import signal
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from nbformat.v4 import new_code_cell, new_markdown_cell
 
-from helpers import checkout_env, write_notebook
+from helpers import checkout_env, served_at, write_notebook
 from mcp_nb.commands import main
 from outside import client
 
@@ -77,13 +76,7 @@ def test_over_http_it_serves_with_a_token_until_terminated(tmp_path):
         env=checkout_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        said = ""
-        while "Ctrl-C stops it." not in said:
-            line = process.stderr.readline()
-            assert line, f"the server ended early: {said}"
-            said += line
-        url = re.search(r"serving at (http://127\.0\.0\.1:\d+/mcp)", said).group(1)
-        token = re.search(r"^token: (\S+)$", said, re.MULTILINE).group(1)
+        url, token, said = served_at(process)
         assert '"shop": {' in said  # the settings name the server after the notebook
 
         async def session_life():
@@ -112,6 +105,8 @@ def test_options_of_http_alone_are_refused_without_it(tmp_path, capsys):
     (["--host", "0.0.0.0", "--dangerously-no-auth"], "dangerously_no_auth is refused on 0.0.0.0"),
     (["--port", "99999"], "port must be a whole number from 0 to 65535"),
     (["--host", " "], "host must be an address or a host name"),
+    (["--max-connections", "0"], "max_connections must be"),
+    (["--header-timeout", "-1"], "header_timeout must be"),
 ])  # fmt: skip
 def test_http_options_are_checked_before_any_cell_runs(tmp_path, capsys, options, said):
     marker = tmp_path / "ran"

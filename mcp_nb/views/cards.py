@@ -7,7 +7,9 @@ comes from `views.theme`, which says why it looks as it does.
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
@@ -61,6 +63,46 @@ def without_frames(traceback: str) -> str:
         in_frames = False
         kept.append(line)
     return "\n".join(kept).strip("\n")
+
+
+# mcp_nb's own folder: its frames (the probe around a handler) are mcp_nb's, not the server's.
+_OWN = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_FRAME = re.compile(r'^  File "(?P<path>[^"]+)"(?P<rest>, line \d+.*)$')
+
+
+def _shown_path(path: str) -> str:
+    """A frame's file as a reader can place it, without this machine's folders: a kernel's cell
+    as IPython names it (`Cell In[5]`), an installed or standard module by its import path
+    (`mcp/server/mcpserver/server.py`), anything else by its name."""
+    if not os.path.isabs(path):
+        return path
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    named = getattr(getattr(shell, "compile", None), "format_code_name", lambda _: None)(path)
+    if named:
+        return " ".join(named)
+    roots = sorted((p for p in sys.path if p and os.path.isabs(p)), key=len, reverse=True)
+    for root in roots:
+        if path.startswith(root.rstrip(os.sep) + os.sep):
+            return path[len(root.rstrip(os.sep)) + 1 :]
+    return os.path.basename(path)
+
+
+def readable_frames(traceback: str) -> str:
+    """A formatted traceback as the card shows it: mcp_nb's own frames left out (what remains is
+    the server's and the handler's), each file named without the machine's folders (`_shown_path`)."""
+    kept, skipping = [], False
+    for line in traceback.splitlines():
+        frame = _FRAME.match(line)
+        if frame:
+            skipping = frame["path"].startswith(_OWN)
+            if not skipping:
+                kept.append(f'  File "{_shown_path(frame["path"])}"{frame["rest"]}')
+            continue
+        if skipping and line.startswith("    "):  # the skipped frame's source line and carets
+            continue
+        skipping = False
+        kept.append(line)
+    return "\n".join(kept)
 
 
 def _json_text(value: Any, indent: int | None = None) -> str:
@@ -313,7 +355,7 @@ def outcome_html(o, stable: bool | None = None) -> str:
                 f"{pre(_clipped(log.message))}"
             )
             if log.traceback:
-                shown = without_frames(log.traceback) if stable else log.traceback
+                shown = without_frames(log.traceback) if stable else readable_frames(log.traceback)
                 item += TRACEBACK.format(cause=escape(_root_cause(log) or "traceback"), traceback=escape(shown))
             items.append(item + "</div>")
         logs = "".join(items)
@@ -559,13 +601,22 @@ def _who(row: dict[str, Any]) -> str:
     return " ".join(str(p) for p in (row.get("server_name"), row.get("server_version")) if p)
 
 
+def _target(row: dict[str, Any]) -> str:
+    """The command or URL the connection was made with; the kernel's own interpreter (a command
+    started with `sys.executable`) by its file name, not by the folders it lives in on this machine."""
+    target = str(row.get("target") or "")
+    if sys.executable and target.startswith(sys.executable + " "):
+        return os.path.basename(sys.executable) + target[len(sys.executable) :]
+    return target
+
+
 def connection_text(row: dict[str, Any]) -> str:
     who = _who(row)
     lines = [f"server {row['server']} ({row['transport']}, {row['state']}{', ' + row['reason'] if row.get('reason') else ''})"]
     if who:
         lines.append(f"  {who}" + (f", protocol {row['protocol']}" if row.get("protocol") else ""))
     if row.get("target"):
-        lines.append(f"  {row['target']}")
+        lines.append(f"  {_target(row)}")
     lines.append(f"  offers {_offers(row)}")
     return "\n".join(lines)
 
@@ -574,7 +625,7 @@ def connection_html(row: dict[str, Any]) -> str:
     ink = _STATE_INKS.get(row["state"])
     state = ink.text if ink else MUTED
     who = _who(row)
-    details = [f"<code>{escape(row['target'])}</code>"] if row.get("target") else []
+    details = [f"<code>{escape(_target(row))}</code>"] if row.get("target") else []
     if row.get("protocol"):
         details.append(f"protocol {escape(row['protocol'])}")
     reason = f' <span style="{state}">({escape(row["reason"])})</span>' if row.get("reason") else ""

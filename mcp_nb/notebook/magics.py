@@ -121,9 +121,12 @@ class McpMagics(Magics, SharedTraits):
         namespace = self.shell.user_ns
         with restoring(namespace, fname):
             # Compiled as IPython compiles a cell: under a cached file name (tracebacks show the
-            # cell's lines), with the user's __future__ imports and not this module's.
+            # cell's lines), with the user's __future__ imports and not this module's. Cached
+            # under the cell's number, with the magic's line in front left blank, so a traceback
+            # names the cell (`Cell In[5]`) and the line of the cell, as IPython's own do.
             compiler = self.shell.compile
-            filename = compiler.cache(source)
+            source = "\n" + source
+            filename = compiler.cache(source, self.shell.execution_count)
             exec(compiler(compiler.ast_parse(source, filename), filename, "exec"), namespace)
             with usage_errors():
                 registration = register(defined_function(namespace, fname))

@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import copy
 import json
+import linecache
+import os
+import sys
 import threading
 import time
 import warnings
@@ -59,7 +62,29 @@ def explain_once(stacklevel: int) -> None:
         if _explained:
             return
         _explained = True
-    warnings.warn(EXPLAINED, ContextLogWarning, stacklevel=stacklevel + 1)
+    frame = sys._getframe(stacklevel)  # the frame `warnings.warn(stacklevel=stacklevel + 1)` would name
+    cell = _cell_name(frame.f_code.co_filename)
+    if cell is None:
+        warnings.warn(EXPLAINED, ContextLogWarning, stacklevel=stacklevel + 1)
+        return
+    # A kernel's cell, whose file is a temporary one named after the kernel's process: named as
+    # IPython names it in a traceback (`Cell In[5]`), with its source line, so the warning a
+    # saved notebook keeps holds no path of this machine.
+    lines = linecache.getlines(frame.f_code.co_filename)
+    if lines:
+        linecache.cache[cell] = (len("".join(lines)), None, lines, cell)
+    known = frame.f_globals
+    warnings.warn_explicit(
+        EXPLAINED, ContextLogWarning, cell, frame.f_lineno,
+        module=known.get("__name__", "<string>"), registry=known.setdefault("__warningregistry__", {}),
+    )  # fmt: skip
+
+
+def _cell_name(filename: str) -> str | None:
+    """`Cell In[N]` for the file of a kernel's cell N, as IPython names it; None for any other file."""
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    named = getattr(getattr(shell, "compile", None), "format_code_name", lambda _: None)(filename)
+    return " ".join(named) if named and os.path.isabs(filename) else None
 
 
 def _text(data: Any) -> str:

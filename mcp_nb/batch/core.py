@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_nb.calling.loop import BLOCKS_OWN_LOOP
 from mcp_nb.mistakes import BadValue
+from mcp_nb.views.live import close_bar, progress_bar
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -173,9 +174,7 @@ class ProgressBar:
     def __init__(self, total: int, label: str | None) -> None:
         self._bar = None
         if label is not None:
-            from tqdm.auto import tqdm  # loaded with the first bar shown
-
-            self._bar = tqdm(total=total, desc=label, unit="call")
+            self._bar = progress_bar(total=total, desc=label, unit="call")
 
     def advance(self, done: int) -> None:
         bar = self._bar
@@ -184,7 +183,7 @@ class ProgressBar:
 
     def close(self) -> None:
         if self._bar is not None:
-            self._bar.close()
+            close_bar(self._bar)
 
 
 def result_frame(

@@ -10,6 +10,11 @@ A server may send any number as its progress or total (NaN, infinity, a negative
 10**400): the record keeps what was sent, and the bar draws what it can (`countable`).
 Whatever goes wrong in drawing, the view says so once in the log and stops drawing: a
 view never makes the call that it shows fail.
+
+In a notebook a widget's output also stores a plain-text copy of the bar, which is what a
+static viewer (GitHub, nbviewer, the docs site) shows. tqdm writes it once, when the bar
+appears (`0%|`); `progress_bar` shows the widget under a display id and `close_bar` shows it
+again there, so the stored copy is the bar's final state.
 """
 
 from __future__ import annotations
@@ -19,6 +24,28 @@ import math
 from typing import Any
 
 log = logging.getLogger(__name__)
+
+
+def progress_bar(**options: Any) -> Any:
+    """tqdm's bar (`tqdm.auto`: a widget in a notebook, text elsewhere); close it with `close_bar`."""
+    from tqdm.auto import tqdm
+    from tqdm.notebook import tqdm_notebook
+
+    if not issubclass(tqdm, tqdm_notebook):
+        return tqdm(**options)
+    from IPython.display import display
+
+    bar = tqdm(display=False, **options)
+    bar.mcp_nb_shown = display(bar.container, display_id=True)
+    return bar
+
+
+def close_bar(bar: Any) -> None:
+    """Close a bar of `progress_bar`; in a notebook, its output's plain text becomes its final state."""
+    bar.close()
+    shown = getattr(bar, "mcp_nb_shown", None)
+    if shown is not None:
+        shown.update(bar.container)
 
 
 def countable(value: Any) -> float | None:
@@ -62,11 +89,9 @@ class ProgressView:
         bar = self.bar
         total = countable(event.total) or None  # a total of 0 is no total
         if bar is None:
-            from tqdm.auto import tqdm
-
             # No rate: the server's own counts, not items this process handled.
             shape = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]" if total is not None else None
-            bar = self.bar = tqdm(total=total, desc=self.call.name, bar_format=shape, leave=True)
+            bar = self.bar = progress_bar(total=total, desc=self.call.name, bar_format=shape, leave=True)
         elif total != bar.total:
             bar.reset(total=total)  # the notebook's widget takes a new total only this way
         if event.message:
@@ -81,7 +106,7 @@ class ProgressView:
         bar = self.bar
         if outcome is not None and not outcome.ok:
             bar.set_postfix_str(f"{bar.postfix or ''} ({outcome.outcome}: {outcome.cause})".strip(), refresh=False)
-        bar.close()
+        close_bar(bar)
 
 
 def watch(call: Any) -> ProgressView:

@@ -36,7 +36,7 @@ from mcp_nb.calling.retry import with_retries
 from mcp_nb.calling.sent import sent_arguments
 from mcp_nb.elicitation import Answerer, Ask, Elicitation, elicit
 from mcp_nb.records import classify
-from mcp_nb.records.outcome import REQUEST_CANCELLED, REQUEST_TIMEOUT, Outcome
+from mcp_nb.records.outcome import REQUEST_CANCELLED, REQUEST_TIMEOUT, Outcome, OutcomeDraft, seal
 from mcp_nb.records.trace import CURRENT_TRACE, ServerTrace
 from mcp_nb.sdk_compat import BROKEN_ANSWER_TEXTS, HTTP_STATUS_TEXTS, TIMED_OUT
 
@@ -122,36 +122,22 @@ class CallRecord:
 
     # -- the Outcomes ---------------------------------------------------------------------------
 
-    def _outcome(self, outcome: str, cause: str, duration_ms: float, **fields: Any) -> Outcome:
-        return Outcome(
-            call_id=self.id,
-            target=self.target,
-            name=self.name,
-            arguments=self.arguments,
-            outcome=outcome,
-            cause=cause,
-            content=fields.get("content"),
-            structured_content=fields.get("structured_content"),
-            is_error=fields.get("is_error"),
-            code=fields.get("code"),
-            message=fields.get("message"),
-            data=fields.get("data"),
-            started=self.started or time.time(),
-            duration_ms=duration_ms,
-            timeout_s=self.timeout,
-            trace=self.trace,
-            observed=fields.get("observed", True),
-            attempt=self.attempt or 1,
-            backoff_s=self.backoff,
-            server=self.server_name(),
-            via=self.via,
-            client=self.client,
-            elicitations=tuple(self.elicitations),
-            deadline_resets=self.resets,
-            max_timeout_s=self.max_timeout,
-            retry=None if self.rule is None else self.rule.as_dict(),
-            media=fields.get("media", ()),
-        )
+    def _outcome(
+        self, outcome: str, cause: str, duration_ms: float, content: str | None = None, structured_content: Any = None,
+        is_error: bool | None = None, code: int | None = None, message: str | None = None, data: Any = None,
+        observed: bool = True, media: tuple = (),
+    ) -> Outcome:
+        # Every call makes one: built through the mutable twin (`outcome.seal`), as a frozen
+        # dataclass's own __init__ costs more than the rest of mcp_nb's work on a call.
+        return seal(OutcomeDraft(
+            call_id=self.id, target=self.target, name=self.name, arguments=self.arguments, outcome=outcome,
+            cause=cause, content=content, structured_content=structured_content, is_error=is_error, code=code,
+            message=message, data=data, started=self.started or time.time(), duration_ms=duration_ms,
+            timeout_s=self.timeout, trace=self.trace, observed=observed, attempt=self.attempt or 1,
+            backoff_s=self.backoff, server=self.server_name(), via=self.via, client=self.client,
+            elicitations=tuple(self.elicitations) if self.elicitations else (), deadline_resets=self.resets,
+            max_timeout_s=self.max_timeout, retry=None if self.rule is None else self.rule.as_dict(), media=media,
+        ))
 
     def _elapsed_ms(self) -> float:
         return 0.0 if self.t0 is None else (time.perf_counter() - self.t0) * 1000.0
@@ -482,6 +468,10 @@ class Call(CallRecord):
         the deadline restarted when the call resets on progress."""
         if self.target != "tool":
             return None  # the SDK's Client takes a progress callback for tools/call only
+        if not self.connection.reports_progress(self.name):
+            # A kernel tool without a Context parameter can send no progress: no token is asked
+            # for (the SDK's token, its callback and the server's side of it cost 1.5 % of a call).
+            return None
 
         async def progressed(progress: float, total: float | None, message: str | None) -> None:
             event = trace.progressed(progress, total, message)

@@ -124,7 +124,7 @@ class Engine:
         "cancel"; the configured default (`settings.elicit`) when None."""
         if self._closed:
             raise RuntimeError(CLOSED)
-        check_request(target, name, timeout)
+        check_request(target, name, None)  # the timeout is checked once, below
         check_elicit(elicit)
         seconds = settings.timeout if timeout is None else check_timeout(timeout)
         ceiling = check_ceiling(seconds, reset_on_progress, max_timeout)

@@ -40,7 +40,7 @@ def sent_arguments(arguments: Mapping[str, Any] | None) -> dict[str, Any] | None
     """
     if arguments is None:
         return None
-    if not isinstance(arguments, Mapping):
+    if type(arguments) is not dict and not isinstance(arguments, Mapping):  # a dict skips the ABC's check
         raise BadType(f"arguments must be a mapping (a dict of argument names to values), got {type(arguments).__name__}")
     inside = {id(arguments)}
     return {key: _sent(value, (key,), inside) for key, value in arguments.items()}

@@ -150,46 +150,66 @@ def _is(value: Any, kind: str) -> bool:
     return value is None
 
 
+# Keywords that never constrain a value here.
+_SKIPPED = frozenset(_ANNOTATIONS) | {"$defs", "$schema"}
+
+
 def _conforms(node: Any, value: Any, defs: dict) -> bool:
+    # Every structured result of mcp_nb's session passes through here, so it is written with
+    # plain loops, not generator expressions: half the time, on the path of every call.
     if node is True:
         return True
-    if node is False or type(value) not in JSON_VALUES:
+    kind = type(value)
+    if node is False or kind not in JSON_VALUES:
         # A value of another type (a tuple, a Decimal) may pass keywords this module
         # would skip for it; only the SDK can say.
         return False
-    if type(value) is dict and not all(type(key) is str for key in value):
-        return False
+    if kind is dict:
+        for key in value:
+            if type(key) is not str:
+                return False
     for key, arg in node.items():
-        if key in _ANNOTATIONS or key in ("$defs", "$schema"):
+        if key in _SKIPPED:
             continue
         if key == "type":
-            if not any(_is(value, kind) for kind in ([arg] if isinstance(arg, str) else arg)):
-                return False
+            if type(arg) is str:
+                if not _is(value, arg):
+                    return False
+            else:
+                for each in arg:
+                    if _is(value, each):
+                        break
+                else:
+                    return False
         elif key == "$ref":
             if not _conforms(defs[arg[len("#/$defs/"):]], value, defs):
                 return False
         elif key == "anyOf":
-            if not any(_conforms(sub, value, defs) for sub in arg):
+            for sub in arg:
+                if _conforms(sub, value, defs):
+                    break
+            else:
                 return False
         elif key == "allOf":
-            if not all(_conforms(sub, value, defs) for sub in arg):
-                return False
+            for sub in arg:
+                if not _conforms(sub, value, defs):
+                    return False
         elif key == "enum":
             if not any(json_equal(member, value) for member in arg):
                 return False
         elif key == "const":
             if not json_equal(arg, value):
                 return False
-        elif type(value) is dict:
+        elif kind is dict:
             if not _object_keyword(key, arg, value, node, defs):
                 return False
-        elif type(value) is list:
+        elif kind is list:
             if not _array_keyword(key, arg, value, node, defs):
                 return False
-        elif type(value) is str:
+        elif kind is str:
             if not _string_keyword(key, arg, value):
                 return False
-        elif type(value) in (int, float):
+        elif kind is int or kind is float:
             if not _number_keyword(key, arg, value):
                 return False
     return True
@@ -197,9 +217,15 @@ def _conforms(node: Any, value: Any, defs: dict) -> bool:
 
 def _object_keyword(key: str, arg: Any, value: dict, node: dict, defs: dict) -> bool:
     if key == "properties":
-        return all(_conforms(sub, value[name], defs) for name, sub in arg.items() if name in value)
+        for name, sub in arg.items():
+            if name in value and not _conforms(sub, value[name], defs):
+                return False
+        return True
     if key == "required":
-        return all(name in value for name in arg)
+        for name in arg:
+            if name not in value:
+                return False
+        return True
     if key == "additionalProperties":
         extras = [name for name in value if name not in node.get("properties", {})]
         if isinstance(arg, dict):
@@ -219,7 +245,10 @@ def _array_keyword(key: str, arg: Any, value: list, node: dict, defs: dict) -> b
         rest = value[len(node.get("prefixItems", ())):]
         if arg is False:
             return not rest
-        return all(_conforms(arg, item, defs) for item in rest)
+        for item in rest:
+            if not _conforms(arg, item, defs):
+                return False
+        return True
     if key == "minItems":
         return len(value) >= arg
     if key == "maxItems":

@@ -280,6 +280,10 @@ class Connection:
         """Whether mcp_nb's probe watches the handler a call reaches (only in the kernel)."""
         return False
 
+    def reports_progress(self, name: str) -> bool:
+        """Whether tool `name` may send progress (an outside server's always may)."""
+        return True
+
     def reached(self, target: str, key: str) -> tuple[Registration, dict[str, Any] | None] | None:
         """The entry a call to `key` reaches, and for a template read the variables of its URI."""
         return reached_entry(self.entries(), target, key)
@@ -376,6 +380,9 @@ class KernelConnection(Connection):
 
     def observes(self, target: str, key: str) -> bool:
         return self.registry.observes(target, key)
+
+    def reports_progress(self, name: str) -> bool:
+        return self.registry.reports_progress(name)
 
     def reached(self, target: str, key: str) -> tuple[Registration, dict[str, Any] | None] | None:
         return self.registry.reached(target, key)

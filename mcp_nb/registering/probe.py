@@ -136,6 +136,7 @@ def probe(
             return value
 
         probed_async.__mcp_nb_probe__ = True  # type: ignore[attr-defined]
+        probed_async.__mcp_nb_context__ = ctx_name is not None  # type: ignore[attr-defined]
         return probed_async
 
     @functools.wraps(fn)
@@ -163,6 +164,7 @@ def probe(
         return value
 
     probed.__mcp_nb_probe__ = True  # type: ignore[attr-defined]
+    probed.__mcp_nb_context__ = ctx_name is not None  # type: ignore[attr-defined]
     return probed
 
 

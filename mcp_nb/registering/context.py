@@ -67,9 +67,10 @@ def explain_once(stacklevel: int) -> None:
     if cell is None:
         warnings.warn(EXPLAINED, ContextLogWarning, stacklevel=stacklevel + 1)
         return
-    # A kernel's cell, whose file is a temporary one named after the kernel's process: named as
-    # IPython names it in a traceback (`Cell In[5]`), with its source line, so the warning a
-    # saved notebook keeps holds no path of this machine.
+    # A kernel's cell, whose file is a temporary one named after the kernel's process: named
+    # `<cell>`, as Python names code that has no file (`<stdin>`), with its source line under
+    # it, so the warning a saved notebook keeps holds no path of this machine. Not `Cell In[5]`:
+    # the number changes with how the notebook is run (nbval numbers its cells otherwise).
     lines = linecache.getlines(frame.f_code.co_filename)
     if lines:
         linecache.cache[cell] = (len("".join(lines)), None, lines, cell)
@@ -81,10 +82,10 @@ def explain_once(stacklevel: int) -> None:
 
 
 def _cell_name(filename: str) -> str | None:
-    """`Cell In[N]` for the file of a kernel's cell N, as IPython names it; None for any other file."""
+    """`<cell>` for the temporary file of a kernel's cell; None for any other file."""
     shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
     named = getattr(getattr(shell, "compile", None), "format_code_name", lambda _: None)(filename)
-    return " ".join(named) if named and os.path.isabs(filename) else None
+    return "<cell>" if named and os.path.isabs(filename) else None
 
 
 def _text(data: Any) -> str:

@@ -114,3 +114,78 @@ def test_the_token_check_finds_a_token():
     assert SECRET.search('"Authorization": "Bearer tpWbZO0Bbv_8QsyFbLiDa-dDdVuXchliO1QidKezmGs"')
     assert SECRET.search("token tpWbZO0Bbv_8QsyFbLiDa-dDdVuXchliO1QidKezmGs")
     assert not SECRET.search("tpWb… (handle.token)")
+
+
+# -- What any saved output may not hold, compared or not (a collapsed traceback, an ignored cell) --
+#
+# A notebook is read on GitHub, on the docs site and on Binder with the outputs of the machine
+# that ran it last: none of them may name where that machine keeps things (this checkout, a
+# worktree beside it, a home or temporary folder, the interpreter, a kernel's cell files), hold
+# what looks like a secret, show a log line stamped with the time, or a progress bar that a
+# static viewer draws as it was when it appeared (`0%|`) rather than as it ended.
+
+
+def _places() -> re.Pattern[str]:
+    import sys
+    import tempfile
+
+    here = {str(ROOT), str(ROOT.parent), str(Path.home()), tempfile.gettempdir(), sys.prefix, sys.base_prefix}
+    literal = [re.escape(place.rstrip("/") + "/") for place in here if len(place.rstrip("/")) > 1]
+    return re.compile("|".join([*literal, MACHINE_PATHS.pattern, r"/srv/|/opt/|/Users/|/var/folders/|[A-Za-z]:\\\\"]))
+
+
+PLACES = _places()
+# A run of 32 or more URL-safe characters that mixes upper case, lower case and digits, as
+# `secrets.token_urlsafe` makes them; hex (a widget's model id) and words are not.
+TOKEN_LIKE = re.compile(
+    r"(?<![\w\-/+=.,])(?=[\w\-]*[A-Z])(?=[\w\-]*[a-z])(?=[\w\-]*\d)[A-Za-z0-9_\-]{32,}(?![\w\-])"
+)
+LOG_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}[,.]\d{3}")  # logging's asctime
+BAR_AT_START = re.compile(r"(?<![\d.])0%\|")
+
+
+def saved_texts(cell):
+    """Every text a saved output holds, as (kind, text): streams, text/* data, tracebacks."""
+    for output in cell.get("outputs", []):
+        if "text" in output:
+            text = output["text"]
+            yield output.get("name", "stream"), text if isinstance(text, str) else "".join(text)
+        for mime, data in output.get("data", {}).items():
+            if mime.startswith("text/"):
+                yield mime, data if isinstance(data, str) else "".join(data)
+        if output.get("traceback"):
+            yield "traceback", "\n".join(output["traceback"])
+
+
+def problems(text: str, kind: str) -> list[str]:
+    found = []
+    for what, pattern in (("a machine's path", PLACES), ("a token-like string", TOKEN_LIKE), ("a progress bar at 0%", BAR_AT_START)):
+        hit = pattern.search(re.sub(r"base64,[A-Za-z0-9+/=]+", "base64,", text))
+        if hit:
+            found.append(f"{what}: ...{text[max(0, hit.start() - 60):hit.end() + 30]}...")
+    if kind in ("stdout", "stderr", "stream"):
+        hit = LOG_STAMP.search(text)
+        if hit:
+            found.append(f"a log line stamped with the time: {text[max(0, hit.start() - 10):hit.end() + 60]}")
+    return found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_saved_output_names_the_machine_a_secret_a_log_stamp_or_a_bar_at_its_start(path):
+    for number, cell in cells(path):
+        for kind, text in saved_texts(cell):
+            found = problems(text, kind)
+            assert not found, f"{path.name} cell {number} ({cell.get('id')}, {kind}): {found[0]}"
+
+
+def test_the_saved_output_checks_can_fail():
+    assert problems('  File "/tmp/ipykernel_6743/3713197527.py", line 3, in get_author', "text/html")
+    assert problems(f"<code>{ROOT}/.venv/bin/python servers/bookshop.py stdio</code>", "text/html")
+    assert problems('  File "/work/wt-i14a/mcp_nb/trace.py", line 338, in probed', "text/plain")
+    assert problems("token  tpWbZO0Bbv_8QsyFbLiDa-dDdVuXchliO1QidKezmGs", "text/plain")
+    assert problems("sweep price:   0%|          | 0/200 [00:00<?, ?call/s]", "text/plain")
+    assert problems("2026-11-30 15:05:24,035 - distributed.nanny - WARNING - Restarting worker", "stderr")
+    assert not problems("sweep price: 100%|##########| 200/200 [00:01<00:00, 150.00call/s]", "text/plain")
+    assert not problems('  File "mcp/server/mcpserver/server.py", line 442, in _handle_call_tool', "text/html")
+    assert not problems("http://127.0.0.1:38671/mcp  hHaw\u2026 (handle.token)  d2bafc4f4e0a4b7c9a1e5f3b2c8d7e6f", "text/plain")
+    assert not problems('<img src="data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk">', "text/html")

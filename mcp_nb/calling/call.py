@@ -327,9 +327,11 @@ class Call(CallRecord):
         try:
             if self._cancel_asked:  # cancelled before its task had taken a step
                 return self._record(self._unsent(1))
-            if self.rule is None:
-                return await self._attempt(1, 0.0)
-
+            if self.rule is None:  # one attempt, awaited here: a coroutine fewer on every call's path
+                self._arm(1, 0.0)
+                outcome = await self._send()
+                self._phase = "waiting"
+                return outcome
             return await with_retries(self._attempt, self.rule)
         except asyncio.CancelledError:
             if self._phase == "waiting":  # between attempts: the next one was never sent
@@ -341,7 +343,19 @@ class Call(CallRecord):
             self._end()
 
     async def _attempt(self, number: int, backoff: float) -> Outcome:
-        """One attempt, recorded whatever happens (a cancellation is recorded, then raised)."""
+        """One attempt of a call that retries, recorded whatever happens (a cancellation is
+        recorded, then raised)."""
+        self._arm(number, backoff)
+        outcome = await self._send()
+        self._phase = "waiting"
+        # A retry may wait before its attempt starts; the waiting thread must not take that
+        # wait for a held loop.
+        rule = self.rule
+        self.expected_by = time.perf_counter() + rule.max_backoff + rule.jitter + self.timeout + GRACE_S
+        return outcome
+
+    def _arm(self, number: int, backoff: float) -> None:
+        """Ready the call for attempt `number`, sent after `backoff` seconds of waiting."""
         self.attempt, self.backoff = number, backoff
         self.t0 = None
         self.trace = None
@@ -349,14 +363,6 @@ class Call(CallRecord):
         self.resets, self._by_ceiling = 0, False
         self.expected_by = time.perf_counter() + self.timeout + GRACE_S
         self._phase = "attempt"
-        outcome = await self._send()
-        self._phase = "waiting"
-        if self.rule is not None:
-            # A retry may wait before its attempt starts; the waiting thread must not take
-            # that wait for a held loop.
-            rule = self.rule
-            self.expected_by = time.perf_counter() + rule.max_backoff + rule.jitter + self.timeout + GRACE_S
-        return outcome
 
     async def _send(self) -> Outcome:
         task = self.task
@@ -557,10 +563,12 @@ class Call(CallRecord):
     def _end(self) -> None:
         with self._lock:
             self._ended = True
-            children = [c for c in self.children if not c._ended]
-            self.children = []
+            children = self.children
+            if children:
+                self.children = []
         for child in children:  # a call that ends takes the calls it started with it
-            child.cancel()
+            if not child._ended:
+                child.cancel()
         future = self._future
         if future is not None and not future.done() and self.outcome is not None:
             try:

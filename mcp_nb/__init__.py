@@ -49,6 +49,7 @@ from mcp_nb.api import (
 from mcp_nb.calling.retry import Retry
 from mcp_nb.config import configure, settings
 from mcp_nb.elicitation import Answer, Elicitation
+from mcp_nb.records.expect import expect
 from mcp_nb.records.history import COLUMNS, History
 from mcp_nb.records.outcome import CAUSE_DOC, CAUSES, OUTCOMES, Outcome
 from mcp_nb.records.trace import ServerLog
@@ -57,7 +58,7 @@ from mcp_nb.registering.registry import Registration
 
 __all__ = [
     "Answer", "CAUSES", "CAUSE_DOC", "COLUMNS", "Elicitation", "OUTCOMES", "Faults", "History", "Outcome", "Registration", "Retry",
-    "ServerLog", "acall", "aget_prompt", "aread", "asweep", "call", "configure", "engine", "get_prompt", "history",
+    "ServerLog", "acall", "aget_prompt", "aread", "asweep", "call", "configure", "engine", "expect", "get_prompt", "history",
     "inject", "load_ipython_extension", "panel", "prompt", "read", "registered", "remove", "reset", "resource",
     "replay", "serve", "server", "settings", "sweep", "tool", "connect", "connect_config", "disconnect", "reconnect", "servers",
 ]  # fmt: skip

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from nbclient import NotebookClient
 
 import mcp_nb
 from fresh_venv import make, run, tail
@@ -102,6 +103,40 @@ def test_the_course_has_its_files_with_mcp_nb_pinned(tmp_path):
     steps = workflow_steps(root)
     assert steps[0].startswith("python -m pip install -r binder/requirements.txt")
     assert "--nbval-sanitize-with sanitize.cfg notebooks/" in steps[-1]
+
+
+def _run(path: Path) -> dict[str, tuple[str, str]]:
+    """Execute a notebook in a kernel of this environment; the cells that failed, by id: (ename, evalue)."""
+    notebook = nbformat.read(path, as_version=4)
+    NotebookClient(notebook, timeout=120, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(path.parent)}}).execute()
+    return {cell.id: (o.ename, o.evalue) for cell in notebook.cells for o in cell.get("outputs", []) if o.output_type == "error"}
+
+
+@pytest.mark.serial
+def test_the_first_lessons_exercise_passes_in_the_solution_version_and_fails_with_its_message_in_the_students(tmp_path):
+    assert init_course("course", "--mcp-nb", PIN, cwd=tmp_path).returncode == 0
+    root = tmp_path / "course"
+    lesson = root / "notebooks/01-first-tool.ipynb"
+    cells = {cell.id: cell for cell in nbformat.read(lesson, as_version=4).cells}
+    assert cells["exercise"].metadata["nbgrader"]["solution"] is True and "### BEGIN SOLUTION" in cells["exercise"].source
+    assert cells["exercise-check"].metadata["nbgrader"]["grade"] is True and "mcp_nb.expect(" in cells["exercise-check"].source
+    assert _run(lesson) == {}  # the solution version: every cell runs, the check passes
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    made = subprocess.run(
+        [sys.executable, "-m", "mcp_nb", "student-version", "notebooks/01-first-tool.ipynb", "-o", "student/01-first-tool.ipynb"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    students = root / "student/01-first-tool.ipynb"
+    stripped = {cell.id: cell for cell in nbformat.read(students, as_version=4).cells}
+    assert "# YOUR CODE HERE" in stripped["exercise"].source and "ToolError(" not in stripped["exercise"].source
+    failed = _run(students)
+    assert list(failed) == ["exercise-check"], failed  # only the unanswered check fails, and it says why
+    ename, evalue = failed["exercise-check"]
+    assert ename == "AssertionError"
+    assert evalue.startswith('the call of tool get_year {"title": "Nothing"} ended tool_error / crash, not tool_error / raised')
+    assert f"its cause, crash: {mcp_nb.CAUSE_DOC['crash']}" in evalue and "(KeyError: 'Nothing')" in evalue
+    assert "hint: a title the model got wrong is a mistake it can fix" in evalue
 
 
 def test_a_folder_that_is_not_empty_is_left_as_it_was(tmp_path):

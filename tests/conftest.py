@@ -32,6 +32,13 @@ LONG_FIRST = (
 ALONE = ("tests/test_binder.py::test_notebook_runs", "tests/test_own_notebooks.py::", "tests/test_pytest_plugin.py::")
 
 
+# The tests that build a fresh machine (a venv installed from the package index, as Binder and a
+# course's CI would) get longer than the run's 300 s: pip's install alone took 66 s here on a quiet
+# machine and over 300 s with both cores busy. Still a bound: a hang fails in minutes.
+FRESH_MACHINE = ("tests/test_binder.py::", "tests/test_init_course.py::test_the_course_")
+FRESH_MACHINE_S = 900
+
+
 def _group(nodeid: str) -> str:
     if nodeid.startswith(ALONE):
         return nodeid
@@ -56,6 +63,9 @@ def pytest_collection_modifyitems(items):
         if group not in first or rank < first[group][0]:
             first[group] = (rank, first.get(group, (rank, index))[1])
     items[:] = [item for _, item in sorted(enumerate(items), key=lambda pair: (*first[_group(pair[1].nodeid)], pair[0]))]
+    for item in items:
+        if item.nodeid.startswith(FRESH_MACHINE):
+            item.add_marker(pytest.mark.timeout(FRESH_MACHINE_S))
 
 
 def pytest_xdist_make_scheduler(config, log):

@@ -77,8 +77,8 @@ def checks(source: str, rule: str) -> list[str]:
 #     or runs a process (OBSERVING_MODULES), or a function of the notebook that does;
 #   - or uses a name that is already observed (`frame = history.to_frame()`, `for outcome in (a, b)`),
 #     or the exception of a `try` whose body observes (`except ValueError as err`).
-# A list or dict is observed too when it is filled with an observation (`refusals.append(err)`) or
-# filled by a handler the notebook hands to the server or transport: a function of a `%%mcp_tool`,
+# A list, set or dict is observed too when an observation is put into it (`refusals.append(err)`), or
+# when it is filled by a handler the notebook hands to the server or transport: a function of a `%%mcp_tool`,
 # `%%mcp_resource` or `%%mcp_prompt` cell, one decorated by the server (`@shop.tool()`), or one passed
 # to a client (`event_hooks=...`): what such a function records, the server or transport recorded.
 # An assert reads an observation when it uses an observed name, calls a magic or anything that observes

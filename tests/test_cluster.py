@@ -255,8 +255,17 @@ def test_interrupting_a_cluster_sweep_returns_the_partial_frame(client, capsys, 
         return str(i) * size  # large ones come back only with their partition's result
 
     # Partitions of four calls, one running on each worker: in each, two calls end and two
-    # hang. The other two partitions never start.
-    with interrupted_when(lambda: len(os.listdir(marks)) == 4, limit=30):
+    # hang. The other two partitions never start. A mark is written just before its call
+    # returns, so the stop button waits a second after the fourth: on a slow machine a call
+    # interrupted between its mark and its return would be recorded as cancelled.
+    fourth: list[float] = []
+
+    def four_ended() -> bool:
+        if not fourth and len(os.listdir(marks)) == 4:
+            fourth.append(time.monotonic())
+        return bool(fourth) and time.monotonic() - fourth[0] >= 1.0
+
+    with interrupted_when(four_ended, limit=30):
         frame = mcp_nb.sweep("step", {"i": list(range(16))}, cluster=client, partition_size=4, concurrency=4,
                              progress=False)
 

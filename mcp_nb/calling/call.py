@@ -475,8 +475,8 @@ class Call(CallRecord):
         if self.target != "tool":
             return None  # the SDK's Client takes a progress callback for tools/call only
         if not self.connection.reports_progress(self.name):
-            # A kernel tool without a Context parameter can send no progress: no token is asked
-            # for (the SDK's token, its callback and the server's side of it cost 1.5 % of a call).
+            # A kernel tool without a Context parameter can send no progress: none is asked for
+            # (the SDK's progress plumbing for a callback costs 1.5 % of a trivial call).
             return None
 
         async def progressed(progress: float, total: float | None, message: str | None) -> None:

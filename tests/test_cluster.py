@@ -24,6 +24,7 @@ from helpers import interrupted_when, wait_until
 from mcp_nb import Retry
 
 import distributed  # the test extra brings it (mcp-notebook[dask])
+from mcp_nb.batch.cluster import worker
 import peers
 
 BOOKSHOP = peers.BOOKSHOP
@@ -302,6 +303,69 @@ def test_a_worker_that_dies_mid_partition_leaves_recorded_calls(client):
     assert len(history) == 8 and history["call_id"].is_unique
     assert (history.loc[history["cause"] == "worker_lost", "worker"].astype(str) == lost["worker"].iloc[0]).all()
     client.wait_for_workers(2, timeout=60)  # the nanny started a new worker
+
+
+def test_an_interrupt_returns_though_a_worker_does_not_answer_and_its_calls_are_recorded(client, capsys, tmp_path):
+    marks = str(tmp_path)
+
+    @mcp_nb.tool()
+    async def linger(i: int) -> int:
+        open(f"{marks}/{os.getpid()}-{i}", "w").close()
+        await asyncio.sleep(60)  # in flight on both workers when the stop button is pressed
+        return i
+
+    async def hold_the_loop(seconds: float) -> None:
+        time.sleep(seconds)  # on the worker's event loop: nothing else runs there meanwhile
+
+    pids = {pid: address for address, pid in client.run(os.getpid).items()}
+    blocked: dict[str, float] = {}
+    stuck_for = 25.0
+
+    def one_worker_stuck() -> bool:
+        # One call in flight on each worker; then one worker's event loop is held (as CPython 3.11's
+        # frames deadlock held it, or any task blocking its loop would) and the stop button pressed.
+        running = {name.split("-")[0] for name in os.listdir(marks)}
+        if len(running) < 2:
+            return False
+        if not blocked:
+            address = pids[int(sorted(running)[0])]
+            client.run(hold_the_loop, stuck_for, workers=[address], wait=False)
+            blocked[address] = time.monotonic() + stuck_for
+            time.sleep(0.5)  # the worker has the message
+        return True
+
+    with interrupted_when(one_worker_stuck, limit=60):
+        frame = mcp_nb.sweep("linger", {"i": list(range(6))}, cluster=client, partition_size=1, concurrency=1,
+                             progress=False)
+    returned = time.monotonic()
+    ((stuck, free_at),) = blocked.items()
+
+    assert returned < free_at  # the interrupt did not wait for the stuck worker
+    assert frame.attrs["interrupted"] is True and len(frame) == 2  # the two calls in flight, each recorded
+    by_worker = frame.set_index("worker")
+    assert by_worker.loc[stuck, "cause"] == "worker_lost"
+    assert "did not answer the sweep's stop within 10 s" in by_worker.loc[stuck, "message"]
+    (other,) = set(frame["worker"]) - {stuck}
+    assert by_worker.loc[other, "cause"] == "cancelled"
+    assert "sweep of 'linger' interrupted: 0 of 6 calls finished" in capsys.readouterr().out
+    assert sorted(mcp_nb.history().to_frame()["call_id"]) == sorted(frame["call_id"])
+    # The stuck worker comes back, and the next tests have their cluster.
+    assert client.run(os.getpid, workers=[stuck], callback_timeout=120)
+
+
+def test_the_workers_profiler_is_stopped_where_python_can_deadlock_on_it(client):
+    # CPython before 3.11.9 (3.11 only) can deadlock in sys._current_frames, which dask's
+    # profiler calls every 10 ms on each worker: the sweep stops it there (worker.FRAMES_DEADLOCK).
+    assert worker.FRAMES_DEADLOCK is ((3, 11) <= sys.version_info[:3] < (3, 11, 9))
+
+    @mcp_nb.tool()
+    def quick(i: int) -> int:
+        return i
+
+    frame = mcp_nb.sweep("quick", {"i": list(range(8))}, cluster=client, partition_size=1, concurrency=4, progress=False)
+    profiling = client.run(lambda dask_worker: dask_worker.periodic_callbacks["profile"].is_running())
+    ran = set(frame["worker"])
+    assert ran and all(profiling[address] is not worker.FRAMES_DEADLOCK for address in ran)
 
 
 def test_the_async_face_runs_on_the_cluster_and_stops_when_cancelled(client):

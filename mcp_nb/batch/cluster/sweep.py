@@ -11,7 +11,8 @@ thread as for a sweep in the kernel (`core.wait`), merging records as they come 
 grid's order, each call's last attempt, with the `worker` that made it.
 
 The progress bar counts calls as they end on the workers. An interrupt stops the sweep
-on every worker (calls in flight record themselves as cancelled and come back), drops the
+on every worker (calls in flight record themselves as cancelled and come back; a worker that
+does not answer in time has its partition's unheard calls recorded as lost), drops the
 partitions not started, and returns the partial frame. A partition whose worker died is
 answered here: its calls the kernel never heard of are recorded as `worker_lost`.
 """
@@ -87,6 +88,7 @@ class ClusterSweep:
         self._pending: set[Any] = set()
         self._woken = threading.Event()  # a partition ended
         self._settled: set[int] = set()
+        self._answered: set[int] = set()  # partitions whose calls are all accounted for (their result, or lost)
         self._inbox: collections.deque = collections.deque()
 
     # -- running --------------------------------------------------------------------------------
@@ -176,10 +178,7 @@ class ClusterSweep:
         in flight come back cancelled. The partitions not started are dropped. (The calls are
         the workers' whether or not the kernel's engine was closed: they are stopped either way.)"""
         client, futures = self._client, self._futures
-        try:
-            running = {k for ks in client.run(worker.stop, self.id).values() for k in ks}
-        except Exception:  # noqa: BLE001 - a worker gone: its partitions are answered as lost
-            running = set()
+        running, silent = _stop_on_workers(client, self.id)
         client.cancel([future for future, k in futures.items() if k not in running and not future.done()])
         deadline = time.monotonic() + STOP_WAIT_S
         waiting = {future: k for future, k in futures.items() if k not in self._settled and (k in running or future.done())}
@@ -188,6 +187,12 @@ class ClusterSweep:
                 self._settle(waiting.pop(future), future)
             time.sleep(0.02)
         self._drain()
+        # A partition that began on a worker which did not answer the stop, or did not come back
+        # in time, leaves no call unrecorded: the ones the kernel never heard of are lost.
+        for k, address in sorted(self.ledger.runners.items()):
+            if k not in self._answered and (k in waiting.values() or address in silent):
+                self._answered.add(k)
+                self.ledger.lose(k, self.partitions[k], address, f"did not answer the sweep's stop within {STOP_WAIT_S:g} s")
 
     # -- what comes back ------------------------------------------------------------------------
 
@@ -209,6 +214,9 @@ class ClusterSweep:
 
     def _answer(self, k: int, future) -> None:
         ledger = self.ledger
+        if future.status == "cancelled":
+            return  # by the kernel, at a stop: what it ran is answered there
+        self._answered.add(k)
         if future.status == "finished":
             part = future.result()
             if part.rerun:
@@ -219,8 +227,6 @@ class ClusterSweep:
             ledger.finished.update(part.finished)
             if part.seen:
                 ledger.drew(part.worker, part.seen)
-            return
-        if future.status == "cancelled":
             return
         error = future.exception()
         self._drain()
@@ -241,6 +247,27 @@ class ClusterSweep:
             self.sets, self.ledger.outcomes(), extra=("worker",), tool=self.name, calls=len(self.sets),
             completed=self.done, interrupted=interrupted, partitions=len(self.partitions),
         )  # fmt: skip
+
+
+def _stop_on_workers(client, sweep: str) -> tuple[set[int], set[str]]:
+    """Ask every worker to stop `sweep`, each asked on its own and given STOP_WAIT_S to answer
+    (a worker whose event loop is stuck must not hold the interrupt). Returns the partitions
+    that were running on the workers that answered, and the workers that did not."""
+    try:
+        addresses = list(client.nthreads())
+    except Exception:  # noqa: BLE001 - the scheduler gone: no worker can be asked
+        return set(), set()
+
+    def ask(address: str) -> list[int] | None:
+        try:
+            return client.run(worker.stop, sweep, workers=[address], callback_timeout=STOP_WAIT_S).get(address, [])
+        except Exception:  # noqa: BLE001 - a worker gone or stuck: its partitions are answered as lost
+            return None
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(8, max(1, len(addresses)))) as pool:
+        answers = dict(zip(addresses, pool.map(ask, addresses)))
+    running = {k for ks in answers.values() if ks is not None for k in ks}
+    return running, {address for address, ks in answers.items() if ks is None}
 
 
 def _release_claims(client, names: list[str]) -> None:

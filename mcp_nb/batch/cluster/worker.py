@@ -22,6 +22,7 @@ import atexit
 import concurrent.futures
 import dataclasses
 import pickle
+import sys
 import threading
 from typing import Any
 
@@ -40,6 +41,15 @@ TOPIC = "mcp_nb-sweeps"  # one topic for every sweep: the scheduler keeps a boun
 EVENT_RECORDS_MAX = 32 * 1024
 TELL_EVERY_S = 0.05  # how often a partition tells the kernel which calls ended
 SWEEPS_KEPT = 16  # the sweeps whose fault draws a worker process remembers
+# CPython 3.11 before 3.11.9 can deadlock a whole process when one thread reads every thread's
+# frames (sys._current_frames) while another starts or ends a thread and the garbage collector
+# runs (CPython gh-106883, fixed in 3.11.9). A dask worker reads them every 10 ms while a task
+# runs (its statistical profiler), and a partition starts and ends many threads (the SDK's
+# worker threads for sync tools): seen here as a sweep hung for good, every thread of the
+# worker waiting. On those Pythons the worker's profiler is stopped before a partition's first
+# call; dask itself keeps its event-loop profiler off on 3.11 for the same reason.
+FRAMES_DEADLOCK = (3, 11) <= sys.version_info[:3] < (3, 11, 9)
+PROFILER_STOP_WAIT_S = 5.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,6 +139,8 @@ def run_partition(blob: bytes, digest: str, job: Job, k: int, positions: list[in
             return Partition(k, address, rerun=True)
         claim.set()
         _tell(worker, {"s": job.sweep, "k": k, "w": address, "start": True})
+        if FRAMES_DEADLOCK:
+            _stop_profiler(worker)
         engine = _engines.acquire(blob, digest)
         try:
             return _run(worker, address, engine, job, k, positions, sets, run)
@@ -140,6 +152,22 @@ def run_partition(blob: bytes, digest: str, job: Job, k: int, positions: list[in
             runs.pop(k, None)
             if not runs:
                 _running.pop(job.sweep, None)
+
+
+def _stop_profiler(worker: Any) -> None:
+    """Stop the worker's statistical profiler (see FRAMES_DEADLOCK), on the worker's own loop,
+    which owns it; this task thread waits until it has stopped."""
+    profiler = getattr(worker, "periodic_callbacks", {}).get("profile")
+    if profiler is None or not profiler.is_running():
+        return
+    stopped = threading.Event()
+
+    def stop() -> None:
+        profiler.stop()
+        stopped.set()
+
+    worker.loop.add_callback(stop)
+    stopped.wait(PROFILER_STOP_WAIT_S)  # a loop that does not answer is no reason to refuse the partition
 
 
 class _Engines:

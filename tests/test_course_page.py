@@ -165,3 +165,50 @@ def test_the_readme_says_in_one_line_how_to_make_the_binder_link():
     opened = ROOT / template["urlpath"].removeprefix("lab/tree/")
     assert opened.exists(), f"the link opens {opened.relative_to(ROOT)}, which does not exist"
     assert json.loads(opened.read_text())["metadata"]["kernelspec"]["name"] == "python3"
+
+
+# What each notebook says of itself, in its first cell and its summary, as the primer does.
+OPENING_BLOCKS = ("**You will be able to**", "**Before you start**:", "**Time**: about ")
+TIME = re.compile(r"\*\*Time\*\*: about (\d+) minutes")
+NOTEBOOK_NAMED = re.compile(r"\b(0-primer|\d\d)\b")
+
+
+def course_minutes() -> dict[str, int]:
+    """Each notebook's minutes on the course page: its core row, else its lab row (05's core part)."""
+    core, _ = syllabus(section(course(), "The core path"))
+    labs, _ = syllabus(section(course(), "Optional labs"))
+    minutes = dict(labs)
+    minutes.update(core)
+    return minutes
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_notebook_opens_with_objectives_prerequisites_and_the_course_pages_time(path):
+    import nbformat
+
+    cells = nbformat.read(path, as_version=4).cells
+    opening = cells[0].source
+    assert cells[0].cell_type == "markdown" and opening.startswith("# ")
+    for block in OPENING_BLOCKS:
+        assert opening.count(block) == 1, f"{path.name}'s first cell should have {block!r} once"
+    objectives = opening.split("**You will be able to**", 1)[1].split("**Before you start**", 1)[0]
+    bullets = [line for line in objectives.splitlines() if line.startswith("- ")]
+    assert 2 <= len(bullets) <= 5, f"{path.name}: two to five objectives, not {len(bullets)}"
+    before = opening.split("**Before you start**:", 1)[1].split("\n\n", 1)[0]
+    if path != NOTEBOOKS[0]:
+        assert NOTEBOOK_NAMED.search(before), f"{path.name} names the notebooks to do first"
+    (minutes,) = TIME.findall(opening)
+    assert int(minutes) == course_minutes()[path.stem], f"{path.name} says {minutes} minutes, the course page otherwise"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_notebook_ends_with_a_summary_and_what_comes_next(path):
+    import nbformat
+
+    cells = nbformat.read(path, as_version=4).cells
+    markdown = [cell for cell in cells if cell.cell_type == "markdown"]
+    summary = markdown[-1]
+    assert summary.get("id") == "summary" and summary.source.startswith("## Summary\n"), f"{path.name}'s last text is its summary"
+    assert sum(line.startswith("- ") for line in summary.source.splitlines()) >= 2
+    assert "**Next**:" in summary.source
+    assert [cell.get("id") for cell in cells].count("summary") == 1

@@ -141,3 +141,40 @@ def test_a_solution_cell_without_a_region_is_replaced_whole(tmp_path):
     )
     stripped, count = student.student_version(json.loads(nbformat.writes(nb)))
     assert count == 2 and [c["source"] for c in stripped["cells"]] == [["# YOUR CODE HERE"], ["YOUR ANSWER HERE"]]
+
+
+def exercises(path: Path) -> tuple[set[str], set[str]]:
+    """The ids of a notebook's solution cells and of its check cells (nbgrader's markup)."""
+    cells = nbformat.read(path, as_version=4).cells
+    marked = [(c.id, c.get("metadata", {}).get("nbgrader", {})) for c in cells]
+    return {i for i, m in marked if m.get("solution")}, {i for i, m in marked if m.get("grade")}
+
+
+OTHERS = [p for p in sorted((ROOT / "notebooks").glob("*.ipynb")) if p != SOURCE and exercises(p)[0]]
+
+
+def test_other_notebooks_have_exercises_too():
+    assert {p.name for p in OTHERS} >= {"02-resources-and-prompts.ipynb", "03-bad-arguments.ipynb"}
+
+
+@pytest.mark.parametrize("path", OTHERS, ids=lambda p: p.stem)
+def test_each_notebooks_student_version_runs_and_only_its_checks_fail_each_with_its_hint(path, tmp_path):
+    solutions, checks = exercises(path)
+    assert len(checks) == len(solutions), "one check per exercise"
+    target = tmp_path / path.name
+    done = make_student_version(path, target)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"{target}: {len(solutions)} solution cells stripped, outputs cleared"
+    notebook = nbformat.read(target, as_version=4)
+    NotebookClient(
+        notebook, timeout=120, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()  # fmt: skip
+    failed = {
+        cell.id: (output.ename, output.evalue)
+        for cell in notebook.cells
+        for output in cell.get("outputs", [])
+        if output.output_type == "error"
+    }
+    assert set(failed) == checks, failed  # the blanks run; only the unanswered checks fail
+    for cell_id, (ename, evalue) in failed.items():
+        assert ename == "AssertionError" and ("hint: " in evalue or "not answered yet" in evalue), (cell_id, evalue)

@@ -229,8 +229,11 @@ class Panel(w.VBox):
         self.question = w.VBox(layout=w.Layout(width="100%", display="none"))
         self.question.add_class("mcp-nb-question-box")
         self.asker = Asker(self._guard.enter, self._place_question, lambda: self._closed)
+        # What could not be sent shows under the controls, where an outcome would: above them,
+        # its box appearing (on Call) and going (on the next keystroke) moved the Call button
+        # under a pointer on its way to it.
         call_box = w.VBox(
-            [self.header, self.mode, self.form_box, self.raw, self.uri, self.problems, controls, self.question, self.outcome],
+            [self.header, self.mode, self.form_box, self.raw, self.uri, controls, self.problems, self.question, self.outcome],
             layout=w.Layout(flex="1 1 420px", min_width="0", grid_gap="6px"),
         )
         call_page = w.HBox([self.picker_box, call_box], layout=w.Layout(width="100%", flex_flow="row wrap", padding="6px 2px"))

@@ -203,6 +203,24 @@ def field(page, path: str):
     return page.locator(f"{PANEL} .mcp-nb-field-{path}").locator("input, textarea").first
 
 
+def type_in(page, path: str, text: str, problem: str | None = None) -> None:
+    """Type `text` into a form field and wait for the kernel's verdict on it, as a person sees
+    the field turn red (or back) before reaching for Call.
+
+    The verdict is a line under the field's label: it moves every control below it. Playwright
+    checks that the press of a click lands on its target, not that the release does, so a
+    click sent while that line was on its way was lost now and then on a busy machine (the
+    press on Call, the release where Call had been).
+    """
+    field(page, path).fill(text)
+    flagged = page.locator(f"{PANEL} .mcp-nb-field-{path}.mcp-nb-invalid")
+    if problem is None:
+        flagged.wait_for(state="detached")  # a field that was flagged is cleared; one that was not stays so
+    else:
+        flagged.wait_for()
+        page.locator(f"{PANEL} .mcp-nb-problem", has_text=problem).wait_for()
+
+
 def call(page) -> None:
     page.locator(f"{PANEL} button.mcp-nb-call").click()
 

@@ -210,10 +210,20 @@ def browser():
             browser.close()
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    # The test's outcome, for the page fixture: a failed test leaves its screen behind.
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
+
+
 @pytest.fixture
-def page(browser):
+def page(browser, request):
     context = browser.new_context(viewport={"width": 1400, "height": 1800})
     page = context.new_page()
+    console: list[str] = []
+    page.on("console", lambda message: console.append(f"{message.type}: {message.text}"))
 
     def local_only(route):
         # Nothing leaves the machine (Lab would try CDN fonts; they fail harmlessly), as on a
@@ -230,4 +240,15 @@ def page(browser):
     try:
         yield page
     finally:
+        report = getattr(request.node, "report_call", None)
+        if report is not None and report.failed:
+            # What was on screen when it failed, and what the page logged (widget messages,
+            # front-end errors): CI keeps artifacts/, so a failure far away can be read here.
+            name = request.node.name.replace("/", "_")
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            try:
+                page.screenshot(path=str(ARTIFACTS / f"failed-{name}.png"), full_page=True)
+            except Exception as err:  # a page that crashed: its log is still worth keeping
+                console.append(f"(no screenshot: {err})")
+            (ARTIFACTS / f"failed-{name}.console.txt").write_text("\n".join(console) + "\n")
         context.close()

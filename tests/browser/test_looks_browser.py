@@ -19,13 +19,13 @@ from browser_pages import (
     below_aa,
     call,
     contrast,
-    field,
     open_notebook,
     outcome_badge,
     pick,
     run_all,
     styles,
     summary,
+    type_in,
     STORED,
     theme_value,
     use_theme,
@@ -69,10 +69,10 @@ def test_outputs_and_the_panel_read_in_jupyterlab_light_and_dark(page, lab, arti
     # The panel with an outcome, then a call refused field by field: the red box, the field's
     # problem and the required marks, all on screen at once.
     pick(page, "tool get_author")
-    field(page, "title").fill("Dune")
+    type_in(page, "title", "Dune")
     call(page)
     outcome_badge(page, "result")
-    field(page, "copies").fill("many")
+    type_in(page, "copies", "many", problem="not an integer")
     call(page)
     page.locator(f"{PANEL} .mcp-nb-problems", has_text="Nothing was sent").wait_for()
     page.locator(f"{PANEL} .mcp-nb-problem", has_text="not an integer").wait_for()
@@ -103,7 +103,7 @@ def test_outputs_and_the_panel_read_in_jupyterlab_light_and_dark(page, lab, arti
     # A call in flight: the Cancel button and the status line read too.
     use_theme(page, LIGHT)
     pick(page, "tool slow_count")
-    field(page, "seconds").fill("20")
+    type_in(page, "seconds", "20")
     call(page)
     cancel = page.locator(f"{PANEL} button.mcp-nb-cancel")
     cancel.wait_for(state="visible")

@@ -23,6 +23,7 @@ from browser_pages import (
     run_all,
     set_timeout,
     shot,
+    type_in,
 )
 
 
@@ -57,7 +58,7 @@ def test_the_panel_calls_each_kind_of_tool_and_shows_each_outcome(page, lab, art
 
     # result: fill the form, call, read what the model sees
     pick(page, "tool get_author")
-    field(page, "title").fill("Dune")
+    type_in(page, "title", "Dune")
     call(page)
     outcome_badge(page, "result")
     text = outcome_text(page)
@@ -68,7 +69,7 @@ def test_the_panel_calls_each_kind_of_tool_and_shows_each_outcome(page, lab, art
 
     # tool_error: the ToolError's message is what the model reads
     pick(page, "tool reserve")
-    field(page, "title").fill("Dune")
+    type_in(page, "title", "Dune")
     call(page)
     outcome_badge(page, "tool_error")
     text = outcome_text(page)
@@ -103,7 +104,7 @@ def test_the_panel_calls_each_kind_of_tool_and_shows_each_outcome(page, lab, art
     shot(page, artifacts, "06-timeout-fate")
 
     # A call in flight leaves the kernel free: a cell runs meanwhile; then Cancel stops waiting.
-    field(page, "seconds").fill("8")
+    type_in(page, "seconds", "8")
     set_timeout(page, "30")
     call(page)
     cancel = page.locator(f"{PANEL} button.mcp-nb-cancel")
@@ -143,19 +144,19 @@ def test_the_panel_calls_each_kind_of_tool_and_shows_each_outcome(page, lab, art
     pick(page, "tool plan_trip")
     nights = " ".join(page.locator(f"{PANEL} .mcp-nb-label", has_text="nights").inner_text().split())
     assert "≥ 1" in nights and "≤" not in nights, nights  # a field with one limit builds, and says it
-    field(page, "city").fill("Lisbon")
-    field(page, "nights").fill("2.5")
+    type_in(page, "city", "Lisbon")
+    type_in(page, "nights", "2.5", problem="'2.5' is not an integer")
     call(page)
     page.locator(f"{PANEL} .mcp-nb-problems", has_text="nights: '2.5' is not an integer").wait_for()
     shot(page, artifacts, "11-form-problems")
-    field(page, "nights").fill("3")
+    type_in(page, "nights", "3")
     # The other kinds of fields: a null toggle, a multi-select, array rows, a nested model.
     page.locator(f"{PANEL} .mcp-nb-field-budget-null").click()
     page.locator(f"{PANEL} .mcp-nb-field-interests select").select_option(index=[0, 2])
     page.locator(f"{PANEL} .mcp-nb-field-stops-add").click()
-    field(page, "stops-0").fill("Sintra")
+    type_in(page, "stops-0", "Sintra")
     page.locator(f"{PANEL} .mcp-nb-field-hotel-state button", has_text="set").click()
-    field(page, "hotel-name").fill("Casa Azul")
+    type_in(page, "hotel-name", "Casa Azul")
     shot(page, artifacts, "12-form-kinds")
     call(page)
     outcome_badge(page, "result")

@@ -22,6 +22,7 @@ LONG_FIRST = (
     "tests/test_docs.py",  # the Sphinx build (tests/docs_site.py) the browser's docs pages use too
     "tests/browser/",  # 140 s: JupyterLab, Voila and Chromium
     "tests/test_own_notebooks.py",  # 30 to 80 s each: stored by real kernels, checked by nbval
+    "tests/test_student_version.py::test_each_notebooks",  # 10 to 40 s each: a student version run in a kernel
     "tests/test_pytest_plugin.py",  # 10 to 30 s each: pytest in a subprocess
     "tests/test_binder.py::test_notebook_runs",  # 15 to 60 s each, once the environment exists
     "tests/test_conformance.py",  # the official suite, a Node process per scenario
@@ -29,7 +30,10 @@ LONG_FIRST = (
 )
 # Groups of one test: files whose tests are each long and share nothing but what `once`
 # (tests/fresh_venv.py) makes for the whole run.
-ALONE = ("tests/test_binder.py::test_notebook_runs", "tests/test_own_notebooks.py::", "tests/test_pytest_plugin.py::")
+ALONE = (
+    "tests/test_binder.py::test_notebook_runs", "tests/test_own_notebooks.py::", "tests/test_pytest_plugin.py::",
+    "tests/test_student_version.py::test_each_notebooks",
+)  # fmt: skip
 
 
 # The tests that build a fresh machine (a venv installed from the package index, as Binder and a

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Any, Callable
 
 from mcp_nb import sdk_compat
 from mcp_nb.mistakes import BadValue
@@ -120,6 +120,14 @@ def _supported(node: Any, defs: dict) -> bool:
 
 
 # -- the check: True only when the SDK's validator would find no error ---------------------------
+#
+# A schema is turned once into a tree of small functions, one per schema node, each taking a
+# value and answering True or False: every structured result of mcp_nb's session is checked
+# on the path of its call, and walking the schema's keywords for each result cost most of
+# what mcp_nb adds to a trivial call's check. `LocalCheck` keeps each tool's compiled check.
+
+Check = Callable[[Any], bool]
+_SKIPPED = frozenset(_ANNOTATIONS) | {"$defs", "$schema"}  # keywords that never constrain a value here
 
 
 def conforms(schema: dict, value: Any) -> bool:
@@ -127,163 +135,192 @@ def conforms(schema: dict, value: Any) -> bool:
 
     False means "not shown valid here", not "invalid": the caller then asks the SDK.
     """
-    try:
-        return _conforms(schema, value, schema.get("$defs", {}))
-    except (RecursionError, TypeError, ValueError, OverflowError):
-        return False
+    return checker(schema)(value)
 
 
-def _is(value: Any, kind: str) -> bool:
-    # The 2020-12 type checks of jsonschema, for the JSON value types (bool is not a number).
-    if kind == "string":
-        return type(value) is str
-    if kind == "integer":
-        return type(value) is int or type(value) is float and value.is_integer()
-    if kind == "number":
-        return type(value) is int or type(value) is float
-    if kind == "object":
-        return type(value) is dict
-    if kind == "array":
-        return type(value) is list
-    if kind == "boolean":
-        return type(value) is bool
-    return value is None
+def checker(schema: dict) -> Check:
+    """`conforms` for one schema (which must be `supported`), compiled once."""
+    refs: dict[str, Check] = {}
+    for name, sub in schema.get("$defs", {}).items():
+        refs[name] = _compiled(sub, refs)
+    check = _compiled(schema, refs)
+
+    def conforming(value: Any) -> bool:
+        try:
+            return check(value)
+        except (RecursionError, TypeError, ValueError, OverflowError):
+            return False
+
+    return conforming
 
 
-# Keywords that never constrain a value here.
-_SKIPPED = frozenset(_ANNOTATIONS) | {"$defs", "$schema"}
+def _always(value: Any) -> bool:
+    return True
 
 
-def _conforms(node: Any, value: Any, defs: dict) -> bool:
-    # Every structured result of mcp_nb's session passes through here, so it is written with
-    # plain loops, not generator expressions: half the time, on the path of every call.
+def _never(value: Any) -> bool:
+    return False
+
+
+# The Python types each JSON Schema type admits (an integral float is an "integer" too; a
+# bool is never a number), as jsonschema's 2020-12 type checks decide.
+_KINDS = {
+    "string": (str,), "integer": (int,), "number": (int, float), "object": (dict,), "array": (list,),
+    "boolean": (bool,), "null": (type(None),),
+}  # fmt: skip
+
+
+def _compiled(node: Any, refs: dict[str, Check]) -> Check:
     if node is True:
-        return True
-    kind = type(value)
-    if node is False or kind not in JSON_VALUES:
-        # A value of another type (a tuple, a Decimal) may pass keywords this module
-        # would skip for it; only the SDK can say.
-        return False
-    if kind is dict:
-        for key in value:
-            if type(key) is not str:
-                return False
+        return _always
+    if node is False:
+        return _never
+    kinds = JSON_VALUES
+    integral_floats = False  # "integer" without "number": a float passes only if it is integral
+    checks: list[Check] = []
     for key, arg in node.items():
         if key in _SKIPPED:
             continue
         if key == "type":
-            if type(arg) is str:
-                if not _is(value, arg):
-                    return False
-            else:
-                for each in arg:
-                    if _is(value, each):
-                        break
-                else:
-                    return False
-        elif key == "$ref":
-            if not _conforms(defs[arg[len("#/$defs/"):]], value, defs):
-                return False
-        elif key == "anyOf":
-            for sub in arg:
-                if _conforms(sub, value, defs):
-                    break
-            else:
-                return False
-        elif key == "allOf":
-            for sub in arg:
-                if not _conforms(sub, value, defs):
-                    return False
-        elif key == "enum":
-            if not any(json_equal(member, value) for member in arg):
-                return False
-        elif key == "const":
-            if not json_equal(arg, value):
+            names = [arg] if type(arg) is str else arg
+            kinds = frozenset(kind for name in names for kind in _KINDS[name])
+            integral_floats = "integer" in names and "number" not in names
+        else:
+            checks.append(_keyword(key, arg, node, refs))
+    return _node(kinds, integral_floats, tuple(checks))
+
+
+def _node(kinds: frozenset, integral_floats: bool, checks: tuple[Check, ...]) -> Check:
+    def check(value: Any) -> bool:
+        kind = type(value)
+        if kind not in kinds:
+            # A value of a type that is not JSON's (a tuple, a Decimal) may pass keywords
+            # skipped here for it; only the SDK can say.
+            if not (integral_floats and kind is float and value.is_integer()):
                 return False
         elif kind is dict:
-            if not _object_keyword(key, arg, value, node, defs):
+            for key in value:
+                if type(key) is not str:
+                    return False
+        for each in checks:
+            if not each(value):
                 return False
-        elif kind is list:
-            if not _array_keyword(key, arg, value, node, defs):
-                return False
-        elif kind is str:
-            if not _string_keyword(key, arg, value):
-                return False
-        elif kind is int or kind is float:
-            if not _number_keyword(key, arg, value):
-                return False
-    return True
+        return True
+
+    return check
 
 
-def _object_keyword(key: str, arg: Any, value: dict, node: dict, defs: dict) -> bool:
+def _keyword(key: str, arg: Any, node: dict, refs: dict[str, Check]) -> Check:
+    """The check of one keyword; a keyword for another type of value passes that value."""
+    if key == "$ref":
+        name = arg[len("#/$defs/"):]
+        return lambda value: refs[name](value)  # looked up when used: a definition may refer to itself
+    if key == "anyOf":
+        subs = tuple(_compiled(sub, refs) for sub in arg)
+        return lambda value: any(sub(value) for sub in subs)
+    if key == "allOf":
+        subs = tuple(_compiled(sub, refs) for sub in arg)
+        return lambda value: all(sub(value) for sub in subs)
+    if key == "enum":
+        return lambda value: any(json_equal(member, value) for member in arg)
+    if key == "const":
+        return lambda value: json_equal(arg, value)
+    if key in ("properties", "required", "additionalProperties", "minProperties", "maxProperties"):
+        return _for(dict, _object_keyword(key, arg, node, refs))
+    if key in ("prefixItems", "items", "minItems", "maxItems", "uniqueItems"):
+        return _for(list, _array_keyword(key, arg, node, refs))
+    if key in ("minLength", "maxLength", "pattern"):
+        return _for(str, _string_keyword(key, arg))
+    return _for(int, _number_keyword(key, arg), float)
+
+
+def _for(kind: type, check: Check, other: type | None = None) -> Check:
+    def only(value: Any) -> bool:
+        t = type(value)
+        return check(value) if t is kind or t is other else True
+
+    return only
+
+
+def _object_keyword(key: str, arg: Any, node: dict, refs: dict[str, Check]) -> Check:
     if key == "properties":
-        for name, sub in arg.items():
-            if name in value and not _conforms(sub, value[name], defs):
-                return False
-        return True
+        props = tuple((name, _compiled(sub, refs)) for name, sub in arg.items())
+
+        def properties(value: dict) -> bool:
+            for name, sub in props:
+                if name in value and not sub(value[name]):
+                    return False
+            return True
+
+        return properties
     if key == "required":
-        for name in arg:
-            if name not in value:
-                return False
-        return True
+        names = tuple(arg)
+
+        def required(value: dict) -> bool:
+            for name in names:
+                if name not in value:
+                    return False
+            return True
+
+        return required
     if key == "additionalProperties":
-        extras = [name for name in value if name not in node.get("properties", {})]
-        if isinstance(arg, dict):
-            return all(_conforms(arg, value[name], defs) for name in extras)
-        return bool(arg) or not extras
+        declared = frozenset(node.get("properties", {}))
+        extra = _compiled(arg, refs)
+        return lambda value: all(extra(item) for name, item in value.items() if name not in declared)
     if key == "minProperties":
-        return len(value) >= arg
-    if key == "maxProperties":
-        return len(value) <= arg
-    return True  # a keyword for another type of value
+        return lambda value: len(value) >= arg
+    return lambda value: len(value) <= arg  # maxProperties
 
 
-def _array_keyword(key: str, arg: Any, value: list, node: dict, defs: dict) -> bool:
+def _array_keyword(key: str, arg: Any, node: dict, refs: dict[str, Check]) -> Check:
     if key == "prefixItems":
-        return all(_conforms(sub, item, defs) for item, sub in zip(value, arg))
+        subs = tuple(_compiled(sub, refs) for sub in arg)
+        return lambda value: all(sub(item) for item, sub in zip(value, subs))
     if key == "items":
-        rest = value[len(node.get("prefixItems", ())):]
-        if arg is False:
-            return not rest
-        for item in rest:
-            if not _conforms(arg, item, defs):
-                return False
-        return True
+        skip = len(node.get("prefixItems", ()))
+        sub = _compiled(arg, refs)
+
+        def items(value: list) -> bool:
+            for item in value[skip:] if skip else value:
+                if not sub(item):
+                    return False
+            return True
+
+        return items
     if key == "minItems":
-        return len(value) >= arg
+        return lambda value: len(value) >= arg
     if key == "maxItems":
-        return len(value) <= arg
-    if key == "uniqueItems":
-        return not arg or _distinct(value)
-    return True
+        return lambda value: len(value) <= arg
+    return lambda value: not arg or _distinct(value)  # uniqueItems
 
 
-def _string_keyword(key: str, arg: Any, value: str) -> bool:
+def _string_keyword(key: str, arg: Any) -> Check:
     if key == "minLength":
-        return len(value) >= arg  # code points, as jsonschema counts them
+        return lambda value: len(value) >= arg  # code points, as jsonschema counts them
     if key == "maxLength":
-        return len(value) <= arg
-    if key == "pattern":
-        return re.search(arg, value) is not None
-    return True
+        return lambda value: len(value) <= arg
+    pattern = re.compile(arg)
+    return lambda value: pattern.search(value) is not None
 
 
-def _number_keyword(key: str, arg: Any, value: int | float) -> bool:
+def _number_keyword(key: str, arg: Any) -> Check:
     # The comparisons are jsonschema's own, so NaN and the infinities come out as they do there.
     if key == "minimum":
-        return not value < arg
+        return lambda value: not value < arg
     if key == "maximum":
-        return not value > arg
+        return lambda value: not value > arg
     if key == "exclusiveMinimum":
-        return not value <= arg
+        return lambda value: not value <= arg
     if key == "exclusiveMaximum":
-        return not value >= arg
-    if key == "multipleOf":
-        if type(arg) is float:
+        return lambda value: not value >= arg
+    if type(arg) is float:  # multipleOf
+
+        def multiple(value: int | float) -> bool:
             quotient = value / arg
             return int(quotient) == quotient  # overflow or NaN raises: `conforms` leaves it to the SDK
-        return not value % arg
-    return True
+
+        return multiple
+    return lambda value: not value % arg
 
 
 def json_equal(a: Any, b: Any) -> bool:
@@ -321,20 +358,22 @@ class LocalCheck:
     def __init__(self, session: Any, sdk_check: Any) -> None:
         self._session = session
         self._sdk_check = sdk_check
-        self._verdicts: dict[str, tuple[Any, bool]] = {}  # tool -> (schema object, supported?)
+        self._checks: dict[str, tuple[Any, Check | None]] = {}  # tool -> (schema object, its check)
 
     async def __call__(self, name: str, result: Any) -> None:
         schemas = sdk_compat.output_schemas(self._session)  # absent: the SDK checks
         schema = schemas.get(name) if schemas is not None else None
-        if schema is not None and result.structured_content is not None and self._supported(name, schema):
-            if conforms(schema, result.structured_content):
+        if schema is not None and result.structured_content is not None:
+            check = self._check(name, schema)
+            if check is not None and check(result.structured_content):
                 return
         await self._sdk_check(name, result)
 
-    def _supported(self, name: str, schema: Any) -> bool:
-        known = self._verdicts.get(name)
+    def _check(self, name: str, schema: Any) -> Check | None:
+        """The tool's compiled check, or None when its schema is the SDK's to judge."""
+        known = self._checks.get(name)
         if known is None or known[0] is not schema:  # a new listing brings a new schema object
-            known = self._verdicts[name] = (schema, supported(schema))
+            known = self._checks[name] = (schema, checker(schema) if supported(schema) else None)
         return known[1]
 
 

@@ -1,0 +1,120 @@
+"""Instructions per call of mcp_nb, as a ratio to a raw `mcp.Client.call_tool` loop: the same
+question as `bench_calls.py`'s in-loop figure, answered without the clock.
+
+On a shared two-vCPU machine a wall-clock ratio of two ~200 µs calls moves by more than the
+5 % it is judged on: `bench_calls.py`'s paired figure has its pairs' 10th–90th percentiles
+0.85 – 1.23 apart, and its median moves by several points from one run to the next. The
+instructions a process executes do not depend on the neighbours. Each variant runs in a
+process of its own under valgrind's cachegrind (no cache simulation: it only counts), once
+with a few calls and once with many; the difference, divided by the difference in calls, is
+what one call executes: start-up, imports and warm-up cancel out. Everything the process
+does for a call is counted, the cycle collector and the SDK's server side included.
+
+  raw      `await client.call_tool(name, {})` with a plain `mcp.Client(mcp_nb.server(), cache=None)`
+  in-loop  `await engine.prepare("tool", name, {}, 30.0).run()` on mcp_nb's loop (as bench_calls.py)
+
+The history is cleared every 300 calls, as bench_calls.py's pairs clear it.
+
+Needs valgrind (`apt-get install valgrind`); about three minutes on two cores.
+Usage: python benchmarks/bench_instructions.py [--few 200] [--many 1200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from _common import machine, write_json
+
+TARGET = 1.05  # the in-loop target of bench_calls.py, read in instructions
+TOOLS = ("triv", "atriv")
+VARIANTS = ("raw", "in-loop")
+CLEAR_EVERY = 300
+
+
+def child(variant: str, tool: str, calls: int) -> None:
+    """Run in the measured process: `calls` calls of `tool`, the way `variant` makes them."""
+    import mcp
+
+    import mcp_nb
+
+    @mcp_nb.tool()
+    def triv() -> str:
+        return "x"
+
+    @mcp_nb.tool()
+    async def atriv() -> str:
+        return "x"
+
+    engine = mcp_nb.engine()
+    assert mcp_nb.call(tool, {}).outcome == "result"  # connects mcp_nb's session, lists the tools
+
+    async def run() -> None:
+        async with mcp.Client(mcp_nb.server(), cache=None) as client:
+            await client.call_tool(tool, {})  # the SDK's own check of a result imports jsonschema: once, here
+            for i in range(calls):
+                if variant == "raw":
+                    await client.call_tool(tool, {})
+                else:
+                    await engine.prepare("tool", tool, {}, 30.0).run()
+                if i % CLEAR_EVERY == CLEAR_EVERY - 1:
+                    engine.history.clear()
+
+    engine.loop.run(run())
+
+
+def counted(variant: str, tool: str, calls: int) -> int:
+    """The instructions a whole process making `calls` calls executes."""
+    env = dict(os.environ, PYTHONHASHSEED="0")  # the same dict layouts in every run
+    command = [
+        "valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+        sys.executable, str(Path(__file__).resolve()), "--child", variant, tool, str(calls),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        raise SystemExit(f"{variant} {tool} x{calls} failed under valgrind:\n{done.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--few", type=int, default=200, help="calls in the short run")
+    parser.add_argument("--many", type=int, default=1200, help="calls in the long run")
+    parser.add_argument("--child", nargs=3, metavar=("VARIANT", "TOOL", "CALLS"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        variant, tool, calls = args.child
+        child(variant, tool, int(calls))
+        return
+    try:
+        subprocess.run(["valgrind", "--version"], capture_output=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        raise SystemExit("bench_instructions.py needs valgrind (apt-get install valgrind)") from None
+
+    runs = [(v, t, n) for t in TOOLS for v in VARIANTS for n in (args.few, args.many)]
+    with ThreadPoolExecutor(max_workers=max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 2)) as pool:
+        totals = dict(zip(runs, pool.map(lambda run: counted(*run), runs)))
+
+    results = {}
+    print(f"instructions per call (whole process, ({args.many} - {args.few}) calls apart)")
+    print(f"{'tool':8s} {'raw':>12s} {'in-loop':>12s} {'in-loop/raw':>12s}")
+    for tool in TOOLS:
+        per = {v: (totals[(v, tool, args.many)] - totals[(v, tool, args.few)]) / (args.many - args.few) for v in VARIANTS}
+        ratio = per["in-loop"] / per["raw"]
+        results[tool] = {"per_call": per, "ratio": ratio, "target": TARGET, "pass": ratio <= TARGET}
+        print(f"{tool:8s} {per['raw']:12,.0f} {per['in-loop']:12,.0f} {ratio:12.3f}")
+    for tool in TOOLS:
+        r = results[tool]
+        print(f"{'PASS' if r['pass'] else 'FAIL'}  {tool:6s} in-loop/raw instructions {r['ratio']:.3f}  (target <= {TARGET})")
+    path = write_json("instructions.json", {"machine": machine(), "few": args.few, "many": args.many, "results": results})
+    print(f"\nwrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,11 +1,13 @@
 """Replay what Binder does with binder/, without Docker, and compare every notebook there with nbval.
 
-repo2docker reads only binder/ when it exists: `runtime.txt` picks the Python, and
-`requirements.txt` is installed with pip from the repository root (so its `-e .` is
-this checkout), then `postBuild` runs. Here: a fresh virtual environment of that Python,
-`pip install -r binder/requirements.txt` from the root, `binder/postBuild`, then each
-notebook in notebooks/ run top to bottom by a kernel of that environment, as a learner's
-"Run All" would, and compared with its stored outputs by nbval.
+repo2docker copies the repository into the image and reads only binder/ when it exists:
+`runtime.txt` picks the Python, and `requirements.txt` is installed with pip from the copy's
+root (so its `-e .` is the copy), then `postBuild` runs there. Here: a copy of this checkout's
+files, a fresh virtual environment of that Python, `pip install -r binder/requirements.txt`
+from the copy's root, `binder/postBuild`, then each solution version (what postBuild keeps in
+solutions/) run top to bottom by a kernel of that environment, as a learner's "Run All" would,
+and compared with its stored outputs by nbval; and notebooks/ there, what the launch link
+opens, checked to be the student versions.
 
 This is the one place the test command runs the notebooks. nbval itself runs from the
 test environment: it and pytest are test tools, so nothing is installed on top of what
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -27,9 +30,12 @@ import nbformat
 import pytest
 
 from fresh_venv import make, once, run, tail
+from mcp_nb.commands.student import has_exercises, student_version
 
 ROOT = Path(__file__).resolve().parent.parent
 BINDER = ROOT / "binder"
+# What is in this checkout but not in the repository Binder would copy (git-ignored, or git's own).
+NOT_COPIED = (".git", ".venv", ".peers", "artifacts", "__pycache__", ".pytest_cache", "*.egg-info", "results", ".ipynb_checkpoints")
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 SANITIZER = ROOT / "notebooks" / "sanitize.cfg"
 
@@ -42,20 +48,23 @@ def runtime_version() -> str:
 
 
 def build(base: Path) -> dict:
-    """A fresh venv in `base` with binder/requirements.txt installed, as repo2docker makes it."""
+    """A copy of the repository in `base` and a fresh venv with binder/requirements.txt
+    installed from it, as repo2docker makes them."""
     version = runtime_version()
     venv, env = make(base, version)
+    repo = base / "repo"  # postBuild changes what it finds: never this checkout
+    shutil.copytree(ROOT, repo, ignore=shutil.ignore_patterns(*NOT_COPIED), symlinks=True)
 
-    # What repo2docker runs, from the repository root, with nothing else.
+    # What repo2docker runs, from the copy's root, with nothing else.
     installed = run(
         [venv / "bin" / "python", "-m", "pip", "install", "--quiet", "-r", "binder/requirements.txt"],
-        cwd=ROOT, env=env, timeout=1800,
+        cwd=repo, env=env, timeout=1800,
     )  # fmt: skip
     assert installed.returncode == 0, "pip install -r binder/requirements.txt failed:\n" + tail(installed.stdout + installed.stderr)
     # Then repo2docker runs binder/postBuild, from the root, with the environment's Python first on PATH.
-    post = BINDER / "postBuild"
+    post = repo / "binder" / "postBuild"
     if post.exists():
-        built = run([post], cwd=ROOT, env=env, timeout=900)
+        built = run([post], cwd=repo, env=env, timeout=900)
         assert built.returncode == 0, "binder/postBuild failed:\n" + tail(built.stdout + built.stderr)
     assert (venv / "bin" / "jupyter-lab").exists(), "binder/requirements.txt gives no JupyterLab"
     # On Binder, JupyterLab and the kernel share this environment. nbval runs from the test
@@ -65,7 +74,7 @@ def build(base: Path) -> dict:
     spec = run([venv / "bin" / "python", "-m", "ipykernel", "install", "--prefix", kernels, "--name", "python3"], cwd=base, env=env, timeout=120)
     assert spec.returncode == 0, "binder/requirements.txt gives no kernel (ipykernel):\n" + tail(spec.stdout + spec.stderr)
     env = dict(env, JUPYTER_PATH=str(kernels / "share" / "jupyter"))  # searched before any other
-    return {"base": str(base), "venv": str(venv), "env": env, "version": version}
+    return {"base": str(base), "venv": str(venv), "repo": str(repo), "env": env, "version": version}
 
 
 @pytest.fixture(scope="session")
@@ -73,7 +82,7 @@ def binder_env(tmp_path_factory):
     """The fresh Binder environment, made once for the run: its notebooks' tests may run on
     different workers (tests/conftest.py spreads them), and each asks for the same one."""
     made = once(tmp_path_factory, "binder", build)
-    return {**made, "base": Path(made["base"]), "venv": Path(made["venv"])}
+    return {**made, "base": Path(made["base"]), "venv": Path(made["venv"]), "repo": Path(made["repo"])}
 
 
 def nbval(notebook: Path, binder_env: dict):
@@ -96,7 +105,7 @@ def test_the_kernel_runs_in_the_binder_environment(binder_env):
         "import pathlib, sys, mcp_nb\n"
         f"assert pathlib.Path(sys.prefix).resolve() == pathlib.Path({str(binder_env['venv'])!r}).resolve(), sys.prefix\n"
         f"assert '%d.%d' % sys.version_info[:2] == {binder_env['version']!r}, sys.version\n"
-        f"assert pathlib.Path(mcp_nb.__file__).resolve().is_relative_to({str(ROOT)!r}), mcp_nb.__file__"
+        f"assert pathlib.Path(mcp_nb.__file__).resolve().is_relative_to({str(binder_env['repo'])!r}), mcp_nb.__file__"
     )]  # fmt: skip
     nbformat.write(notebook, probe)
     done = nbval(probe, binder_env)
@@ -111,9 +120,31 @@ def test_notebooks_are_found():
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[nb.name for nb in NOTEBOOKS])
 def test_notebook_runs_top_to_bottom_in_the_binder_environment_and_shows_what_it_stored(binder_env, notebook):
-    # nbval writes nothing: the stored outputs stay as committed.
-    done = nbval(notebook, binder_env)
+    # The solution version, where Binder's build keeps it; nbval writes nothing: the stored outputs stay as committed.
+    kept = binder_env["repo"] / "solutions" / notebook.name
+    assert kept.read_bytes() == notebook.read_bytes(), f"binder/postBuild changed the solution version of {notebook.name}"
+    done = nbval(kept, binder_env)
     assert done.returncode == 0, f"{notebook.name} failed in the Binder environment:\n" + tail(done.stdout + done.stderr, 80)
+
+
+def test_binder_opens_the_student_versions(binder_env):
+    """What the launch link opens, notebooks/ after Binder's build: each notebook with exercises is
+    its student version, as `python -m mcp_nb student-version` makes it; every other file is as committed."""
+    opened = binder_env["repo"] / "notebooks"
+    with_exercises = [notebook for notebook in NOTEBOOKS if has_exercises(notebook)]
+    assert len(with_exercises) >= 8  # the core notebooks' exercises (docs/course.md)
+    for notebook in NOTEBOOKS:
+        shown = json.loads((opened / notebook.name).read_text(encoding="utf-8"))
+        if notebook in with_exercises:
+            expected, solutions = student_version(json.loads(notebook.read_text(encoding="utf-8")))
+            assert solutions and shown == expected, f"{notebook.name} is not its student version on Binder"
+            assert "BEGIN SOLUTION" not in json.dumps(shown["cells"])
+        else:
+            assert (opened / notebook.name).read_bytes() == notebook.read_bytes(), notebook.name
+    for other in (ROOT / "notebooks").rglob("*"):
+        if other.is_file() and other.suffix != ".ipynb" and "__pycache__" not in other.parts:
+            assert (opened / other.relative_to(ROOT / "notebooks")).read_bytes() == other.read_bytes(), other.name
+    assert (opened / "0-primer.ipynb").exists()  # the README's and docs/course.md's launch link
 
 
 def test_binder_reads_only_what_it_should():

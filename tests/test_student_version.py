@@ -134,6 +134,37 @@ def test_a_broken_markup_or_a_notebook_without_exercises_is_refused_in_one_line(
     assert not (tmp_path / "out.ipynb").exists()
 
 
+def test_a_course_folder_becomes_its_student_version_with_everything_else_as_it_was(tmp_path):
+    """`student-version FOLDER -o NEW`: what binder/postBuild makes of notebooks/."""
+    solution = {"nbgrader": {"solution": True, "grade": False, "grade_id": "a", "schema_version": 3, "locked": False, "task": False}}
+    course = tmp_path / "course"
+    (course / "servers").mkdir(parents=True)
+    (course / "servers" / "shop.py").write_text("print('a server a notebook reads')\n")
+    lesson = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("### BEGIN SOLUTION\nanswer = 42\n### END SOLUTION", metadata=solution)])
+    nbformat.write(lesson, course / "01-lesson.ipynb")
+    shown = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1", outputs=[nbformat.v4.new_output("execute_result", {"text/plain": "2"}, execution_count=1)])])
+    nbformat.write(shown, course / "00-demo.ipynb")
+
+    done = make_student_version(course, tmp_path / "student")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"{tmp_path / 'student' / '01-lesson.ipynb'}: 1 solution cells stripped, outputs cleared"
+    assert [c.source for c in nbformat.read(tmp_path / "student" / "01-lesson.ipynb", as_version=4).cells] == ["# YOUR CODE HERE"]
+    assert (tmp_path / "student" / "00-demo.ipynb").read_bytes() == (course / "00-demo.ipynb").read_bytes()  # outputs kept
+    assert (tmp_path / "student" / "servers" / "shop.py").read_text() == "print('a server a notebook reads')\n"
+
+    (tmp_path / "plain").mkdir()
+    nbformat.write(shown, tmp_path / "plain" / "00-demo.ipynb")
+    for source, target, says in [
+        (course, tmp_path / "student", "exists already: give a folder that does not"),
+        (course, course / "student", "is inside"),
+        (tmp_path / "plain", tmp_path / "plain-student", "holds no notebook with a solution cell"),
+    ]:
+        refused = make_student_version(source, target)
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+        assert says in refused.stderr.strip().splitlines()[-1], refused.stderr
+    assert not (course / "student").exists() and not (tmp_path / "plain-student").exists()
+
+
 def test_a_solution_cell_without_a_region_is_replaced_whole(tmp_path):
     solution = {"nbgrader": {"solution": True, "grade": False, "grade_id": "a", "schema_version": 3, "locked": False, "task": False}}
     nb = nbformat.v4.new_notebook(

@@ -19,7 +19,7 @@ COMMANDS = {
     "serve": ("mcp_nb.commands.serve", "serve a notebook's tools, resources and prompts to MCP clients"),
     "nbval-sanitize": ("mcp_nb.notebook.nbval", "write the nbval sanitizer that holds mcp_nb's outputs still"),
     "init-course": ("mcp_nb.commands.course", "make a folder to start a course of notebooks from (Binder, nbval, CI)"),
-    "student-version": ("mcp_nb.commands.student", "write a notebook's student version: its exercises' solutions stripped"),
+    "student-version": ("mcp_nb.commands.student", "write a notebook's (or a course folder's) student version: its exercises' solutions stripped"),
 }
 
 

@@ -1,4 +1,4 @@
-"""The student version of a notebook: `python -m mcp_nb student-version SRC -o DST`.
+"""The student version of a notebook, or of a course's folder: `python -m mcp_nb student-version SRC -o DST`.
 
 A course keeps one source, the solution version, which CI runs. Its exercises use nbgrader's
 markup: a solution cell carries nbgrader's metadata (`"nbgrader": {"solution": true, ...}`), and
@@ -11,6 +11,11 @@ alone, without nbgrader's `raise NotImplementedError()`, so that a solution cell
 runs and the exercise's check cell says what is missing. `tests/test_student_version.py` shows
 the two agree (nbgrader's `ClearSolutions(code_stub={"python": "# YOUR CODE HERE"})`).
 
+Given a folder, it writes a copy of the folder in which every notebook with exercises is its
+student version and everything else is as it was (the other notebooks, with their outputs, and
+the files they read): what Binder's build makes of `notebooks/`, so that a class opens the
+exercises without their answers (binder/postBuild).
+
 Only the standard library: the notebook is JSON, written back as nbformat writes it.
 """
 
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 from mcp_nb.mistakes import BadValue, read_json
@@ -95,20 +101,58 @@ def make(source: str | Path, target: str | Path) -> int:
     return solutions
 
 
+def has_exercises(path: Path) -> bool:
+    """Whether the notebook at `path` has a solution cell (one it cannot read has none)."""
+    try:
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    cells = notebook.get("cells") if isinstance(notebook, dict) else None
+    return isinstance(cells, list) and any(isinstance(cell, dict) and _is_solution(cell) for cell in cells)
+
+
+def make_course(source: str | Path, target: str | Path) -> list[tuple[str, int]]:
+    """Copy the folder `source` to `target` (which must not exist), each notebook with exercises
+    replaced by its student version; returns (notebook, solution cells) for each one replaced."""
+    folder, out = Path(source), Path(target)
+    if not folder.is_dir():
+        raise BadValue(f"{folder} is not a folder")
+    if out.exists():
+        raise BadValue(f"{out} exists already: give a folder that does not")
+    if out.resolve().is_relative_to(folder.resolve()):
+        raise BadValue(f"{out} is inside {folder}: give a folder outside it")
+    with_exercises = sorted(path for path in folder.glob("*.ipynb") if has_exercises(path))
+    if not with_exercises:
+        raise BadValue(f"{folder} holds no notebook with a solution cell (nbgrader metadata solution: true): nothing to strip")
+    shutil.copytree(folder, out, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    return [(path.name, make(path, out / path.name)) for path in with_exercises]
+
+
 # -- python -m mcp_nb student-version ----------------------------------------------------------
 
 
 def arguments(parser) -> None:
-    parser.add_argument("source", help="the solution version: a notebook whose exercises use nbgrader's markup")
-    parser.add_argument("-o", "--output", required=True, help="where to write the student version (solutions stripped, outputs cleared)")
+    parser.add_argument(
+        "source", help="the solution version: a notebook whose exercises use nbgrader's markup, or a folder of notebooks"
+    )
+    parser.add_argument(
+        "-o", "--output", required=True,
+        help="where to write the student version (solutions stripped, outputs cleared); for a folder, "
+        "a new folder: its copy, with each notebook that has exercises replaced by its student version",
+    )  # fmt: skip
 
 
 def run(args) -> int:
     if Path(args.source).resolve() == Path(args.output).resolve():
         args.parser.error("the student version would overwrite its source: give another --output")
     try:
-        solutions = make(args.source, args.output)
+        if Path(args.source).is_dir():
+            made = make_course(args.source, args.output)
+        else:
+            made = [(args.output, make(args.source, args.output))]
     except ValueError as err:
         args.parser.error(str(err))
-    print(f"{args.output}: {solutions} solution cells stripped, outputs cleared")
+    for name, solutions in made:
+        where = name if not Path(args.source).is_dir() else str(Path(args.output) / name)
+        print(f"{where}: {solutions} solution cells stripped, outputs cleared")
     return 0

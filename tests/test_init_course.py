@@ -32,7 +32,7 @@ from mcp_nb.notebook import nbval
 ROOT = Path(__file__).resolve().parent.parent
 PIN = "mcp-notebook[lab] @ git+https://github.com/OWNER/mcp_nb@v0.1.0"
 LAYOUT = [
-    ".github/workflows/notebooks.yml", "README.md", "binder/requirements.txt", "binder/runtime.txt",
+    ".github/workflows/notebooks.yml", "README.md", "binder/postBuild", "binder/requirements.txt", "binder/runtime.txt",
     "notebooks/01-first-tool.ipynb", "sanitize.cfg",
 ]  # fmt: skip
 STORE = "python -m jupyter execute --inplace notebooks/*.ipynb"
@@ -103,6 +103,25 @@ def test_the_course_has_its_files_with_mcp_nb_pinned(tmp_path):
     steps = workflow_steps(root)
     assert steps[0].startswith("python -m pip install -r binder/requirements.txt")
     assert "--nbval-sanitize-with sanitize.cfg notebooks/" in steps[-1]
+
+
+def test_binders_build_of_the_course_opens_the_student_versions(tmp_path):
+    """binder/postBuild, run as repo2docker runs it (from the course's root, executable), makes
+    notebooks/ the student versions and keeps the solution versions in solutions/."""
+    assert init_course("course", "--mcp-nb", PIN, cwd=tmp_path).returncode == 0
+    root = tmp_path / "course"
+    post = root / "binder" / "postBuild"
+    assert os.access(post, os.X_OK), "repo2docker runs binder/postBuild only when it is executable"
+    lesson = (root / "notebooks/01-first-tool.ipynb").read_bytes()
+    # The environment's Python first on PATH, as on Binder; mcp_nb from this checkout.
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    built = subprocess.run([str(post)], cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    assert built.returncode == 0, built.stderr
+    assert (root / "solutions/01-first-tool.ipynb").read_bytes() == lesson
+    opened = nbformat.read(root / "notebooks/01-first-tool.ipynb", as_version=4)
+    exercise = next(cell for cell in opened.cells if cell.id == "exercise")
+    assert "# YOUR CODE HERE" in exercise.source and "ToolError(" not in exercise.source
+    assert "### BEGIN SOLUTION" not in "".join(cell.source for cell in opened.cells)
 
 
 def _run(path: Path) -> dict[str, tuple[str, str]]:

@@ -6,6 +6,7 @@ otherwise have to work out from this repository:
     DIR/README.md                        what is where, and the steps
     DIR/binder/requirements.txt          mcp-notebook, pinned (repo2docker reads binder/ only)
     DIR/binder/runtime.txt               the Python it was made with (Binder's default is older)
+    DIR/binder/postBuild                 Binder's last step: notebooks/ there made the student versions
     DIR/notebooks/01-first-tool.ipynb    a first lesson, to replace, with one worked exercise in nbgrader's
                                          format (`python -m mcp_nb student-version` strips its solution)
     DIR/sanitize.cfg                     the nbval sanitizer of this mcp_nb (mcp_nb.notebook.nbval)
@@ -39,7 +40,9 @@ LAYOUT = {
     "runtime.txt": ("binder/runtime.txt", True),
     "first-tool.ipynb": ("notebooks/01-first-tool.ipynb", False),
     "notebooks.yml": (".github/workflows/notebooks.yml", True),
+    "postBuild": ("binder/postBuild", False),
 }
+EXECUTABLE = {"binder/postBuild"}  # repo2docker runs postBuild only when it is executable
 SANITIZER = "sanitize.cfg"
 # What pip installs this as (pyproject.toml's [project] name); mcp-nb on PyPI is another project.
 DISTRIBUTION = "mcp-notebook"
@@ -122,6 +125,8 @@ def create(directory: str | Path, requirement: str | None = None) -> list[Path]:
         path = root / target
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
+        if target in EXECUTABLE:
+            path.chmod(path.stat().st_mode | 0o111)
         written.append(path)
     return written
 

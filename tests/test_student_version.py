@@ -163,6 +163,13 @@ def test_a_course_folder_becomes_its_student_version_with_everything_else_as_it_
         assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
         assert says in refused.stderr.strip().splitlines()[-1], refused.stderr
     assert not (course / "student").exists() and not (tmp_path / "plain-student").exists()
+    # A notebook whose markup is broken: refused before anything is written.
+    broken = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("### BEGIN SOLUTION\nanswer = 42", metadata=solution)])
+    nbformat.write(broken, course / "02-broken.ipynb")
+    refused = make_student_version(course, tmp_path / "half")
+    said = refused.stderr.strip().splitlines()[-1]
+    assert refused.returncode == 2 and "02-broken.ipynb: cell 0" in said and "a BEGIN SOLUTION without its END SOLUTION" in said
+    assert not (tmp_path / "half").exists()
 
 
 def test_a_solution_cell_without_a_region_is_replaced_whole(tmp_path):

@@ -83,8 +83,9 @@ def student_version(notebook: dict) -> tuple[dict, int]:
     return notebook, solutions
 
 
-def make(source: str | Path, target: str | Path) -> int:
-    """Write the student version of the notebook `source` to `target`; returns the number of solution cells."""
+def stripped(source: str | Path) -> tuple[dict, int]:
+    """The student version of the notebook file `source`, and its number of solution cells
+    (ValueError, saying why, for a file that is no notebook or has no exercises)."""
     path = Path(source)
     try:
         notebook = read_json(path.read_text(encoding="utf-8"))
@@ -92,12 +93,24 @@ def make(source: str | Path, target: str | Path) -> int:
         raise BadValue(f"{path}: {err.strerror}") from None
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         raise BadValue(f"{path} is not a notebook (no list of cells)")
-    stripped, solutions = student_version(notebook)
+    try:
+        version, solutions = student_version(notebook)
+    except ValueError as err:
+        raise BadValue(f"{path}: {err}") from None  # which notebook, when a folder holds several
     if solutions == 0:
         raise BadValue(f"{path} has no solution cell (nbgrader metadata solution: true): nothing to strip")
-    out = Path(target)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(stripped, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    return version, solutions
+
+
+def _write(notebook: dict, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def make(source: str | Path, target: str | Path) -> int:
+    """Write the student version of the notebook `source` to `target`; returns the number of solution cells."""
+    version, solutions = stripped(source)
+    _write(version, Path(target))
     return solutions
 
 
@@ -124,8 +137,12 @@ def make_course(source: str | Path, target: str | Path) -> list[tuple[str, int]]
     with_exercises = sorted(path for path in folder.glob("*.ipynb") if has_exercises(path))
     if not with_exercises:
         raise BadValue(f"{folder} holds no notebook with a solution cell (nbgrader metadata solution: true): nothing to strip")
+    # Every student version is made before anything is written: a broken markup leaves no half-made folder.
+    versions = [(path.name, *stripped(path)) for path in with_exercises]
     shutil.copytree(folder, out, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-    return [(path.name, make(path, out / path.name)) for path in with_exercises]
+    for name, version, _ in versions:
+        _write(version, out / name)
+    return [(name, solutions) for name, _, solutions in versions]
 
 
 # -- python -m mcp_nb student-version ----------------------------------------------------------

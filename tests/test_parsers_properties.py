@@ -838,3 +838,63 @@ def test_a_recursive_schema_loads_deep_arguments_or_says_it_cannot(depth):
         assert form.value() == {"a": value}
     finally:
         form.close()
+
+
+# -- a notebook's solution markup: commands.student ------------------------------------------------
+
+MARKUP_LINES = [
+    "### BEGIN SOLUTION", "### END SOLUTION", "    ### BEGIN SOLUTION", "  # END SOLUTION", "BEGIN SOLUTION here",
+    "x = 1", "", "    return x", "# a comment", "é", "END", "BEGIN", "solution", "\t",
+]  # fmt: skip
+SOLUTION_META = {"nbgrader": {"solution": True, "grade": False, "grade_id": "a", "schema_version": 3, "locked": False, "task": False}}
+markup_cells = st.lists(
+    st.tuples(
+        st.sampled_from(["code", "markdown"]),
+        st.lists(st.sampled_from(MARKUP_LINES) | st.text(max_size=6), max_size=6),
+        st.booleans(),  # marked as a solution
+    ),
+    max_size=5,
+)
+
+
+@QUICK
+@given(markup_cells)
+@example([("code", ["x = 1", "    ### BEGIN SOLUTION", "    return x", "    ### END SOLUTION", "y"], True)])
+@example([("markdown", ["BEGIN SOLUTION here", "answer", "END SOLUTION"], True), ("code", ["x = 1"], False)])
+def test_any_solution_markup_strips_or_is_one_line_error(cells):
+    from mcp_nb.commands.student import BEGIN, CODE_STUB, END, TEXT_STUB, student_version
+
+    notebook = {"cells": [
+        {"cell_type": kind, "source": "\n".join(lines), "metadata": dict(SOLUTION_META) if solution else {},
+         **({"outputs": [{"output_type": "stream", "name": "stdout", "text": "old"}], "execution_count": 1} if kind == "code" else {})}
+        for kind, lines, solution in cells
+    ]}  # fmt: skip
+    original = json.loads(json.dumps(notebook))
+    try:
+        stripped, solutions = student_version(notebook)
+    except ValueError as err:
+        one_line(err)
+        return
+    assert solutions == sum(solution for _, _, solution in cells)
+    for before, after, (kind, lines, solution) in zip(original["cells"], stripped["cells"], cells):
+        text = "".join(after["source"])
+        stub = CODE_STUB if kind == "code" else TEXT_STUB
+        if not solution:
+            assert text == before["source"]  # a cell that is no solution keeps every line
+        elif any(BEGIN in line for line in lines):
+            assert not any(BEGIN in line or END in line for line in text.split("\n"))
+            assert stub in text
+            # every line outside a region is kept, in order
+            outside, inside = [], False
+            for line in lines:
+                if BEGIN in line:
+                    inside = True
+                elif END in line:
+                    inside = False
+                elif not inside:
+                    outside.append(line)
+            assert [line for line in text.split("\n") if line.strip() != stub] == [line for line in outside if line.strip() != stub]
+        else:
+            assert text == stub  # a solution cell without a region loses all its source
+        if kind == "code":
+            assert after["outputs"] == [] and after["execution_count"] is None

@@ -30,9 +30,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from _common import machine, write_json
+from bench_calls import TARGETS, TOOLS  # importing it registers its two tools, `triv` and `atriv`
 
-TARGET = 1.05  # the in-loop target of bench_calls.py, read in instructions
-TOOLS = ("triv", "atriv")
+TARGET = TARGETS["in-loop"]  # bench_calls.py's in-loop target, read in instructions
 VARIANTS = ("raw", "in-loop")
 CLEAR_EVERY = 300
 
@@ -41,15 +41,7 @@ def child(variant: str, tool: str, calls: int) -> None:
     """Run in the measured process: `calls` calls of `tool`, the way `variant` makes them."""
     import mcp
 
-    import mcp_nb
-
-    @mcp_nb.tool()
-    def triv() -> str:
-        return "x"
-
-    @mcp_nb.tool()
-    async def atriv() -> str:
-        return "x"
+    import mcp_nb  # the tools are bench_calls.py's, registered when it was imported above
 
     engine = mcp_nb.engine()
     assert mcp_nb.call(tool, {}).outcome == "result"  # connects mcp_nb's session, lists the tools

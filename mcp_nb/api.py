@@ -376,18 +376,23 @@ def connect(
     cwd: str | None = None,
     headers: Mapping[str, str] | None = None,
     timeout: float | None = None,
+    auth: Any = None,
+    mode: str = "auto",
 ):
     """Connect to an outside MCP server and name the connection; returns it (it shows what the server offers).
 
-    `target` is an `http://` or `https://` URL (streamable HTTP, `headers` on every request)
-    or a command, a string split like a shell line or a list, started as a stdio server
-    (`args` appended, `env` added to the environment, `cwd` its directory). Connecting again
-    under a name replaces the old connection once the new one is up. Then every face takes
-    `server=name`: `mcp_nb.call("echo", {...}, server="everything")`.
+    `target` is an `http://` or `https://` URL (streamable HTTP, `headers` on every request,
+    `auth` an httpx Auth such as the SDK's OAuth providers) or a command, a string split like a
+    shell line or a list, started as a stdio server (`args` appended, `env` added to the
+    environment, `cwd` its directory). `mode` is the protocol era: "auto" (ask the server
+    with `server/discover`, and fall back to the initialize handshake), "2025-11-25" (the
+    handshake) or "2026-07-28" (stateless, no probe). Connecting again under a name replaces
+    the old connection once the new one is up. Then every face takes `server=name`:
+    `mcp_nb.call("echo", {...}, server="everything")`.
     """
     return engine().connect(
         name, target, args=list(args) if args is not None else None, env=dict(env) if env is not None else None,
-        cwd=cwd, headers=dict(headers) if headers is not None else None, timeout=timeout,
+        cwd=cwd, headers=dict(headers) if headers is not None else None, timeout=timeout, auth=auth, mode=mode,
     )  # fmt: skip
 
 

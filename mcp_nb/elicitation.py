@@ -229,6 +229,20 @@ def answerer(value: Any, source: str) -> Answerer | None:
     return None if value is None else Answerer(value, source)
 
 
+def with_defaults(answer: Answer, schema: Any) -> Answer:
+    """An accepted answer with each field it leaves out that the question gives a `default`
+    filled in with that default (SEP-1034: an answer of "accept" takes what was proposed)."""
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(properties, Mapping):
+        return answer
+    content = dict(answer.content or {})
+    missing = {
+        field: declared["default"] for field, declared in properties.items()
+        if field not in content and isinstance(declared, Mapping) and "default" in declared
+    }  # fmt: skip
+    return Answer.accept({**missing, **content}) if missing else answer
+
+
 # A face that can ask a person: `await ask(message, schema, url)` -> Answer.
 Ask = Callable[[str, Any, "str | None"], Any]
 
@@ -249,6 +263,8 @@ async def elicit(
             answer, where = answer_of(await ask(message, schema, url)), "form"
         else:
             answer, where, reason = Answer.cancel(), "none", NO_ANSWER
+    if answer.action == "accept" and url is None:
+        answer = with_defaults(answer, schema)
     return Elicitation(
         message=message, schema=schema, url=url, action=answer.action,
         content=None if answer.content is None else dict(answer.content), source=where, reason=reason,

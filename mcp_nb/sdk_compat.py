@@ -316,13 +316,13 @@ def _own_version() -> str:
 # -- the check ------------------------------------------------------------------------------
 
 
-def http_client(headers: dict[str, str]) -> Any:
+def http_client(headers: dict[str, str], auth: Any = None) -> Any:
     """An httpx client made as the SDK makes its own for streamable HTTP (its timeouts, redirects
     followed), for mcp_nb to hang its response hook on: the hook keeps an error status's body,
     which the SDK's transport drops. The factory is private to the SDK."""
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    return create_mcp_http_client(headers=headers)
+    return create_mcp_http_client(headers=headers, auth=auth)
 
 
 def problems() -> list[str]:

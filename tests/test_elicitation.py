@@ -209,7 +209,9 @@ def test_server_everything_asks_over_stdio_and_gets_the_notebooks_answer():
 
     outcome = mcp_nb.call("trigger-elicitation-request", server="everything", elicit=answer)
     assert outcome.outcome == "result" and '"name": "Ada Lovelace"' in outcome.content
-    assert asked == [["name"]] and outcome.elicitations[0].content == {"name": "Ada Lovelace"}
+    # The fields the answer leaves out go with the defaults the question proposed (SEP-1034), as a form would send them.
+    sent = outcome.elicitations[0].content
+    assert asked == [["name"]] and sent["name"] == "Ada Lovelace" and sent["integer"] == 42
     declined = mcp_nb.call("trigger-elicitation-request", server="everything", elicit=["decline"])
     assert "declined" in declined.content and declined.elicitations[0].action == "decline"
     unanswered = mcp_nb.call("trigger-elicitation-request", server="everything")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shlex
 
+import httpx2
 import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
@@ -302,7 +303,17 @@ CONNECT = {
     "--env": ["K=V", "=V", "K", "'K=a b'", "K=", "'K=a -- b'"],
     "--cwd": ["/tmp", "''", "'a b'"],
     "--timeout": ["5", "0", "nan", "x", "1e999", "-2"],
+    "--mode": ["auto", "2025-11-25", "2026-07-28", "legacy", "''", "2024-11-05"],
+    "--auth": ["oauth", "nowhere", "'a b'", "1x", "not_auth"],
 }
+
+
+class BearerAuth(httpx2.Auth):
+    """What `--auth` names: an httpx2 Auth, as the SDK's providers are."""
+
+    def auth_flow(self, request):
+        request.headers["Authorization"] = "Bearer t"
+        yield request
 
 
 @st.composite
@@ -340,6 +351,8 @@ def test_any_mcp_connect_line_connects_or_is_one_line_usage_error(server, monkey
         made.append((name, target, dict(options, **({} if timeout is None else {"timeout": timeout}))))
 
     monkeypatch.setattr(mcp_nb.api, "connect", connect)
+    server.user_ns["oauth"] = BearerAuth()
+    server.user_ns["not_auth"] = "Bearer abc"
     before = state(server)
     result = server.run_cell(f"%mcp_connect {line}")
     assert state(server) == before  # the stand-in connects nothing
@@ -350,7 +363,9 @@ def test_any_mcp_connect_line_connects_or_is_one_line_usage_error(server, monkey
     ((name, target, options),) = made
     assert isinstance(name, str) and not name.startswith("-")
     assert (isinstance(target, str) and target) or (isinstance(target, list) and target and all(isinstance(w, str) for w in target))
-    assert set(options) <= {"headers", "env", "cwd", "timeout"}
+    assert set(options) <= {"headers", "env", "cwd", "timeout", "mode", "auth"}
+    assert options.get("auth", server.user_ns["oauth"]) is server.user_ns["oauth"]
+    assert options.get("mode", "auto") in ("auto", "2025-11-25", "2026-07-28")
     assert all(isinstance(k, str) and k and isinstance(v, str) for k, v in options.get("headers", {}).items())
     assert all(isinstance(k, str) and k and isinstance(v, str) for k, v in options.get("env", {}).items())
     assert isinstance(options.get("timeout", 1.0), float)

@@ -28,11 +28,14 @@ import time
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
+import httpx2
 from mcp import Client, MCPError
 from mcp_types import METHOD_NOT_FOUND
+from pydantic import ValidationError
 
 from mcp_nb import sdk_compat
 from mcp_nb.calling.current import CURRENT_CALL
+from mcp_nb.calling.era import check_mode, sdk_mode
 from mcp_nb.config import settings
 from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.structured import check_results_locally
@@ -54,19 +57,6 @@ LOG_LINES = 2000  # what a connection keeps of its server's stream
 # would not close, lists that could not be re-read) is said here at debug level, on the
 # `mcp_nb` logger's branch, never swallowed unsaid; the root logger is the user's.
 log = logging.getLogger(__name__)
-
-
-async def _listed(read: Any, field: str) -> list:
-    """What one listing holds; a server that does not offer the method ("Method not found",
-    though its capabilities said otherwise) offers nothing of that kind, as the SDK's own
-    client takes it: the connection stands."""
-    try:
-        return list(getattr(await read(), field))
-    except MCPError as err:
-        if err.code != METHOD_NOT_FOUND:
-            raise
-        log.info("the server does not offer %s (%s): none listed", field, first_line(err))
-        return []
 
 
 # A URL may carry a secret: a password (or a token in place of a user), or a query parameter
@@ -107,7 +97,9 @@ _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
 class ConnectError(RuntimeError):
-    """A server could not be connected; the message is one line for the user."""
+    """A server could not be connected (`mcp_nb.connect`): the message is one line, and says
+    why in the terms of the step that failed: the command that is not there, the HTTP status
+    the server refused with, the OAuth step that gave up. Nothing was kept."""
 
 
 class ConnectionLost(RuntimeError):
@@ -129,6 +121,7 @@ class Connection:
         self._closing: asyncio.Event | None = None
         self._owner: asyncio.Task[None] | None = None
         self.logs: collections.deque[ServerLog] = collections.deque(maxlen=LOG_LINES)
+        self.unavailable: dict[str, str] = {}  # a kind whose listing failed -> why (`RemoteConnection._listed`)
         self.sending: set[Any] = set()  # the calls waiting for an answer on this connection now
         self._listeners = Listeners("connection listener")
 
@@ -318,7 +311,9 @@ class Connection:
             "server_name": getattr(info, "name", "") or "",
             "server_version": getattr(info, "version", "") or "",
             "protocol": getattr(session, "protocol_version", "") or "",
+            "mode": getattr(self, "mode", ""),  # what the user asked for (`connect(mode=)`); the kernel's has none
             **self.counts(),
+            "unavailable": "; ".join(self.unavailable.values()),
         }
 
     def target_text(self) -> str:
@@ -405,8 +400,12 @@ class RemoteConnection(Connection):
         env: dict[str, str] | None = None,
         cwd: str | None = None,
         headers: dict[str, str] | None = None,
+        auth: Any = None,
+        mode: str = "auto",
     ) -> None:
         super().__init__(name)
+        self.mode = check_mode(mode)
+        self.auth = _checked_auth(auth)
         self._catalog: list[Registration] = []
         self._annotations: dict[str, Any] = {}
         self._stderr: _StderrReader | None = None
@@ -414,6 +413,7 @@ class RemoteConnection(Connection):
         # HTTP error answers, newest last: (method, params, status, body). The SDK keeps
         # only a stand-in message; these put the status and the body back on the call.
         self.http_errors: collections.deque[tuple[str, Any, int, str]] = collections.deque(maxlen=64)
+        self.statuses: collections.deque[int] = collections.deque(maxlen=32)  # every answer's status, newest last
         if isinstance(target, str) and _scheme(target) in ("http", "https"):
             if args or env or cwd:
                 raise BadValue("args, env and cwd are for a command (a stdio server), not a URL")
@@ -427,6 +427,8 @@ class RemoteConnection(Connection):
         else:
             if headers:
                 raise BadValue("headers are for a URL (an HTTP server), not a command")
+            if auth is not None:
+                raise BadValue("auth is for a URL (an HTTP server); a stdio server gets its credentials from env=")
             command = shlex.split(target) if isinstance(target, str) else [str(part) for part in target]
             if not command or not command[0]:
                 raise BadValue("the command to start is empty")
@@ -464,10 +466,10 @@ class RemoteConnection(Connection):
         # opted in on it (SEP-2577); an older one sends them unless `logging/setLevel` said otherwise.
         options: dict[str, Any] = {
             "cache": None, "logging_callback": self._logged, "log_level": "debug", "message_handler": self._message,
-            "elicitation_callback": self._elicited,
+            "elicitation_callback": self._elicited, "mode": sdk_mode(self.mode),
         }  # fmt: skip
         if self.transport == "http":
-            return Client(_HttpTransport(self.url, self.headers, self.http_errors), **options)
+            return Client(_HttpTransport(self.url, self.headers, self.http_errors, self.auth, self.statuses), **options)
         return Client(_StdioTransport(self), **options)
 
     async def open(self, timeout: float) -> None:
@@ -492,10 +494,25 @@ class RemoteConnection(Connection):
             reason = _reason(err)
             if said:  # "unknown time zone", "not a git repository": the reason, in the server's words
                 reason += "; its stderr ended with: " + " | ".join(line.strip()[:200] for line in said[-3:])
-            if self.http_errors:
-                _, _, status, body = self.http_errors[-1]
+            refused = _oauth_failure(err)
+            if refused is not None:  # the SDK's OAuth flow gave up: its reason, not the 401 that started it
+                reason = refused
+            elif self.http_errors:
+                _, _, status, body = self._refusal() or self.http_errors[-1]
                 reason = f"HTTP {status}" + (f" {body[:200]}" if body else "")
+                if status in (401, 403):
+                    reason += " (the server refused the request's credentials" + ("" if self.auth is not None else "; connect with auth=") + ")"
             raise ConnectError(f"could not connect to {self.name!r} ({self.target_text()}): {self.redacted(reason)}") from None
+
+    def _refusal(self) -> tuple | None:
+        """The last 401 or 403 answer, when nothing succeeded after it: the server refused the
+        credentials, whatever the SDK tried next (at 2026-07-28 it falls back to the handshake,
+        which a modern server answers with a 400 that says nothing of why)."""
+        statuses = list(self.statuses)
+        last = max((i for i, status in enumerate(statuses) if status in (401, 403)), default=None)
+        if last is None or any(status < 300 for status in statuses[last + 1 :]):
+            return None
+        return next((e for e in reversed(self.http_errors) if e[2] in (401, 403)), None)
 
     async def _abandon(self) -> None:
         self.state = "failed"
@@ -508,12 +525,19 @@ class RemoteConnection(Connection):
         await self._list(client)
 
     async def _list(self, client: Client) -> None:
-        """Read what the server offers (what it lacks a capability for is simply empty)."""
-        caps = getattr(client.session, "server_capabilities", None)
+        """Read what the server offers (what it lacks a capability for is simply empty).
+
+        With the era pinned (`mode="2026-07-28"`) the server was never asked what it offers,
+        so every kind is listed. A listing the server answers with an error or with something
+        that is not a listing leaves that kind unavailable (said in the connection's log and
+        on its card) and the connection up: one broken list must not hide the tools.
+        """
+        caps = None if self.mode == "2026-07-28" else getattr(client.session, "server_capabilities", None)
         entries: list[Registration] = []
         annotations: dict[str, Any] = {}
+        self.unavailable = {}
         if caps is None or getattr(caps, "tools", None) is not None:
-            for tool in await _listed(client.list_tools, "tools"):
+            for tool in await self._listed(client.list_tools, "tools"):
                 hints = getattr(tool, "annotations", None)
                 annotations[tool.name] = hints
                 flags = {camel: True for flag, camel in ANNOTATION_FLAGS.items() if hints is not None and getattr(hints, f"{flag}_hint", None)}
@@ -527,14 +551,14 @@ class RemoteConnection(Connection):
                     )  # fmt: skip
                 )
         if caps is None or getattr(caps, "resources", None) is not None:
-            for resource in await _listed(client.list_resources, "resources"):
+            for resource in await self._listed(client.list_resources, "resources"):
                 entries.append(
                     Registration(
                         kind="resource", name=resource.name, uri=str(resource.uri), title=resource.title,
                         description=resource.description, mime_type=resource.mime_type, meta=resource.meta,
                     )  # fmt: skip
                 )
-            for template in await _listed(client.list_resource_templates, "resource_templates"):
+            for template in await self._listed(client.list_resource_templates, "resource_templates"):
                 entries.append(
                     Registration(
                         kind="resource", name=template.name, uri=template.uri_template, title=template.title,
@@ -543,7 +567,7 @@ class RemoteConnection(Connection):
                     )  # fmt: skip
                 )
         if caps is None or getattr(caps, "prompts", None) is not None:
-            for prompt in await _listed(client.list_prompts, "prompts"):
+            for prompt in await self._listed(client.list_prompts, "prompts"):
                 entries.append(
                     Registration(
                         kind="prompt", name=prompt.name, title=prompt.title, description=prompt.description,
@@ -552,6 +576,31 @@ class RemoteConnection(Connection):
                 )
         self._catalog, self._annotations = entries, annotations
         self._changed()
+
+    async def _listed(self, read: Any, field: str) -> list:
+        """What one listing holds. A server that does not offer the method ("Method not found",
+        though its capabilities said otherwise) offers nothing of that kind, as the SDK's own
+        client takes it. One that answers with an error, or with a listing that is not one,
+        leaves the kind unavailable, and why is in the log. An HTTP error (a 401, a lost
+        session) or a broken transport is the connection's failure, raised."""
+        try:
+            return list(getattr(await read(), field))
+        except MCPError as err:
+            if err.code == METHOD_NOT_FOUND:
+                log.info("the server does not offer %s (%s): none listed", field, first_line(err))
+                return []
+            if err.error.message in sdk_compat.HTTP_STATUS_TEXTS:
+                raise
+            reason = f"the server answered {field.replace('_', ' ')}/list with error {err.code}: {first_line(err)}"
+        except ValidationError as err:
+            count = err.error_count()
+            reason = (
+                f"the server's {field.replace('_', ' ')} listing is not one the protocol allows "
+                f"({count} problem{'s' if count != 1 else ''}; first: {_first_problem(err)})"
+            )
+        self.unavailable[field] = reason
+        self.heard(ServerLog(level="WARNING", logger="mcp_nb.connection", message=reason + "; none listed", at=time.time()))
+        return []
 
     async def _message(self, message: Any) -> None:
         # The server says what it offers changed: read it again (off the receive path).
@@ -600,6 +649,66 @@ class RemoteConnection(Connection):
 def _sent(model: Any) -> dict[str, Any] | None:
     """A listed model as the server sent it (its wire names, what it left out left out)."""
     return None if model is None else model.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def _checked_auth(auth: Any) -> Any:
+    """`auth` when the SDK's HTTP transport can authenticate requests with it: an `httpx2.Auth`
+    (the SDK's OAuth providers are ones; the SDK's transport is built on httpx2)."""
+    if auth is None or isinstance(auth, httpx2.Auth):
+        return auth
+    if type(auth).__module__.split(".")[0] == "httpx":
+        raise BadValue(
+            f"auth is an {type(auth).__name__} of the httpx package, but the SDK's transport is built on httpx2: "
+            "make it with httpx2 (httpx2.BasicAuth, a subclass of httpx2.Auth)"
+        )
+    raise BadValue(
+        f"auth must be an httpx2.Auth (one of the SDK's providers, such as mcp.client.auth.OAuthClientProvider), "
+        f"got {type(auth).__name__}; a fixed token goes in headers={{'Authorization': 'Bearer ...'}}"
+    )
+
+
+# What an OAuth failure of the SDK's flow says, by the step it names (mcp.client.auth raises
+# OAuthRegistrationError, OAuthTokenError, and OAuthFlowError for the rest).
+_OAUTH_STEPS = (
+    ("OAuthRegistrationError", "", "registration"),
+    ("OAuthTokenError", "", "token"),
+    ("OAuthFlowError", "protected resource", "discovery"),
+    ("OAuthFlowError", "metadata", "discovery"),
+    ("OAuthFlowError", "", "authorization"),
+)
+
+
+def _oauth_failure(err: BaseException) -> str | None:
+    """The step and the reason of an OAuth flow that failed somewhere in `err`, or None."""
+    found = _find(err, lambda e: any(c.__name__ == "OAuthFlowError" and c.__module__.startswith("mcp.client.auth") for c in type(e).__mro__))
+    if found is None:
+        return None
+    names = {c.__name__ for c in type(found).__mro__}
+    text = str(found).strip()
+    step = next(step for name, words, step in _OAUTH_STEPS if name in names and words in text.lower())
+    return f"authorization failed at the {step} step: {text}"
+
+
+def _find(err: BaseException, match: Callable[[BaseException], bool]) -> BaseException | None:
+    """The first exception in `err`, its groups and its causes, that `match`es."""
+    seen: set[int] = set()
+    todo = [err]
+    while todo:
+        e = todo.pop(0)
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if match(e):
+            return e
+        todo.extend(getattr(e, "exceptions", ()) or ())
+        todo.extend(x for x in (e.__cause__, e.__context__) if x is not None)
+    return None
+
+
+def _first_problem(err: ValidationError) -> str:
+    problem = err.errors()[0]
+    where = ".".join(str(part) for part in problem.get("loc", ())) or "the answer"
+    return f"{where}: {problem.get('msg', '')}"
 
 
 def _scheme(target: str) -> str:
@@ -876,11 +985,16 @@ class _HttpTransport:
     """The SDK's streamable HTTP transport, with the user's headers on every request, and
     each error answer's status and body noted (the SDK keeps only a stand-in message)."""
 
-    def __init__(self, url: str, headers: dict[str, str], errors: collections.deque) -> None:
-        self.url, self.headers, self.errors = url, headers, errors
+    def __init__(
+        self, url: str, headers: dict[str, str], errors: collections.deque, auth: Any = None,
+        statuses: collections.deque | None = None,
+    ) -> None:  # fmt: skip
+        self.url, self.headers, self.errors, self.auth = url, headers, errors, auth
+        self.statuses = statuses if statuses is not None else collections.deque(maxlen=32)
         self._stack: contextlib.AsyncExitStack | None = None
 
     async def _answered(self, response: Any) -> None:
+        self.statuses.append(response.status_code)
         if response.status_code < 400:
             return
         try:
@@ -901,7 +1015,7 @@ class _HttpTransport:
         from mcp.client.streamable_http import streamable_http_client
         self._stack = contextlib.AsyncExitStack()
         try:
-            http = sdk_compat.http_client(self.headers)
+            http = sdk_compat.http_client(self.headers, self.auth)
             http.event_hooks["response"].append(self._answered)
             http = await self._stack.enter_async_context(http)
             return await self._stack.enter_async_context(streamable_http_client(self.url, http_client=http))

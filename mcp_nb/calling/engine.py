@@ -214,6 +214,8 @@ class Engine:
         cwd: str | None = None,
         headers: dict[str, str] | None = None,
         timeout: float | None = None,
+        auth: Any = None,
+        mode: str = "auto",
     ) -> RemoteConnection:
         """Connect to an outside server and keep the connection under `name`.
 
@@ -221,7 +223,8 @@ class Engine:
         if the new one fails, the old one stays as it was.
         """
         seconds = settings.timeout if timeout is None else check_timeout(timeout, "the connect timeout")
-        return self.open(self.checked(name, target, args=args, env=env, cwd=cwd, headers=headers), seconds)
+        checked = self.checked(name, target, args=args, env=env, cwd=cwd, headers=headers, auth=auth, mode=mode)
+        return self.open(checked, seconds)
 
     def checked(self, name: str, target: str | list[str], **options: Any) -> RemoteConnection:
         """A connection to an outside server, checked as `connect` checks it, not yet opened
@@ -266,8 +269,8 @@ class Engine:
         if not isinstance(old, RemoteConnection):
             raise BadValue("the kernel's own server needs no reconnecting")
         target = old.url if old.transport == "http" else old.command
-        extra = {"headers": old.headers} if old.transport == "http" else {"env": old.env, "cwd": old.cwd}
-        return self.connect(name, target, timeout=timeout, **extra)
+        extra = {"headers": old.headers, "auth": old.auth} if old.transport == "http" else {"env": old.env, "cwd": old.cwd}
+        return self.connect(name, target, timeout=timeout, mode=old.mode, **extra)
 
     def on_connections(self, listener: Callable[[], None], remove: bool = False) -> None:
         """Call `listener()` after every connect and disconnect (`remove=True` takes it back)."""

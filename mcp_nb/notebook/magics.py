@@ -366,10 +366,12 @@ class McpMagics(Magics, SharedTraits):
     def mcp_connect(self, line: str):
         """Connect to an outside MCP server, over streamable HTTP or as a stdio process.
 
-            %mcp_connect NAME URL [--header 'Name: value' ...] [--timeout S]
-            %mcp_connect NAME [--env KEY=VALUE ...] [--cwd DIR] [--timeout S] -- COMMAND ARGS...
+            %mcp_connect NAME URL [--header 'Name: value' ...] [--auth VAR] [--mode M] [--timeout S]
+            %mcp_connect NAME [--env KEY=VALUE ...] [--cwd DIR] [--mode M] [--timeout S] -- COMMAND ARGS...
 
-        Everything after `--` is the command, as typed. Connecting again under a name replaces
+        Everything after `--` is the command, as typed. `--auth VAR` names a variable holding an
+        httpx Auth (the SDK's OAuth providers); `--mode` is the protocol era: auto (the default),
+        2025-11-25 or 2026-07-28. Connecting again under a name replaces
         that connection once the new one is up. Then `--server NAME` on %mcp_call, %mcp_read,
         %mcp_get_prompt and %mcp_list (or `server=NAME` in Python) talks to it:
 
@@ -378,6 +380,11 @@ class McpMagics(Magics, SharedTraits):
         """
         with usage_errors():  # said in one line: nothing was connected
             name, target, options = _connect_line(line)
+            if "auth" in options:
+                var = options["auth"]
+                if var not in self.shell.user_ns:
+                    raise ArgumentsError(f"--auth {var}: no variable of that name (an httpx Auth such as mcp_nb.OAuth(...))")
+                options["auth"] = self.shell.user_ns[var]
             return api.connect(name, target, **options)
 
     @no_var_expand
@@ -537,8 +544,13 @@ class McpMagics(Magics, SharedTraits):
         return ReplayReport(frame)
 
 
+class _Named(str):
+    """A variable's name given on a magic line, to be looked up in the user's namespace."""
+
+
 def _connect_line(line: str) -> tuple[str, str | list[str], dict]:
-    """`NAME URL [--header H]... [--timeout S]` or `NAME [--env K=V]... [--cwd D] [--timeout S] -- COMMAND...`."""
+    """`NAME URL [--header H]... [--auth VAR] [--mode M] [--timeout S]` or
+    `NAME [--env K=V]... [--cwd D] [--mode M] [--timeout S] -- COMMAND...`."""
     head, sep, command = line.partition(" -- ")
     if not sep and line.rstrip().endswith(" --"):
         head, sep, command = line.rstrip()[:-3], " -- ", ""
@@ -554,7 +566,7 @@ def _connect_line(line: str) -> tuple[str, str | list[str], dict]:
     while i < len(rest):
         word = rest[i]
         key, eq, inline = word.partition("=") if word.startswith("--") else (word, "", "")
-        if key in ("--header", "--env", "--cwd", "--timeout"):
+        if key in ("--header", "--env", "--cwd", "--timeout", "--mode", "--auth"):
             if eq:
                 value = inline
             elif i + 1 < len(rest):
@@ -573,10 +585,16 @@ def _connect_line(line: str) -> tuple[str, str | list[str], dict]:
                 env[var] = text
             elif key == "--cwd":
                 options["cwd"] = value
+            elif key == "--mode":
+                options["mode"] = value  # checked by connect, which says which modes there are
+            elif key == "--auth":
+                if not value.isidentifier():
+                    raise ArgumentsError(f"--auth takes the name of a variable holding an httpx Auth (mcp_nb.OAuth(...)), got {value!r}")
+                options["auth"] = _Named(value)
             else:
                 options["timeout"] = parse_seconds(value)
         elif word.startswith("-"):
-            raise ArgumentsError(f"unknown option {word} (known: --header, --env, --cwd, --timeout; the command goes after --)")
+            raise ArgumentsError(f"unknown option {word} (known: --header, --auth, --mode, --env, --cwd, --timeout; the command goes after --)")
         elif target is None:
             target = word
         else:

@@ -596,6 +596,14 @@ def _offers(row: dict[str, Any]) -> str:
     return ", ".join(parts) or "nothing"
 
 
+def _protocol(row: dict[str, Any]) -> str:
+    """The protocol version the connection speaks, and whether the user pinned it (`mode=`)."""
+    if not row.get("protocol"):
+        return ""
+    pinned = row.get("mode") not in (None, "", "auto")
+    return f"protocol {row['protocol']}" + (" (pinned)" if pinned else "")
+
+
 def _who(row: dict[str, Any]) -> str:
     """The name and version the server gave of itself (whatever it gave)."""
     return " ".join(str(p) for p in (row.get("server_name"), row.get("server_version")) if p)
@@ -613,11 +621,13 @@ def _target(row: dict[str, Any]) -> str:
 def connection_text(row: dict[str, Any]) -> str:
     who = _who(row)
     lines = [f"server {row['server']} ({row['transport']}, {row['state']}{', ' + row['reason'] if row.get('reason') else ''})"]
-    if who:
-        lines.append(f"  {who}" + (f", protocol {row['protocol']}" if row.get("protocol") else ""))
+    if who or row.get("protocol"):
+        lines.append("  " + ", ".join(part for part in (who, _protocol(row)) if part))
     if row.get("target"):
         lines.append(f"  {_target(row)}")
     lines.append(f"  offers {_offers(row)}")
+    if row.get("unavailable"):
+        lines.append(f"  unavailable: {row['unavailable']}")
     return "\n".join(lines)
 
 
@@ -627,7 +637,7 @@ def connection_html(row: dict[str, Any]) -> str:
     who = _who(row)
     details = [f"<code>{escape(_target(row))}</code>"] if row.get("target") else []
     if row.get("protocol"):
-        details.append(f"protocol {escape(row['protocol'])}")
+        details.append(escape(_protocol(row)))
     reason = f' <span style="{state}">({escape(row["reason"])})</span>' if row.get("reason") else ""
     line = ink.line("-left", "4px") if ink else border("-left", "4px")
     return (
@@ -637,5 +647,7 @@ def connection_html(row: dict[str, Any]) -> str:
         + f"{inline(kind_badge(row['transport']))}"
         f'<span style="{state};font-weight:600">{escape(row["state"])}</span>{reason}</div>'
         f'<div style="{MUTED};font-size:0.9em">{" · ".join(details)}</div>'
-        f"<div>offers {escape(_offers(row))}</div></div>"
+        f"<div>offers {escape(_offers(row))}</div>"
+        + (f'<div style="{MUTED};font-size:0.9em">unavailable: {escape(row["unavailable"])}</div>' if row.get("unavailable") else "")
+        + "</div>"
     )

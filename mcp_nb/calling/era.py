@@ -1,0 +1,33 @@
+"""The protocol era a connection speaks, as the user asks for it.
+
+MCP has two lifecycles: the handshake era (an `initialize` request opens a session;
+2025-11-25 is its last version) and the stateless era (2026-07-28: every request
+carries the protocol version and the client's capabilities in its `_meta`, and
+`server/discover` says what a server speaks). The SDK's `Client(mode=...)` takes
+"legacy", "auto" or a modern version; users think in versions, so mcp_nb's `mode=`
+names the version and this module turns it into the SDK's word.
+"""
+
+from __future__ import annotations
+
+from mcp_nb.mistakes import BadValue
+
+# mcp_nb's mode -> the SDK's `Client(mode=...)`.
+MODES = {
+    "auto": "auto",  # probe server/discover; fall back to the handshake on an older server
+    "2025-11-25": "legacy",  # the initialize handshake, as every server before 2026 speaks it
+    "2026-07-28": "2026-07-28",  # adopted directly: no probe, no handshake
+}
+HANDSHAKE_ERA = "2025-11-25"
+
+
+def check_mode(mode: object) -> str:
+    """`mode` as given, when it is one mcp_nb knows; else one line saying which ones are."""
+    if not isinstance(mode, str) or mode not in MODES:
+        known = ", ".join(repr(m) for m in MODES)
+        raise BadValue(f"mode must be one of {known}, got {mode!r}")
+    return mode
+
+
+def sdk_mode(mode: str) -> str:
+    return MODES[mode]

@@ -1,0 +1,89 @@
+"""The official MCP conformance suite against mcp_nb as a client.
+
+tests/conformance/client.py is a client program written with mcp_nb's public API; the suite
+runs it once per client scenario against a mock server of its own and judges what reached
+that server. Three legs: every scenario at 2025-11-25 (the handshake era), every scenario at
+2026-07-28 (stateless), and the extension scenarios (no spec version). Each leg must pass but
+for its expected-failures file's `client:` entries, the same ones the SDK's own client fails.
+
+In `--suite` mode the suite does not look at how the client program ended, so a client that
+crashed after its last request still "passes". The program says on its last line whether it
+did every step as it should (`mcp_nb-client: ok`); a scenario counts only with that line.
+"""
+
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import peers
+
+HERE = Path(__file__).resolve().parent / "conformance"
+CLIENT = HERE / "client.py"
+SUITE = "@modelcontextprotocol/conformance"
+LEGS = ("2025-11-25", "2026-07-28", "extensions")
+
+# Scenarios the suite passes but where the client program rightly does not say ok, and why.
+CLIENT_FAILS = {
+    # SDK 2.3.0 validates a tools/call answer at 2026-07-28 as CallToolResult | InputRequiredResult,
+    # both of which require `resultType`; the scenario's last tool answers without one (which the
+    # spec allows: a missing resultType means "complete"), so the SDK raises and mcp_nb records the
+    # call as protocol_error / invalid_response. The SDK's own client fails the same step.
+    "sep-2322-client-request-state": "resultType",
+}
+
+
+def listed(leg: str) -> set[str]:
+    """The client scenarios the pinned suite has for a leg (as `conformance list --client` says)."""
+    done = peers.conformance("list", "--client")
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = re.findall(r"^\s*- (\S+) \[([^\]]*)\]", done.stdout, flags=re.MULTILINE)
+    tag = "extension" if leg == "extensions" else leg
+    return {name for name, versions in found if tag in versions.split(",")}
+
+
+def run(leg: str, results: str):
+    where = ["--suite", "extensions"] if leg == "extensions" else ["--suite", "all", "--spec-version", leg]
+    return peers.conformance(
+        "client", "--command", f"{sys.executable} {CLIENT}", *where, "--timeout", "60000",
+        "--expected-failures", str(HERE / f"expected-failures.{leg}.yml"), "-o", results, timeout=900,
+    )  # fmt: skip
+
+
+def last_lines(results: str) -> dict[str, str]:
+    """Each scenario's client program's last line of output, by scenario name."""
+    said = {}
+    for stdout in Path(results).rglob("stdout.txt"):
+        scenario = re.sub(r"-\d{4}-\d\d-\d\dT[\d-]+Z$", "", str(stdout.parent.relative_to(results)))  # less its run's time
+        lines = stdout.read_text(errors="replace").strip().splitlines()
+        said[scenario] = next((line for line in reversed(lines) if line.startswith("mcp_nb-client:")), "(nothing said)")
+    return said
+
+
+@pytest.mark.parametrize("leg", LEGS)
+def test_every_client_scenario_passes(leg):
+    peers.require(SUITE)
+    with tempfile.TemporaryDirectory() as results:
+        done = run(leg, results)
+        summary = done.stdout.split("SUMMARY ===")[-1]
+        assert done.returncode == 0, f"the client suite failed at {leg}:\n{summary[-6000:]}\n{done.stderr[-3000:]}"
+        ran = set(re.findall(r"^[✓✗] (\S+):", summary, flags=re.MULTILINE))
+        assert ran == listed(leg), f"scenarios not run at {leg}: {listed(leg) - ran}"
+        passed = set(re.findall(r"^✓ (\S+):", summary, flags=re.MULTILINE))
+        said = last_lines(results)
+    crashed = {name: said.get(name, "(no output)") for name in passed if said.get(name) != "mcp_nb-client: ok"}
+    expected = {name: reason for name, reason in CLIENT_FAILS.items() if name in passed}
+    assert set(crashed) == set(expected), f"client program did not finish as it should at {leg}: {crashed}"
+    for name, reason in expected.items():  # failing for the reason given, not another one
+        assert reason in crashed[name], f"{name} failed for another reason than {reason!r}: {crashed[name]}"
+
+
+def test_the_client_program_uses_only_the_public_api():
+    source = CLIENT.read_text()
+    private = re.findall(r"mcp_nb\.(?:[a-z_]+\.)*_\w+|from mcp_nb\.\w+|import mcp_nb\.\w+", source)
+    assert private == [], f"tests/conformance/client.py reaches past mcp_nb's public API: {private}"
+    assert "mcp_nb.connect(" in source and "mcp_nb.call(" in source
+    assert os.path.basename(CLIENT) == "client.py"

@@ -26,6 +26,7 @@ LONG_FIRST = (
     "tests/test_pytest_plugin.py",  # 10 to 30 s each: pytest in a subprocess
     "tests/test_binder.py::test_notebook_runs",  # 15 to 60 s each, once the environment exists
     "tests/test_conformance.py",  # the official suite, a Node process per scenario
+    "tests/test_client_conformance.py",  # 30 s: the suite's client scenarios, a Python client process each
     "tests/test_commands.py",
 )
 # Groups of one test: files whose tests are each long and share nothing but what `once`

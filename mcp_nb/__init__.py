@@ -48,6 +48,7 @@ from mcp_nb.api import (
 )
 from mcp_nb.calling.connections import ConnectError
 from mcp_nb.calling.retry import Retry
+from mcp_nb.calling.sampling import Sampling
 from mcp_nb.config import configure, settings
 from mcp_nb.elicitation import Answer, Elicitation
 from mcp_nb.records.expect import expect
@@ -58,7 +59,7 @@ from mcp_nb.registering.faults import Faults
 from mcp_nb.registering.registry import Registration
 
 __all__ = [
-    "Answer", "CAUSES", "CAUSE_DOC", "COLUMNS", "ConnectError", "Elicitation", "OUTCOMES", "Faults", "History", "Outcome", "Registration", "Retry",
+    "Answer", "CAUSES", "CAUSE_DOC", "COLUMNS", "ConnectError", "Elicitation", "OUTCOMES", "Faults", "History", "Outcome", "Registration", "Retry", "Sampling",
     "ServerLog", "acall", "aget_prompt", "aread", "asweep", "call", "configure", "engine", "expect", "get_prompt", "history",
     "inject", "load_ipython_extension", "panel", "prompt", "read", "registered", "remove", "reset", "resource",
     "replay", "serve", "server", "settings", "sweep", "tool", "connect", "connect_config", "disconnect", "reconnect", "servers",

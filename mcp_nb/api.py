@@ -378,6 +378,8 @@ def connect(
     timeout: float | None = None,
     auth: Any = None,
     mode: str = "auto",
+    sampling: Any = None,
+    roots: Any = None,
 ):
     """Connect to an outside MCP server and name the connection; returns it (it shows what the server offers).
 
@@ -386,13 +388,17 @@ def connect(
     shell line or a list, started as a stdio server (`args` appended, `env` added to the
     environment, `cwd` its directory). `mode` is the protocol era: "auto" (ask the server
     with `server/discover`, and fall back to the initialize handshake), "2025-11-25" (the
-    handshake) or "2026-07-28" (stateless, no probe). Connecting again under a name replaces
+    handshake) or "2026-07-28" (stateless, no probe). `sampling` answers the server's requests
+    for a completion: a function `(messages, request) -> reply` or a list of prepared replies
+    (without one, each request is refused, and the call records why). `roots` are the folders
+    the server may work in: paths, URIs, or a function returning them. Connecting again under a name replaces
     the old connection once the new one is up. Then every face takes `server=name`:
     `mcp_nb.call("echo", {...}, server="everything")`.
     """
     return engine().connect(
         name, target, args=list(args) if args is not None else None, env=dict(env) if env is not None else None,
         cwd=cwd, headers=dict(headers) if headers is not None else None, timeout=timeout, auth=auth, mode=mode,
+        sampling=sampling, roots=roots,
     )  # fmt: skip
 
 

@@ -305,6 +305,8 @@ CONNECT = {
     "--timeout": ["5", "0", "nan", "x", "1e999", "-2"],
     "--mode": ["auto", "2025-11-25", "2026-07-28", "legacy", "''", "2024-11-05"],
     "--auth": ["oauth", "nowhere", "'a b'", "1x", "not_auth"],
+    "--sampling": ["replies", "nowhere", "'a b'", "not_auth"],
+    "--root": ["/tmp", "file:///data", "''", "'a b'"],
 }
 
 
@@ -353,6 +355,7 @@ def test_any_mcp_connect_line_connects_or_is_one_line_usage_error(server, monkey
     monkeypatch.setattr(mcp_nb.api, "connect", connect)
     server.user_ns["oauth"] = BearerAuth()
     server.user_ns["not_auth"] = "Bearer abc"
+    server.user_ns["replies"] = ["hello"]
     before = state(server)
     result = server.run_cell(f"%mcp_connect {line}")
     assert state(server) == before  # the stand-in connects nothing
@@ -363,7 +366,9 @@ def test_any_mcp_connect_line_connects_or_is_one_line_usage_error(server, monkey
     ((name, target, options),) = made
     assert isinstance(name, str) and not name.startswith("-")
     assert (isinstance(target, str) and target) or (isinstance(target, list) and target and all(isinstance(w, str) for w in target))
-    assert set(options) <= {"headers", "env", "cwd", "timeout", "mode", "auth"}
+    assert set(options) <= {"headers", "env", "cwd", "timeout", "mode", "auth", "sampling", "roots"}
+    assert options.get("sampling", server.user_ns["replies"]) is server.user_ns["replies"]
+    assert all(isinstance(root, str) and root.strip() for root in options.get("roots", ["x"]))
     assert options.get("auth", server.user_ns["oauth"]) is server.user_ns["oauth"]
     assert options.get("mode", "auto") in ("auto", "2025-11-25", "2026-07-28")
     assert all(isinstance(k, str) and k and isinstance(v, str) for k, v in options.get("headers", {}).items())

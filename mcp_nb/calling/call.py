@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import itertools
 import logging
 import math
@@ -33,6 +34,7 @@ from mcp_nb.calling.connections import METHODS, ConnectionLost
 from mcp_nb.calling.current import CURRENT_CALL
 from mcp_nb.calling.deadline import EXPIRED, WHEN
 from mcp_nb.calling.retry import with_retries
+from mcp_nb.calling.sampling import Sampler, Sampling
 from mcp_nb.calling.sent import sent_arguments
 from mcp_nb.elicitation import Answerer, Ask, Elicitation, elicit
 from mcp_nb.records import classify
@@ -79,7 +81,7 @@ class CallRecord:
 
     __slots__ = (
         "id", "target", "name", "arguments", "timeout", "attempt", "backoff", "trace", "started", "t0",
-        "reset_on_progress", "max_timeout", "resets", "_by_ceiling", "elicitations",
+        "reset_on_progress", "max_timeout", "resets", "_by_ceiling", "elicitations", "samplings",
     )  # fmt: skip
 
     via = "kernel"  # who sent it (a subclass that records an outside client's call has its own)
@@ -105,6 +107,7 @@ class CallRecord:
         self.resets = 0  # how many times the current attempt's deadline was restarted
         self._by_ceiling = False  # the deadline in force is max_timeout, not the last progress + timeout
         self.elicitations: list[Elicitation] = []  # the questions the server asked during this attempt
+        self.samplings: list[Sampling] = []  # the completions it asked of the client's model
 
     def observes(self, target: str, key: str) -> bool:
         """Whether mcp_nb's probe watches the handler this call reaches."""
@@ -136,6 +139,7 @@ class CallRecord:
             timeout_s=self.timeout, trace=self.trace, observed=observed, attempt=self.attempt or 1,
             backoff_s=self.backoff, server=self.server_name(), via=self.via, client=self.client,
             elicitations=tuple(self.elicitations) if self.elicitations else (), deadline_resets=self.resets,
+            samplings=tuple(self.samplings) if self.samplings else (),
             max_timeout_s=self.max_timeout, retry=None if self.rule is None else self.rule.as_dict(), media=media,
         ))
 
@@ -360,6 +364,7 @@ class Call(CallRecord):
         self.t0 = None
         self.trace = None
         self.elicitations = []
+        self.samplings = []
         self.resets, self._by_ceiling = 0, False
         self.expected_by = time.perf_counter() + self.timeout + GRACE_S
         self._phase = "attempt"
@@ -448,26 +453,43 @@ class Call(CallRecord):
         The deadline stands still while the answer is awaited: a person filling a form is not
         the server being slow. A thread waiting for the call (`wait`) waits as long.
         """
-        deadlines, entry = self.engine.deadlines(), self._entry
-        left = deadlines.hold(entry) if entry is not None else None
-        self.expected_by = float("inf")
         t0 = time.perf_counter()
         try:
-            asked = await elicit(self.answerers, self.ask, message, schema, url)
+            async with self._clock_stopped():
+                asked = await elicit(self.answerers, self.ask, message, schema, url)
         except asyncio.CancelledError:
             waited = (time.perf_counter() - t0) * 1000.0
             self.elicitations.append(
                 Elicitation(message, schema, url, "cancel", None, "none", CANCELLED_WAITING, waited)
             )
             raise
+        self.elicitations.append(asked)
+        return asked
+
+    async def sampled(self, sampler: Sampler, params: Any) -> Sampling:
+        """Answer a completion the server asked for during this call, and record it on the call.
+        The deadline stands still meanwhile, as for a question: the model is the client's, not
+        the server's, and may take its time."""
+        async with self._clock_stopped():
+            sampled = await sampler.answer(params)
+        self.samplings.append(sampled)
+        return sampled
+
+    @contextlib.asynccontextmanager
+    async def _clock_stopped(self):
+        """The attempt's deadline (and its ceiling) held while the client answers the server."""
+        deadlines, entry = self.engine.deadlines(), self._entry
+        left = deadlines.hold(entry) if entry is not None else None
+        self.expected_by = float("inf")
+        t0 = time.perf_counter()
+        try:
+            yield
         finally:
             if left is not None:
                 deadlines.resume(entry, left)
                 if self.reset_on_progress:  # the ceiling, too, does not count the wait
                     self._ceiling += time.perf_counter() - t0
             self.expected_by = time.perf_counter() + (left if left is not None else 0.0) + GRACE_S
-        self.elicitations.append(asked)
-        return asked
 
     def _progress_for(self, trace: ServerTrace) -> Any:
         """The SDK's progress callback for this attempt: each event recorded on its trace, and

@@ -36,6 +36,9 @@ from pydantic import ValidationError
 from mcp_nb import sdk_compat
 from mcp_nb.calling.current import CURRENT_CALL
 from mcp_nb.calling.era import check_mode, sdk_mode
+from mcp_nb.calling.roots import check_roots
+from mcp_nb.calling.roots import current as current_roots
+from mcp_nb.calling.sampling import Sampler, sdk_answer
 from mcp_nb.config import settings
 from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.structured import check_results_locally
@@ -122,6 +125,7 @@ class Connection:
         self._owner: asyncio.Task[None] | None = None
         self.logs: collections.deque[ServerLog] = collections.deque(maxlen=LOG_LINES)
         self.unavailable: dict[str, str] = {}  # a kind whose listing failed -> why (`RemoteConnection._listed`)
+        self._session_loop: asyncio.AbstractEventLoop | None = None  # the loop the session lives on, once opened
         self.sending: set[Any] = set()  # the calls waiting for an answer on this connection now
         self._listeners = Listeners("connection listener")
 
@@ -167,10 +171,7 @@ class Connection:
         """
         from mcp_types import ElicitResult
 
-        current = CURRENT_CALL.get()
-        if current is None or current not in self.sending:
-            waiting = sorted((c for c in self.sending if c.t0 is not None), key=lambda c: c.t0)
-            current = waiting[0] if waiting else None
+        current = self._asking_call()
         message = getattr(params, "message", "") or ""
         url = getattr(params, "url", None)
         if current is None or not hasattr(current, "elicited"):
@@ -180,9 +181,18 @@ class Connection:
         asked = await current.elicited(message, getattr(params, "requested_schema", None), url)
         return ElicitResult(action=asked.action, content=dict(asked.content) if asked.action == "accept" else None)
 
+    def _asking_call(self) -> Any:
+        """The call a server's request to the client belongs to: the current one, or else the
+        earliest still waiting on this connection (see `_elicited`)."""
+        current = CURRENT_CALL.get()
+        if current is None or current not in self.sending:
+            waiting = sorted((c for c in self.sending if c.t0 is not None), key=lambda c: c.t0)
+            current = waiting[0] if waiting else None
+        return current
+
     async def _open(self) -> Client:
         if self._opening is None:
-            loop = asyncio.get_running_loop()
+            loop = self._session_loop = asyncio.get_running_loop()
             self._opening = loop.create_future()
             # A failed opening is raised to every caller waiting on it; when nobody waits any
             # more (a connect that timed out), asyncio must not report it as never retrieved.
@@ -402,10 +412,15 @@ class RemoteConnection(Connection):
         headers: dict[str, str] | None = None,
         auth: Any = None,
         mode: str = "auto",
+        sampling: Any = None,
+        roots: Any = None,
     ) -> None:
         super().__init__(name)
         self.mode = check_mode(mode)
         self.auth = _checked_auth(auth)
+        self.sampler = Sampler(sampling)  # who answers the server's sampling requests (none: each is refused)
+        check_roots(roots)
+        self.roots_source = roots
         self._catalog: list[Registration] = []
         self._annotations: dict[str, Any] = {}
         self._stderr: _StderrReader | None = None
@@ -467,7 +482,11 @@ class RemoteConnection(Connection):
         options: dict[str, Any] = {
             "cache": None, "logging_callback": self._logged, "log_level": "debug", "message_handler": self._message,
             "elicitation_callback": self._elicited, "mode": sdk_mode(self.mode),
+            # Always declared: a server that samples gets a reply or a refusal that says why, recorded on the call.
+            "sampling_callback": self._sampled,
         }  # fmt: skip
+        if self.roots_source is not None:
+            options["list_roots_callback"] = self._roots_listed
         if self.transport == "http":
             return Client(_HttpTransport(self.url, self.headers, self.http_errors, self.auth, self.statuses), **options)
         return Client(_StdioTransport(self), **options)
@@ -602,6 +621,65 @@ class RemoteConnection(Connection):
         self.heard(ServerLog(level="WARNING", logger="mcp_nb.connection", message=reason + "; none listed", at=time.time()))
         return []
 
+    async def _sampled(self, context: Any, params: Any) -> Any:
+        """The SDK's sampling callback: the call the request came during answers it and records
+        it (found as a question's call is, `_elicited`); one that came during no call is refused."""
+        current = self._asking_call()
+        if current is None or not hasattr(current, "sampled"):
+            sampled = await self.sampler.answer(params)
+            note = f"a sampling request came during no call of mcp_nb's; {'answered' if sampled.text is not None else 'refused'}"
+            self.heard(ServerLog(level="WARNING", logger="mcp_nb.sampling", message=note, at=time.time()))
+        else:
+            sampled = await current.sampled(self.sampler, params)
+        return sdk_answer(sampled)
+
+    async def _roots_listed(self, context: Any) -> Any:
+        from mcp_types import ListRootsResult, Root
+
+        try:
+            roots = current_roots(self.roots_source)
+        except Exception as err:  # noqa: BLE001 - a broken roots function is the server's refusal, said
+            from mcp_types import ErrorData
+
+            self.heard(ServerLog(level="WARNING", logger="mcp_nb.roots", message=f"the roots function failed: {err}", at=time.time()))
+            return ErrorData(code=-32603, message=f"the client's roots could not be listed: {type(err).__name__}: {err}")
+        return ListRootsResult(roots=[Root(uri=uri, name=name) for uri, name in roots])
+
+    @property
+    def roots(self) -> list[tuple[str, str | None]]:
+        """The roots the server is offered now, as (uri, name)."""
+        return current_roots(self.roots_source)
+
+    def set_roots(self, roots: Any) -> None:
+        """Offer other roots; a server on the handshake era is told they changed (the 2026-07-28
+        protocol has no such notice: the server asks again when it needs them)."""
+        check_roots(roots)
+        if self.roots_source is None and roots is not None and self._client is not None:
+            raise BadValue(f"{self.name!r} was connected without roots, so it declared none: reconnect with roots= to offer some")
+        self.roots_source = roots
+        self.roots_changed()
+
+    def roots_changed(self) -> None:
+        """Tell the server the roots changed (a roots function's answer, say), so one that keeps
+        them reads them again. Only the handshake era has this notice: at 2026-07-28 a server
+        asks for the roots whenever it needs them."""
+        client, loop = self._client, self._session_loop
+        if client is None or loop is None or (getattr(client.session, "protocol_version", "") or "") >= "2026":
+            return
+        told = asyncio.run_coroutine_threadsafe(self._tell_roots_changed(client), loop)
+        if not _on(loop):  # from the user's thread: the notice has left when this returns
+            told.result(timeout=10)
+
+    async def _tell_roots_changed(self, client: Client) -> None:
+        from mcp_types import RootsListChangedNotification
+
+        try:
+            # The notification itself, not the SDK's helper for it, which warns that roots are
+            # deprecated at 2026-07-28: this is only sent on the handshake era, where they are not.
+            await client.session.send_notification(RootsListChangedNotification())
+        except Exception:  # noqa: BLE001 - a notice that cannot be sent changes nothing but the server's timing
+            log.debug("telling %r its roots changed failed", self.name, exc_info=True)
+
     async def _message(self, message: Any) -> None:
         # The server says what it offers changed: read it again (off the receive path).
         method = getattr(getattr(message, "root", message), "method", "") or ""
@@ -703,6 +781,14 @@ def _find(err: BaseException, match: Callable[[BaseException], bool]) -> BaseExc
         todo.extend(getattr(e, "exceptions", ()) or ())
         todo.extend(x for x in (e.__cause__, e.__context__) if x is not None)
     return None
+
+
+def _on(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether this thread runs `loop`."""
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
 
 
 def _first_problem(err: ValidationError) -> str:

@@ -216,6 +216,8 @@ class Engine:
         timeout: float | None = None,
         auth: Any = None,
         mode: str = "auto",
+        sampling: Any = None,
+        roots: Any = None,
     ) -> RemoteConnection:
         """Connect to an outside server and keep the connection under `name`.
 
@@ -223,7 +225,9 @@ class Engine:
         if the new one fails, the old one stays as it was.
         """
         seconds = settings.timeout if timeout is None else check_timeout(timeout, "the connect timeout")
-        checked = self.checked(name, target, args=args, env=env, cwd=cwd, headers=headers, auth=auth, mode=mode)
+        checked = self.checked(
+            name, target, args=args, env=env, cwd=cwd, headers=headers, auth=auth, mode=mode, sampling=sampling, roots=roots
+        )
         return self.open(checked, seconds)
 
     def checked(self, name: str, target: str | list[str], **options: Any) -> RemoteConnection:
@@ -270,7 +274,7 @@ class Engine:
             raise BadValue("the kernel's own server needs no reconnecting")
         target = old.url if old.transport == "http" else old.command
         extra = {"headers": old.headers, "auth": old.auth} if old.transport == "http" else {"env": old.env, "cwd": old.cwd}
-        return self.connect(name, target, timeout=timeout, mode=old.mode, **extra)
+        return self.connect(name, target, timeout=timeout, mode=old.mode, sampling=old.sampler.value, roots=old.roots_source, **extra)
 
     def on_connections(self, listener: Callable[[], None], remove: bool = False) -> None:
         """Call `listener()` after every connect and disconnect (`remove=True` takes it back)."""

@@ -366,12 +366,13 @@ class McpMagics(Magics, SharedTraits):
     def mcp_connect(self, line: str):
         """Connect to an outside MCP server, over streamable HTTP or as a stdio process.
 
-            %mcp_connect NAME URL [--header 'Name: value' ...] [--auth VAR] [--mode M] [--timeout S]
-            %mcp_connect NAME [--env KEY=VALUE ...] [--cwd DIR] [--mode M] [--timeout S] -- COMMAND ARGS...
+            %mcp_connect NAME URL [--header 'Name: value' ...] [--auth VAR] [--mode M] [--sampling VAR] [--root R ...] [--timeout S]
+            %mcp_connect NAME [--env KEY=VALUE ...] [--cwd DIR] [--mode M] [--sampling VAR] [--root R ...] [--timeout S] -- COMMAND ARGS...
 
         Everything after `--` is the command, as typed. `--auth VAR` names a variable holding an
-        httpx Auth (the SDK's OAuth providers); `--mode` is the protocol era: auto (the default),
-        2025-11-25 or 2026-07-28. Connecting again under a name replaces
+        httpx2 Auth (the SDK's OAuth providers); `--mode` is the protocol era: auto (the default),
+        2025-11-25 or 2026-07-28; `--sampling VAR` answers the server's sampling requests (a
+        function or a list of replies); each `--root PATH` (or URI) is offered as a root. Connecting again under a name replaces
         that connection once the new one is up. Then `--server NAME` on %mcp_call, %mcp_read,
         %mcp_get_prompt and %mcp_list (or `server=NAME` in Python) talks to it:
 
@@ -380,11 +381,12 @@ class McpMagics(Magics, SharedTraits):
         """
         with usage_errors():  # said in one line: nothing was connected
             name, target, options = _connect_line(line)
-            if "auth" in options:
-                var = options["auth"]
-                if var not in self.shell.user_ns:
-                    raise ArgumentsError(f"--auth {var}: no variable of that name (an httpx Auth such as mcp_nb.OAuth(...))")
-                options["auth"] = self.shell.user_ns[var]
+            for option, what in (("auth", "an httpx2 Auth"), ("sampling", "a function or a list of replies")):
+                if option in options:
+                    var = options[option]
+                    if var not in self.shell.user_ns:
+                        raise ArgumentsError(f"--{option} {var}: no variable of that name ({what})")
+                    options[option] = self.shell.user_ns[var]
             return api.connect(name, target, **options)
 
     @no_var_expand
@@ -549,8 +551,8 @@ class _Named(str):
 
 
 def _connect_line(line: str) -> tuple[str, str | list[str], dict]:
-    """`NAME URL [--header H]... [--auth VAR] [--mode M] [--timeout S]` or
-    `NAME [--env K=V]... [--cwd D] [--mode M] [--timeout S] -- COMMAND...`."""
+    """`NAME URL [--header H]... [--auth VAR] [--mode M] [--sampling VAR] [--root R]... [--timeout S]` or
+    `NAME [--env K=V]... [--cwd D] [--mode M] [--sampling VAR] [--root R]... [--timeout S] -- COMMAND...`."""
     head, sep, command = line.partition(" -- ")
     if not sep and line.rstrip().endswith(" --"):
         head, sep, command = line.rstrip()[:-3], " -- ", ""
@@ -566,7 +568,7 @@ def _connect_line(line: str) -> tuple[str, str | list[str], dict]:
     while i < len(rest):
         word = rest[i]
         key, eq, inline = word.partition("=") if word.startswith("--") else (word, "", "")
-        if key in ("--header", "--env", "--cwd", "--timeout", "--mode", "--auth"):
+        if key in ("--header", "--env", "--cwd", "--timeout", "--mode", "--auth", "--sampling", "--root"):
             if eq:
                 value = inline
             elif i + 1 < len(rest):
@@ -591,10 +593,16 @@ def _connect_line(line: str) -> tuple[str, str | list[str], dict]:
                 if not value.isidentifier():
                     raise ArgumentsError(f"--auth takes the name of a variable holding an httpx Auth (mcp_nb.OAuth(...)), got {value!r}")
                 options["auth"] = _Named(value)
+            elif key == "--sampling":
+                if not value.isidentifier():
+                    raise ArgumentsError(f"--sampling takes the name of a variable holding a function or a list of replies, got {value!r}")
+                options["sampling"] = _Named(value)
+            elif key == "--root":
+                options.setdefault("roots", []).append(value)
             else:
                 options["timeout"] = parse_seconds(value)
         elif word.startswith("-"):
-            raise ArgumentsError(f"unknown option {word} (known: --header, --auth, --mode, --env, --cwd, --timeout; the command goes after --)")
+            raise ArgumentsError(f"unknown option {word} (known: --header, --auth, --mode, --sampling, --root, --env, --cwd, --timeout; the command goes after --)")
         elif target is None:
             target = word
         else:

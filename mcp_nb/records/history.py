@@ -51,6 +51,7 @@ COLUMNS = (
     "data",
     "server_logs",
     "elicitations",
+    "samplings",
     "started_at",
     "duration_ms",
     "timeout_s",
@@ -74,7 +75,7 @@ _VIA_CODE = {name: i for i, name in enumerate(VIAS)}
 _NO_FLAG = 2  # is_error code for "no result, so no flag"
 CHUNK = 1024
 _STORED = ("call_id", "attempt", "backoff", "server", "worker", "target", "name", "arguments", "outcome", "cause", "content", "structured",
-           "is_error", "code", "message", "data", "logs", "elicitations", "started", "duration", "timeout", "via", "client",
+           "is_error", "code", "message", "data", "logs", "elicitations", "samplings", "started", "duration", "timeout", "via", "client",
            "progress", "resets", "max_timeout", "retry")  # fmt: skip
 # The numeric columns' types (numpy's names); the others are object columns.
 _DTYPES = {"call_id": "int64", "attempt": "int32", "backoff": "float64", "server": "int64", "worker": "int64",
@@ -138,6 +139,7 @@ class _Store:
             # grow, and its Outcome is kept above for exactly that.
             tuple(trace.logs) if trace is not None and trace.logs else _EMPTY,
             tuple(_asked(e) for e in o.elicitations) if o.elicitations else _EMPTY,
+            tuple(sampled.as_dict() for sampled in o.samplings) if o.samplings else _EMPTY,
             o.started, o.duration_ms, o.timeout_s, _VIA_CODE[o.via],
             -1 if o.client is None else clients.setdefault(o.client, len(clients)),
             tuple(trace.progress) if trace is not None and trace.progress else _EMPTY, o.deadline_resets,
@@ -311,6 +313,7 @@ class History:
                 "data": columns["data"],
                 "server_logs": columns["logs"],
                 "elicitations": columns["elicitations"],
+                "samplings": columns["samplings"],
                 "started_at": pd.to_datetime(columns["started"].astype(np.float64), unit="s", utc=True),
                 "duration_ms": columns["duration"].astype(np.float64),
                 "timeout_s": columns["timeout"].astype(np.float64),
@@ -382,6 +385,7 @@ class History:
         for column in ("arguments", "structured_content", "data", "retry"):
             frame[column] = [None if v is None else json.dumps(v, default=str) for v in frame[column]]
         frame["elicitations"] = [json.dumps(list(asked), default=str) for asked in frame["elicitations"]]
+        frame["samplings"] = [json.dumps(list(sampled), default=str) for sampled in frame["samplings"]]
         frame["server_logs"] = [
             json.dumps([
                 {"level": r.level, "logger": r.logger, "message": r.message, "traceback": r.traceback, "source": r.source, "at": r.at}

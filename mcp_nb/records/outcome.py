@@ -128,6 +128,7 @@ class Outcome:
     deadline_resets: int = 0  # how many progress events restarted the deadline (reset_on_progress)
     max_timeout_s: float | None = None  # the ceiling of a deadline that resets on progress; None without resets
     elicitations: tuple = ()  # the questions the server asked during the call and their answers (`Elicitation`s)
+    samplings: tuple = ()  # the completions the server asked of the client's model, and the replies (`Sampling`s)
     retry: Mapping[str, Any] | None = None  # the call's retry policy as plain values (`Retry.as_dict()`); None without retries
     # The result's images and sounds: the SDK's content blocks as they came (ImageContent,
     # AudioContent, an EmbeddedResource of an image or sound). The card shows them; `content`

@@ -235,6 +235,9 @@ def outcome_text(o) -> str:
     asked = _asked(o)
     if asked:
         block("user asked", "\n".join(f"{question}\n  -> {answer}" for question, answer in asked))
+    sampled = _sampled(o)
+    if sampled:
+        block("model asked", "\n".join(f"{request}\n  -> {reply}" for request, reply in sampled))
     return "\n".join(lines)
 
 
@@ -274,6 +277,25 @@ def _asked(o) -> list[tuple[str, str]]:
         if e.get("reason"):
             answer += f": {e['reason']}"
         out.append((question, answer))
+    return out
+
+
+def _sampled(o) -> list[tuple[str, str]]:
+    """The completions the server asked of the client's model and the replies, as (request, reply)
+    lines: the last message of each request, and the reply's text (or why it was refused)."""
+    out = []
+    for sampled in getattr(o, "samplings", None) or ():
+        s = sampled.as_dict() if hasattr(sampled, "as_dict") else sampled
+        messages = s.get("messages") or []
+        request = _clipped(messages[-1]["text"]) if messages else "(no messages)"
+        if len(messages) > 1:
+            request += f" (the last of {len(messages)} messages)"
+        if s.get("text") is None:
+            reply = f"refused: {s.get('reason')}"
+        else:
+            where = {"function": "the sampling function", "prepared": "a prepared reply"}.get(s.get("source"), s.get("source"))
+            reply = f"replied {_clipped(s['text'])!r} ({where}" + (f", model {s['model']}" if s.get("model") else "") + ")"
+        out.append((request, reply))
     return out
 
 
@@ -390,6 +412,10 @@ def outcome_html(o, stable: bool | None = None) -> str:
         f'<div style="margin-top:6px;padding:4px 8px;{BORDER};border-radius:6px;{SURFACE}">'
         f'<b>The server asked:</b> {escape(question)}<div style="{MUTED}">answered {escape(answer)}</div></div>'
         for question, answer in _asked(o)
+    ) + "".join(
+        f'<div style="margin-top:6px;padding:4px 8px;{BORDER};border-radius:6px;{SURFACE}">'
+        f'<b>The server asked the model:</b> {escape(request)}<div style="{MUTED}">{escape(reply)}</div></div>'
+        for request, reply in _sampled(o)
     )
     header = (
         corner(f"#{o.call_id}{attempt}") + took  # the corner's span ends in `took`

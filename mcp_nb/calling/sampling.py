@@ -1,0 +1,170 @@
+"""Sampling: a server asks the client's model for a completion in the middle of a call.
+
+The MCP specification lets a server send `sampling/createMessage` (messages, a system
+prompt, a token limit, model preferences) while one of its requests runs; the client
+answers with the model's message, or refuses. A notebook's client has no model of its own,
+so `connect(..., sampling=...)` says where the answers come from:
+
+- a function `(messages, request) -> answer`, sync or async: `messages` is a list of
+  `{"role": ..., "text": ...}` (a non-text part named in brackets, `[image image/png]`),
+  `request` the SDK's `CreateMessageRequestParams` (system prompt, limits, preferences);
+  it is where an adapter to a model provider plugs in;
+- a list of prepared answers, used in order over the connection's life;
+- nothing (the default): each request is refused, with a reason the server is told.
+
+An answer is the text of the model's reply, a dict (`text`, and `model`, `stop_reason`
+if you like), or the SDK's `CreateMessageResult` as it is. Each request and its answer is
+recorded on the call it came during (`Outcome.samplings`), as questions are.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mcp_nb.mistakes import BadType
+
+MODEL = "mcp_nb"  # the model named in an answer that does not name its own
+REFUSED = -1  # the code the specification's example gives a client's refusal of a sampling request
+NO_MODEL = (
+    "this notebook's client has no model to sample with: give mcp_nb.connect(..., sampling=) a "
+    "function (messages, request) -> reply, or a list of prepared replies"
+)
+SOURCES = ("function", "prepared", "none")
+
+
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    """One completion a server asked for during a call, and the reply it got (or why not)."""
+
+    messages: tuple[Mapping[str, str], ...]  # the conversation sent, each {"role", "text"}
+    system_prompt: str | None
+    max_tokens: int | None
+    text: str | None  # the reply's text; None when refused
+    model: str | None  # the model the reply names
+    stop_reason: str | None
+    source: str  # one of SOURCES: where the reply came from
+    reason: str | None  # why it was refused
+    waited_ms: float
+
+    @property
+    def refused(self) -> bool:
+        return self.text is None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "messages": [dict(m) for m in self.messages], "system_prompt": self.system_prompt,
+            "max_tokens": self.max_tokens, "text": self.text, "model": self.model, "stop_reason": self.stop_reason,
+            "source": self.source, "reason": self.reason,
+        }  # fmt: skip
+
+
+def check_sampling(value: object) -> None:
+    """Refuse, in one line, what cannot answer a sampling request."""
+    if value is None or callable(value):
+        return
+    if isinstance(value, (list, tuple)):
+        for reply in value:
+            _reply_parts(reply)
+        return
+    raise BadType(
+        f"sampling is a function (messages, request) -> reply or a list of prepared replies, got {type(value).__name__}"
+    )
+
+
+class Sampler:
+    """Where one connection's sampling replies come from."""
+
+    def __init__(self, value: Any) -> None:
+        check_sampling(value)
+        self.value = value
+        self._used = 0
+
+    async def answer(self, params: Any) -> Sampling:
+        t0 = time.perf_counter()
+        messages = tuple(_message(m) for m in getattr(params, "messages", None) or ())
+        reply: Any = None
+        source, reason = "none", NO_MODEL
+        value = self.value
+        if callable(value):
+            source = "function"
+            try:
+                reply = value([dict(m) for m in messages], params)
+                if inspect.isawaitable(reply):
+                    reply = await reply
+                reason = None if reply is not None else "the sampling function returned None"
+            except Exception as err:  # noqa: BLE001 - a broken sampler refuses the request; the record says why
+                reply, reason = None, f"the sampling function raised {type(err).__name__}: {err}"
+        elif isinstance(value, (list, tuple)):
+            source = "prepared"
+            if self._used < len(value):
+                reply, reason = value[self._used], None
+                self._used += 1
+            else:
+                reason = f"all {len(value)} prepared replies were used"
+        text = model = stop = None
+        if reply is not None and reason is None:
+            try:
+                text, model, stop = _reply_parts(reply)
+            except BadType as err:  # a reply that is no reply: refused, and the record says what it was
+                reason = str(err)
+        if text is None and reason is None:
+            reason = "the reply had no text"
+        return Sampling(
+            messages=messages, system_prompt=getattr(params, "system_prompt", None),
+            max_tokens=getattr(params, "max_tokens", None), text=text, model=model, stop_reason=stop,
+            source=source, reason=reason, waited_ms=(time.perf_counter() - t0) * 1000.0,
+        )  # fmt: skip
+
+
+def sdk_answer(sampled: Sampling) -> Any:
+    """What goes back to the server: the model's message, or a refusal with its reason."""
+    from mcp_types import CreateMessageResult, ErrorData, TextContent
+
+    if sampled.text is None:
+        return ErrorData(code=REFUSED, message=f"sampling refused: {sampled.reason}")
+    return CreateMessageResult(
+        role="assistant", content=TextContent(type="text", text=sampled.text), model=sampled.model or MODEL,
+        stop_reason=sampled.stop_reason or "endTurn",
+    )  # fmt: skip
+
+
+def _reply_parts(reply: Any) -> tuple[str | None, str | None, str | None]:
+    """(text, model, stop_reason) of a reply as a user may write one."""
+    if isinstance(reply, str):
+        return reply, None, None
+    if isinstance(reply, Mapping):
+        text = reply.get("text")
+        if not isinstance(text, str):
+            raise BadType(f"a sampling reply written as a dict has a 'text' string, got {reply!r}")
+        return text, _optional_text(reply.get("model")), _optional_text(reply.get("stop_reason"))
+    content = getattr(reply, "content", None)
+    if content is not None and hasattr(reply, "role"):  # the SDK's CreateMessageResult
+        text = getattr(content, "text", None)
+        return (text if isinstance(text, str) else None), getattr(reply, "model", None), getattr(reply, "stop_reason", None)
+    raise BadType(f"a sampling reply is text, a dict with 'text', or a CreateMessageResult; got {type(reply).__name__}")
+
+
+def _optional_text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _message(message: Any) -> dict[str, str]:
+    """A sampling message as the record keeps it: its role and its text."""
+    role = str(getattr(message, "role", ""))
+    content = getattr(message, "content", None)
+    parts = content if isinstance(content, Sequence) and not isinstance(content, str) else [content]
+    return {"role": role, "text": " ".join(_part(p) for p in parts if p is not None)}
+
+
+def _part(part: Any) -> str:
+    text = getattr(part, "text", None)
+    if isinstance(text, str):
+        return text
+    kind = getattr(part, "type", type(part).__name__)
+    mime = getattr(part, "mime_type", None)
+    return f"[{kind}{' ' + mime if mime else ''}]"
+

@@ -24,6 +24,7 @@ from mcp_nb.api import (
     aread,
     asweep,
     call,
+    complete_auth,
     connect,
     connect_config,
     disconnect,
@@ -47,6 +48,7 @@ from mcp_nb.api import (
     tool,
 )
 from mcp_nb.calling.connections import ConnectError
+from mcp_nb.calling.oauth import OAuth, TokenFile
 from mcp_nb.calling.retry import Retry
 from mcp_nb.calling.sampling import Sampling
 from mcp_nb.config import configure, settings
@@ -59,7 +61,7 @@ from mcp_nb.registering.faults import Faults
 from mcp_nb.registering.registry import Registration
 
 __all__ = [
-    "Answer", "CAUSES", "CAUSE_DOC", "COLUMNS", "ConnectError", "Elicitation", "OUTCOMES", "Faults", "History", "Outcome", "Registration", "Retry", "Sampling",
+    "Answer", "CAUSES", "CAUSE_DOC", "COLUMNS", "ConnectError", "Elicitation", "OAuth", "TokenFile", "complete_auth", "OUTCOMES", "Faults", "History", "Outcome", "Registration", "Retry", "Sampling",
     "ServerLog", "acall", "aget_prompt", "aread", "asweep", "call", "configure", "engine", "expect", "get_prompt", "history",
     "inject", "load_ipython_extension", "panel", "prompt", "read", "registered", "remove", "reset", "resource",
     "replay", "serve", "server", "settings", "sweep", "tool", "connect", "connect_config", "disconnect", "reconnect", "servers",

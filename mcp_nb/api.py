@@ -23,7 +23,7 @@ from mcp_nb.records.history import History
 from mcp_nb.records.outcome import Outcome
 from mcp_nb.registering.faults import Faults
 from mcp_nb.registering.registry import Registration, entries_frame
-from mcp_nb.views.live import watch
+from mcp_nb.views.live import show, watch
 from mcp_nb.mistakes import BadValue
 
 
@@ -395,11 +395,29 @@ def connect(
     the old connection once the new one is up. Then every face takes `server=name`:
     `mcp_nb.call("echo", {...}, server="everything")`.
     """
-    return engine().connect(
+    eng = engine()
+    connection = eng.connect(
         name, target, args=list(args) if args is not None else None, env=dict(env) if env is not None else None,
         cwd=cwd, headers=dict(headers) if headers is not None else None, timeout=timeout, auth=auth, mode=mode,
         sampling=sampling, roots=roots,
     )  # fmt: skip
+    if connection.state != "authorizing":
+        return connection
+    if connection.oauth.callback == "paste":
+        return connection  # its card shows the link and what to do: mcp_nb.complete_auth(address)
+    show(connection)  # the link, before this thread waits for the person to approve in the browser
+    return eng.authorized(connection, settings.timeout if timeout is None else timeout)
+
+
+def complete_auth(url: str, *, timeout: float | None = None):
+    """Finish an OAuth flow that waits for the person (`OAuth(callback="paste")`, a remote kernel):
+    `url` is the whole address the browser landed on after approving. Returns the connection, connected."""
+    if not isinstance(url, str) or not url.strip():
+        raise BadValue("complete_auth takes the address the browser landed on after approving, as text")
+    eng = engine()
+    connection = eng.authorizing(url)
+    connection.complete_auth(url)
+    return eng.authorized(connection, settings.timeout if timeout is None else check_timeout(timeout, "the connect timeout"))
 
 
 def disconnect(name: str):

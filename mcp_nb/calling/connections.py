@@ -36,6 +36,7 @@ from pydantic import ValidationError
 from mcp_nb import sdk_compat
 from mcp_nb.calling.current import CURRENT_CALL
 from mcp_nb.calling.era import check_mode, sdk_mode
+from mcp_nb.calling.oauth import AuthorizationPending, Flow, OAuth, step_of
 from mcp_nb.calling.roots import check_roots
 from mcp_nb.calling.roots import current as current_roots
 from mcp_nb.calling.sampling import Sampler, sdk_answer
@@ -204,6 +205,7 @@ class Connection:
     async def _own(self, ready: asyncio.Future[Client], closing: asyncio.Event) -> None:
         # The one task that enters and leaves the client's context, as anyio requires.
         try:
+            await self._prepare()
             async with self._client_for() as client:
                 check_results_locally(client.session)  # spares the first call the import of jsonschema
                 await self._opened(client)
@@ -225,6 +227,9 @@ class Connection:
         finally:
             self._client = None
             self._left()
+
+    async def _prepare(self) -> None:
+        """Hook: before the session is entered (an OAuth flow's provider is made here)."""
 
     async def _opened(self, client: Client) -> None:
         """Hook: the session is open (list what the server offers, for example)."""
@@ -324,7 +329,12 @@ class Connection:
             "mode": getattr(self, "mode", ""),  # what the user asked for (`connect(mode=)`); the kernel's has none
             **self.counts(),
             "unavailable": "; ".join(self.unavailable.values()),
+            **self._authorizing(),
         }
+
+    def _authorizing(self) -> dict[str, Any]:
+        """The link of an OAuth flow waiting for the person, and how its answer comes back."""
+        return {}
 
     def target_text(self) -> str:
         return ""
@@ -417,7 +427,9 @@ class RemoteConnection(Connection):
     ) -> None:
         super().__init__(name)
         self.mode = check_mode(mode)
-        self.auth = _checked_auth(auth)
+        self.oauth: OAuth | None = auth if isinstance(auth, OAuth) else None  # the notebook's flow, made per connection
+        self.auth = None if self.oauth is not None else _checked_auth(auth)
+        self._flow: Flow | None = None
         self.sampler = Sampler(sampling)  # who answers the server's sampling requests (none: each is refused)
         check_roots(roots)
         self.roots_source = roots
@@ -488,18 +500,78 @@ class RemoteConnection(Connection):
         if self.roots_source is not None:
             options["list_roots_callback"] = self._roots_listed
         if self.transport == "http":
-            return Client(_HttpTransport(self.url, self.headers, self.http_errors, self.auth, self.statuses), **options)
+            return Client(_HttpTransport(self.url, self.headers, self.http_errors, self.auth, self.statuses, self._oauth_step if self.oauth is not None else None), **options)
         return Client(_StdioTransport(self), **options)
 
     async def open(self, timeout: float) -> None:
-        """Connect and initialize within `timeout` seconds, or raise `ConnectError` and leave nothing behind."""
-        try:
+        """Connect and initialize within `timeout` seconds, or raise `ConnectError` and leave nothing behind.
+
+        An OAuth flow (`auth=mcp_nb.OAuth()`) that needs the person's approval returns when its
+        link is ready, the connection "authorizing"; `finish` waits for the rest (the person's
+        time is not counted against `timeout`)."""
+        await self._watched(self._opened_within(timeout), timeout)
+
+    async def finish(self, timeout: float) -> None:
+        """Wait for an authorizing connection to be connected: the person's approval (up to the
+        OAuth's own timeout), then the connect's `timeout`; or raise `ConnectError`."""
+        flow = self._flow
+        assert flow is not None and self._opening is not None
+        await self._watched(asyncio.wait_for(asyncio.shield(self._opening), flow.oauth.timeout + timeout), timeout)
+
+    async def _opened_within(self, timeout: float) -> None:
+        if self.oauth is None:
             await asyncio.wait_for(self._open(), timeout)
+            return
+        self._flow = flow = self.oauth.flow(self.url, self._oauth_step)
+        opening = asyncio.ensure_future(self._open())
+        shown = asyncio.ensure_future(flow.shown.wait())
+        try:
+            done, _ = await asyncio.wait({opening, shown}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            shown.cancel()
+        if opening in done:
+            opening.result()
+            return
+        if shown in done:
+            self.state = "authorizing"  # the face shows the link; the session goes on opening
+            opening.add_done_callback(lambda f: f.cancelled() or f.exception())  # `finish` hears how it ended
+            return
+        opening.cancel()
+        raise asyncio.TimeoutError
+
+    @property
+    def authorization_link(self) -> str | None:
+        """The link the person opens to approve, while a flow waits for it."""
+        flow = self._flow
+        return flow.link if flow is not None and flow.shown.is_set() else None
+
+    def complete_auth(self, url: str) -> None:
+        """Hand the address the person landed on to the waiting flow (from any thread)."""
+        flow = self._flow
+        if flow is None or self._session_loop is None:
+            raise BadValue(f"{self.name!r} is not waiting for an authorization")
+        if _on(self._session_loop):
+            flow.complete(url)
+        else:
+            asyncio.run_coroutine_threadsafe(_called(flow.complete, url), self._session_loop).result(timeout=10)
+
+    def _authorizing(self) -> dict[str, Any]:
+        link = self.authorization_link
+        return {"authorize": link, "callback": self.oauth.callback} if link else {}
+
+    def _oauth_step(self, line: str) -> None:
+        self.heard(ServerLog(level="INFO", logger="mcp_nb.oauth", message=line, at=time.time()))
+
+    async def _watched(self, opening: Any, timeout: float) -> None:
+        try:
+            await opening
         except asyncio.CancelledError:
             await self._abandon()
             raise
         except asyncio.TimeoutError:
             await self._abandon()
+            if self._flow is not None and self.state == "authorizing":
+                raise ConnectError(f"could not connect to {self.name!r}: nobody approved the authorization within {self._flow.oauth.timeout:g} s") from None
             raise ConnectError(f"server {self.name!r} did not answer initialize within {timeout:g} s") from None
         except (ConnectError, ValueError):
             await self._abandon()
@@ -520,7 +592,10 @@ class RemoteConnection(Connection):
                 _, _, status, body = self._refusal() or self.http_errors[-1]
                 reason = f"HTTP {status}" + (f" {body[:200]}" if body else "")
                 if status in (401, 403):
-                    reason += " (the server refused the request's credentials" + ("" if self.auth is not None else "; connect with auth=") + ")"
+                    given = self.auth is not None or self.oauth is not None
+                    reason += " (the server refused the request's credentials" + ("" if given else "; connect with auth=") + ")"
+            if self._flow is not None:
+                self._oauth_step(f"failed: {reason}")
             raise ConnectError(f"could not connect to {self.name!r} ({self.target_text()}): {self.redacted(reason)}") from None
 
     def _refusal(self) -> tuple | None:
@@ -535,12 +610,20 @@ class RemoteConnection(Connection):
 
     async def _abandon(self) -> None:
         self.state = "failed"
+        if self._flow is not None:
+            self._flow.close()
         owner = self._owner
         if owner is not None and not owner.done():
             owner.cancel()
             await _left_by(owner, 5, f"abandoning the connection {self.name!r}")
 
+    async def _prepare(self) -> None:
+        if self._flow is not None:
+            self.auth = await self._flow.provider()
+
     async def _opened(self, client: Client) -> None:
+        if self._flow is not None:
+            self._oauth_step("connected: the token works")
         await self._list(client)
 
     async def _list(self, client: Client) -> None:
@@ -703,6 +786,8 @@ class RemoteConnection(Connection):
             self._stderr.drain()
 
     def _left(self) -> None:
+        if self._flow is not None:
+            self._flow.close()  # the loopback listener goes with the session
         if self._stderr is not None:  # the process is gone: what it wrote last is filed, the pipe closed
             self._stderr.close()
 
@@ -732,7 +817,7 @@ def _sent(model: Any) -> dict[str, Any] | None:
 def _checked_auth(auth: Any) -> Any:
     """`auth` when the SDK's HTTP transport can authenticate requests with it: an `httpx2.Auth`
     (the SDK's OAuth providers are ones; the SDK's transport is built on httpx2)."""
-    if auth is None or isinstance(auth, httpx2.Auth):
+    if auth is None or isinstance(auth, (httpx2.Auth, OAuth)):
         return auth
     if type(auth).__module__.split(".")[0] == "httpx":
         raise BadValue(
@@ -758,6 +843,9 @@ _OAUTH_STEPS = (
 
 def _oauth_failure(err: BaseException) -> str | None:
     """The step and the reason of an OAuth flow that failed somewhere in `err`, or None."""
+    late = _find(err, lambda e: isinstance(e, AuthorizationPending))
+    if late is not None:
+        return f"authorization failed at the authorization step: {late}"
     found = _find(err, lambda e: any(c.__name__ == "OAuthFlowError" and c.__module__.startswith("mcp.client.auth") for c in type(e).__mro__))
     if found is None:
         return None
@@ -789,6 +877,10 @@ def _on(loop: asyncio.AbstractEventLoop) -> bool:
         return asyncio.get_running_loop() is loop
     except RuntimeError:
         return False
+
+
+async def _called(function: Callable[[str], None], value: str) -> None:
+    function(value)
 
 
 def _first_problem(err: ValidationError) -> str:
@@ -1073,14 +1165,23 @@ class _HttpTransport:
 
     def __init__(
         self, url: str, headers: dict[str, str], errors: collections.deque, auth: Any = None,
-        statuses: collections.deque | None = None,
+        statuses: collections.deque | None = None, step: Callable[[str], None] | None = None,
     ) -> None:  # fmt: skip
         self.url, self.headers, self.errors, self.auth = url, headers, errors, auth
         self.statuses = statuses if statuses is not None else collections.deque(maxlen=32)
+        self.step = step  # files each OAuth step in the connection's log
         self._stack: contextlib.AsyncExitStack | None = None
 
     async def _answered(self, response: Any) -> None:
         self.statuses.append(response.status_code)
+        if self.step is not None:
+            try:
+                step = step_of(response.request)
+            except Exception:  # noqa: BLE001 - a request whose body cannot be read is no step of the flow
+                step = None
+            if step is not None:  # where it went and what came back; never a body, a token or a query
+                url = response.request.url
+                self.step(f"{step}: {response.request.method} {url.scheme}://{url.netloc.decode()}{url.path} -> {response.status_code}")
         if response.status_code < 400:
             return
         try:

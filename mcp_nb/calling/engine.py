@@ -257,6 +257,37 @@ class Engine:
         self._connections_changed()
         return connection
 
+    def authorized(self, connection: RemoteConnection, seconds: float) -> RemoteConnection:
+        """Wait until an authorizing connection (an OAuth flow waiting for the person) is connected."""
+        try:
+            self.loop.run(connection.finish(seconds))
+        except BaseException:
+            if self.connections.get(connection.name) is connection:
+                del self.connections[connection.name]
+                self._connections_changed()
+            raise
+        if any(entry.output_schema for entry in connection.entries()):
+            import jsonschema  # noqa: F401 - as in `open`: imported before any call, not inside one's deadline
+        self._connections_changed()
+        return connection
+
+    def authorizing(self, url: str) -> RemoteConnection:
+        """The connection whose OAuth flow the address `url` (where the person landed) answers."""
+        from urllib.parse import parse_qs, urlsplit
+
+        try:
+            state = (parse_qs(urlsplit(str(url).strip()).query).get("state") or [None])[0]
+        except ValueError:
+            state = None
+        waiting = [c for c in self.connections.values() if isinstance(c, RemoteConnection) and c.authorization_link]
+        if not waiting:
+            raise BadValue("no connection is waiting for an authorization (mcp_nb.connect(..., auth=mcp_nb.OAuth()) starts one)")
+        matching = [c for c in waiting if c._flow is not None and c._flow.state == state]
+        if not matching:
+            names = ", ".join(repr(c.name) for c in waiting)
+            raise BadValue(f"that address answers none of the authorizations waiting ({names}): paste the whole address the browser landed on after approving")
+        return matching[0]
+
     def disconnect(self, name: str) -> Connection:
         """Close the connection `name` (a stdio server's process ends) and forget it."""
         if name == KERNEL:
@@ -273,7 +304,7 @@ class Engine:
         if not isinstance(old, RemoteConnection):
             raise BadValue("the kernel's own server needs no reconnecting")
         target = old.url if old.transport == "http" else old.command
-        extra = {"headers": old.headers, "auth": old.auth} if old.transport == "http" else {"env": old.env, "cwd": old.cwd}
+        extra = {"headers": old.headers, "auth": old.oauth or old.auth} if old.transport == "http" else {"env": old.env, "cwd": old.cwd}
         return self.connect(name, target, timeout=timeout, mode=old.mode, sampling=old.sampler.value, roots=old.roots_source, **extra)
 
     def on_connections(self, listener: Callable[[], None], remove: bool = False) -> None:

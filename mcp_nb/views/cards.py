@@ -622,6 +622,13 @@ def _offers(row: dict[str, Any]) -> str:
     return ", ".join(parts) or "nothing"
 
 
+def _then(row: dict[str, Any]) -> str:
+    """What the person does after approving, by how the flow's answer comes back."""
+    if row.get("callback") == "paste":
+        return "copy the whole address the browser lands on (its page will not load) into mcp_nb.complete_auth('...')"
+    return "come back here: the notebook hears the approval by itself"
+
+
 def _protocol(row: dict[str, Any]) -> str:
     """The protocol version the connection speaks, and whether the user pinned it (`mode=`)."""
     if not row.get("protocol"):
@@ -651,7 +658,11 @@ def connection_text(row: dict[str, Any]) -> str:
         lines.append("  " + ", ".join(part for part in (who, _protocol(row)) if part))
     if row.get("target"):
         lines.append(f"  {_target(row)}")
-    lines.append(f"  offers {_offers(row)}")
+    if row.get("authorize"):
+        lines.append(f"  approve in the browser: {row['authorize']}")
+        lines.append("  then " + _then(row))
+    else:
+        lines.append(f"  offers {_offers(row)}")
     if row.get("unavailable"):
         lines.append(f"  unavailable: {row['unavailable']}")
     return "\n".join(lines)
@@ -673,7 +684,11 @@ def connection_html(row: dict[str, Any]) -> str:
         + f"{inline(kind_badge(row['transport']))}"
         f'<span style="{state};font-weight:600">{escape(row["state"])}</span>{reason}</div>'
         f'<div style="{MUTED};font-size:0.9em">{" · ".join(details)}</div>'
-        f"<div>offers {escape(_offers(row))}</div>"
+        + (
+            f'<div><a href="{escape(row["authorize"])}" target="_blank" rel="noopener"><b>Approve in the browser</b></a>'
+            f' <span style="{MUTED}">then {escape(_then(row))}</span></div>'
+            if row.get("authorize") else f"<div>offers {escape(_offers(row))}</div>"
+        )
         + (f'<div style="{MUTED};font-size:0.9em">unavailable: {escape(row["unavailable"])}</div>' if row.get("unavailable") else "")
         + "</div>"
     )

@@ -111,3 +111,21 @@ class ProgressView:
 
 def watch(call: Any) -> ProgressView:
     return ProgressView(call)
+
+
+def show(thing: Any) -> None:
+    """Show `thing` now, before the running code goes on waiting: its card in a notebook, its
+    text elsewhere (a script, a terminal)."""
+    import sys
+
+    shell = None
+    if "IPython" in sys.modules:  # never imported only to find there is no notebook
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    if shell is not None:
+        from IPython.display import display
+
+        display(thing)
+    else:
+        print(repr(thing), flush=True)

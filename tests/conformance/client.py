@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import mcp_nb
 
@@ -144,60 +144,26 @@ class Storage:
         self.client_info = client_info
 
 
-class Browser:
-    """Follows the authorization link as a person's browser would: the suite's authorization
-    server approves at once and redirects to our callback with the code."""
-
-    def __init__(self):
-        self.answer = None
-
-    async def redirect(self, authorization_url: str) -> None:
-        import httpx2
-
-        async with httpx2.AsyncClient() as http:
-            response = await http.get(authorization_url, follow_redirects=False)
-        location = response.headers.get("location")
-        if response.status_code not in (301, 302, 303, 307, 308) or not location:
-            raise Failed(f"the authorization server answered {response.status_code}, not a redirect")
-        self.answer = {key: values[0] for key, values in parse_qs(urlsplit(location).query).items()}
-
-    async def callback(self):
-        from mcp.shared.auth import AuthorizationCodeResult
-
-        if not self.answer or "code" not in self.answer:
-            raise Failed(f"no authorization code came back: {self.answer}")
-        answer, self.answer = self.answer, None
-        return AuthorizationCodeResult(code=answer["code"], state=answer.get("state"), iss=answer.get("iss"))
-
-
 def authorization_code(url):
     authorized(url, authorization_code_auth(url))
 
 
-def authorization_code_auth(url):
-    from mcp.client.auth import OAuthClientProvider
-    from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
+def follow(link: str) -> None:
+    """The person's browser: the suite's authorization server approves at once and redirects
+    to the notebook's loopback listener, which this follows the redirect to."""
+    import httpx2
 
-    callback = "http://localhost:3000/callback"
-    info = None
-    if CONTEXT.get("client_id"):  # a client registered before the flow
-        secret = CONTEXT.get("client_secret")
-        info = OAuthClientInformationFull(
-            client_id=CONTEXT["client_id"], client_secret=secret, redirect_uris=[callback],
-            token_endpoint_auth_method="client_secret_basic" if secret else "none",
-        )  # fmt: skip
-    browser = Browser()
-    return OAuthClientProvider(
-        server_url=url,
-        client_metadata=OAuthClientMetadata(
-            client_name="mcp_nb conformance client", redirect_uris=[callback],
-            grant_types=["authorization_code", "refresh_token"], response_types=["code"],
-        ),  # fmt: skip
-        storage=Storage(info),
-        redirect_handler=browser.redirect,
-        callback_handler=browser.callback,
-        client_metadata_url="https://conformance-test.local/client-metadata.json",
-    )
+    httpx2.get(link, follow_redirects=True, timeout=30)
+
+
+def authorization_code_auth(url):
+    """mcp_nb's own notebook flow (the SDK's OAuthClientProvider underneath), its tokens in a
+    TokenFile under a folder of this run's own."""
+    return mcp_nb.OAuth(
+        callback="loopback", open_browser=follow, client_id=CONTEXT.get("client_id"),
+        client_secret=CONTEXT.get("client_secret"), client_name="mcp_nb conformance client",
+        client_metadata_url="https://conformance-test.local/client-metadata.json", timeout=30,
+    )  # fmt: skip
 
 
 def client_credentials_basic(url):
@@ -314,6 +280,9 @@ SCENARIOS = {
 
 def main() -> int:
     url = sys.argv[-1]
+    import tempfile
+
+    os.environ["MCP_NB_CONFIG_DIR"] = tempfile.mkdtemp(prefix="mcp_nb-conformance-")  # tokens of this run only
     import logging
 
     said = logging.StreamHandler(sys.stderr)  # mcp_nb's own log, in the scenario's stderr.txt

@@ -221,6 +221,8 @@ def client_failure(err: BaseException) -> tuple[str, Any]:
         except Exception:  # noqa: BLE001 - a streamed body may not be readable any more
             body = ""
         return "http_error", {"status": status, "body": body}
+    if kinds & {"OAuthFlowError", "AuthorizationPending"}:  # a step-up during the call that got no token
+        return "unauthorized", None
     if kinds & {"ConnectionLost", "ClosedResourceError", "BrokenResourceError", "EndOfStream", "ConnectionError",
                 "TransportError", "ConnectError", "ReadError", "WriteError", "RemoteProtocolError"}:  # fmt: skip
         return "disconnected", None

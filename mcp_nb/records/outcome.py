@@ -37,6 +37,7 @@ CAUSES = (
     "client_error",
     "disconnected",
     "http_error",
+    "unauthorized",
     "invalid_response",
     "invalid_output",
     "deadline",
@@ -82,6 +83,7 @@ CAUSE_DOC = CauseDoc({
     "client_error": "the client failed to finish the request (for example a result it could not validate)",
     "disconnected": "the connection to the server was lost (its process exited, the stream closed), or it was not connected",
     "http_error": "the HTTP server answered with an error status (401, 403, 404, 5xx...): status and body in data",
+    "unauthorized": "the client could get no credentials the server takes: the OAuth flow failed at a step the message names, or nobody approved in time",
     "invalid_response": "the server's answer did not pass the protocol's schema, or was no JSON-RPC at all (an HTML page, a cut body): the client refused it",
     "invalid_output": (
         "the tool's structured result did not match its declared output schema "

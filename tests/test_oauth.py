@@ -1,0 +1,188 @@
+"""mcp_nb.OAuth: the notebook's authorization-code flow (the SDK's provider underneath), against
+a real OAuth-protected server that is its own authorization server (notebooks/servers/protected.py,
+built on the SDK's auth parts). The person's step is taken the way a person would: the link
+is opened (a GET that follows the approval's redirect, or reads it and pastes it back)."""
+
+import os
+import re
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx2
+import pytest
+
+import mcp_nb
+import peers
+
+SERVER = Path(__file__).resolve().parent.parent / "notebooks" / "servers" / "protected.py"
+
+
+@pytest.fixture
+def config(tmp_path, monkeypatch):
+    """Tokens under a folder of the test's own, as a user's config directory would hold them."""
+    monkeypatch.setenv("MCP_NB_CONFIG_DIR", str(tmp_path / "config"))
+    return tmp_path / "config"
+
+
+def start(*options: str):
+    process = subprocess.Popen(
+        [sys.executable, str(SERVER), *options], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    said = ""
+    while (found := re.search(r"protected MCP server at (http://\S+/mcp)", said)) is None:
+        line = process.stderr.readline()
+        if not line:
+            raise AssertionError(f"the protected server ended early: {said[-2000:]}")
+        said += line
+    return process, found.group(1)
+
+
+@pytest.fixture
+def protected():
+    process, url = start()
+    yield url
+    peers.stop(process)
+    process.stderr.close()
+
+
+def approve(link: str) -> str:
+    """The person approving in a browser: where the authorization server sends them back."""
+    answer = httpx2.get(link, follow_redirects=False, timeout=30)
+    assert answer.status_code in (302, 303, 307), answer.text
+    return answer.headers["location"]
+
+
+def follow(link: str) -> None:
+    httpx2.get(link, follow_redirects=True, timeout=30)
+
+
+def steps(connection) -> list[str]:
+    return [line.message for line in connection.logs if line.logger == "mcp_nb.oauth"]
+
+
+# -- checks that need no server ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "options, said",
+    [({"callback": "popup"}, "callback must be one of"), ({"scopes": ["a b"]}, "scopes are words"),
+     ({"scopes": 3}, "scopes is text or a list"), ({"client_secret": "x"}, "client_secret goes with"),
+     ({"timeout": 0}, "timeout is a positive number")],
+)  # fmt: skip
+def test_bad_options_are_one_line(options, said):
+    with pytest.raises((ValueError, TypeError), match=said) as raised:
+        mcp_nb.OAuth(**options)
+    assert "\n" not in str(raised.value)
+
+
+def test_its_repr_never_shows_the_client_secret():
+    shown = repr(mcp_nb.OAuth(client_id="app", client_secret="s3cret-value", scopes=["notes:read"]))
+    assert "s3cret-value" not in shown and "app" in shown and "notes:read" in shown
+
+
+def test_complete_auth_with_nothing_waiting_says_so():
+    with pytest.raises(ValueError, match="no connection is waiting for an authorization"):
+        mcp_nb.complete_auth("http://127.0.0.1:8976/mcp_nb/callback?code=x&state=y")
+    with pytest.raises(ValueError, match="takes the address"):
+        mcp_nb.complete_auth("")
+
+
+def test_the_token_file_is_the_users_alone_and_can_be_forgotten(config):
+    import asyncio
+
+    from mcp.shared.auth import OAuthToken
+
+    stored = mcp_nb.TokenFile("https://example.com/mcp")
+    asyncio.run(stored.set_tokens(OAuthToken(access_token="abc", token_type="Bearer", expires_in=60)))
+    assert stored.path.parent == config / "oauth" and stat.S_IMODE(stored.path.stat().st_mode) == 0o600
+    assert asyncio.run(stored.get_tokens()).access_token == "abc"
+    assert mcp_nb.TokenFile("https://example.com/mcp").path == stored.path  # per server: the same file again
+    assert mcp_nb.TokenFile("https://other.example.com/mcp").path != stored.path
+    assert stored.forget() and not stored.path.exists() and asyncio.run(stored.get_tokens()) is None
+
+
+# -- a full flow ---------------------------------------------------------------------------------------
+
+
+def test_a_pasted_flow_connects_and_keeps_the_token_out_of_every_record(protected, config):
+    connection = mcp_nb.connect("notes", protected, auth=mcp_nb.OAuth(callback="paste"))
+    assert connection.state == "authorizing"
+    card = repr(connection)
+    link = connection.describe()["authorize"]
+    assert link in card and "mcp_nb.complete_auth(" in card and 'href="' in connection._repr_html_()
+    landed = approve(link)
+    with pytest.raises(ValueError, match="answers none of the authorizations"):
+        mcp_nb.complete_auth(re.sub(r"state=[^&]+", "state=forged", landed))
+    assert mcp_nb.complete_auth(landed) is connection and connection.state == "connected"
+    outcome = mcp_nb.call("whoami", server="notes")
+    assert outcome.outcome == "result", outcome
+    said = steps(connection)
+    for step in ("discovery (protected resource metadata)", "discovery (authorization server metadata)", "registration",
+                 "authorization: the link is shown", "authorization: the person approved", "token:", "connected"):  # fmt: skip
+        assert any(line.startswith(step) for line in said), (step, said)
+    (kept,) = (config / "oauth").glob("*.json")
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    token = __import__("json").loads(kept.read_text())["tokens"]["access_token"]
+    written = [
+        mcp_nb.history().to_frame().to_json(default_handler=str, date_format="iso"), repr(outcome), outcome._repr_html_(),
+        repr(connection), connection._repr_html_(), " ".join(str(line) for line in connection.logs),
+        mcp_nb.servers().to_json(default_handler=str, date_format="iso"),
+    ]  # fmt: skip
+    assert not [text for text in written if token in text]
+
+
+def test_a_second_connect_uses_the_kept_token_without_asking(protected, config):
+    mcp_nb.connect("notes", protected, auth=mcp_nb.OAuth(callback="loopback", open_browser=follow))
+    again = mcp_nb.connect("notes", protected, auth=mcp_nb.OAuth(callback="loopback", open_browser=follow))
+    assert again.state == "connected" and not any("link is shown" in line for line in steps(again))
+    assert mcp_nb.call("whoami", server="notes").outcome == "result"
+
+
+def test_a_loopback_flow_returns_once_approved_and_its_listener_goes_with_the_connection(protected, config):
+    opened = []
+
+    def browser(link):
+        opened.append(link)
+        follow(link)
+
+    connection = mcp_nb.connect("notes", protected, auth=mcp_nb.OAuth(callback="loopback", open_browser=browser))
+    assert connection.state == "connected" and len(opened) == 1
+    callback = re.search(r"redirect_uri=([^&]+)", opened[0]).group(1)
+    port = int(re.search(r"127\.0\.0\.1%3A(\d+)", callback).group(1))
+    # Anyone else knocking on the listener gets nothing: it answers only the flow's own state.
+    assert httpx2.get(f"http://127.0.0.1:{port}/callback?code=x&state=guess", timeout=5).status_code == 400
+    mcp_nb.disconnect("notes")
+    with pytest.raises(httpx2.ConnectError):
+        httpx2.get(f"http://127.0.0.1:{port}/callback", timeout=5)
+
+
+def test_an_expired_token_is_refreshed_and_the_log_says_so(config):
+    process, url = start("--token-seconds", "2")
+    try:
+        connection = mcp_nb.connect("notes", url, auth=mcp_nb.OAuth(callback="loopback", open_browser=follow))
+        assert mcp_nb.call("whoami", server="notes").outcome == "result"
+        time.sleep(3)
+        assert mcp_nb.call("whoami", server="notes").outcome == "result"
+        assert any(line.startswith("refresh:") for line in steps(connection)), steps(connection)
+    finally:
+        peers.stop(process)
+        process.stderr.close()
+
+
+def test_nobody_approving_fails_the_connect_in_one_line_naming_the_step(protected, config):
+    with pytest.raises(mcp_nb.ConnectError, match="authorization failed at the authorization step: nobody approved within 1 s"):
+        mcp_nb.connect("notes", protected, auth=mcp_nb.OAuth(callback="loopback", open_browser=False, timeout=1))
+    assert list(mcp_nb.servers().index) == ["kernel"]
+
+
+def test_a_refusal_pasted_back_is_said_as_the_servers_answer(protected, config):
+    connection = mcp_nb.connect("notes", protected, auth=mcp_nb.OAuth(callback="paste"))
+    state = re.search(r"state=([^&]+)", connection.describe()["authorize"]).group(1)
+    refused = f"http://127.0.0.1:8976/mcp_nb/callback?error=access_denied&error_description=the+user+said+no&state={state}"
+    with pytest.raises(mcp_nb.ConnectError, match="the authorization server refused: access_denied: the user said no"):
+        mcp_nb.complete_auth(refused)
+    assert "notes" not in mcp_nb.servers().index
+    assert os.environ["MCP_NB_CONFIG_DIR"] == str(config)

@@ -98,6 +98,11 @@ def test_each_mode_speaks_its_era_and_lists_what_the_server_offers(served, mode)
     outcome = mcp_nb.call("add", {"a": 1, "b": 2}, server="me")
     assert (outcome.outcome, outcome.content) == ("result", "3")
     assert auth.requests >= 2  # every request went through the Auth
+    # The history says which era each call went over: the call made here, and the same call as
+    # the served notebook recorded it from its outside client (this very connection).
+    frame = mcp_nb.history().to_frame()
+    made, served_side = frame[frame["via"] == "kernel"].iloc[-1], frame[frame["via"] == "http"].iloc[-1]
+    assert outcome.protocol == made["protocol"] == served_side["protocol"] == row["protocol"]
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -123,6 +123,10 @@ class CallRecord:
     def timed_out_text(self) -> str:
         return TIMED_OUT
 
+    def protocol(self) -> str | None:
+        """The protocol version the call goes over (None when it cannot be known)."""
+        return None
+
     # -- the Outcomes ---------------------------------------------------------------------------
 
     def _outcome(
@@ -139,7 +143,7 @@ class CallRecord:
             timeout_s=self.timeout, trace=self.trace, observed=observed, attempt=self.attempt or 1,
             backoff_s=self.backoff, server=self.server_name(), via=self.via, client=self.client,
             elicitations=tuple(self.elicitations) if self.elicitations else (), deadline_resets=self.resets,
-            samplings=tuple(self.samplings) if self.samplings else (),
+            samplings=tuple(self.samplings) if self.samplings else (), protocol=self.protocol(),
             max_timeout_s=self.max_timeout, retry=None if self.rule is None else self.rule.as_dict(), media=media,
         ))
 
@@ -294,6 +298,9 @@ class Call(CallRecord):
 
     def timed_out_text(self) -> str:
         return self.connection.timed_out
+
+    def protocol(self) -> str | None:
+        return self.connection.protocol
 
     # -- nesting --------------------------------------------------------------------------------
 

@@ -127,6 +127,7 @@ class Connection:
         self.logs: collections.deque[ServerLog] = collections.deque(maxlen=LOG_LINES)
         self.unavailable: dict[str, str] = {}  # a kind whose listing failed -> why (`RemoteConnection._listed`)
         self._session_loop: asyncio.AbstractEventLoop | None = None  # the loop the session lives on, once opened
+        self.protocol: str | None = None  # the version the open session speaks
         self.sending: set[Any] = set()  # the calls waiting for an answer on this connection now
         self._listeners = Listeners("connection listener")
 
@@ -208,6 +209,7 @@ class Connection:
             await self._prepare()
             async with self._client_for() as client:
                 check_results_locally(client.session)  # spares the first call the import of jsonschema
+                self.protocol = getattr(client.session, "protocol_version", None) or None
                 await self._opened(client)
                 self._client = client
                 self.state = "connected"

@@ -52,6 +52,7 @@ COLUMNS = (
     "server_logs",
     "elicitations",
     "samplings",
+    "protocol",
     "started_at",
     "duration_ms",
     "timeout_s",
@@ -75,7 +76,7 @@ _VIA_CODE = {name: i for i, name in enumerate(VIAS)}
 _NO_FLAG = 2  # is_error code for "no result, so no flag"
 CHUNK = 1024
 _STORED = ("call_id", "attempt", "backoff", "server", "worker", "target", "name", "arguments", "outcome", "cause", "content", "structured",
-           "is_error", "code", "message", "data", "logs", "elicitations", "samplings", "started", "duration", "timeout", "via", "client",
+           "is_error", "code", "message", "data", "logs", "elicitations", "samplings", "protocol", "started", "duration", "timeout", "via", "client",
            "progress", "resets", "max_timeout", "retry")  # fmt: skip
 # The numeric columns' types (numpy's names); the others are object columns.
 _DTYPES = {"call_id": "int64", "attempt": "int32", "backoff": "float64", "server": "int64", "worker": "int64",
@@ -140,6 +141,7 @@ class _Store:
             tuple(trace.logs) if trace is not None and trace.logs else _EMPTY,
             tuple(_asked(e) for e in o.elicitations) if o.elicitations else _EMPTY,
             tuple(sampled.as_dict() for sampled in o.samplings) if o.samplings else _EMPTY,
+            o.protocol,
             o.started, o.duration_ms, o.timeout_s, _VIA_CODE[o.via],
             -1 if o.client is None else clients.setdefault(o.client, len(clients)),
             tuple(trace.progress) if trace is not None and trace.progress else _EMPTY, o.deadline_resets,
@@ -314,6 +316,7 @@ class History:
                 "server_logs": columns["logs"],
                 "elicitations": columns["elicitations"],
                 "samplings": columns["samplings"],
+                "protocol": pd.Series(columns["protocol"], dtype=object, copy=False),
                 "started_at": pd.to_datetime(columns["started"].astype(np.float64), unit="s", utc=True),
                 "duration_ms": columns["duration"].astype(np.float64),
                 "timeout_s": columns["timeout"].astype(np.float64),

@@ -131,6 +131,7 @@ class Outcome:
     max_timeout_s: float | None = None  # the ceiling of a deadline that resets on progress; None without resets
     elicitations: tuple = ()  # the questions the server asked during the call and their answers (`Elicitation`s)
     samplings: tuple = ()  # the completions the server asked of the client's model, and the replies (`Sampling`s)
+    protocol: str | None = None  # the protocol version the call was made on ("2025-11-25", "2026-07-28")
     retry: Mapping[str, Any] | None = None  # the call's retry policy as plain values (`Retry.as_dict()`); None without retries
     # The result's images and sounds: the SDK's content blocks as they came (ImageContent,
     # AudioContent, an EmbeddedResource of an image or sound). The card shows them; `content`

@@ -51,7 +51,7 @@ LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert"
 class OutsideCall(CallRecord):
     """A call an outside client made: its request as received, and the Outcome of its answer."""
 
-    __slots__ = ("via", "client", "_observes", "t1")
+    __slots__ = ("via", "client", "_observes", "t1", "_protocol")
 
     def __init__(
         self,
@@ -61,10 +61,11 @@ class OutsideCall(CallRecord):
         via: str,
         client: str | None,
         observes: Callable[[str, str], bool],
+        protocol: str | None = None,
     ) -> None:
         # The client's deadline is its own and unknown here: NaN, not a number it never set.
         super().__init__(target, name, arguments, math.nan)
-        self.via, self.client, self._observes = via, client, observes
+        self.via, self.client, self._observes, self._protocol = via, client, observes, protocol
         self.attempt = 1
         self.started = time.time()
         self.t0 = time.perf_counter()
@@ -73,6 +74,9 @@ class OutsideCall(CallRecord):
 
     def observes(self, target: str, key: str) -> bool:
         return self._observes(target, key)
+
+    def protocol(self) -> str | None:
+        return self._protocol
 
     def answer_ready(self) -> None:
         """Stop the clock: the Outcome may be built later, its duration is the call's."""
@@ -172,7 +176,8 @@ class Recorder:
         key = "uri" if target == "resource" else "name"
         arguments = None if target == "resource" else params.get("arguments")
         call = OutsideCall(
-            target, str(params.get(key, "")), arguments, self.via, client_name(ctx.session), self.observes
+            target, str(params.get(key, "")), arguments, self.via, client_name(ctx.session), self.observes,
+            getattr(ctx.session, "protocol_version", None) or None,
         )
         if progress_token_from_params(params) is not None:
             counting_progress(ctx.session, call.trace)

@@ -38,6 +38,7 @@ from mcp_nb.notebook.arguments import (
     parse_pairs,
     parse_seconds,
 )
+from mcp_nb.notebook import completion
 from mcp_nb.notebook.cells import defined_function, function_name, restoring
 from mcp_nb.notebook.lines import split
 from mcp_nb.notebook.warmup import open_session_early
@@ -630,6 +631,7 @@ def load(ipython) -> None:
     if magics not in ipython.configurables:
         ipython.configurables.append(magics)
     open_session_early(api.engine())  # while the next cells run: the first call finds it open
+    completion.install(ipython, api.engine)  # <TAB> on %mcp_call, %mcp_read, %mcp_get_prompt
 
 
 def unload(ipython) -> None:

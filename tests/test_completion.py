@@ -1,0 +1,66 @@
+"""<TAB> on the calling magics, through IPython's own completer: names, arguments, connections,
+options, and the values a server suggests (`completion/complete`, server-everything's
+completable prompt)."""
+
+import peers
+import pytest
+
+pytestmark = pytest.mark.filterwarnings("ignore:`Completer.complete` is pending deprecation:PendingDeprecationWarning")
+
+import mcp_nb
+
+
+def completed(shell, line: str) -> list[str]:
+    _, matches = shell.complete("", line, len(line))
+    return list(matches)
+
+
+@pytest.fixture
+def tools():
+    @mcp_nb.tool()
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    @mcp_nb.tool()
+    def adder_two(x: int) -> int:
+        return x
+
+    @mcp_nb.prompt()
+    def greet(name: str, mood: str = "glad") -> str:
+        return f"hello {name}"
+
+
+def test_names_then_arguments_not_yet_given(shell, tools):
+    assert completed(shell, "%mcp_call ad") == ["add", "adder_two"]
+    assert completed(shell, "%mcp_call add ") == ["a=", "b="]
+    assert completed(shell, "%mcp_call add a=1 ") == ["b="]
+    assert completed(shell, "%mcp_get_prompt greet m") == ["mood="]
+    # Nothing of ours to offer: IPython goes on to its own completions (magics, names), none of ours.
+    assert not {"a=", "b=", "x="} & set(completed(shell, "%mcp_call nothing_like_it "))
+    assert "--server" in completed(shell, "%mcp_call add --se")
+    assert len(mcp_nb.history()) == 0  # completing calls nothing
+
+
+def test_a_connection_is_completed_and_its_own_names_are_offered(shell, tools):
+    peers.require(peers.EVERYTHING)
+    mcp_nb.connect("everything", peers.everything_stdio(), env=peers.node_env())
+    assert completed(shell, "%mcp_call --server ev") == ["everything"]
+    assert completed(shell, "%mcp_call --server everything ec") == ["echo"]
+    assert completed(shell, "%mcp_call --server everything echo ") == ["message="]
+    assert "completable-prompt" in completed(shell, "%mcp_get_prompt --server everything ")
+    # The values the server suggests for a prompt's argument, given what is already typed.
+    line = "%mcp_get_prompt --server everything completable-prompt department="
+    assert completed(shell, line) == ["Engineering", "Sales", "Marketing", "Support"]
+    assert completed(shell, line + "Eng") == ["Engineering"]
+    assert completed(shell, line + "Engineering name=") == ["Alice", "Bob", "Charlie"]
+    assert len(mcp_nb.history()) == 0
+
+
+def test_a_server_that_is_gone_offers_nothing_and_raises_nothing(shell, tools):
+    peers.require(peers.EVERYTHING)
+    connection = mcp_nb.connect("everything", peers.everything_stdio(), env=peers.node_env())
+    mcp_nb.disconnect("everything")
+    assert connection.state == "closed"
+    offered = completed(shell, "%mcp_get_prompt --server everything completable-prompt department=")
+    assert "Engineering" not in offered  # nothing asked of a closed connection; IPython's own completions only
+    completed(shell, "%mcp_call 'unclosed ")  # an open quote completes what is there, and raises nothing

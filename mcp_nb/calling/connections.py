@@ -432,6 +432,7 @@ class RemoteConnection(Connection):
         self.oauth: OAuth | None = auth if isinstance(auth, OAuth) else None  # the notebook's flow, made per connection
         self.auth = None if self.oauth is not None else _checked_auth(auth)
         self._flow: Flow | None = None
+        self._authorizing_open: asyncio.Future | None = None  # the opening an authorizing connection waits on
         self.sampler = Sampler(sampling)  # who answers the server's sampling requests (none: each is refused)
         check_roots(roots)
         self.roots_source = roots
@@ -516,9 +517,11 @@ class RemoteConnection(Connection):
     async def finish(self, timeout: float) -> None:
         """Wait for an authorizing connection to be connected: the person's approval (up to the
         OAuth's own timeout), then the connect's `timeout`; or raise `ConnectError`."""
-        flow = self._flow
-        assert flow is not None and self._opening is not None
-        await self._watched(asyncio.wait_for(asyncio.shield(self._opening), flow.oauth.timeout + timeout), timeout)
+        flow, opening = self._flow, self._authorizing_open
+        assert flow is not None and opening is not None
+        # The future `_opening` was when the link came: a flow that failed meanwhile has already
+        # cleared `_opening`, and its failure is on this one.
+        await self._watched(asyncio.wait_for(asyncio.shield(opening), flow.oauth.timeout + timeout), timeout)
 
     async def _opened_within(self, timeout: float) -> None:
         if self.oauth is None:
@@ -536,6 +539,7 @@ class RemoteConnection(Connection):
             return
         if shown in done:
             self.state = "authorizing"  # the face shows the link; the session goes on opening
+            self._authorizing_open = self._opening
             opening.add_done_callback(lambda f: f.cancelled() or f.exception())  # `finish` hears how it ended
             return
         opening.cancel()

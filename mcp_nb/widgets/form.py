@@ -384,9 +384,23 @@ def split_nullable(schema: dict[str, Any], ctx: Context, followed: set[str] | No
     return inner, True
 
 
+def titled(schema: Mapping[str, Any]) -> list[tuple[Any, str]] | None:
+    """The (value, title) choices of a titled enum, or None: `oneOf` / `anyOf` of `const`s, each
+    with its `title` (MCP's titled single and multi select), or `enum` with `enumNames` (the
+    legacy form)."""
+    variants = schema.get("oneOf") or schema.get("anyOf")
+    if isinstance(variants, list) and variants and all(isinstance(v, Mapping) and "const" in v for v in variants):
+        return [(v["const"], str(v.get("title") or _show(v["const"]))) for v in variants]
+    names = schema.get("enumNames")
+    values = schema.get("enum")
+    if isinstance(values, list) and isinstance(names, list) and len(names) == len(values):
+        return [(value, str(name)) for value, name in zip(values, names)]
+    return None
+
+
 def kind_of(schema: Mapping[str, Any], ctx: Context) -> str:
     """The builder a (resolved, non-null) schema gets; "json" for anything not mapped."""
-    if "enum" in schema or "const" in schema:
+    if "enum" in schema or "const" in schema or titled(schema):
         return "enum"
     kind = schema.get("type")
     if isinstance(kind, list):
@@ -404,6 +418,8 @@ def kind_of(schema: Mapping[str, Any], ctx: Context) -> str:
         if "prefixItems" in schema or not isinstance(items, Mapping):
             return "json"  # tuples and item lists: one JSON value is clearer than a grid
         items = ctx.resolve(items)
+        if titled(items):
+            return "multiselect"
         return "multiselect" if "enum" in items and None not in items["enum"] else "array"
     if kind == "object" and isinstance(schema.get("properties"), Mapping) and schema["properties"]:
         return "object"
@@ -500,6 +516,12 @@ def _placeholder(schema: Mapping[str, Any], fallback: str) -> str:
     if default is not None and default != "" and default != [] and default != {}:
         return "default: " + _show(default)
     return fallback
+
+
+def choice_labels(schema: Mapping[str, Any], values: list[Any]) -> list[str]:
+    """What each choice is shown as: its title where the schema gives one, else its value."""
+    named = titled(schema)
+    return [title for _, title in named] if named else [_show(v) for v in values]
 
 
 def _show(value: Any) -> str:
@@ -700,7 +722,10 @@ _NOT_SENT = "— not sent —"
 
 
 def choices(schema: Mapping[str, Any]) -> list[Any]:
-    """The fixed values a schema allows: its enum, its const, or true and false."""
+    """The fixed values a schema allows: its titled choices, its enum, its const, or true and false."""
+    named = titled(schema)
+    if named:
+        return [value for value, _ in named]
     if "enum" in schema:
         return list(schema["enum"])
     if "const" in schema:
@@ -721,7 +746,7 @@ class ChoiceField(Field):
         super().__init__(schema, ctx, path, required, depth)
         self.values = values = choices(schema)
         self.offset = 0 if required else 1
-        labels = ([] if required else [_NOT_SENT]) + [_show(v) for v in values]
+        labels = ([] if required else [_NOT_SENT]) + choice_labels(schema, values)
         self.widget = w.Dropdown(
             options=[(label, i) for i, label in enumerate(labels)],
             index=None,
@@ -794,9 +819,10 @@ class MultiSelectField(Field):
 
     def __init__(self, schema, ctx, path, required, depth=0) -> None:
         super().__init__(schema, ctx, path, required, depth)
-        self.values = values = choices(ctx.resolve(schema["items"]))
+        items = ctx.resolve(schema["items"])
+        self.values = values = choices(items)
         self.widget = w.SelectMultiple(
-            options=[(_show(v), i) for i, v in enumerate(values)],
+            options=[(label, i) for i, label in enumerate(choice_labels(items, values))],
             rows=min(len(values), 6),
             layout=ctx.looks.fit_layout(),
             style=ctx.looks.choice_style(),
@@ -1349,6 +1375,10 @@ def label_html(name: str, schema: Mapping[str, Any], required: bool, root: Mappi
     # The dropdown lists an enum's values; the label only says it is one.
     schema = readable(schema)
     kind = re.sub(r"enum\([^)]*\)", "enum", schema_type(schema, dict(root)))
+    if titled(schema):  # a titled choice: the dropdown shows the titles; the label says it is one
+        kind = "enum"
+    elif isinstance(schema.get("items"), Mapping) and titled(schema["items"]):
+        kind = "array[enum]"
     # The limits of `X | None` are X's.
     variants = schema.get("anyOf") or schema.get("oneOf") or []
     values = [v for v in variants if v.get("type") != "null"]

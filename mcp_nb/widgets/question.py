@@ -42,16 +42,23 @@ class Question:
         )
         self.problems = w.HTML()
         self.problems.add_class("mcp-nb-problems")
-        self.accept = w.Button(description="Accept", icon="check", button_style="primary", layout=w.Layout(width="auto"))
-        self.decline = w.Button(description="Decline", icon="times", layout=w.Layout(width="auto"))
-        self.cancel = w.Button(description="Cancel", icon="ban", layout=w.Layout(width="auto"))
+        # A button keeps the width of its word (flex 0 0 auto): in a narrow panel the note
+        # beside them wraps instead, where before the buttons shrank to "Acc…", "Decl…".
+        self.accept = w.Button(description="Accept", icon="check", button_style="primary", layout=_button())
+        self.decline = w.Button(description="Decline", icon="times", layout=_button())
+        self.cancel = w.Button(description="Cancel", icon="ban", layout=_button())
         for button, name in ((self.accept, "accept"), (self.decline, "decline"), (self.cancel, "cancel")):
             button.add_class(f"mcp-nb-question-{name}")
         self.accept.on_click(lambda _: self.answer("accept"))
         self.decline.on_click(lambda _: self.answer("decline"))
         self.cancel.on_click(lambda _: self.answer("cancel"))
-        note = w.HTML(f'<span style="{MUTED}">the call waits for your answer; its deadline stands still meanwhile</span>')
-        buttons = w.HBox([self.accept, self.decline, self.cancel, note], layout=w.Layout(align_items="center", grid_gap="8px"))
+        note = w.HTML(
+            f'<span style="{MUTED}">the call waits for your answer; its deadline stands still meanwhile</span>',
+            layout=w.Layout(flex="1 1 auto", min_width="0"),
+        )
+        buttons = w.HBox(
+            [self.accept, self.decline, self.cancel, note], layout=w.Layout(align_items="center", grid_gap="8px", flex_flow="row wrap")
+        )
         parts = [self.message] + ([self.form.widget] if self.form is not None else []) + [self.problems, buttons]
         self.widget = w.VBox(parts, layout=w.Layout(padding="4px 0", grid_gap="6px"))
         self.widget.add_class("mcp-nb-question")
@@ -177,3 +184,7 @@ def cell_asker() -> Asker | None:
             boxes[0].children = tuple(widgets)
 
     return Asker(enter, place, lambda: False)
+
+
+def _button() -> w.Layout:
+    return w.Layout(width="auto", flex="0 0 auto", min_width="fit-content")

@@ -401,12 +401,17 @@ def connect(
         cwd=cwd, headers=dict(headers) if headers is not None else None, timeout=timeout, auth=auth, mode=mode,
         sampling=sampling, roots=roots,
     )  # fmt: skip
-    if connection.state != "authorizing":
+    return _authorized(eng, connection, settings.timeout if timeout is None else timeout)
+
+
+def _authorized(eng: Engine, connection, seconds: float):
+    """A connection whose OAuth flow waits for the person: on this machine, its link shown and
+    the approval waited for; on a remote kernel (the paste flow), returned as it is, its card
+    saying what to do (`complete_auth`)."""
+    if connection.state != "authorizing" or connection.oauth.callback == "paste":
         return connection
-    if connection.oauth.callback == "paste":
-        return connection  # its card shows the link and what to do: mcp_nb.complete_auth(address)
     show(connection)  # the link, before this thread waits for the person to approve in the browser
-    return eng.authorized(connection, settings.timeout if timeout is None else timeout)
+    return eng.authorized(connection, seconds)
 
 
 def complete_auth(url: str, *, timeout: float | None = None):
@@ -430,15 +435,27 @@ def reconnect(name: str, *, timeout: float | None = None):
     return engine().reconnect(name, timeout=timeout)
 
 
-def connect_config(config, names: list[str] | None = None, *, timeout: float | None = None) -> dict:
+def connect_config(
+    config, names: list[str] | None = None, *, timeout: float | None = None, auth: Mapping[str, Any] | None = None
+) -> dict:
     """Connect the servers of an `mcpServers` configuration (Claude Desktop, Cursor, VS Code).
 
     `config` is a path to the JSON file or the decoded dict; `names` picks some of its
     servers (all but those marked `"disabled": true`, by default). Returns the connections
     by name. Every entry is checked, as `connect` would check it, before any is connected;
-    a server that fails to connect raises, and the ones already connected stay.
+    a server that fails to connect raises, and the ones already connected stay. An HTTP
+    entry's `"oauth"` (true, or its options) authorizes with `mcp_nb.OAuth`; `auth` gives
+    any other httpx2 Auth by server name (`auth={"tracker": provider}`).
     """
     entries = read_config(config, names)
+    if auth is not None:
+        if not isinstance(auth, Mapping):
+            raise ConfigError(f"auth is a dict of server names to Auth objects, got {type(auth).__name__}")
+        unknown = [name for name in auth if name not in entries]
+        if unknown:
+            raise ConfigError(f"auth names {', '.join(map(repr, unknown))}, which the configuration does not connect")
+        for name, given in auth.items():
+            entries[name]["auth"] = given
     seconds = settings.timeout if timeout is None else check_timeout(timeout, "the connect timeout")
     eng = engine()
     checked = []
@@ -447,7 +464,7 @@ def connect_config(config, names: list[str] | None = None, *, timeout: float | N
             checked.append(eng.checked(name, **entry))
         except BadValue as err:  # connect's own checks, said for the entry they refused
             raise ConfigError(f"server {name!r}: {err}") from None
-    return {connection.name: eng.open(connection, seconds) for connection in checked}
+    return {connection.name: _authorized(eng, eng.open(connection, seconds), seconds) for connection in checked}
 
 
 def servers():

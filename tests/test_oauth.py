@@ -186,3 +186,26 @@ def test_a_refusal_pasted_back_is_said_as_the_servers_answer(protected, config):
         mcp_nb.complete_auth(refused)
     assert "notes" not in mcp_nb.servers().index
     assert os.environ["MCP_NB_CONFIG_DIR"] == str(config)
+
+
+def test_a_configuration_entry_with_oauth_connects_through_the_flow(protected, config, monkeypatch):
+    monkeypatch.setenv("NOTES_SECRET", "not-used-by-a-public-client")
+    entry = {"url": protected, "oauth": {"callback": "paste"}}
+    connected = mcp_nb.connect_config({"mcpServers": {"notes": entry}})
+    assert connected["notes"].state == "authorizing"
+    assert mcp_nb.complete_auth(approve(connected["notes"].describe()["authorize"])).state == "connected"
+    assert mcp_nb.call("whoami", server="notes").outcome == "result"
+
+
+@pytest.mark.parametrize(
+    "oauth, said",
+    [({"client_secret": "s"}, "a client secret is not kept in a configuration file"), ({"scope": "x"}, "unexpected field"),
+     ({"client_secret_env": "MCP_NB_NOT_SET_ANYWHERE", "client_id": "a"}, "not set in this environment"),
+     ("yes", "'oauth' is true or an object")],
+)  # fmt: skip
+def test_a_configurations_oauth_is_checked_before_anything_connects(oauth, said):
+    with pytest.raises(ValueError, match=said):
+        mcp_nb.connect_config({"mcpServers": {"notes": {"url": "http://127.0.0.1:9/mcp", "oauth": oauth}}})
+    with pytest.raises(ValueError, match="which the configuration does not connect"):
+        mcp_nb.connect_config({"mcpServers": {"notes": {"url": "http://127.0.0.1:9/mcp"}}}, auth={"other": None})
+    assert list(mcp_nb.servers().index) == ["kernel"]

@@ -1,7 +1,10 @@
 """The `mcpServers` configuration that Claude Desktop, Cursor and VS Code read, as connections.
 
 One entry per server: `command` (with `args`, `env`, `cwd`) for a stdio server, or `url`
-(with `headers`) for streamable HTTP. VS Code writes the same under `servers`, with a
+(with `headers`, and `oauth`: `true` or `{"scopes", "callback", "client_id",
+"client_secret_env", "client_metadata_url"}` for mcp_nb's OAuth flow) for streamable HTTP.
+A client secret is never written in the file: `client_secret_env` names the environment
+variable that holds it. VS Code writes the same under `servers`, with a
 `type`; both are read. Every entry is checked before anything is connected, and a
 mistake names the server and the field. An entry marked `"disabled": true` is left out
 unless it is asked for by name.
@@ -9,13 +12,16 @@ unless it is asked for by name.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+from mcp_nb.calling.oauth import OAuth
 from mcp_nb.mistakes import BadJson, BadValue, read_json
 
 _STDIO = {"command", "args", "env", "cwd", "type"}
-_HTTP = {"url", "headers", "type"}
+_HTTP = {"url", "headers", "type", "oauth"}
+_OAUTH = {"scopes", "callback", "client_id", "client_secret_env", "client_metadata_url"}
 _IGNORED = {"disabled", "autoApprove", "alwaysAllow", "timeout", "description", "envFile"}  # other clients' own keys
 
 
@@ -84,7 +90,10 @@ def _entry(name: str, spec: Any) -> dict[str, Any]:
         url = spec["url"]
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ConfigError(f"{where}: 'url' must be an http:// or https:// URL, got {_shown(url)}")
-        return {"target": url, "headers": _strings(spec.get("headers"), where, "headers")}
+        entry = {"target": url, "headers": _strings(spec.get("headers"), where, "headers")}
+        if spec.get("oauth") not in (None, False):
+            entry["auth"] = _oauth(spec["oauth"], where)
+        return entry
     if "command" in spec:
         unknown = keys - _STDIO
         if unknown:
@@ -101,6 +110,29 @@ def _entry(name: str, spec: Any) -> dict[str, Any]:
         # A command is one program, never split: configurations give its arguments apart.
         return {"target": [command, *map(str, args)], "env": _strings(spec.get("env"), where, "env"), "cwd": cwd}
     raise ConfigError(f"{where}: needs 'command' (a stdio server) or 'url' (an HTTP server)")
+
+
+def _oauth(given: Any, where: str) -> Any:
+    """An entry's `oauth` as an `mcp_nb.OAuth`."""
+    if given is True:
+        return OAuth()
+    if not isinstance(given, Mapping):
+        raise ConfigError(f"{where}: 'oauth' is true or an object of {_fields(_OAUTH)}, got {_shown(given)}")
+    if "client_secret" in given:
+        raise ConfigError(f"{where}: a client secret is not kept in a configuration file: give 'client_secret_env', the environment variable that holds it")
+    unknown = set(given) - _OAUTH
+    if unknown:
+        raise ConfigError(f"{where}: unexpected field(s) {_fields(unknown)} in 'oauth' (known: {_fields(_OAUTH)})")
+    options = {key: given[key] for key in ("scopes", "callback", "client_id", "client_metadata_url") if key in given}
+    variable = given.get("client_secret_env")
+    if variable is not None:
+        if not isinstance(variable, str) or variable not in os.environ:
+            raise ConfigError(f"{where}: 'client_secret_env' names {_shown(variable)}, which is not set in this environment")
+        options["client_secret"] = os.environ[variable]
+    try:
+        return OAuth(**options)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"{where}: 'oauth': {err}") from None
 
 
 def _fields(keys: set[Any]) -> str:

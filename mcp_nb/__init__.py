@@ -46,6 +46,7 @@ from mcp_nb.api import (
     servers,
     sweep,
     tool,
+    watch,
 )
 from mcp_nb.calling.connections import ConnectError
 from mcp_nb.calling.oauth import OAuth, TokenFile
@@ -64,7 +65,7 @@ __all__ = [
     "Answer", "CAUSES", "CAUSE_DOC", "COLUMNS", "ConnectError", "Elicitation", "OAuth", "TokenFile", "complete_auth", "OUTCOMES", "Faults", "History", "Outcome", "Registration", "Retry", "Sampling",
     "ServerLog", "acall", "aget_prompt", "aread", "asweep", "call", "configure", "engine", "expect", "get_prompt", "history",
     "inject", "load_ipython_extension", "panel", "prompt", "read", "registered", "remove", "reset", "resource",
-    "replay", "serve", "server", "settings", "sweep", "tool", "connect", "connect_config", "disconnect", "reconnect", "servers",
+    "replay", "serve", "server", "settings", "sweep", "tool", "watch", "connect", "connect_config", "disconnect", "reconnect", "servers",
 ]  # fmt: skip
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Mapping
 
+from mcp import MCPError
 from mcp.server import MCPServer
 
 from mcp_nb.batch.replays import run_replay
@@ -18,12 +19,14 @@ from mcp_nb.calling import default
 from mcp_nb.calling.engine import Engine
 from mcp_nb.calling.mcpservers import ConfigError, read_config
 from mcp_nb.calling.retry import Retry
+from mcp_nb.calling.watching import Watch, check_uri
 from mcp_nb.config import check_timeout, settings
 from mcp_nb.records.history import History
 from mcp_nb.records.outcome import Outcome
 from mcp_nb.registering.faults import Faults
 from mcp_nb.registering.registry import Registration, entries_frame
-from mcp_nb.views.live import show, watch
+from mcp_nb.views.live import live, show
+from mcp_nb.views.live import watch as progress_view
 from mcp_nb.mistakes import BadValue
 
 
@@ -155,7 +158,7 @@ def call(
     `Answer.decline()`, `Answer.cancel()`) used in order, or "decline" / "cancel".
     """
     return engine().run(
-        "tool", name, arguments, timeout, retry, server, watch if progress else None,
+        "tool", name, arguments, timeout, retry, server, progress_view if progress else None,
         reset_on_progress=reset_on_progress, max_timeout=max_timeout, elicit=elicit,
     )  # fmt: skip
 
@@ -433,6 +436,22 @@ def disconnect(name: str):
 def reconnect(name: str, *, timeout: float | None = None):
     """Connect again to a server whose connection was lost (its process exited, say)."""
     return engine().reconnect(name, timeout=timeout)
+
+
+def watch(uri: str, *, server: str | None = None) -> Watch:
+    """Watch a resource: each time the server says it changed, it is read (a read in the history
+    like any other) and kept on the returned `Watch` (`.updates`); `.stop()` ends it. On the
+    handshake era this is `resources/subscribe`, at 2026-07-28 a `subscriptions/listen` stream.
+    In a notebook the watch's output shows the latest update as it comes."""
+    eng = engine()
+    connection = eng.connection_for(server)
+    watched = Watch(eng, connection, check_uri(uri))
+    try:
+        eng.loop.run(watched.start())
+    except MCPError as err:
+        raise BadValue(f"{connection.name!r} does not let {uri!r} be watched: {err.error.message}") from None
+    live(watched)
+    return watched
 
 
 def connect_config(

@@ -128,6 +128,7 @@ class Connection:
         self.unavailable: dict[str, str] = {}  # a kind whose listing failed -> why (`RemoteConnection._listed`)
         self._session_loop: asyncio.AbstractEventLoop | None = None  # the loop the session lives on, once opened
         self.protocol: str | None = None  # the version the open session speaks
+        self.watches: list[Any] = []  # the resources watched on a handshake-era session (`watching.Watch`)
         self.sending: set[Any] = set()  # the calls waiting for an answer on this connection now
         self._listeners = Listeners("connection listener")
 
@@ -772,6 +773,12 @@ class RemoteConnection(Connection):
     async def _message(self, message: Any) -> None:
         # The server says what it offers changed: read it again (off the receive path).
         method = getattr(getattr(message, "root", message), "method", "") or ""
+        if method == "notifications/resources/updated":
+            uri = str(getattr(getattr(getattr(message, "root", message), "params", None), "uri", ""))
+            for watch in list(self.watches):
+                if watch.uri == uri:
+                    watch.updated()
+            return
         if method.endswith("/list_changed") and self._client is not None:
             asyncio.get_running_loop().create_task(self._relist_quietly())
 

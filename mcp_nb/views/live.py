@@ -129,3 +129,20 @@ def show(thing: Any) -> None:
         display(thing)
     else:
         print(repr(thing), flush=True)
+
+
+def live(thing: Any) -> None:
+    """In a running kernel, show `thing` (a `Watch`) now and again after each of its updates:
+    the output updates in place, whichever thread the update comes on."""
+    import sys
+
+    if "ipykernel" not in sys.modules:
+        return
+    from IPython import get_ipython
+    from IPython.display import display
+
+    shell = get_ipython()
+    if shell is None or getattr(shell, "kernel", None) is None:
+        return
+    handle = display(thing, display_id=True)
+    thing.on_update(lambda updated: handle.update(updated))

@@ -209,3 +209,24 @@ def test_a_configurations_oauth_is_checked_before_anything_connects(oauth, said)
     with pytest.raises(ValueError, match="which the configuration does not connect"):
         mcp_nb.connect_config({"mcpServers": {"notes": {"url": "http://127.0.0.1:9/mcp"}}}, auth={"other": None})
     assert list(mcp_nb.servers().index) == ["kernel"]
+
+
+def test_the_panel_shows_the_link_and_takes_the_pasted_address(protected, config):
+    from helpers import wait_until
+
+    panel = mcp_nb.panel()
+    connection = mcp_nb.connect("notes", protected, auth=mcp_nb.OAuth(callback="paste"))
+    panel.show_server("notes")
+    box = panel.authorize
+    assert box.widget.layout.display == "flex" and box.paste.layout.display == "flex"
+    assert connection.describe()["authorize"].replace("&", "&amp;") in box.link.value
+    box.complete.click()  # nothing pasted yet: said, nothing sent
+    assert "paste the whole address" in box.said.value and connection.state == "authorizing"
+    box.address.value = "http://127.0.0.1:8976/mcp_nb/callback?code=x&state=forged"
+    box.complete.click()
+    assert "answers none of the authorizations" in box.said.value
+    box.address.value = approve(connection.describe()["authorize"])
+    box.complete.click()
+    assert wait_until(lambda: connection.state == "connected" and box.widget.layout.display == "none")
+    assert wait_until(lambda: "whoami" in " ".join(str(o) for o in panel.picker.options))
+    panel.close()

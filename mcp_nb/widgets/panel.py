@@ -46,6 +46,7 @@ from mcp_nb.registering.registry import Registration
 from mcp_nb.views.cards import outcome_html
 from mcp_nb.views.live import countable
 from mcp_nb.views.theme import MUTED
+from mcp_nb.widgets.authorize import AuthorizationBox
 from mcp_nb.widgets.callbacks import FailureView, Guard, KernelThread
 from mcp_nb.widgets.form import Form, Invalid, close_tree, dotted
 from mcp_nb.widgets.history_tab import HistoryTab
@@ -166,8 +167,10 @@ class Panel(w.VBox):
         self.picker.add_class("mcp-nb-picker")
         # The column is as wide as its longest name (`NAME_SHOWN` characters at most), from
         # 250px up to 45% of the panel; the tooltip and the header name the chosen entry in full.
+        # A connection whose OAuth flow waits for the person: the link, and where its answer goes.
+        self.authorize = AuthorizationBox(engine, lambda fn, *args: self._guard.enter("finishing an authorization", fn, *args))
         self.picker_box = w.VBox(
-            [w.HTML(section("server")), self.servers, w.HTML(section("on the server")), self.filter, self.picker],
+            [w.HTML(section("server")), self.servers, self.authorize.widget, w.HTML(section("on the server")), self.filter, self.picker],
             layout=w.Layout(width="auto", min_width="250px", max_width="45%", flex="0 1 auto", margin="0 14px 0 0"),
         )
 
@@ -258,6 +261,7 @@ class Panel(w.VBox):
         self.mode.observe(on("switching between form and raw JSON", self._mode_changed), "value")
         self.raw.observe(on("editing the raw JSON", self._raw_edited), "value")
         self.call_button.on_click(on("calling", lambda _: self.call()))
+        self.authorize.complete.on_click(on("completing an authorization", lambda _: self.authorize.finish()))
         self.cancel_button.on_click(on("cancelling", lambda _: self.cancel()))
         # The listeners: bound methods, which the engine, the history, the registry and the
         # connections hold weakly; traitlets keeps whatever it is given, so the settings get a
@@ -332,6 +336,7 @@ class Panel(w.VBox):
             return
         with self._lock:
             connection = self._catalog()
+            self.authorize.show_for(connection)
             entries = sorted(connection.entries(), key=lambda e: KIND_ORDER.get(e.kind, 9))
             current = {entry_key(e): e for e in entries}
             title = _title_html(self.engine, entries, connection)

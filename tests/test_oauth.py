@@ -230,3 +230,42 @@ def test_the_panel_shows_the_link_and_takes_the_pasted_address(protected, config
     assert wait_until(lambda: connection.state == "connected" and box.widget.layout.display == "none")
     assert wait_until(lambda: "whoami" in " ".join(str(o) for o in panel.picker.options))
     panel.close()
+
+
+def test_after_a_full_flow_in_a_kernel_the_token_is_in_no_saved_notebook_case_file_or_log(tmp_path, config):
+    """A notebook a user runs and saves: the flow, a call, the history shown, the connection's
+    log shown, cases saved, mcp_nb's log at debug level to a file. The token is in its file only."""
+    import json
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    cells = [
+        "import logging, pathlib, re, subprocess, sys, httpx2\nimport mcp_nb\n"
+        "said = logging.FileHandler('mcp_nb.log')\n"
+        "for name in ('mcp_nb', 'mcp', 'httpx2', 'httpcore'):  # every library of the flow, at debug level\n"
+        "    logging.getLogger(name).addHandler(said); logging.getLogger(name).setLevel(logging.DEBUG)",
+        f"server = subprocess.Popen([sys.executable, {str(SERVER)!r}], stderr=subprocess.PIPE, text=True)\n"
+        "url = re.search(r'(http://\\S+/mcp)', server.stderr.readline()).group(1)",
+        "notes = mcp_nb.connect('notes', url, auth=mcp_nb.OAuth(callback='paste'))\nnotes",
+        "landed = httpx2.get(notes.describe()['authorize'], follow_redirects=False).headers['location']\nmcp_nb.complete_auth(landed)",
+        "mcp_nb.call('whoami', server='notes')",
+        "mcp_nb.call('add_note', {'text': 'hello'}, server='notes')",
+        "mcp_nb.history().to_frame()",
+        "[str(line) for line in notes.logs]",
+        "mcp_nb.servers()",
+        "mcp_nb.history().to_cases('cases.json')\nserver.terminate(); server.wait(10)",
+    ]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in cells])
+    NotebookClient(notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    saved = tmp_path / "flow.ipynb"
+    nbformat.write(notebook, saved)
+    errors = [o for c in notebook.cells for o in c.outputs if o.output_type == "error"]
+    assert not errors, errors
+    (kept,) = (config / "oauth").glob("*.json")
+    tokens = json.loads(kept.read_text())["tokens"]
+    secrets = [tokens["access_token"], tokens["refresh_token"]]
+    for written in (saved, tmp_path / "cases.json", tmp_path / "mcp_nb.log"):
+        text = written.read_text()
+        assert len(text) > 200, written  # each holds the flow's records
+        assert not [s for s in secrets if s in text], f"a token is written in {written.name}"

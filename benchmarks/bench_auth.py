@@ -1,0 +1,98 @@
+"""What OAuth costs per call: a connection authorized by `mcp_nb.OAuth` against one that sends
+the same token as a fixed header, to the same OAuth-protected server (notebooks/servers/protected.py,
+a separate process), in the same run.
+
+Both speak the handshake era (2025-11-25): on it a call to this server takes about 3 ms, where
+at 2026-07-28 the SDK's own app answers every request about 40 ms late (measured on
+3 December: a bare POST with an error answer too), which would hide any cost of the client's.
+Both connections carry the same bearer token on every request; the OAuth one has the SDK's
+provider in its httpx client (its lock, its token checks, its 401 handling), the other a plain
+`Authorization` header. Paired blocks of calls on mcp_nb's loop, the order alternating; the
+figure is the median of the per-pair ratios (target <= 1.05).
+
+Usage: python benchmarks/bench_auth.py [--pairs 30] [--block 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx2
+
+import mcp_nb
+from _common import alternate, machine, median, p10_p90, write_json
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER = ROOT / "notebooks" / "servers" / "protected.py"
+TARGET = 1.05
+
+
+def start() -> tuple[subprocess.Popen, str]:
+    process = subprocess.Popen([sys.executable, str(SERVER)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    said = ""
+    while (found := re.search(r"(http://\S+/mcp)", said)) is None:
+        line = process.stderr.readline()
+        if not line:
+            raise SystemExit(f"the protected server did not start: {said}")
+        said += line
+    return process, found.group(1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=30)
+    parser.add_argument("--block", type=int, default=100)
+    args = parser.parse_args()
+    folder = tempfile.mkdtemp(prefix="mcp_nb-bench-auth-")
+    os.environ["MCP_NB_CONFIG_DIR"] = folder  # this run's tokens, not the user's
+    process, url = start()
+    try:
+        follow = lambda link: httpx2.get(link, follow_redirects=True, timeout=30)  # noqa: E731 - the approving browser
+        mcp_nb.connect("oauth", url, auth=mcp_nb.OAuth(callback="loopback", open_browser=follow), mode="2025-11-25")
+        (kept,) = Path(folder, "oauth").glob("*.json")
+        token = json.loads(kept.read_text())["tokens"]["access_token"]
+        mcp_nb.connect("header", url, headers={"Authorization": f"Bearer {token}"}, mode="2025-11-25")
+        eng = mcp_nb.engine()
+
+        def block(server: str):
+            async def run() -> float:
+                t0 = time.perf_counter()
+                for _ in range(args.block):
+                    await eng.prepare("tool", "whoami", {}, 30.0, server=server).run()
+                return (time.perf_counter() - t0) / args.block
+
+            return run
+
+        async def measure() -> dict:
+            await block("header")()
+            await block("oauth")()  # warm-up pair, not kept
+            plain, authorized, ratios = await alternate(block("header"), block("oauth"), args.pairs, eng.history.clear)
+            return {"header_us": median(plain) * 1e6, "oauth_us": median(authorized) * 1e6, "ratio": median(ratios),
+                    "ratio_p10_p90": p10_p90(ratios)}  # fmt: skip
+
+        result = eng.loop.run(measure())
+        outcomes = set(mcp_nb.history().to_frame()["outcome"])
+    finally:
+        mcp_nb.reset()
+        process.terminate()
+        process.wait(10)
+    assert outcomes <= {"result"}, outcomes
+    ok = result["ratio"] <= TARGET
+    low, high = result["ratio_p10_p90"]
+    print(f"{args.pairs} pairs of {args.block}-call blocks: fixed header {result['header_us']:.1f} us, "
+          f"mcp_nb.OAuth {result['oauth_us']:.1f} us per call")  # fmt: skip
+    print(f"{'PASS' if ok else 'FAIL'}  oauth/header {result['ratio']:.3f} (10th-90th percentile of pairs {low:.2f}-{high:.2f}; target <= {TARGET})")
+    path = write_json("auth.json", {"benchmark": "auth", "machine": machine(), "target": TARGET, **result})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -383,6 +383,7 @@ def connect(
     mode: str = "auto",
     sampling: Any = None,
     roots: Any = None,
+    sampling_tools: bool = False,
 ):
     """Connect to an outside MCP server and name the connection; returns it (it shows what the server offers).
 
@@ -393,7 +394,8 @@ def connect(
     with `server/discover`, and fall back to the initialize handshake), "2025-11-25" (the
     handshake) or "2026-07-28" (stateless, no probe). `sampling` answers the server's requests
     for a completion: a function `(messages, request) -> reply` or a list of prepared replies
-    (without one, each request is refused, and the call records why). `roots` are the folders
+    (without one, each request is refused, and the call records why); `sampling_tools=True`
+    says that model can use the tools a request offers. `roots` are the folders
     the server may work in: paths, URIs, or a function returning them. Connecting again under a name replaces
     the old connection once the new one is up. Then every face takes `server=name`:
     `mcp_nb.call("echo", {...}, server="everything")`.
@@ -402,7 +404,7 @@ def connect(
     connection = eng.connect(
         name, target, args=list(args) if args is not None else None, env=dict(env) if env is not None else None,
         cwd=cwd, headers=dict(headers) if headers is not None else None, timeout=timeout, auth=auth, mode=mode,
-        sampling=sampling, roots=roots,
+        sampling=sampling, roots=roots, sampling_tools=sampling_tools,
     )  # fmt: skip
     return _authorized(eng, connection, settings.timeout if timeout is None else timeout)
 

@@ -3,6 +3,7 @@ model (sampling) and the folders it may work in (roots). Against server-everythi
 stdio, whose `trigger-sampling-request` samples and whose `get-roots-list` lists the roots."""
 
 import asyncio
+import sys
 import time
 from pathlib import Path
 
@@ -138,3 +139,38 @@ def test_the_magic_takes_sampling_and_roots(shell):
     assert Path.cwd().resolve().as_uri() in mcp_nb.call("get-roots-list", server="everything").content
     with pytest.raises(UsageError, match="--sampling nowhere: no variable of that name"):
         shell.run_line_magic("mcp_connect", f"other --sampling nowhere -- {command}")
+
+
+PLANNER = [sys.executable, str(Path(__file__).parent / "servers" / "planner.py")]
+
+
+def model_with_tools(messages, request):
+    if request.tools:
+        return {"text": "let me look", "tool_use": {"name": "lookup", "input": {"title": "Dune"}}}
+    return "plain answer"
+
+
+def test_sampling_with_tools_lets_the_reply_ask_for_one_the_request_offered():
+    mcp_nb.connect("planner", PLANNER, sampling=model_with_tools, sampling_tools=True, mode="2025-11-25")
+    assert mcp_nb.call("ask", {"question": "hi?"}, server="planner").content == "the model said: plain answer"
+    outcome = mcp_nb.call("plan", {"goal": "who wrote Dune?"}, server="planner")
+    assert outcome.content == "the model asked for lookup({'title': 'Dune'}); stop reason toolUse"
+    (sampled,) = outcome.samplings
+    assert sampled.tools == ("lookup",) and sampled.tool_use["name"] == "lookup" and sampled.tool_use["input"] == {"title": "Dune"}
+    assert "asking for the tool lookup with" in repr(outcome)
+    assert mcp_nb.history().to_frame().iloc[-1]["samplings"][0]["tool_use"]["name"] == "lookup"
+
+
+def test_a_tool_the_request_did_not_offer_is_refused_and_said():
+    mcp_nb.connect("planner", PLANNER, sampling=lambda m, r: {"tool_use": {"name": "rm_rf", "input": {}}}, sampling_tools=True, mode="2025-11-25")
+    outcome = mcp_nb.call("plan", {"goal": "x"}, server="planner")
+    assert "which the request did not offer (it offered: lookup)" in outcome.samplings[0].reason
+    assert outcome.outcome != "result"
+
+
+def test_without_sampling_tools_the_server_knows_the_model_has_none():
+    mcp_nb.connect("planner", PLANNER, sampling=model_with_tools, mode="2025-11-25")
+    outcome = mcp_nb.call("plan", {"goal": "x"}, server="planner")
+    assert (outcome.outcome, outcome.code) == ("protocol_error", -32602) and "sampling tools" in outcome.message
+    with pytest.raises(ValueError, match="give sampling= too"):
+        mcp_nb.connect("other", PLANNER, sampling_tools=True)

@@ -427,6 +427,7 @@ class RemoteConnection(Connection):
         mode: str = "auto",
         sampling: Any = None,
         roots: Any = None,
+        sampling_tools: bool = False,
     ) -> None:
         super().__init__(name)
         self.mode = check_mode(mode)
@@ -435,6 +436,11 @@ class RemoteConnection(Connection):
         self._flow: Flow | None = None
         self._authorizing_open: asyncio.Future | None = None  # the opening an authorizing connection waits on
         self.sampler = Sampler(sampling)  # who answers the server's sampling requests (none: each is refused)
+        if not isinstance(sampling_tools, bool):
+            raise BadValue(f"sampling_tools is True or False, got {sampling_tools!r}")
+        if sampling_tools and sampling is None:
+            raise BadValue("sampling_tools=True says the client's model can use tools: give sampling= too")
+        self.sampling_tools = sampling_tools
         check_roots(roots)
         self.roots_source = roots
         self._catalog: list[Registration] = []
@@ -501,6 +507,10 @@ class RemoteConnection(Connection):
             # Always declared: a server that samples gets a reply or a refusal that says why, recorded on the call.
             "sampling_callback": self._sampled,
         }  # fmt: skip
+        if self.sampling_tools:
+            from mcp_types import SamplingCapability, SamplingToolsCapability
+
+            options["sampling_capabilities"] = SamplingCapability(tools=SamplingToolsCapability())
         if self.roots_source is not None:
             options["list_roots_callback"] = self._roots_listed
         if self.transport == "http":

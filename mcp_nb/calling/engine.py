@@ -218,6 +218,7 @@ class Engine:
         mode: str = "auto",
         sampling: Any = None,
         roots: Any = None,
+        sampling_tools: bool = False,
     ) -> RemoteConnection:
         """Connect to an outside server and keep the connection under `name`.
 
@@ -226,7 +227,8 @@ class Engine:
         """
         seconds = settings.timeout if timeout is None else check_timeout(timeout, "the connect timeout")
         checked = self.checked(
-            name, target, args=args, env=env, cwd=cwd, headers=headers, auth=auth, mode=mode, sampling=sampling, roots=roots
+            name, target, args=args, env=env, cwd=cwd, headers=headers, auth=auth, mode=mode, sampling=sampling, roots=roots,
+            sampling_tools=sampling_tools,
         )
         return self.open(checked, seconds)
 
@@ -305,7 +307,7 @@ class Engine:
             raise BadValue("the kernel's own server needs no reconnecting")
         target = old.url if old.transport == "http" else old.command
         extra = {"headers": old.headers, "auth": old.oauth or old.auth} if old.transport == "http" else {"env": old.env, "cwd": old.cwd}
-        return self.connect(name, target, timeout=timeout, mode=old.mode, sampling=old.sampler.value, roots=old.roots_source, **extra)
+        return self.connect(name, target, timeout=timeout, mode=old.mode, sampling=old.sampler.value, roots=old.roots_source, sampling_tools=old.sampling_tools, **extra)
 
     def on_connections(self, listener: Callable[[], None], remove: bool = False) -> None:
         """Call `listener()` after every connect and disconnect (`remove=True` takes it back)."""

@@ -13,7 +13,10 @@ so `connect(..., sampling=...)` says where the answers come from:
 - nothing (the default): each request is refused, with a reason the server is told.
 
 An answer is the text of the model's reply, a dict (`text`, and `model`, `stop_reason`
-if you like), or the SDK's `CreateMessageResult` as it is. Each request and its answer is
+if you like), or the SDK's `CreateMessageResult` as it is. With `connect(...,
+sampling_tools=True)` the client says it can sample with tools: a request may then offer
+tools (`request.tools`), and a reply may ask for one, `{"tool_use": {"name": ..., "input":
+{...}}}` (with a `text` before it if you like), which the server runs and sends back. Each request and its answer is
 recorded on the call it came during (`Outcome.samplings`), as questions are.
 """
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import inspect
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,12 +47,14 @@ class Sampling:
     messages: tuple[Mapping[str, str], ...]  # the conversation sent, each {"role", "text"}
     system_prompt: str | None
     max_tokens: int | None
-    text: str | None  # the reply's text; None when refused
+    text: str | None  # the reply's text; None when refused ("" for a reply that only asks for a tool)
     model: str | None  # the model the reply names
     stop_reason: str | None
     source: str  # one of SOURCES: where the reply came from
     reason: str | None  # why it was refused
     waited_ms: float
+    tools: tuple[str, ...] = ()  # the names of the tools the request offered
+    tool_use: Mapping[str, Any] | None = None  # the tool the reply asked for: {"name", "input"}
 
     @property
     def refused(self) -> bool:
@@ -58,7 +64,8 @@ class Sampling:
         return {
             "messages": [dict(m) for m in self.messages], "system_prompt": self.system_prompt,
             "max_tokens": self.max_tokens, "text": self.text, "model": self.model, "stop_reason": self.stop_reason,
-            "source": self.source, "reason": self.reason,
+            "source": self.source, "reason": self.reason, "tools": list(self.tools),
+            "tool_use": None if self.tool_use is None else dict(self.tool_use),
         }  # fmt: skip
 
 
@@ -105,31 +112,54 @@ class Sampler:
                 self._used += 1
             else:
                 reason = f"all {len(value)} prepared replies were used"
-        text = model = stop = None
+        text = model = stop = tool_use = None
+        offered = tuple(str(getattr(t, "name", "")) for t in getattr(params, "tools", None) or ())
         if reply is not None and reason is None:
             try:
                 text, model, stop = _reply_parts(reply)
+                tool_use = _tool_use(reply, offered)
             except BadType as err:  # a reply that is no reply: refused, and the record says what it was
+                text = model = stop = tool_use = None
                 reason = str(err)
         if text is None and reason is None:
             reason = "the reply had no text"
         return Sampling(
             messages=messages, system_prompt=getattr(params, "system_prompt", None),
             max_tokens=getattr(params, "max_tokens", None), text=text, model=model, stop_reason=stop,
-            source=source, reason=reason, waited_ms=(time.perf_counter() - t0) * 1000.0,
+            source=source, reason=reason, waited_ms=(time.perf_counter() - t0) * 1000.0, tools=offered,
+            tool_use=tool_use,
         )  # fmt: skip
 
 
 def sdk_answer(sampled: Sampling) -> Any:
     """What goes back to the server: the model's message, or a refusal with its reason."""
-    from mcp_types import CreateMessageResult, ErrorData, TextContent
+    from mcp_types import CreateMessageResult, CreateMessageResultWithTools, ErrorData, TextContent, ToolUseContent
 
     if sampled.text is None:
         return ErrorData(code=REFUSED, message=f"sampling refused: {sampled.reason}")
+    if sampled.tool_use is not None:
+        use = sampled.tool_use
+        content = [TextContent(type="text", text=sampled.text)] if sampled.text else []
+        content.append(ToolUseContent(type="tool_use", name=use["name"], id=use["id"], input=dict(use["input"])))
+        return CreateMessageResultWithTools(
+            role="assistant", content=content, model=sampled.model or MODEL, stop_reason="toolUse"
+        )  # fmt: skip
     return CreateMessageResult(
         role="assistant", content=TextContent(type="text", text=sampled.text), model=sampled.model or MODEL,
         stop_reason=sampled.stop_reason or "endTurn",
     )  # fmt: skip
+
+
+def _tool_use(reply: Any, offered: tuple[str, ...]) -> dict[str, Any] | None:
+    """The tool a reply written as a dict asks for, checked against the ones the request offered."""
+    if not isinstance(reply, Mapping) or reply.get("tool_use") is None:
+        return None
+    use = reply["tool_use"]
+    if not isinstance(use, Mapping) or not isinstance(use.get("name"), str) or not isinstance(use.get("input", {}), Mapping):
+        raise BadType(f"a reply's tool_use is {{'name': ..., 'input': {{...}}}}, got {use!r}")
+    if use["name"] not in offered:
+        raise BadType(f"the reply asks for the tool {use['name']!r}, which the request did not offer (it offered: {', '.join(offered) or 'none'})")
+    return {"name": use["name"], "input": dict(use.get("input") or {}), "id": str(use.get("id") or f"call_{uuid.uuid4().hex[:12]}")}
 
 
 def _reply_parts(reply: Any) -> tuple[str | None, str | None, str | None]:
@@ -137,7 +167,7 @@ def _reply_parts(reply: Any) -> tuple[str | None, str | None, str | None]:
     if isinstance(reply, str):
         return reply, None, None
     if isinstance(reply, Mapping):
-        text = reply.get("text")
+        text = reply.get("text", "" if reply.get("tool_use") is not None else None)
         if not isinstance(text, str):
             raise BadType(f"a sampling reply written as a dict has a 'text' string, got {reply!r}")
         return text, _optional_text(reply.get("model")), _optional_text(reply.get("stop_reason"))

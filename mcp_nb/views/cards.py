@@ -295,6 +295,8 @@ def _sampled(o) -> list[tuple[str, str]]:
         else:
             where = {"function": "the sampling function", "prepared": "a prepared reply"}.get(s.get("source"), s.get("source"))
             reply = f"replied {_clipped(s['text'])!r} ({where}" + (f", model {s['model']}" if s.get("model") else "") + ")"
+            if s.get("tool_use"):
+                reply += f", asking for the tool {s['tool_use']['name']} with {_compact(s['tool_use']['input'])}"
         out.append((request, reply))
     return out
 

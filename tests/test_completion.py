@@ -64,3 +64,23 @@ def test_a_server_that_is_gone_offers_nothing_and_raises_nothing(shell, tools):
     offered = completed(shell, "%mcp_get_prompt --server everything completable-prompt department=")
     assert "Engineering" not in offered  # nothing asked of a closed connection; IPython's own completions only
     completed(shell, "%mcp_call 'unclosed ")  # an open quote completes what is there, and raises nothing
+
+
+def test_the_panels_prompt_fields_offer_what_the_server_suggests():
+    from helpers import wait_until
+
+    peers.require(peers.EVERYTHING)
+    mcp_nb.connect("everything", peers.everything_stdio(), env=peers.node_env())
+    panel = mcp_nb.panel(server="everything")
+    panel.picker.value = next(value for label, value in panel.picker.options if "completable-prompt" in label)
+    form = panel._entries[panel.picker.value].form
+    department, name = form.fields["department"], form.fields["name"]
+    assert wait_until(lambda: department.widget.options == ("Engineering", "Sales", "Marketing", "Support"))
+    department.widget.value = "Eng"
+    assert wait_until(lambda: department.widget.options == ("Engineering",))
+    department.widget.value = "Engineering"  # the team members depend on the department chosen
+    assert wait_until(lambda: name.widget.options == ("Alice", "Bob", "Charlie"))
+    name.widget.value = "Someone else"  # a suggestion, not a rule: any text is sent
+    assert form.value() == {"department": "Engineering", "name": "Someone else"}
+    assert len(mcp_nb.history()) == 0  # suggestions are no calls
+    panel.close()

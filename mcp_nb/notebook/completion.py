@@ -10,16 +10,16 @@ notebook's typing).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import shlex
 from typing import Any
+
+from mcp_nb.calling.suggestions import suggested
 
 log = logging.getLogger("mcp_nb")
 
 KINDS = {"mcp_call": "tool", "mcp_read": "resource", "mcp_get_prompt": "prompt"}
 OPTIONS = ("--server", "--timeout", "--retry", "--elicit", "--quiet")
-SUGGEST_WITHIN_S = 1.0  # the longest a completer waits for a server's suggestions
 
 
 def install(ipython: Any, engine: Any) -> None:
@@ -82,22 +82,5 @@ def _keys(connection: Any, kind: str) -> list[str]:
 
 def _suggested(engine: Any, connection: Any, entry: Any, field: str, typed: str, given: list[str]) -> list[str]:
     """The server's `completion/complete` suggestions for a prompt's or a template's argument."""
-    if entry.kind not in ("prompt", "resource") or not getattr(connection, "is_open", False):
-        return []
-    from mcp_types import PromptReference, ResourceTemplateReference
-
-    ref = PromptReference(type="ref/prompt", name=entry.name) if entry.kind == "prompt" else (
-        ResourceTemplateReference(type="ref/resource", uri=entry.uri)
-    )  # fmt: skip
-    context = {k: v for k, _, v in (w.partition("=") for w in given) if k and k != field}
-
-    async def ask() -> list[str]:
-        client = await connection.ready()
-        answer = await client.complete(ref, {"name": field, "value": typed}, context_arguments=context or None)
-        return list(answer.completion.values)
-
-    try:
-        return engine.loop.run(asyncio.wait_for(ask(), SUGGEST_WITHIN_S))
-    except Exception:  # noqa: BLE001 - a server that cannot suggest suggests nothing
-        log.debug("completion/complete for %s %r failed", entry.kind, field, exc_info=True)
-        return []
+    context = {k: v for k, _, v in (w.partition("=") for w in given) if k}
+    return engine.loop.run(suggested(connection, entry, field, typed, context))

@@ -206,6 +206,9 @@ class Context:
         self.looks = Looks()
         self.callback = callback or _as_is
         self.expanding: frozenset[str] = frozenset()  # the `$ref`s the objects being built unasked expand
+        # Asks the server what a top-level text argument may be (`completion/complete`):
+        # `suggest(field, name, typed)`, answered later by `field.offer(values)`; None: nothing asked.
+        self.suggest: Callable[[Any, str, str], None] | None = None
         self._filling = 0  # > 0 while fields are built to be loaded with a value
 
     @contextmanager
@@ -572,7 +575,15 @@ class TextField(Field):
         secret = bool(path) and is_secret(path[-1], {"properties": {path[-1]: schema}})
         short = secret or schema.get("maxLength", 1_000_000) <= _LONG_TEXT or "format" in schema or "pattern" in schema
         hint = schema.get("format") or "text"
-        if short:
+        self._suggesting = ctx.suggest is not None and len(path) == 1 and not secret
+        if self._suggesting:
+            # A box that offers what the server suggests as the user types, and takes any text.
+            self.widget = w.Combobox(
+                placeholder=_placeholder(schema, hint), options=(), ensure_option=False, layout=looks.input_layout(),
+                style=looks.text_style(),
+            )  # fmt: skip
+            self.widget.observe(self.callback("asking for suggestions", self._ask), "value")
+        elif short:
             box = w.Password if secret else w.Text
             self.widget = box(placeholder=_placeholder(schema, hint), layout=looks.input_layout(), style=looks.text_style())
         else:
@@ -587,6 +598,14 @@ class TextField(Field):
         if isinstance(default, str):
             self.widget.value = default
         self.widget.observe(self.callback("typing", self.changed), "value")
+
+    def _ask(self, change) -> None:
+        self.ctx.suggest(self, self.path[0], change["new"])
+
+    def offer(self, values: list[str]) -> None:
+        """Show what the server suggests for this field (on the kernel's thread)."""
+        if self._suggesting:
+            self.widget.options = tuple(dict.fromkeys(values))
 
     def _grow(self, change) -> None:
         rows = _rows_for(change["new"])
@@ -1465,9 +1484,12 @@ def field_for(
 class Form:
     """The form for one input schema: `widget`, `value()` (the arguments), `load(arguments)`."""
 
-    def __init__(self, schema: Mapping[str, Any] | None, callback: Callback | None = None) -> None:
+    def __init__(
+        self, schema: Mapping[str, Any] | None, callback: Callback | None = None, suggest: Callable[[Any, str, str], None] | None = None
+    ) -> None:
         schema = dict(schema or {})
         ctx = self.ctx = Context(schema, callback)
+        ctx.suggest = suggest
         resolved = ctx.resolve(schema)
         self.root: ObjectField | None = None
         if resolved.get("properties"):

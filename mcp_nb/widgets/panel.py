@@ -39,6 +39,7 @@ import ipywidgets as w
 
 from mcp_nb.calling import default
 from mcp_nb.calling.call import CallDepthError
+from mcp_nb.calling.suggestions import suggested
 from mcp_nb.config import check_timeout, settings
 from mcp_nb.records.listeners import WeakCall
 from mcp_nb.records.outcome import Outcome
@@ -378,8 +379,42 @@ class Panel(w.VBox):
         new.mode, new.raw_text, new.raw_seed = old.mode, old.raw_text, old.raw_seed
         return new
 
+    def _form_for(self, registration: Registration) -> Form:
+        """The form of an entry; a prompt's or a template's text fields offer what the server suggests."""
+        if registration.kind not in ("prompt", "resource") or not registration.input_schema:
+            return Form(registration.input_schema, self._guard)
+        connection = self._catalog()
+        made: dict[str, Form] = {}
+
+        def ask(field: Any, name: str, typed: str) -> None:
+            form = made.get("form")
+            others = {} if form is None else {
+                other: f.widget.value for other, f in form.fields.items()
+                if other != name and isinstance(getattr(f.widget, "value", None), str) and f.widget.value
+            }  # fmt: skip
+            asked = self.engine.loop.submit(suggested(connection, registration, name, typed, others))
+
+            def heard(future) -> None:
+                if not future.cancelled() and future.exception() is None:
+                    self._guard.enter("offering the server's suggestions", field.offer, future.result())
+
+            asked.add_done_callback(heard)
+
+        def suggest(field: Any, name: str, typed: str) -> None:
+            ask(field, name, typed)
+            # What the other fields may be can depend on this one (a team member of the department chosen).
+            for other, each in (made["form"].fields.items() if "form" in made else ()):
+                if other != name and getattr(each, "_suggesting", False):
+                    ask(each, other, each.widget.value)
+
+        form = made["form"] = Form(registration.input_schema, self._guard, suggest=suggest)
+        for name, field in form.fields.items():  # what the server suggests before anything is typed
+            if getattr(field, "_suggesting", False):
+                ask(field, name, field.widget.value)
+        return form
+
     def _new_entry(self, registration: Registration, form: Form | None = None) -> _Entry:
-        entry = _Entry(registration, form or Form(registration.input_schema, self._guard))
+        entry = _Entry(registration, form or self._form_for(registration))
         key = entry_key(registration)
         entry.form.on_change(lambda: self._form_changed(key))
         return entry
@@ -748,12 +783,12 @@ class Panel(w.VBox):
         # A template read comes back as its URI's variables; a static read has none.
         arguments = variables if registration.kind == "resource" else dict(call.arguments or {})
         # A fresh form, so the entry's own changes only once this one is ready.
-        form = Form(registration.input_schema, self._guard)
+        form = self._form_for(registration)
         try:
             fits = arguments is None or form.load(arguments)
             if not fits:
                 form.close()
-                form = Form(registration.input_schema, self._guard)
+                form = self._form_for(registration)
             entry = self._new_entry(registration, form)
             if not fits:
                 # Arguments the form cannot show exactly (wrong types, extra keys): raw JSON can.

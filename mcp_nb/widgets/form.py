@@ -1413,7 +1413,7 @@ def label_html(name: str, schema: Mapping[str, Any], required: bool, root: Mappi
             bounds.append(f"{what} {limited[key]}")
     star = f' <span title="required" style="{ERROR.text}">*</span>' if required else ""
     parts = [
-        f'<div style="line-height:1.3"><code style="font-weight:600;background:none;padding:0">{html.escape(str(name))}</code>{star}'
+        f'<div style="line-height:1.3"><code style="font-weight:600;background:none;padding:0;overflow-wrap:anywhere">{html.escape(str(name))}</code>{star}'
         f' <span style="{MUTED};font-size:0.85em">{html.escape(kind)}'
         + (f" · {html.escape(', '.join(bounds))}" if bounds else "")
         + "</span>"

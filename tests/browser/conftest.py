@@ -106,7 +106,7 @@ def lab(tmp_path_factory):
     base = tmp_path_factory.mktemp("lab")
     served = base / "notebooks"
     served.mkdir()
-    for demo in ("panel_demo.ipynb", "looks_demo.ipynb"):
+    for demo in ("panel_demo.ipynb", "looks_demo.ipynb", "question_demo.ipynb"):
         shutil.copy(HERE / demo, served / demo)
     shutil.copy(STORED, served / STORED.name)
     config = base / "config"
@@ -127,6 +127,7 @@ def lab(tmp_path_factory):
         "JUPYTERLAB_SETTINGS_DIR": str(base / "settings"),
         "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
         "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
+        "MCP_NB_TESTS": str(HERE.parent),  # question_demo.ipynb finds the pinned peers through tests/peers.py
     }
     log_path = base / "lab.log"
     with open(log_path, "w") as log:

@@ -98,6 +98,11 @@ def _said_on_stderr(trace: ServerTrace | None, line: str) -> bool:
     return wanted in said
 
 
+# -32042, URLElicitationRequiredError (MCP 2025-11-25): the request needs the user to open a page
+# first (an authorization, a payment); its data lists the pages. The request may be sent again after.
+URL_REQUIRED = -32042
+
+
 def protocol_error_cause(
     target: str,
     code: int | None,
@@ -110,6 +115,8 @@ def protocol_error_cause(
     code and text do). `raised`: the (type, text) chain of the exception the request failed with,
     when the caller holds it (a served kernel's middleware does; the kernel's own calls read it
     from the log)."""
+    if code == URL_REQUIRED:  # whoever raised it: the user must open a page, then call again
+        return "url_required"
     if not local:
         return _remote_protocol_error(target, code, message or "", trace)
     logs = trace.logs if trace is not None else ()

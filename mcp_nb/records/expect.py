@@ -31,7 +31,7 @@ PAIRS = {
     "tool_error": ("raised", "crash", "invalid_arguments", "unknown_tool", "returned", "invalid_output"),
     "protocol_error": (
         "mcp_error", "not_found", "resource_error", "crash", "invalid_arguments", "client_error", "disconnected",
-        "http_error", "unauthorized", "invalid_response", "invalid_output", "worker_lost",
+        "http_error", "unauthorized", "url_required", "invalid_response", "invalid_output", "worker_lost",
     ),
     "timeout": ("deadline", "max_timeout", "cancelled"),
 }  # fmt: skip

@@ -38,6 +38,7 @@ CAUSES = (
     "disconnected",
     "http_error",
     "unauthorized",
+    "url_required",
     "invalid_response",
     "invalid_output",
     "deadline",
@@ -83,6 +84,7 @@ CAUSE_DOC = CauseDoc({
     "client_error": "the client failed to finish the request (for example a result it could not validate)",
     "disconnected": "the connection to the server was lost (its process exited, the stream closed), or it was not connected",
     "http_error": "the HTTP server answered with an error status (401, 403, 404, 5xx...): status and body in data",
+    "url_required": "the server needs the user to open a page first (-32042, an authorization or a payment): its address is in data; call again after",
     "unauthorized": "the client could get no credentials the server takes: the OAuth flow failed at a step the message names, or nobody approved in time",
     "invalid_response": "the server's answer did not pass the protocol's schema, or was no JSON-RPC at all (an HTML page, a cut body): the client refused it",
     "invalid_output": (

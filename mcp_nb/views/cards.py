@@ -159,7 +159,17 @@ def _host_view(o) -> str:
     line = " ".join(p for p in parts if p)
     if o.data is not None:
         line += "\ndata: " + _compact(o.data)
+    for page in pages_to_open(o):
+        line += f"\nopen {page['url']}" + (f" ({page['message']})" if page.get("message") else "") + ", then call again"
     return line
+
+
+def pages_to_open(o) -> list[dict]:
+    """The pages a `url_required` answer asks the user to open (its data's `elicitations`)."""
+    if getattr(o, "cause", None) != "url_required" or not isinstance(o.data, dict):
+        return []
+    asked = o.data.get("elicitations")
+    return [e for e in asked if isinstance(e, dict) and isinstance(e.get("url"), str)] if isinstance(asked, list) else []
 
 
 def _fate_line(o) -> str | None:

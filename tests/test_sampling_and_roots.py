@@ -174,3 +174,19 @@ def test_without_sampling_tools_the_server_knows_the_model_has_none():
     assert (outcome.outcome, outcome.code) == ("protocol_error", -32602) and "sampling tools" in outcome.message
     with pytest.raises(ValueError, match="give sampling= too"):
         mcp_nb.connect("other", PLANNER, sampling_tools=True)
+
+
+def test_the_panel_shows_the_exchange_with_the_model():
+    from helpers import wait_until
+
+    everything(sampling=lambda messages, request: {"text": "from the panel's model", "model": "tiny"})
+    panel = mcp_nb.panel(server="everything")
+    try:
+        panel.select("tool", SAMPLES)
+        panel._entries[panel._current].form.fields["prompt"].widget.value = "Say hi"
+        outcome = panel.call().future.result(timeout=30)
+        assert outcome.samplings[0].text == "from the panel's model"
+        assert wait_until(lambda: "The server asked the model:" in panel.outcome.value)
+        assert "from the panel&#x27;s model" in panel.outcome.value or "from the panel's model" in panel.outcome.value
+    finally:
+        panel.close()

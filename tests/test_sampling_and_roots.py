@@ -190,3 +190,63 @@ def test_the_panel_shows_the_exchange_with_the_model():
         assert "from the panel&#x27;s model" in panel.outcome.value or "from the panel's model" in panel.outcome.value
     finally:
         panel.close()
+
+
+def test_the_guides_chat_completions_adapter_samples_from_an_endpoint_of_that_format():
+    """The guide's adapter, as written there, against a chat-completions endpoint on 127.0.0.1
+    (this machine has no model to ask: the endpoint answers as such a server does)."""
+    import json
+    import re
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "guide.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", guide, flags=re.S) if "def chat_completions" in b)
+    seen = []
+
+    class Endpoint(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append((self.path, self.headers.get("Authorization"), body))
+            text = json.dumps({"model": body["model"], "choices": [{"message": {"role": "assistant", "content": "hello from the endpoint"}}]})
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(text)))
+            self.end_headers()
+            self.wfile.write(text.encode())
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Endpoint)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        names: dict = {}
+        exec(block, names)
+        adapter = names["chat_completions"](f"http://127.0.0.1:{server.server_port}/v1", "test-model", key_variable="MCP_NB_NO_KEY")
+        everything(sampling=adapter)
+        outcome = sample("Say hi")
+        assert outcome.outcome == "result" and "hello from the endpoint" in outcome.content, (outcome.samplings, outcome.content)
+        ((path, _, body),) = seen
+        assert path == "/v1/chat/completions" and body["model"] == "test-model" and body["max_tokens"] == 50
+        assert body["messages"][0]["role"] == "system" and "Say hi" in body["messages"][-1]["content"]
+        assert outcome.samplings[0].model == "test-model"
+        server.shutdown()
+        server.server_close()
+        failed = sample("again")  # the endpoint is gone: the request is refused, and the record says why
+        assert failed.samplings[0].refused and "the sampling function raised" in failed.samplings[0].reason
+    finally:
+        server.server_close()
+
+
+def test_a_sampling_function_that_never_replies_is_refused_in_time():
+    from mcp_types import CreateMessageRequestParams, SamplingMessage, TextContent
+
+    from mcp_nb.calling.sampling import Sampler
+
+    async def never(messages, request):
+        await asyncio.sleep(3600)
+
+    params = CreateMessageRequestParams(messages=[SamplingMessage(role="user", content=TextContent(type="text", text="hi"))], max_tokens=5)
+    sampled = asyncio.run(Sampler(never).answer(params, within=0.2))
+    assert sampled.refused and sampled.reason == "the sampling function did not reply within 0.2 s"

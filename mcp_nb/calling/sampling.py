@@ -22,6 +22,7 @@ recorded on the call it came during (`Outcome.samplings`), as questions are.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import time
 import uuid
@@ -38,6 +39,9 @@ NO_MODEL = (
     "function (messages, request) -> reply, or a list of prepared replies"
 )
 SOURCES = ("function", "prepared", "none")
+# How long a sampling function may take: the call's deadline stands still meanwhile, so this
+# is what keeps a model that never answers from holding the call for ever.
+REPLY_WITHIN_S = 120.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +94,8 @@ class Sampler:
         self.value = value
         self._used = 0
 
-    async def answer(self, params: Any) -> Sampling:
+    async def answer(self, params: Any, within: float = REPLY_WITHIN_S) -> Sampling:
+        """The reply to one request; a function that has not replied after `within` seconds refuses."""
         t0 = time.perf_counter()
         messages = tuple(_message(m) for m in getattr(params, "messages", None) or ())
         reply: Any = None
@@ -101,8 +106,10 @@ class Sampler:
             try:
                 reply = value([dict(m) for m in messages], params)
                 if inspect.isawaitable(reply):
-                    reply = await reply
+                    reply = await asyncio.wait_for(reply, within)
                 reason = None if reply is not None else "the sampling function returned None"
+            except asyncio.TimeoutError:
+                reply, reason = None, f"the sampling function did not reply within {within:g} s"
             except Exception as err:  # noqa: BLE001 - a broken sampler refuses the request; the record says why
                 reply, reason = None, f"the sampling function raised {type(err).__name__}: {err}"
         elif isinstance(value, (list, tuple)):

@@ -607,10 +607,16 @@ def test_a_cases_file_reads_back_as_written(tmp_path, cases):
 
 # -- mcpServers configurations: read_config -----------------------------------------------------------
 
-SERVER_KEYS = ["command", "args", "env", "cwd", "url", "headers", "type", "disabled", "autoApprove", "timeout", "x\ny", "extra"]
+SERVER_KEYS = ["command", "args", "env", "cwd", "url", "headers", "type", "disabled", "autoApprove", "timeout", "x\ny", "extra", "oauth"]
+OAUTH_VALUES = [
+    True, False, {"scopes": ["repo"], "callback": "paste"}, {"scopes": "a b"}, {"scopes": [1]}, {"callback": "popup"},
+    {"client_id": "app", "client_secret_env": "MCP_NB_NOT_SET_ANYWHERE"}, {"client_secret": "s"}, {"scope": "x"},
+    {"client_id": "app", "client_metadata_url": "https://h/cimd.json"}, {"timeout": 3},
+]  # fmt: skip
 server_values = (
     odd
     | st.sampled_from(["npx", " ", "http://h/mcp", "https://h", "ftp://h", "HTTP://h", ["-y", "pkg"], ["a", 1, 2.5, True], [None], {"A": "1"}, {"A": [1]}, {"A": 1.5}])
+    | st.sampled_from(OAUTH_VALUES)
 )  # fmt: skip
 server_entries = st.dictionaries(st.sampled_from(SERVER_KEYS), server_values, max_size=4) | json_values
 server_names = st.sampled_from(["a", "b", "x y", "", "a\nb"]) | st.text(max_size=3)
@@ -631,6 +637,10 @@ config_names = st.none() | st.lists(server_names, max_size=2) | st.sampled_from(
 @example({"mcpServers": {"a": {"url": "http://h", 1: 2, (3,): 4}}}, None)
 @example({"mcpServers": {1: {"url": "http://h"}}}, ["b"])
 @example({"mcpServers": {"a": {"command": json.loads(nest(200))}}}, None)
+@example({"mcpServers": {"a": {"url": "http://h", "oauth": {"scopes": [1]}}}}, None)
+@example({"mcpServers": {"a": {"url": "http://h", "oauth": True}}}, None)
+@example({"mcpServers": {"a": {"url": "http://h", "oauth": {"client_secret": "s"}}}}, None)
+@example({"mcpServers": {"a": {"command": "npx", "oauth": True}}}, None)
 def test_any_config_reads_or_is_one_line_config_error(config, names):
     try:
         entries = read_config(config, names)
@@ -641,7 +651,8 @@ def test_any_config_reads_or_is_one_line_config_error(config, names):
         assert isinstance(name, str) and name
         target = entry["target"]
         if isinstance(target, str):
-            assert target.startswith(("http://", "https://")) and set(entry) == {"target", "headers"}
+            assert target.startswith(("http://", "https://")) and set(entry) <= {"target", "headers", "auth"}
+            assert "auth" not in entry or isinstance(entry["auth"], mcp_nb.OAuth)
         else:
             assert target and all(isinstance(t, str) for t in target) and target[0].strip()
             assert set(entry) == {"target", "env", "cwd"}
@@ -898,3 +909,38 @@ def test_any_solution_markup_strips_or_is_one_line_error(cells):
             assert text == stub  # a solution cell without a region loses all its source
         if kind == "code":
             assert after["outputs"] == [] and after["execution_count"] is None
+
+
+# -- roots= and sampling= of connect: what a user writes for them -------------------------------------------
+
+root_items = st.text(max_size=12) | st.sampled_from(["/tmp", "file:///data", "C:\\\\data", "~", "git://h/r", "", " "]) | odd
+roots_values = (
+    st.lists(root_items | st.tuples(root_items, st.none() | st.text(max_size=5)), max_size=4) | odd
+    | st.sampled_from(["/tmp", b"/tmp", 5])
+)  # fmt: skip
+
+
+@QUICK
+@given(roots_values)
+def test_any_roots_value_is_listed_or_one_line_error(value):
+    from mcp_nb.calling.roots import check_roots, current
+
+    try:
+        check_roots(value)
+        listed = current(value)
+    except (TypeError, ValueError) as err:
+        one_line(err)
+        return
+    for uri, name in listed:
+        assert isinstance(uri, str) and uri and (name is None or isinstance(name, str))
+
+
+@QUICK
+@given(st.lists(odd | st.text(max_size=8) | st.dictionaries(st.sampled_from(["text", "model", "tool_use", "x"]), odd, max_size=3), max_size=3) | odd)
+def test_any_sampling_value_is_taken_or_one_line_error(value):
+    from mcp_nb.calling.sampling import check_sampling
+
+    try:
+        check_sampling(value)
+    except (TypeError, ValueError) as err:
+        one_line(err)

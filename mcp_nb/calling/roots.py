@@ -45,7 +45,10 @@ def _root(item: Any) -> tuple[str, str | None]:
     if isinstance(item, os.PathLike) or (isinstance(item, str) and not _has_scheme(item)):
         if isinstance(item, str) and not item.strip():
             raise BadValue("a root is a path or a URI, got an empty string")
-        path = Path(item).expanduser().resolve()
+        try:
+            path = Path(item).expanduser().resolve()
+        except (OSError, RuntimeError, ValueError) as err:  # a NUL in it, an unknown ~user
+            raise BadValue(f"the root {str(item)!r} is not a path this machine can use: {err}") from None
         return path.as_uri(), name if name is not None else path.name or str(path)
     if isinstance(item, str):
         return item, name

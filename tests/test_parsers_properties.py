@@ -685,7 +685,8 @@ def test_any_config_path_reads_or_is_one_line_config_error(tmp_path, monkeypatch
 
 def test_a_config_connects_only_once_every_entry_is_checked(monkeypatch):
     made = []
-    monkeypatch.setattr(mcp_nb.api, "connect", lambda name, **entry: made.append((name, entry)) or name)
+    # Where connect_config connects, once every entry is checked: noted, never opened.
+    monkeypatch.setattr(type(mcp_nb.engine()), "open", lambda self, connection, seconds: made.append((connection.name, seconds)) or connection)
 
     @QUICK
     @given(configs(), config_names)
@@ -699,7 +700,8 @@ def test_a_config_connects_only_once_every_entry_is_checked(monkeypatch):
             one_line(caught.value)
             assert made == []
         else:
-            assert mcp_nb.connect_config(config, names) == {n: n for n in entries}
+            connected = mcp_nb.connect_config(config, names)
+            assert {n: c.name for n, c in connected.items()} == {n: n for n in entries}
             assert [n for n, _ in made] == list(entries)
 
     check()

@@ -2,9 +2,6 @@
 the same token as a fixed header, to the same OAuth-protected server (notebooks/servers/protected.py,
 a separate process), in the same run.
 
-Both speak the handshake era (2025-11-25): on it a call to this server takes about 3 ms, where
-at 2026-07-28 the SDK's own app answers every request about 40 ms late (measured on
-3 December: a bare POST with an error answer too), which would hide any cost of the client's.
 Both connections carry the same bearer token on every request; the OAuth one has the SDK's
 provider in its httpx client (its lock, its token checks, its 401 handling), the other a plain
 `Authorization` header. Paired blocks of calls on mcp_nb's loop, the order alternating; the
@@ -56,10 +53,10 @@ def main() -> None:
     process, url = start()
     try:
         follow = lambda link: httpx2.get(link, follow_redirects=True, timeout=30)  # noqa: E731 - the approving browser
-        mcp_nb.connect("oauth", url, auth=mcp_nb.OAuth(callback="loopback", open_browser=follow), mode="2025-11-25")
+        mcp_nb.connect("oauth", url, auth=mcp_nb.OAuth(callback="loopback", open_browser=follow))
         (kept,) = Path(folder, "oauth").glob("*.json")
         token = json.loads(kept.read_text())["tokens"]["access_token"]
-        mcp_nb.connect("header", url, headers={"Authorization": f"Bearer {token}"}, mode="2025-11-25")
+        mcp_nb.connect("header", url, headers={"Authorization": f"Bearer {token}"})
         eng = mcp_nb.engine()
 
         def block(server: str):

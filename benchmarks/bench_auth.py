@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,19 +26,39 @@ import mcp_nb
 from _common import alternate, machine, median, p10_p90, write_json
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVER = ROOT / "notebooks" / "servers" / "protected.py"
+sys.path.insert(0, str(ROOT / "tests"))
+from helpers import protected_server  # noqa: E402 - the tests' one way to start the protected server
+
 TARGET = 1.05
 
 
-def start() -> tuple[subprocess.Popen, str]:
-    process = subprocess.Popen([sys.executable, str(SERVER)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    said = ""
-    while (found := re.search(r"(http://\S+/mcp)", said)) is None:
-        line = process.stderr.readline()
-        if not line:
-            raise SystemExit(f"the protected server did not start: {said}")
-        said += line
-    return process, found.group(1)
+def measured(url: str, folder: str, pairs: int, block_calls: int) -> tuple[dict, set]:
+    """The paired figure, and the outcomes the calls had, over two connections to `url`."""
+    follow = lambda link: httpx2.get(link, follow_redirects=True, timeout=30)  # noqa: E731 - the approving browser
+    mcp_nb.connect("oauth", url, auth=mcp_nb.OAuth(callback="loopback", open_browser=follow))
+    (kept,) = Path(folder, "oauth").glob("*.json")
+    token = json.loads(kept.read_text())["tokens"]["access_token"]
+    mcp_nb.connect("header", url, headers={"Authorization": f"Bearer {token}"})
+    eng = mcp_nb.engine()
+
+    def block(server: str):
+        async def run() -> float:
+            t0 = time.perf_counter()
+            for _ in range(block_calls):
+                await eng.prepare("tool", "whoami", {}, 30.0, server=server).run()
+            return (time.perf_counter() - t0) / block_calls
+
+        return run
+
+    async def measure() -> dict:
+        await block("header")()
+        await block("oauth")()  # warm-up pair, not kept
+        plain, authorized, ratios = await alternate(block("header"), block("oauth"), pairs, eng.history.clear)
+        return {"header_us": median(plain) * 1e6, "oauth_us": median(authorized) * 1e6, "ratio": median(ratios),
+                "ratio_p10_p90": p10_p90(ratios)}  # fmt: skip
+
+    result = eng.loop.run(measure())
+    return result, set(mcp_nb.history().to_frame()["outcome"])
 
 
 def main() -> None:
@@ -50,37 +68,11 @@ def main() -> None:
     args = parser.parse_args()
     folder = tempfile.mkdtemp(prefix="mcp_nb-bench-auth-")
     os.environ["MCP_NB_CONFIG_DIR"] = folder  # this run's tokens, not the user's
-    process, url = start()
-    try:
-        follow = lambda link: httpx2.get(link, follow_redirects=True, timeout=30)  # noqa: E731 - the approving browser
-        mcp_nb.connect("oauth", url, auth=mcp_nb.OAuth(callback="loopback", open_browser=follow))
-        (kept,) = Path(folder, "oauth").glob("*.json")
-        token = json.loads(kept.read_text())["tokens"]["access_token"]
-        mcp_nb.connect("header", url, headers={"Authorization": f"Bearer {token}"})
-        eng = mcp_nb.engine()
-
-        def block(server: str):
-            async def run() -> float:
-                t0 = time.perf_counter()
-                for _ in range(args.block):
-                    await eng.prepare("tool", "whoami", {}, 30.0, server=server).run()
-                return (time.perf_counter() - t0) / args.block
-
-            return run
-
-        async def measure() -> dict:
-            await block("header")()
-            await block("oauth")()  # warm-up pair, not kept
-            plain, authorized, ratios = await alternate(block("header"), block("oauth"), args.pairs, eng.history.clear)
-            return {"header_us": median(plain) * 1e6, "oauth_us": median(authorized) * 1e6, "ratio": median(ratios),
-                    "ratio_p10_p90": p10_p90(ratios)}  # fmt: skip
-
-        result = eng.loop.run(measure())
-        outcomes = set(mcp_nb.history().to_frame()["outcome"])
-    finally:
-        mcp_nb.reset()
-        process.terminate()
-        process.wait(10)
+    with protected_server() as (url, _):
+        try:
+            result, outcomes = measured(url, folder, args.pairs, args.block)
+        finally:
+            mcp_nb.reset()  # the sessions closed before the server stops
     assert outcomes <= {"result"}, outcomes
     ok = result["ratio"] <= TARGET
     low, high = result["ratio_p10_p90"]

@@ -2,12 +2,17 @@
 
 import contextlib
 import os
+import re
 import signal
+import subprocess
+import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+PROTECTED = ROOT / "notebooks" / "servers" / "protected.py"
 
 
 def wait_until(predicate, limit: float = 10.0) -> bool:
@@ -100,3 +105,31 @@ def served_at(process) -> tuple[str, str, str]:
     url = re.search(r"serving at (http://127\.0\.0\.1:\d+/mcp)", said).group(1)
     token = re.search(r"^token: (\S+)$", said, re.MULTILINE).group(1)
     return url, token, said
+
+
+@contextmanager
+def protected_server(*options: str):
+    """notebooks/servers/protected.py (an OAuth-protected MCP server) in a process of its own. Yields its /mcp URL and a dict whose "after" is, once the
+    server has stopped, what it wrote to stderr past its first line."""
+    process = subprocess.Popen(
+        [sys.executable, str(PROTECTED), *options], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    said = {"after": ""}
+    try:
+        line = process.stderr.readline()
+        found = re.fullmatch(r"protected MCP server at (http://127\.0\.0\.1:\d+/mcp)\n", line)
+        assert found, f"the protected server said {line!r} (exit {process.poll()})"
+        yield found.group(1), said
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(5)
+                raise
+        said["after"] = process.stderr.read()
+        process.stderr.close()
+    # Stopped by SIGTERM, it ends as a clean exit rather than killed by the signal.
+    assert process.returncode == 0, (process.returncode, said["after"])

@@ -6,18 +6,15 @@ is opened (a GET that follows the approval's redirect, or reads it and pastes it
 import os
 import re
 import stat
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import httpx2
 import pytest
 
 import mcp_nb
-import peers
+from helpers import PROTECTED as SERVER
+from helpers import protected_server
 
-SERVER = Path(__file__).resolve().parent.parent / "notebooks" / "servers" / "protected.py"
 
 
 @pytest.fixture
@@ -27,25 +24,11 @@ def config(tmp_path, monkeypatch):
     return tmp_path / "config"
 
 
-def start(*options: str):
-    process = subprocess.Popen(
-        [sys.executable, str(SERVER), *options], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    said = ""
-    while (found := re.search(r"protected MCP server at (http://\S+/mcp)", said)) is None:
-        line = process.stderr.readline()
-        if not line:
-            raise AssertionError(f"the protected server ended early: {said[-2000:]}")
-        said += line
-    return process, found.group(1)
-
-
 @pytest.fixture
 def protected():
-    process, url = start()
-    yield url
-    peers.stop(process)
-    process.stderr.close()
+    with protected_server() as (url, _):
+        yield url
+        mcp_nb.reset()  # the sessions closed before the server stops
 
 
 def approve(link: str) -> str:
@@ -160,16 +143,13 @@ def test_a_loopback_flow_returns_once_approved_and_its_listener_goes_with_the_co
 
 
 def test_an_expired_token_is_refreshed_and_the_log_says_so(config):
-    process, url = start("--token-seconds", "2")
-    try:
+    with protected_server("--token-seconds", "2") as (url, _):
         connection = mcp_nb.connect("notes", url, auth=mcp_nb.OAuth(callback="loopback", open_browser=follow))
         assert mcp_nb.call("whoami", server="notes").outcome == "result"
         time.sleep(3)
         assert mcp_nb.call("whoami", server="notes").outcome == "result"
         assert any(line.startswith("refresh:") for line in steps(connection)), steps(connection)
-    finally:
-        peers.stop(process)
-        process.stderr.close()
+        mcp_nb.reset()  # its session closed before the server stops
 
 
 def test_nobody_approving_fails_the_connect_in_one_line_naming_the_step(protected, config):

@@ -4,51 +4,18 @@ authorization code with PKCE, token, refresh, revocation) gets through to its to
 
 import asyncio
 import re
-import signal
-import subprocess
-import sys
 import time
-from contextlib import contextmanager
-from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import httpx2
+from helpers import protected_server
 
 import mcp
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
-SERVER = Path(__file__).resolve().parent.parent / "notebooks" / "servers" / "protected.py"
 REDIRECT = "http://127.0.0.1:9/callback"  # never listened on: the flow reads the redirect, it does not follow it
-
-
-@contextmanager
-def protected(*options: str):
-    """The server in a process of its own. Yields its /mcp URL and a dict whose "after" is, once the
-    server has stopped, what it wrote to stderr past its first line."""
-    process = subprocess.Popen(
-        [sys.executable, str(SERVER), *options], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    said = {"after": ""}
-    try:
-        line = process.stderr.readline()
-        found = re.fullmatch(r"protected MCP server at (http://127\.0\.0\.1:\d+/mcp)\n", line)
-        assert found, f"the protected server said {line!r} (exit {process.poll()})"
-        yield found.group(1), said
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
-                raise
-        said["after"] = process.stderr.read()
-        process.stderr.close()
-    # Stopped by SIGTERM, it ends as a clean exit rather than killed by the signal.
-    assert process.returncode == 0, (process.returncode, said["after"])
 
 
 class Memory:
@@ -110,7 +77,7 @@ async def calls(url: str, storage: Memory, *steps) -> list:
 
 
 def test_no_token_is_401_and_the_sdk_flow_reaches_whoami_until_revoked():
-    with protected() as (url, said):
+    with protected_server() as (url, said):
         refused = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, timeout=10)
         assert refused.status_code == 401
         challenge = refused.headers["www-authenticate"]
@@ -148,7 +115,7 @@ def test_no_token_is_401_and_the_sdk_flow_reaches_whoami_until_revoked():
 
 
 def test_an_expired_access_token_is_refreshed_and_rotated():
-    with protected("--token-seconds", "2", "--verbose") as (url, said):
+    with protected_server("--token-seconds", "2", "--verbose") as (url, said):
         storage = Memory()
         started = time.monotonic()
         landed, _, _, first, second = asyncio.run(calls(url, storage, ("whoami", {}), 3, ("whoami", {})))

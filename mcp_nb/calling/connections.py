@@ -562,6 +562,10 @@ class RemoteConnection(Connection):
         flow = self._flow
         return flow.link if flow is not None and flow.shown.is_set() else None
 
+    def answered_by(self, url: str) -> bool:
+        """Whether `url` answers the OAuth flow this connection waits on."""
+        return self._flow is not None and self._flow.answers(url)
+
     def complete_auth(self, url: str) -> None:
         """Hand the address the person landed on to the waiting flow (from any thread)."""
         flow = self._flow
@@ -764,7 +768,7 @@ class RemoteConnection(Connection):
         them reads them again. Only the handshake era has this notice: at 2026-07-28 a server
         asks for the roots whenever it needs them."""
         client, loop = self._client, self._session_loop
-        if client is None or loop is None or (getattr(client.session, "protocol_version", "") or "") >= "2026":
+        if client is None or loop is None or (self.protocol or "") >= "2026":
             return
         told = asyncio.run_coroutine_threadsafe(self._tell_roots_changed(client), loop)
         if not _on(loop):  # from the user's thread: the notice has left when this returns
@@ -781,14 +785,15 @@ class RemoteConnection(Connection):
             log.debug("telling %r its roots changed failed", self.name, exc_info=True)
 
     async def _message(self, message: Any) -> None:
-        # The server says what it offers changed: read it again (off the receive path).
-        method = getattr(getattr(message, "root", message), "method", "") or ""
+        message = getattr(message, "root", message)
+        method = getattr(message, "method", "") or ""
         if method == "notifications/resources/updated":
-            uri = str(getattr(getattr(getattr(message, "root", message), "params", None), "uri", ""))
+            uri = str(getattr(getattr(message, "params", None), "uri", ""))
             for watch in list(self.watches):
                 if watch.uri == uri:
                     watch.updated()
             return
+        # The server says what it offers changed: read it again (off the receive path).
         if method.endswith("/list_changed") and self._client is not None:
             asyncio.get_running_loop().create_task(self._relist_quietly())
 

@@ -246,12 +246,7 @@ class Engine:
             raise RuntimeError(CLOSED)
         name = connection.name
         self.loop.run(connection.open(seconds))
-        if any(entry.output_schema for entry in connection.entries()):
-            # The SDK checks a structured result against its tool's output schema with jsonschema,
-            # which it imports at the first one: on mcp_nb's loop, inside that call's deadline
-            # (about a second in a Jupyter environment), so a fast answer was recorded as a
-            # timeout. Imported here instead, on the thread that connects, before any call.
-            import jsonschema  # noqa: F401
+        _ready_to_check(connection)
         old = self.connections.get(name)
         self.connections[name] = connection
         if old is not None:
@@ -268,23 +263,16 @@ class Engine:
                 del self.connections[connection.name]
                 self._connections_changed()
             raise
-        if any(entry.output_schema for entry in connection.entries()):
-            import jsonschema  # noqa: F401 - as in `open`: imported before any call, not inside one's deadline
+        _ready_to_check(connection)
         self._connections_changed()
         return connection
 
     def authorizing(self, url: str) -> RemoteConnection:
         """The connection whose OAuth flow the address `url` (where the person landed) answers."""
-        from urllib.parse import parse_qs, urlsplit
-
-        try:
-            state = (parse_qs(urlsplit(str(url).strip()).query).get("state") or [None])[0]
-        except ValueError:
-            state = None
         waiting = [c for c in self.connections.values() if isinstance(c, RemoteConnection) and c.authorization_link]
         if not waiting:
             raise BadValue("no connection is waiting for an authorization (mcp_nb.connect(..., auth=mcp_nb.OAuth()) starts one)")
-        matching = [c for c in waiting if c._flow is not None and c._flow.state == state]
+        matching = [c for c in waiting if c.answered_by(url)]
         if not matching:
             names = ", ".join(repr(c.name) for c in waiting)
             raise BadValue(f"that address answers none of the authorizations waiting ({names}): paste the whole address the browser landed on after approving")
@@ -443,6 +431,15 @@ async def _best_effort(step: Callable[[], Awaitable[Any]], what: str) -> None:
         log.debug("closing mcp_nb's engine: %s was cancelled", what)
     except Exception:
         log.debug("closing mcp_nb's engine: %s failed", what, exc_info=True)
+
+
+def _ready_to_check(connection: Connection) -> None:
+    """The SDK checks a structured result against its tool's output schema with jsonschema,
+    which it imports at the first one: on mcp_nb's loop, inside that call's deadline (about a
+    second in a Jupyter environment), so a fast answer was recorded as a timeout. Imported
+    here instead, on the thread that connects, before any call."""
+    if any(entry.output_schema for entry in connection.entries()):
+        import jsonschema  # noqa: F401 - loaded on first use: only a server with output schemas needs it
 
 
 def check_server_name(name: object) -> None:

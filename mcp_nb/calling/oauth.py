@@ -253,14 +253,20 @@ class Flow:
         self.said("authorization: the person approved; the code came back")
         return AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
 
+    def answers(self, url: str) -> bool:
+        """Whether `url` (where the person landed) carries this flow's state."""
+        try:
+            return self.state is not None and _query(url).get("state") == self.state
+        except BadValue:
+            return False
+
     def complete(self, url: str) -> None:
         """The address the person landed on (paste flow), handed to the waiting flow. On the loop."""
-        query = _query(url)
         if self._answer is None or self._answer.done():
             raise BadValue("no authorization is waiting for an answer on this connection")
-        if query.get("state") != self.state:
+        if not self.answers(url):
             raise BadValue("that address belongs to another authorization (its state does not match this one's)")
-        self._answer.set_result(query)
+        self._answer.set_result(_query(url))
 
     async def _redirected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """The loopback listener: one GET with this flow's state is the answer; anything else is refused."""

@@ -35,7 +35,7 @@ class Watch:
         self.era: str | None = None
         self._task: asyncio.Task | None = None
         self._listeners: list[Callable[[Watch], None]] = []
-        self._pending = 0
+        self._reads: set[asyncio.Task] = set()  # the reads its updates started, still running
 
     # -- on mcp_nb's loop ------------------------------------------------------------------
 
@@ -72,8 +72,9 @@ class Watch:
         """The server says the resource changed: read it (on the loop)."""
         if self.state != "watching":
             return
-        self._pending += 1
-        asyncio.get_running_loop().create_task(self._read())
+        read = asyncio.get_running_loop().create_task(self._read())
+        self._reads.add(read)  # held until done: the loop keeps only a weak reference to a task
+        read.add_done_callback(self._reads.discard)
 
     async def _read(self) -> None:
         try:
@@ -81,8 +82,6 @@ class Watch:
         except Exception:  # noqa: BLE001 - a read that cannot even start is said, and the watch goes on
             log.exception("reading %s after its update failed", self.uri)
             return
-        finally:
-            self._pending -= 1
         self.updates.append(outcome)
         for listener in list(self._listeners):
             try:

@@ -425,8 +425,7 @@ def complete_auth(url: str, *, timeout: float | None = None):
     if not isinstance(url, str) or not url.strip():
         raise BadValue("complete_auth takes the address the browser landed on after approving, as text")
     eng = engine()
-    connection = eng.authorizing(url)
-    connection.complete_auth(url)
+    connection = eng.hand_back(url)
     return eng.authorized(connection, settings.timeout if timeout is None else check_timeout(timeout, "the connect timeout"))
 
 

@@ -267,6 +267,13 @@ class Engine:
         self._connections_changed()
         return connection
 
+    def hand_back(self, url: str) -> RemoteConnection:
+        """Give the address the person landed on (`url`) to the OAuth flow it answers; returns that
+        connection, which `authorized` then waits for. Bad input raises, and nothing changes."""
+        connection = self.authorizing(url)
+        connection.complete_auth(url)
+        return connection
+
     def authorizing(self, url: str) -> RemoteConnection:
         """The connection whose OAuth flow the address `url` (where the person landed) answers."""
         waiting = [c for c in self.connections.values() if isinstance(c, RemoteConnection) and c.authorization_link]

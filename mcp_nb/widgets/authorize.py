@@ -63,8 +63,7 @@ class AuthorizationBox:
             self._say("paste the whole address the browser landed on after approving", error=True)
             return
         try:
-            connection = self.engine.authorizing(url)
-            connection.complete_auth(url)
+            connection = self.engine.hand_back(url)
         except Mistake as err:
             self._say(str(err), error=True)
             return

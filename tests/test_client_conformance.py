@@ -54,13 +54,25 @@ def run(leg: str, results: str):
 
 
 def last_lines(results: str) -> dict[str, str]:
-    """Each scenario's client program's last line of output, by scenario name."""
+    """Each scenario's client program's last line of output, by scenario name (a scenario run
+    again alone, under `alone/`, by that run)."""
     said = {}
-    for stdout in Path(results).rglob("stdout.txt"):
-        scenario = re.sub(r"-\d{4}-\d\d-\d\dT[\d-]+Z$", "", str(stdout.parent.relative_to(results)))  # less its run's time
+    for stdout in sorted(Path(results).rglob("stdout.txt"), key=lambda path: "alone" in path.parts):
+        where = stdout.parent.relative_to(results)
+        where = where.relative_to("alone") if where.parts[0] == "alone" else where
+        scenario = re.sub(r"-\d{4}-\d\d-\d\dT[\d-]+Z$", "", str(where))  # less its run's time
         lines = stdout.read_text(errors="replace").strip().splitlines()
         said[scenario] = next((line for line in reversed(lines) if line.startswith("mcp_nb-client:")), "(nothing said)")
     return said
+
+
+def alone(leg: str, scenario: str, results: str):
+    """One scenario run by itself (`--scenario`), judged directly."""
+    where = [] if leg == "extensions" else ["--spec-version", leg]
+    return peers.conformance(
+        "client", "--command", f"{sys.executable} {CLIENT}", "--scenario", scenario, *where, "--timeout", "60000",
+        "-o", results, timeout=300,
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("leg", LEGS)
@@ -69,10 +81,23 @@ def test_every_client_scenario_passes(leg):
     with tempfile.TemporaryDirectory() as results:
         done = run(leg, results)
         summary = done.stdout.split("SUMMARY ===")[-1]
-        assert done.returncode == 0, f"the client suite failed at {leg}:\n{summary[-6000:]}\n{done.stderr[-3000:]}"
         ran = set(re.findall(r"^[✓✗] (\S+):", summary, flags=re.MULTILINE))
         assert ran == listed(leg), f"scenarios not run at {leg}: {listed(leg) - ran}"
         passed = set(re.findall(r"^✓ (\S+):", summary, flags=re.MULTILINE))
+        if done.returncode != 0:
+            # The suite runs its scenarios all at once, on a machine the other tests load too:
+            # one that measures time (`sse-retry` judges a reconnection late by 200 ms as a
+            # warning) can miss by contention alone. Each unexpected failure runs again by itself,
+            # as the SDK's own CI does: a real failure fails again, and fails this test.
+            listing = re.sub(r"\x1b\[[0-9;]*m", "", summary).split("Unexpected failures (not in baseline):")
+            assert len(listing) == 2 and "Stale baseline" not in summary, f"the client suite failed at {leg}:\n{summary[-6000:]}\n{done.stderr[-3000:]}"
+            again = re.findall(r"^\s+✗ (\S+)$", listing[1].split("\n\n")[0], flags=re.MULTILINE)
+            assert again, f"the client suite failed at {leg}:\n{summary[-6000:]}\n{done.stderr[-3000:]}"
+            for scenario in again:
+                solo = alone(leg, scenario, str(Path(results) / "alone"))
+                assert solo.returncode == 0, f"{scenario} fails at {leg} run alone too:\n{solo.stdout[-4000:]}\n{solo.stderr[-2000:]}"
+                print(f"{scenario} at {leg}: failed among the others, passed alone")
+            passed |= set(again)
         said = last_lines(results)
     crashed = {name: said.get(name, "(no output)") for name in passed if said.get(name) != "mcp_nb-client: ok"}
     expected = {name: reason for name, reason in CLIENT_FAILS.items() if name in passed}

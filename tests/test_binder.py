@@ -114,7 +114,7 @@ def test_the_kernel_runs_in_the_binder_environment(binder_env):
 
 def test_notebooks_are_found():
     # The primer sorts first (its "0-" prefix is no notebook number: docs/rules.md names cells
-    # by two digits), then the quickstart.
+    # by two digits, and a letter for a notebook split in two, as 01b), then the quickstart.
     assert [nb.name for nb in NOTEBOOKS][:2] == ["0-primer.ipynb", "00-quickstart.ipynb"]
 
 

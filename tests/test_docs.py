@@ -48,7 +48,9 @@ def test_every_notebook_is_rendered_with_its_stored_outputs(site):
         assert "cell_output" in html, f"{notebook.name} is rendered without outputs"
     tool_errors = page(site, "notebooks/01-tool-errors.html")
     assert 'class="mcp-nb-outcome"' in tool_errors  # the Outcome cards, as stored
-    assert "all 14 calls are as described" in tool_errors
+    assert "all 10 calls are as described" in tool_errors
+    choosing = page(site, "notebooks/01b-choosing-the-error.html")
+    assert 'class="mcp-nb-outcome"' in choosing and "all 8 calls are as described" in choosing
     analytics = page(site, "notebooks/06-analytics.html")
     assert re.search(r'<img [^>]*src="\.\./_images/[^"]+\.png"', analytics), "the plots are missing"
 

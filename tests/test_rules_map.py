@@ -1,6 +1,7 @@
 """docs/rules.md against the notebooks: every rule of both guides is shown in a cell and checked by an assert.
 
-The map names cells as `NN:id` (the notebook's number, the cell's id). A check is an assert under a
+The map names cells as `NN:id` (the notebook's number, the cell's id; a notebook split in two
+has a letter after its number, `01b`). A check is an assert under a
 comment carrying the rule's tag (`# [C07]`), in a cell the map names. nbval runs the asserts; this
 test makes sure the map and the notebooks point at each other, and that every tagged block asserts
 something the notebook's run produced, not only constants it wrote itself (see `Observations`).
@@ -20,10 +21,10 @@ from IPython.core.inputtransformer2 import TransformerManager
 
 ROOT = Path(__file__).resolve().parent.parent
 MAP = ROOT / "docs" / "rules.md"
-NOTEBOOKS = {path.name[:2]: path for path in sorted((ROOT / "notebooks").glob("*.ipynb"))}
+NOTEBOOKS = {path.name.split("-", 1)[0]: path for path in sorted((ROOT / "notebooks").glob("*.ipynb"))}  # "01", "01b", ...
 
 ROW = re.compile(r"^\| (?P<rule>[CP]\d\d) \| (?P<says>[^|]+) \| (?P<differs>[^|]+) \| (?P<shown>[^|]+) \| (?P<checked>[^|]+) \|$")
-CELL = re.compile(r"`(\d\d):([A-Za-z0-9_-]+)`")
+CELL = re.compile(r"`(\d\d[a-z]?):([A-Za-z0-9_-]+)`")
 TAG = re.compile(r"\[([CP]\d\d)\]")
 
 
@@ -211,6 +212,12 @@ class Observations:
 
 
 MAPPED = rules()
+
+
+def test_every_notebook_has_a_number_of_its_own():
+    # The map names a notebook by what comes before the first "-" of its file's name: two notebooks
+    # with the same number would make one of them unreachable from the map.
+    assert len(NOTEBOOKS) == len(list((ROOT / "notebooks").glob("*.ipynb")))
 
 
 def test_the_map_has_every_rule_of_both_guides_once_in_order():

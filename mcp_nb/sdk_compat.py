@@ -221,6 +221,39 @@ def replace_result_check(session: Any, make: Callable[[Callable[..., Any]], Call
     session.validate_tool_result = make(session.validate_tool_result)
 
 
+def lighten_tool_calls(session: Any, reaches_request: Callable[[str], bool], dropped: tuple[str, ...]) -> None:
+    """Send this session's `tools/call` requests to a tool that cannot reach its request without
+    the client capabilities `dropped`.
+
+    At 2026-07-28 a request carries the client's capabilities in its `_meta`, and the server
+    rebuilds them as pydantic models for every request; an elicitation capability alone costs
+    about 2 % of a trivial call. A handler that cannot reach its request (`reaches_request(name)`
+    is False) can use none of them. The SDK stamps every request with one dict (`_stamp`, set
+    when the session adopts its era): the stamp is wrapped, the lighter dict made once."""
+    from mcp_types import CLIENT_CAPABILITIES_META_KEY as key
+
+    stamp = session._stamp
+    lighter: dict[int, dict[str, Any]] = {}
+
+    def stamped(data: dict[str, Any], opts: Any) -> None:
+        stamp(data, opts)
+        if data["method"] != "tools/call":
+            return
+        params = data["params"]
+        name = params.get("name")
+        if not isinstance(name, str) or reaches_request(name):
+            return
+        meta = params.get("_meta")
+        full = meta.get(key) if isinstance(meta, dict) else None
+        if isinstance(full, dict):
+            light = lighter.get(id(full))
+            if light is None:
+                light = lighter[id(full)] = {k: v for k, v in full.items() if k not in dropped}
+            meta[key] = light
+
+    session._stamp = stamped
+
+
 # -- what serving the kernel to outside clients reaches -------------------------------------------
 
 
@@ -253,6 +286,19 @@ def context_parameter(fn: Callable[..., Any]) -> str | None:
     from mcp.server.mcpserver.utilities.context_injection import find_context_parameter
 
     return find_context_parameter(fn)
+
+
+def uses_resolvers(fn: Callable[..., Any]) -> bool:
+    """Whether a parameter of `fn` is filled by a resolver (`Annotated[T, Resolve(...)]`): a
+    resolver may take the request's Context, and ask the client a question, for a completion or
+    for its roots, so a handler with one reaches its request even without a Context parameter.
+    A signature the SDK cannot read counts as one that may."""
+    from mcp.server.mcpserver.resolve import find_resolved_parameters
+
+    try:
+        return bool(find_resolved_parameters(fn))
+    except Exception:  # noqa: BLE001 - the SDK refuses it at registration; assume the worst meanwhile
+        return True
 
 
 async def send_context_log(ctx: Any, level: Any, data: Any, logger: str | None) -> None:
@@ -350,6 +396,12 @@ def problems() -> list[str]:
         found.append("ClientSession.validate_tool_result is gone (mcp_nb checks structured results first)")
     if "_tool_output_schemas" not in ClientSession.__init__.__code__.co_names:
         found.append("ClientSession._tool_output_schemas is gone (the output schemas mcp_nb checks against)")
+    if "_stamp" not in ClientSession.__init__.__code__.co_names:
+        found.append("ClientSession._stamp is gone (mcp_nb sends lighter capabilities to tools that cannot use them)")
+    try:
+        from mcp_types import CLIENT_CAPABILITIES_META_KEY  # noqa: F401
+    except ImportError:
+        found.append("mcp_types.CLIENT_CAPABILITIES_META_KEY is gone (where a request carries the client's capabilities)")
     from mcp.server.session import ServerSession
 
     for attribute in ("_connection", "_allowed_log_levels"):

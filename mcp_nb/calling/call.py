@@ -36,7 +36,8 @@ from mcp_nb.calling.deadline import EXPIRED, WHEN
 from mcp_nb.calling.retry import with_retries
 from mcp_nb.calling.sampling import Sampler, Sampling
 from mcp_nb.calling.sent import sent_arguments
-from mcp_nb.elicitation import Answerer, Ask, Elicitation, elicit
+from mcp_nb.config import settings
+from mcp_nb.elicitation import Answerer, Ask, Elicitation, answerer, elicit
 from mcp_nb.records import classify
 from mcp_nb.records.outcome import REQUEST_CANCELLED, REQUEST_TIMEOUT, Outcome, OutcomeDraft, seal
 from mcp_nb.records.trace import CURRENT_TRACE, ServerTrace
@@ -65,6 +66,7 @@ HELD_LATE = " (the answer came after the deadline: mcp_nb's event loop was held)
 # What a coroutine must never swallow: it is being closed (GeneratorExit), or the process is
 # being stopped. Anything else escaping the SDK is a failure of the call, recorded.
 _NOT_SWALLOWED = (GeneratorExit,)
+_NO_CHILDREN: list = []  # shared by every Call that started none; never appended to (`adopt` makes a new list)
 
 
 class CallDepthError(RuntimeError):
@@ -106,8 +108,11 @@ class CallRecord:
         self.max_timeout: float | None = None  # ...never past this many seconds after the request was sent
         self.resets = 0  # how many times the current attempt's deadline was restarted
         self._by_ceiling = False  # the deadline in force is max_timeout, not the last progress + timeout
-        self.elicitations: list[Elicitation] = []  # the questions the server asked during this attempt
-        self.samplings: list[Sampling] = []  # the completions it asked of the client's model
+        # The questions the server asked during this attempt, and the completions it asked of the
+        # client's model: tuples, grown on the rare attempt that has any, so a plain call
+        # allocates nothing here for the cycle collector to count.
+        self.elicitations: tuple[Elicitation, ...] = ()
+        self.samplings: tuple[Sampling, ...] = ()
 
     def observes(self, target: str, key: str) -> bool:
         """Whether mcp_nb's probe watches the handler this call reaches."""
@@ -142,8 +147,7 @@ class CallRecord:
             message=message, data=data, started=self.started or time.time(), duration_ms=duration_ms,
             timeout_s=self.timeout, trace=self.trace, observed=observed, attempt=self.attempt or 1,
             backoff_s=self.backoff, server=self.server_name(), via=self.via, client=self.client,
-            elicitations=tuple(self.elicitations) if self.elicitations else (), deadline_resets=self.resets,
-            samplings=tuple(self.samplings) if self.samplings else (), protocol=self.protocol(),
+            elicitations=self.elicitations, deadline_resets=self.resets, samplings=self.samplings, protocol=self.protocol(),
             max_timeout_s=self.max_timeout, retry=None if self.rule is None else self.rule.as_dict(), media=media,
         ))
 
@@ -236,7 +240,7 @@ class Call(CallRecord):
     __slots__ = (
         "rule", "parent", "depth", "engine", "connection", "task", "outcome", "expected_by",
         "_future", "_lock", "_settled", "_ended", "_cancel_asked", "_begun", "_phase", "children", "_entry", "_ceiling",
-        "progress_listener", "answerers", "ask", "via",
+        "progress_listener", "elicit", "answerers", "ask", "via",
     )  # fmt: skip
 
     def __init__(
@@ -251,15 +255,17 @@ class Call(CallRecord):
         connection: Any = None,
         reset_on_progress: bool = False,
         max_timeout: float | None = None,
-        answerers: tuple[Answerer | None, ...] = (),
+        elicit: Any = None,
     ) -> None:
         super().__init__(target, name, sent_arguments(arguments), timeout)
         if reset_on_progress:
             self.reset_on_progress = True
             self.max_timeout = max_timeout if max_timeout is not None else timeout * DEFAULT_CEILING
         # Who answers the server's questions: the call's own elicit=, then the configured
-        # default; `ask` (set by a face that can show a form) when neither is given.
-        self.answerers = answerers
+        # default; `ask` (set by a face that can show a form) when neither is given. Made at the
+        # first question (`elicited`): most calls are asked none.
+        self.elicit = elicit
+        self.answerers: tuple[Answerer | None, ...] | None = None
         self.ask: Ask | None = None
         self.via = "kernel"  # a replay marks its calls "replay"
         self.engine = engine  # the loop, the deadlines, the history, the calls in flight
@@ -279,7 +285,7 @@ class Call(CallRecord):
         self._cancel_asked = False
         self._begun = False  # its task was made (on the loop's thread only)
         self._phase = "new"  # "attempt" while one runs, "waiting" once recorded, "recorded" when it raised
-        self.children: list[Call] = []
+        self.children: list[Call] = _NO_CHILDREN  # a list of its own once it starts one (`adopt`)
         self._entry: list | None = None  # the deadline in force for the attempt in flight
         self._ceiling = math.inf  # loop time past which no progress moves that deadline
         # Called on mcp_nb's loop with each progress event (a panel hands it to the kernel's thread).
@@ -312,8 +318,7 @@ class Call(CallRecord):
                     f"so the {child.target} {child.name!r} it would start now is refused: a handler that outlives "
                     "its call cannot start new calls"
                 )
-            self.children = [c for c in self.children if not c._ended]
-            self.children.append(child)
+            self.children = [*(c for c in self.children if not c._ended), child]
 
     def chain(self) -> list[str]:
         """The names from the outermost call down to this one."""
@@ -370,8 +375,8 @@ class Call(CallRecord):
         self.attempt, self.backoff = number, backoff
         self.t0 = None
         self.trace = None
-        self.elicitations = []
-        self.samplings = []
+        self.elicitations = ()
+        self.samplings = ()
         self.resets, self._by_ceiling = 0, False
         self.expected_by = time.perf_counter() + self.timeout + GRACE_S
         self._phase = "attempt"
@@ -463,14 +468,14 @@ class Call(CallRecord):
         t0 = time.perf_counter()
         try:
             async with self._clock_stopped():
+                if self.answerers is None:  # the first question of the call: its answerers, kept for every attempt
+                    self.answerers = (answerer(self.elicit, "elicit"), answerer(settings.elicit, "default"))
                 asked = await elicit(self.answerers, self.ask, message, schema, url)
         except asyncio.CancelledError:
             waited = (time.perf_counter() - t0) * 1000.0
-            self.elicitations.append(
-                Elicitation(message, schema, url, "cancel", None, "none", CANCELLED_WAITING, waited)
-            )
+            self.elicitations += (Elicitation(message, schema, url, "cancel", None, "none", CANCELLED_WAITING, waited),)
             raise
-        self.elicitations.append(asked)
+        self.elicitations += (asked,)
         return asked
 
     async def sampled(self, sampler: Sampler, params: Any) -> Sampling:
@@ -479,7 +484,7 @@ class Call(CallRecord):
         the server's, and may take its time."""
         async with self._clock_stopped():
             sampled = await sampler.answer(params)
-        self.samplings.append(sampled)
+        self.samplings += (sampled,)
         return sampled
 
     @contextlib.asynccontextmanager
@@ -503,7 +508,7 @@ class Call(CallRecord):
         the deadline restarted when the call resets on progress."""
         if self.target != "tool":
             return None  # the SDK's Client takes a progress callback for tools/call only
-        if not self.connection.reports_progress(self.name):
+        if not self.connection.reaches_request(self.name):
             # A kernel tool without a Context parameter can send no progress: none is asked for
             # (the SDK's progress plumbing for a callback costs 1.5 % of a trivial call).
             return None
@@ -594,7 +599,7 @@ class Call(CallRecord):
             self._ended = True
             children = self.children
             if children:
-                self.children = []
+                self.children = _NO_CHILDREN
         for child in children:  # a call that ends takes the calls it started with it
             if not child._ended:
                 child.cancel()

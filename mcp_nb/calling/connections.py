@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 import httpx2
 from mcp import Client, MCPError
 from mcp_types import METHOD_NOT_FOUND
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from mcp_nb import sdk_compat
@@ -291,8 +292,9 @@ class Connection:
         """Whether mcp_nb's probe watches the handler a call reaches (only in the kernel)."""
         return False
 
-    def reports_progress(self, name: str) -> bool:
-        """Whether tool `name` may send progress (an outside server's always may)."""
+    def reaches_request(self, name: str) -> bool:
+        """Whether tool `name` may reach its request: send progress, ask questions (an outside
+        server's always may)."""
         return True
 
     def reached(self, target: str, key: str) -> tuple[Registration, dict[str, Any] | None] | None:
@@ -365,6 +367,12 @@ class KernelConnection(Connection):
     def _client_for(self) -> Client:
         return Client(self.server, cache=None, elicitation_callback=self._elicited)
 
+    async def _opened(self, client: Client) -> None:
+        if self.protocol in MODERN_PROTOCOL_VERSIONS:
+            # Each request carries the client's capabilities at 2026-07-28: a tool that cannot
+            # reach its request cannot ask a question, so its calls go without the elicitation one.
+            sdk_compat.lighten_tool_calls(client.session, self.registry.reaches_request, ("elicitation",))
+
     async def ready(self) -> Client:
         """The open session, with the tools of the registry's current version listed."""
         client = self._client or await self._open()
@@ -399,8 +407,8 @@ class KernelConnection(Connection):
     def observes(self, target: str, key: str) -> bool:
         return self.registry.observes(target, key)
 
-    def reports_progress(self, name: str) -> bool:
-        return self.registry.reports_progress(name)
+    def reaches_request(self, name: str) -> bool:
+        return self.registry.reaches_request(name)
 
     def reached(self, target: str, key: str) -> tuple[Registration, dict[str, Any] | None] | None:
         return self.registry.reached(target, key)

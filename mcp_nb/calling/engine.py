@@ -30,7 +30,7 @@ from mcp_nb.calling.deadline import Deadlines
 from mcp_nb.calling.loop import BLOCKS_OWN_LOOP, LoopThread
 from mcp_nb.calling.retry import Retry, check_idempotent, policy
 from mcp_nb.config import check_timeout, settings
-from mcp_nb.elicitation import answerer, check_elicit
+from mcp_nb.elicitation import check_elicit
 from mcp_nb.records.history import History
 from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.trace import CURRENT_TRACE
@@ -140,8 +140,7 @@ class Engine:
                 "(a tool calling itself through mcp_nb needs a base case; raise the limit with "
                 "mcp_nb.configure(max_depth=N))"
             )
-        answerers = (answerer(elicit, "elicit"), answerer(settings.elicit, "default"))
-        return Call(self, target, name, arguments, seconds, rule, parent, connection, reset_on_progress, ceiling, answerers)
+        return Call(self, target, name, arguments, seconds, rule, parent, connection, reset_on_progress, ceiling, elicit)
 
     def run(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, watch=None, **limits):
         """Make a call and block this thread for its Outcome (the sync face).

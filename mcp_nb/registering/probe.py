@@ -14,6 +14,7 @@ import inspect
 import time
 from typing import Any, Callable
 
+from mcp_nb import sdk_compat
 from mcp_nb.records.trace import CURRENT_TRACE, ServerTrace
 from mcp_nb.registering.context import context_parameter, filed
 from mcp_nb.registering.faults import raise_fault
@@ -109,6 +110,8 @@ def probe(
     # A handler's log messages through its Context are filed under its call (context.py).
     ctx_name = context_parameter(fn)
     handler = label or fn.__name__
+    # What a call to it may need of its request: progress, questions, completions (`Registry.reaches_request`).
+    reaches = ctx_name is not None or sdk_compat.uses_resolvers(fn)
 
     if inspect.iscoroutinefunction(fn):
 
@@ -136,7 +139,7 @@ def probe(
             return value
 
         probed_async.__mcp_nb_probe__ = True  # type: ignore[attr-defined]
-        probed_async.__mcp_nb_context__ = ctx_name is not None  # type: ignore[attr-defined]
+        probed_async.__mcp_nb_reaches__ = reaches  # type: ignore[attr-defined]
         return probed_async
 
     @functools.wraps(fn)
@@ -164,7 +167,7 @@ def probe(
         return value
 
     probed.__mcp_nb_probe__ = True  # type: ignore[attr-defined]
-    probed.__mcp_nb_context__ = ctx_name is not None  # type: ignore[attr-defined]
+    probed.__mcp_nb_reaches__ = reaches  # type: ignore[attr-defined]
     return probed
 
 

@@ -335,12 +335,13 @@ class Registry:
 
     # -- for the engine -------------------------------------------------------------------------
 
-    def reports_progress(self, name: str) -> bool:
-        """Whether tool `name` can send progress: a handler mcp_nb wrapped can only through a
-        Context parameter (the SDK has no other way to reach the request); any other handler,
-        or a name not registered, may."""
+    def reaches_request(self, name: str) -> bool:
+        """Whether tool `name` can reach its request (send progress, ask the client a question,
+        ask for a completion, log through it): a handler mcp_nb wrapped can only through a Context
+        parameter or a resolver (the SDK has no other way to reach the request); any other
+        handler, or a name not registered, may."""
         fn = sdk_compat.handler_of(self._tools.get(name))
-        return not _probed(fn) or getattr(fn, "__mcp_nb_context__", True)
+        return not _probed(fn) or getattr(fn, "__mcp_nb_reaches__", True)
 
     def observes(self, target: str, key: str) -> bool:
         """Whether the handler a call to `key` reaches is one mcp_nb wrapped in its probe."""

@@ -78,7 +78,7 @@ CAUSE_DOC = CauseDoc({
     "invalid_arguments": "the arguments did not match the input schema (the function never ran)",
     "unknown_tool": "no tool of that name is registered",
     "returned": "the tool returned a result flagged isError itself",
-    "mcp_error": "the handler raised MCPError: code, message and data reach the host unchanged",
+    "mcp_error": "the handler (or the server's middleware) raised MCPError: code, message and data reach the host unchanged",
     "not_found": "ResourceNotFoundError, an unknown URI, or an unknown prompt",
     "resource_error": "the resource handler raised ResourceError",
     "client_error": "the client failed to finish the request (for example a result it could not validate)",

@@ -462,6 +462,49 @@ def test_reset_stops_serving_and_a_call_in_flight_is_recorded_as_cancelled(caplo
     caller.join(30)
 
 
+def test_stopping_answers_a_2026_request_in_flight_and_records_its_call_as_cancelled():
+    # A 2026-07-28 call is one request, outside any session the SDK would end: the door ends it,
+    # and its client is answered (503: nothing was begun) instead of being left hanging.
+    import http.client
+    from urllib.parse import urlsplit
+
+    started = threading.Event()
+
+    @mcp_nb.tool()
+    async def slow() -> str:
+        started.set()
+        await asyncio.sleep(30)
+        return "late"
+
+    handle = mcp_nb.serve()
+    where = urlsplit(handle.url)
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}}  # fmt: skip
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "slow", "arguments": {}, "_meta": meta}}
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Authorization": f"Bearer {handle.token}",
+               "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "slow"}  # fmt: skip
+    got = {}
+
+    def post():
+        connection = http.client.HTTPConnection(where.hostname, where.port, timeout=30)
+        connection.request("POST", where.path, json.dumps(body).encode(), headers)
+        response = connection.getresponse()
+        got["status"], got["text"] = response.status, response.read().decode()
+        connection.close()
+
+    caller = threading.Thread(target=post, daemon=True)
+    caller.start()
+    assert started.wait(10)
+    begun = time.monotonic()
+    handle.stop()
+    caller.join(10)
+    assert time.monotonic() - begun < 10
+    assert got == {"status": 503, "text": "Serving stopped"}, got
+    (row,) = mcp_nb.history().to_frame().itertuples()
+    assert (row.outcome, row.cause, row.via) == ("timeout", "cancelled", "http")
+    assert "serving was stopped" in row.message
+
+
 def test_the_kernel_stays_free_while_an_outside_call_runs():
     started, release = threading.Event(), threading.Event()
 

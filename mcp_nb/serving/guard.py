@@ -20,12 +20,12 @@ call is recorded as cancelled and nothing is left running.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import threading
 from collections import Counter
 from typing import Callable
 
-import anyio
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -70,7 +70,11 @@ class Guard:
         self.refusals = refusals
         self.answered = answered  # called after every response has left (the history settles then)
         self._token = policy.token.encode() if policy.token is not None else None
-        self._in_flight: set[anyio.CancelScope] = set()  # the requests let in and still running
+        # The requests let in and still running: each one's task (uvicorn runs a request in a task
+        # of its own), and whether `end_requests` has cancelled it. A task, not an anyio cancel
+        # scope: a scope's entry and exit cost as much as every check of this door together, on
+        # every request, for the one moment serving stops.
+        self._in_flight: dict[asyncio.Task, bool] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # uvicorn runs with no lifespan and no WebSocket: nothing else comes
@@ -84,18 +88,11 @@ class Guard:
 
     def refusal(self, headers: list[tuple[bytes, bytes]]) -> str | None:
         """Why a request with these (raw ASGI) headers is refused, or None."""
-        # One pass over the raw headers (names come lowercased); the first of a repeated
-        # header counts, as for the SDK's check behind this door.
-        host = origin = authorization = length = None
-        for name, value in headers:
-            if name == b"host":
-                host = value if host is None else host
-            elif name == b"origin":
-                origin = value if origin is None else origin
-            elif name == b"authorization":
-                authorization = value if authorization is None else authorization
-            elif name == b"content-length":
-                length = value if length is None else length
+        # Names come lowercased. The first of a repeated header counts, as for the SDK's check
+        # behind this door: read backwards into a dict, the first one is written last.
+        first = dict(reversed(headers))
+        host, origin = first.get(b"host"), first.get(b"origin")
+        authorization, length = first.get(b"authorization"), first.get(b"content-length")
         # Exact matches, as the SDK makes them.
         if host is None or host.decode("latin-1") not in self.policy.hosts:
             return "host"
@@ -122,8 +119,9 @@ class Guard:
 
     def end_requests(self) -> None:
         """End every request still running (on the loop, when serving stops)."""
-        for running in list(self._in_flight):
-            running.cancel()
+        for task in list(self._in_flight):
+            self._in_flight[task] = True
+            task.cancel()
 
     async def _admitted(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = finished = False
@@ -142,14 +140,25 @@ class Guard:
                 return
             await send(message)
 
-        with anyio.CancelScope() as running:
-            self._in_flight.add(running)
-            try:
-                await self.app(scope, receive, watch)
-            finally:
-                self._in_flight.discard(running)
-        if running.cancelled_caught:  # ended by end_requests(): answer, or close what was begun
-            if not started:
-                await Response("Serving stopped", status_code=503, media_type="text/plain")(scope, receive, send)
-            elif not finished:
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        task = asyncio.current_task()
+        in_flight = self._in_flight
+        in_flight[task] = False
+        try:
+            await self.app(scope, receive, watch)
+            ended = in_flight.pop(task)
+            if ended:  # cancelled by end_requests(), but the app answered anyway: the count stays even
+                task.uncancel()
+            return
+        except asyncio.CancelledError:
+            # The task is suspended inside the app whenever end_requests() runs (nothing here
+            # awaits outside it), so the cancellation is always delivered in there.
+            if not in_flight.pop(task, False) or task.uncancel() > 0:
+                raise  # not ours, or somebody else's too (uvicorn's own shutdown)
+        except BaseException:
+            in_flight.pop(task, None)
+            raise
+        # Ended by end_requests(): answer, or close what was begun.
+        if not started:
+            await Response("Serving stopped", status_code=503, media_type="text/plain")(scope, receive, send)
+        elif not finished:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -129,11 +129,14 @@ def _text_of(blocks: Any) -> str | None:
     """The text of a tool result made of text blocks only (the common case), read straight from
     the wire form the SDK built a moment ago from its own models; None for anything else, which
     is then validated and read as the kernel's own calls read it."""
-    if type(blocks) is not list or not all(type(b) is dict and b.get("type") == "text" for b in blocks):
+    if type(blocks) is not list:
         return None
-    if len(blocks) == 1:
-        return str(blocks[0].get("text", ""))
-    return "\n".join(str(b.get("text", "")) for b in blocks)
+    texts = []
+    for block in blocks:  # a loop, not all(...) over a generator: this runs for every outside call
+        if type(block) is not dict or block.get("type") != "text":
+            return None
+        texts.append(str(block.get("text", "")))
+    return texts[0] if len(texts) == 1 else "\n".join(texts)
 
 
 def client_name(session: Any) -> str | None:
@@ -173,14 +176,17 @@ class Recorder:
                 announce_changes(result)
             return result
         params = ctx.params or {}
+        session = ctx.session
         key = "uri" if target == "resource" else "name"
         arguments = None if target == "resource" else params.get("arguments")
         call = OutsideCall(
-            target, str(params.get(key, "")), arguments, self.via, client_name(ctx.session), self.observes,
-            getattr(ctx.session, "protocol_version", None) or None,
+            target, str(params.get(key, "")), arguments, self.via, client_name(session), self.observes,
+            getattr(session, "protocol_version", None) or None,
         )
-        if progress_token_from_params(params) is not None:
-            counting_progress(ctx.session, call.trace)
+        meta = params.get("_meta")
+        # Most calls ask for no progress: the SDK's reading of the token only for those that might.
+        if type(meta) is dict and "progressToken" in meta and progress_token_from_params(params) is not None:
+            counting_progress(session, call.trace)
         token = CURRENT_TRACE.set(call.trace)
         try:
             result = await call_next(ctx)

@@ -18,7 +18,18 @@ from mcp_nb.records.structured import json_equal
 from mcp_nb.mistakes import BadJson, read_json
 
 _PLAIN_KEY = re.compile(r"[A-Za-z_][\w-]*")
-_MISSING = object()
+
+
+class _Absent:
+    """What stands where one side has nothing (a key it lacks): not None, which is JSON's null."""
+
+    absent = True  # how a view tells it apart without importing this module
+
+    def __repr__(self) -> str:
+        return "nothing"
+
+
+_MISSING = _Absent()
 
 
 def json_path(steps: Iterable[str | int]) -> str:

@@ -149,3 +149,33 @@ def diff_html(frame: pd.DataFrame) -> str:
         f'<div><b>Surface diff</b> <span style="{MUTED}">{e(_title(frame))}</span>: '
         f'<span style="{ink.text};font-weight:600">{e(headline(rows))}</span></div>{table}</div>'
     )
+
+
+# -- two calls compared (the panel's pinned calls) ---------------------------------------------------
+
+
+def _one(value: Any) -> str:
+    return "(nothing)" if getattr(value, "absent", False) else compact_json(value, 80)
+
+
+def comparison_html(first: Any, second: Any, differences: list[Any]) -> str:
+    """Two calls of one tool side by side: where they differ (`records.compare.Difference`s), each
+    place with its value in the first call and in the second."""
+    def e(value: Any) -> str:
+        return html.escape(str(value))
+
+    head = f"{e(first.target)} <code>{e(first.name)}</code>: call #{e(first.call_id)} against call #{e(second.call_id)}"
+    if not differences:
+        return f'<div class="mcp-nb-call-diff" style="{UI}"><b>{head}</b>: <span style="{MUTED}">the same arguments and the same answer</span></div>'
+    body = "".join(
+        f'<tr><td style="{_CELL};{border("-top")}"><code>{e(d.what)}</code></td>'
+        f'<td style="{_CELL};{border("-top")};{MONO};font-size:0.85em">{e(_one(d.before))}</td>'
+        f'<td style="{_CELL};{border("-top")};{MONO};font-size:0.85em">{e(_one(d.after))}</td></tr>'
+        for d in differences
+    )
+    heads = "".join(f'<th style="{_CELL}">{h}</th>' for h in ("where", f"#{e(first.call_id)}", f"#{e(second.call_id)}"))
+    return (
+        f'<div class="mcp-nb-call-diff" style="{UI};{BORDER};border-radius:6px;padding:6px 10px;margin-top:6px">'
+        f"<div><b>{head}</b>: {len(differences)} difference{'s' if len(differences) != 1 else ''}</div>"
+        f'<table style="border-collapse:collapse;font-size:0.9em"><thead><tr>{heads}</tr></thead><tbody>{body}</tbody></table></div>'
+    )

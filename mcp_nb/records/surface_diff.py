@@ -560,7 +560,15 @@ class _Schema:
             else:
                 self.row("described", steps, before, after, f"{what}: uniqueItems {_change(before, after)} (the same values)")
         else:  # additionalProperties: left out, true and {} allow any other property; false none; a schema some
-            self.compare(_or_any_absent(before), _or_any_absent(after), steps, [*names, "*"])
+            was, now = _extra(before), _extra(after)
+            if isinstance(was, dict) and isinstance(now, dict) and was and now:
+                self.compare(was, now, steps, [*names, "*"])
+            elif was == now:
+                self.row("described", steps, before, after, f"{what}: additionalProperties {_change(before, after)} (the same values)")
+            else:
+                tighter = now is False or (was == {} and now is not False)
+                said = "other properties " + ("no longer allowed" if now is False else "limited" if tighter else "allowed again")
+                self.row("bound-tightened" if tighter else "bound-loosened", steps, before, after, f"{what}: {said}")
 
     def union(self, key: str, before: Any, after: Any, steps: list, names: list[str]) -> None:
         what = self.named(names)
@@ -587,7 +595,7 @@ class _Schema:
             self.unknown(steps, before, after, f"{self.named(names)}: $ref {_shown(before)} → {_shown(after)}")
             return
         self.refs_seen.add((before, after))
-        self.compare(old, new, steps, names)  # another definition's name: what matters is what it holds
+        self.compare(old, new, steps[:-1], names)  # another definition's name: what matters is what it holds, read where it is used
 
     def resolved(self, which: int, ref: Any) -> Any:
         if not isinstance(ref, str) or not ref.startswith("#/$defs/"):
@@ -618,6 +626,13 @@ def _boolean_schema(schema: Any) -> Any:
     if schema is False:
         return {"not": {}}
     return schema
+
+
+def _extra(value: Any) -> Any:
+    """additionalProperties as {} (any other property), False (none) or the schema they must fit."""
+    if value is _ABSENT or value is True:
+        return {}
+    return value
 
 
 def _or_any_absent(schema: Any) -> Any:

@@ -38,7 +38,10 @@ async def take(connection: Any) -> dict[str, Any]:
     except Exception as err:  # noqa: BLE001 - a connection that is gone, said in one line
         raise SurfaceError(f"no snapshot of {connection.name!r}: {first_line(err)}") from None
     session = client.session
-    capabilities = session.server_capabilities
+    # An era pinned at 2026-07-28 adopts the era without asking the server (no server/discover):
+    # what it offers is unknown, so every kind is listed, as the connection's own lists are.
+    pinned = getattr(connection, "mode", "") == "2026-07-28"
+    capabilities = None if pinned else session.server_capabilities
     listed: dict[str, list[dict[str, Any]]] = {}
     for kind, (method, field, capability, wire) in LISTINGS.items():
         if capabilities is not None and getattr(capabilities, capability, None) is None:
@@ -48,7 +51,7 @@ async def take(connection: Any) -> dict[str, Any]:
     info = session.server_info
     server: dict[str, Any] = dict(_wire(info) or {})
     server["instructions"] = session.instructions
-    server["capabilities"] = _wire(capabilities)
+    server["capabilities"] = _wire(capabilities)  # None when pinned: never asked, so not written
     server["protocol"] = session.protocol_version
     return document(server, listed)
 

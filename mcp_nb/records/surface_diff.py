@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import astuple, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from mcp_nb.records.compare import json_path as where
@@ -767,8 +767,9 @@ def frame(rows: list[Change]) -> pd.DataFrame:
     """The changes as a DataFrame, one row each, columns `COLUMNS`; attrs count them."""
     import pandas as pd  # pandas: loaded with the first frame, so `import mcp_nb` stays light
 
-    table = pd.DataFrame([astuple(row) for row in rows], columns=COLUMNS)
-    table["breaking"] = table["breaking"].astype(object)
+    # Object columns: a value before or after is any JSON (None stays None, never NaN), and
+    # `breaking` is True, False or "unknown".
+    table = pd.DataFrame({column: pd.Series([getattr(row, column) for row in rows], dtype=object) for column in COLUMNS})
     table.attrs.update(counts(rows))
     return table
 

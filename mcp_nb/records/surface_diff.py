@@ -355,6 +355,9 @@ class _Schema:
         self.entry, self.side = entry, side
         self.roots = (old_root if isinstance(old_root, dict) else {}, new_root if isinstance(new_root, dict) else {})
         self.refs_seen: set[tuple[str, str]] = set()
+        # Properties whose being required changed: a default that came or went with that is said
+        # by became-required / became-optional, not again as a default changed.
+        self.required_changed: set[tuple] = set()
 
     # -- rows -----------------------------------------------------------------------------------------
 
@@ -397,6 +400,8 @@ class _Schema:
         if key in _DESCRIPTIVE:
             self.row("described", steps, before, after, f"{what}: {key} {_change(before, after)}")
         elif key == "default":
+            if (before is _ABSENT or after is _ABSENT) and tuple(steps[:-1]) in self.required_changed:
+                return
             self.row("default-changed", steps, before, after, f"{what}: default {_shown(before)} → {_shown(after)}")
         elif key == "type":
             self.types(steps, before, after, what)
@@ -447,8 +452,11 @@ class _Schema:
         if not isinstance(was, dict) or not isinstance(now, dict):
             self.unknown(steps, old.get("properties", _ABSENT), new.get("properties", _ABSENT), f"{self.named(names)}: properties is not an object")
             return
-        required = _names(new.get("required"))
+        required = _names(new.get("required")) or []
+        required_before = _names(old.get("required")) or []
         for name in sorted(set(was) | set(now)):
+            if (name in required) != (name in required_before):
+                self.required_changed.add((*steps, name))
             at, inner = [*steps, name], [*names, name]
             if name not in was:
                 needed = name in required

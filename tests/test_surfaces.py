@@ -290,3 +290,22 @@ def test_a_served_notebook_has_the_surface_of_its_notebook(tmp_path):
     assert set(frame["where"]) == {"$.capabilities.completions", "$.capabilities.logging"}
     assert set(doc["tools"]) == {"get_author"} and doc["tools"]["get_author"]["annotations"] == {"readOnlyHint": True}
     assert token not in (tmp_path / "notebook.json").read_text()
+
+
+def test_the_kernel_s_listings_are_what_its_session_carries():
+    # The kernel's snapshot reads its MCPServer's list methods instead of the protocol (two thirds
+    # of the cost on a thousand tools); both must give the same document.
+    from mcp_nb.calling.surface import take
+
+    bookshop()
+
+    @mcp_nb.tool(destructive=True, open_world=True, idempotent=True)
+    def order(title: str, copies: int = 1) -> Book:
+        """Order copies of a book."""
+        return {"title": title}
+
+    eng = mcp_nb.engine()
+    direct = eng.loop.run(take(eng.connection))
+    through = eng.loop.run(take(eng.connection, through_session=True))
+    assert direct == through and dump(direct) == dump(through)
+    assert len(direct["tools"]) == 2 and direct["prompts"] and direct["templates"] and direct["resources"]

@@ -8,6 +8,13 @@ a listing is read to its last page.
 A listing the server cannot give (an error, an answer that is not a listing, a connection that
 is gone) ends the snapshot with one line saying which and why: half a snapshot would read, in a
 diff, as everything else removed.
+
+The kernel's own server is asked through the same session for what it says of itself (its
+name, version, capabilities, era), and its listings are what its `MCPServer.list_*` methods
+return, the very models its session would carry to the client: on a thousand tools the trip
+through the protocol (the server serializing them, the client validating them again and caching
+each output schema) cost two thirds of a snapshot (docs/performance.md, "Surfaces").
+tests/test_surfaces.py checks that both ways give the same document.
 """
 
 from __future__ import annotations
@@ -31,8 +38,9 @@ LISTINGS = {
 }
 
 
-async def take(connection: Any) -> dict[str, Any]:
-    """The snapshot document of the server behind `connection` (opened if need be)."""
+async def take(connection: Any, through_session: bool = False) -> dict[str, Any]:
+    """The snapshot document of the server behind `connection` (opened if need be).
+    `through_session`: the kernel's listings too through the protocol, as an outside client reads them."""
     try:
         client = await connection.ready()
     except Exception as err:  # noqa: BLE001 - a connection that is gone, said in one line
@@ -43,11 +51,16 @@ async def take(connection: Any) -> dict[str, Any]:
     pinned = getattr(connection, "mode", "") == "2026-07-28"
     capabilities = None if pinned else session.server_capabilities
     listed: dict[str, list[dict[str, Any]]] = {}
+    own = None if through_session else getattr(connection, "server", None)
     for kind, (method, field, capability, wire) in LISTINGS.items():
         if capabilities is not None and getattr(capabilities, capability, None) is None:
             listed[kind] = []  # not offered: nothing to ask for
             continue
-        listed[kind] = [_wire(item) for item in await _all(connection.name, getattr(client, method), field, wire)]
+        if own is not None:
+            items = await getattr(own, method)()  # the kernel's MCPServer: what its list handler sends
+        else:
+            items = await _all(connection.name, getattr(client, method), field, wire)
+        listed[kind] = [_wire(item) for item in items]
     info = session.server_info
     server: dict[str, Any] = dict(_wire(info) or {})
     server["instructions"] = session.instructions

@@ -31,7 +31,6 @@ dicts) into a document, writes it and reads it back. Taking one from a live serv
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -83,20 +82,23 @@ def document(server: dict[str, Any], listed: dict[str, list[dict[str, Any]]]) ->
 
 
 def sorted_keys(value: Any) -> Any:
-    """`value` with the keys of every object in sorted order (lists keep theirs)."""
-    if isinstance(value, dict):
-        return {key: sorted_keys(value[key]) for key in sorted(value)}
-    if isinstance(value, list):
-        return [sorted_keys(item) for item in value]
-    return value
+    """`value` with the keys of every object in sorted order (lists keep theirs): a copy made by
+    the json module's C code, a tenth of the time a walk in Python takes on a thousand tools."""
+    return json.loads(json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False))
 
 
 def dump(doc: dict[str, Any]) -> str:
     """The file's text: the format's number first, then the server and the sections, each
     object's keys sorted, indented by two; the same document always gives the same text."""
-    ordered = {"mcp_nb_surface": FORMAT, "server": sorted_keys(doc.get("server", {}))}
-    ordered.update({section: sorted_keys(doc.get(section, {})) for section, _ in SECTIONS.values()})
-    return json.dumps(ordered, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    ordered = {"mcp_nb_surface": FORMAT, "server": doc.get("server", {})}
+    ordered.update({section: doc.get(section, {}) for section, _ in SECTIONS.values()})
+    # The sections in this order, everything inside them sorted as it is written: one pass of
+    # the encoder, where sorting first would be a second one over a thousand tools.
+    parts = [
+        f"  {json.dumps(key)}: " + json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False).replace("\n", "\n  ")
+        for key, value in ordered.items()
+    ]
+    return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
 def save(doc: dict[str, Any], path: str | Path) -> Path:
@@ -136,23 +138,17 @@ def load(source: str | Path | dict[str, Any]) -> dict[str, Any]:
     else:
         raise SurfaceError(f"a snapshot is a file's path or its document (a dict), not {type(source).__name__}")
     try:
-        _finite(data, where)
-        return sorted_keys(checked(data, where))
+        # JSON has no NaN or infinity (Python's reader takes them), and a document given as a dict
+        # may hold what JSON cannot: either way it was not written from a listing, and no
+        # comparison of it could mean anything. The json module's C code checks it all at once.
+        json.dumps(data, allow_nan=False)
+    except ValueError as err:
+        raise SurfaceError(f"{where} holds NaN or an infinity, which JSON has not") from None
+    except TypeError as err:
+        raise SurfaceError(f"{where} holds what is not JSON: {_reason(err)}") from None
     except RecursionError:
         raise SurfaceError(f"{where}: nested too deeply") from None
-
-
-def _finite(value: Any, where: str) -> None:
-    """JSON has no NaN or infinity (Python's reader takes them): a snapshot holding one was not
-    written from a listing, and no comparison of it could mean anything."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise SurfaceError(f"{where} holds {value}, which is not JSON")
-    if isinstance(value, dict):
-        for item in value.values():
-            _finite(item, where)
-    elif isinstance(value, list):
-        for item in value:
-            _finite(item, where)
+    return checked(data, where)
 
 
 def checked(data: Any, where: str) -> dict[str, Any]:

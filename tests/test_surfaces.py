@@ -309,3 +309,34 @@ def test_the_kernel_s_listings_are_what_its_session_carries():
     through = eng.loop.run(take(eng.connection, through_session=True))
     assert direct == through and dump(direct) == dump(through)
     assert len(direct["tools"]) == 2 and direct["prompts"] and direct["templates"] and direct["resources"]
+
+
+@FEW
+@given(st.lists(st.sampled_from(["--mode", "2025-11-25", "2026-07-28", "auto", "--server", "kernel", "--concurrency", "2", "'", "#"]), max_size=5))
+def test_any_replay_line_with_eras_is_replayed_or_refused_in_one_line(shell, tmp_path_factory, words):
+    folder = tmp_path_factory.mktemp("eras")
+    (folder / "cases.json").write_text(json.dumps([{"id": "a", "name": "echo", "arguments": {"text": "hi"}, "expect": {"outcome": "result", "cause": "ok", "content": "hi"}}]))
+
+    @mcp_nb.tool(read_only=True)
+    def echo(text: str) -> str:
+        return text
+
+    try:
+        report = shell.run_line_magic("mcp_replay", f"{folder / 'cases.json'} " + " ".join(words))
+    except UsageError as err:
+        assert "\n" not in str(err).strip()
+    else:
+        assert report.passed, repr(report)
+
+
+@FEW
+@given(st.text(alphabet=st.sampled_from("Ab: \t-=\\x00é"), max_size=12))
+def test_any_header_given_to_mcp_nb_snapshot_is_refused_in_one_line_or_tried(tmp_path_factory, header):
+    from mcp_nb.commands import main
+
+    out = tmp_path_factory.mktemp("header") / "s.json"
+    try:
+        status = main(["snapshot", "--url", "http://127.0.0.1:9/mcp", "--header", header, "-o", str(out)])
+    except SystemExit as stop:  # argparse's one line, status 2
+        status = stop.code
+    assert status in (1, 2) and not out.exists()  # nothing listens on port 9: never written

@@ -340,3 +340,24 @@ def test_any_header_given_to_mcp_nb_snapshot_is_refused_in_one_line_or_tried(tmp
     except SystemExit as stop:  # argparse's one line, status 2
         status = stop.code
     assert status in (1, 2) and not out.exists()  # nothing listens on port 9: never written
+
+
+keywords = st.sampled_from(["type", "properties", "required", "enum", "const", "minimum", "maxLength", "multipleOf", "pattern",
+                            "anyOf", "items", "additionalProperties", "$ref", "$defs", "default", "format", "uniqueItems", "title"])  # fmt: skip
+schema_values = st.recursive(
+    json_values | st.sampled_from(["string", "integer", "number", "null", "#/$defs/A", 0, 2.5, -1]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keywords | st.sampled_from(["a", "b", "A"]), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@FEW
+@given(st.dictionaries(keywords, schema_values, max_size=5), st.dictionaries(keywords, schema_values, max_size=5), st.booleans())
+def test_any_two_schemas_are_compared_without_raising_and_every_verdict_is_one_of_three(old, new, output):
+    side = "outputSchema" if output else "inputSchema"
+    before = {"mcp_nb_surface": 1, "tools": {"t": {side: old, "annotations": {"readOnlyHint": True}}}}
+    after = {"mcp_nb_surface": 1, "tools": {"t": {side: new}}}
+    frame = mcp_nb.diff(before, after)
+    assert set(map(repr, frame["breaking"])) <= {"True", "False", "'unknown'"}
+    assert (frame["why"].str.len() > 0).all() and frame["where"].str.startswith("$").all()
+    assert mcp_nb.diff(before, before).empty

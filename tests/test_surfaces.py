@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from contextlib import chdir
 from pathlib import Path
 from typing import Literal, TypedDict
 
 import peers
 import pytest
 from helpers import checkout_env, served_at, write_notebook
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from IPython.core.error import UsageError
 from nbformat.v4 import new_code_cell
@@ -206,11 +207,12 @@ def test_any_diff_or_snapshot_line_is_done_or_refused_in_one_line(shell, tmp_pat
     folder = tmp_path_factory.mktemp("lines")
     mcp_nb.snapshot(path=folder / "a.json")
     line = " ".join(word if word != "a.json" else str(folder / "a.json") for word in words)
-    for magic in ("mcp_diff", "mcp_snapshot"):
-        try:
-            shell.run_line_magic(magic, line)
-        except UsageError as err:
-            assert "\n" not in str(err).strip()
+    with chdir(folder):  # a line such as `-- --server` names a file to write: here, not in the checkout
+        for magic in ("mcp_diff", "mcp_snapshot"):
+            try:
+                shell.run_line_magic(magic, line)
+            except UsageError as err:
+                assert "\n" not in str(err).strip()
 
 
 # -- no secret is written ---------------------------------------------------------------------------
@@ -331,6 +333,7 @@ def test_any_replay_line_with_eras_is_replayed_or_refused_in_one_line(shell, tmp
 
 @FEW
 @given(st.text(alphabet=st.sampled_from("Ab: \t-=\\x00é"), max_size=12))
+@example("0:é")  # found here: httpx raised on a value that is not ASCII, where connect now refuses it in one line
 def test_any_header_given_to_mcp_nb_snapshot_is_refused_in_one_line_or_tried(tmp_path_factory, header):
     from mcp_nb.commands import main
 

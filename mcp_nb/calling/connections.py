@@ -478,6 +478,8 @@ class RemoteConnection(Connection):
                     raise BadValue(f"headers must map names to text on one line, got {key!r}: {value!r}")
                 if not _HEADER_NAME.fullmatch(key) or "\r" in value or "\x00" in value:
                     raise BadValue(f"{key!r} is not a header an HTTP request can carry (a name is letters, digits and !#$%&'*+-.^_`|~; a value has no CR or NUL)")
+                if not value.isascii():  # httpx sends a value as ASCII bytes, and raised on any other character
+                    raise BadValue(f"the value of header {key!r} is not ASCII text, which an HTTP header carries (percent-encode or base64 the rest)")
             self.transport, self.url, self.headers = "http", target, dict(headers or {})
             self.command: list[str] = []
         else:

@@ -27,6 +27,7 @@ from mcp_nb.api import (
     complete_auth,
     connect,
     connect_config,
+    diff,
     disconnect,
     engine,
     get_prompt,
@@ -44,6 +45,7 @@ from mcp_nb.api import (
     serve,
     server,
     servers,
+    snapshot,
     sweep,
     tool,
     watch,
@@ -57,6 +59,7 @@ from mcp_nb.elicitation import Answer, Elicitation
 from mcp_nb.records.expect import expect
 from mcp_nb.records.history import COLUMNS, History
 from mcp_nb.records.outcome import CAUSE_DOC, CAUSES, OUTCOMES, Outcome
+from mcp_nb.records.surface_diff import BreakingChanges
 from mcp_nb.records.trace import ServerLog
 from mcp_nb.registering.faults import Faults
 from mcp_nb.registering.registry import Registration
@@ -66,6 +69,7 @@ __all__ = [
     "ServerLog", "acall", "aget_prompt", "aread", "asweep", "call", "configure", "engine", "expect", "get_prompt", "history",
     "inject", "load_ipython_extension", "panel", "prompt", "read", "registered", "remove", "reset", "resource",
     "replay", "serve", "server", "settings", "sweep", "tool", "watch", "connect", "connect_config", "disconnect", "reconnect", "servers",
+    "snapshot", "diff", "BreakingChanges",
 ]  # fmt: skip
 
 

@@ -8,6 +8,7 @@ and the history; none of them knows of IPython.
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any, Callable, Mapping
 
 from mcp import MCPError
@@ -19,10 +20,16 @@ from mcp_nb.calling import default
 from mcp_nb.calling.engine import Engine
 from mcp_nb.calling.mcpservers import ConfigError, read_config
 from mcp_nb.calling.retry import Retry
+from mcp_nb.calling.surface import take as take_snapshot
 from mcp_nb.calling.watching import Watch, check_uri
 from mcp_nb.config import check_timeout, settings
 from mcp_nb.records.history import History
 from mcp_nb.records.outcome import Outcome
+from mcp_nb.records.surface import SurfaceError
+from mcp_nb.records.surface import load as load_snapshot
+from mcp_nb.records.surface import save as save_snapshot
+from mcp_nb.records.surface_diff import BreakingChanges, changes, failing
+from mcp_nb.records.surface_diff import frame as changes_frame
 from mcp_nb.registering.faults import Faults
 from mcp_nb.registering.registry import Registration, entries_frame
 from mcp_nb.views.live import live, show
@@ -350,6 +357,7 @@ def replay(
     headers: Mapping[str, str] | None = None,
     concurrency: int = 8,
     progress: bool = False,
+    modes: list[str] | None = None,
 ):
     """Replay cases (a cases file's path, its JSON, or a list of `Case`) and judge each one.
 
@@ -360,11 +368,69 @@ def replay(
     and closes it after. Calls that may overlap run `concurrency` at a time; tools annotated
     neither read-only nor idempotent keep the file's order. Replayed calls are in the history.
     A bad file raises `mcp_nb.records.cases.CasesError` (a ValueError) naming the case and the field.
+
+    `modes`: protocol eras, e.g. `["2025-11-25", "2026-07-28"]`: every case is replayed under each
+    era in turn (the kernel's server through a client of its own at that era, an outside server
+    through the same command or URL at that era), one row per case and era, with the columns
+    `mode`, `protocol` and `era_difference`: how the case's answer differs from its answer at
+    the first era, by structure (JSON content as JSON), "" when alike.
     """
     return run_replay(
         engine(), cases, server=server, connect=connect, headers=dict(headers) if headers is not None else None,
-        concurrency=concurrency, progress=progress,
+        concurrency=concurrency, progress=progress, modes=list(modes) if isinstance(modes, tuple) else modes,
     )  # fmt: skip
+
+
+# -- surfaces -------------------------------------------------------------------------------------
+
+
+def snapshot(server: str | None = None, *, path: str | os.PathLike | None = None) -> dict:
+    """Everything a server offers its clients, as a JSON document (a dict): its name, version,
+    instructions and capabilities, then its tools (input and output schemas, annotations, title,
+    description), resources, resource templates and prompts with their arguments, as a client
+    lists them. `server`: a connection's name (the kernel's own by default). `path`: also write it
+    there, keys sorted and indented, so that it diffs well in git. No URL, header or token is in it.
+    """
+    eng = engine()
+    doc = eng.loop.run(take_snapshot(eng.connection_for(server)))
+    if path is not None:
+        save_snapshot(doc, path)
+    return doc
+
+
+def diff(old, new=None, *, fail_on: str | None = None):
+    """What changed for clients from `old` to `new`: a DataFrame, one row per change, with
+    `kind` (server / tool / resource / template / prompt), `name`, `where` (a JSON path into the
+    entry), `change` (added / removed / changed), `before`, `after`, `breaking` (True, False, or
+    "unknown" when no rule knows the change), the `rule` that judged it and `why`, in a sentence.
+
+    `old` and `new` are each a snapshot (a dict), a snapshot file's path, or the name of a
+    connected server (taken now); `new` left out is the kernel's own server, now. The rules are
+    in docs/cases.md. `fail_on` ("breaking", "unknown", "any"): raise `BreakingChanges` when a change
+    reaches that level (for scripts and tests); the frame is on the exception.
+    """
+    eng = engine()
+    before, old_label = _surface_of(eng, old)
+    after, new_label = _surface_of(eng, new)
+    rows = changes(before, after)
+    frame = changes_frame(rows)
+    frame.attrs.update(old=old_label, new=new_label)
+    if fail_on is not None and failing(rows, fail_on):
+        raise BreakingChanges(frame, fail_on)
+    return frame
+
+
+def _surface_of(eng: Engine, source) -> tuple[dict, str]:
+    """A snapshot and how to name it: a dict as it is, a connection's name taken now, else a file."""
+    if source is None:
+        return eng.loop.run(take_snapshot(eng.connection)), "kernel"
+    if isinstance(source, str) and source in eng.connections:
+        return eng.loop.run(take_snapshot(eng.connections[source])), source
+    if isinstance(source, dict):
+        return load_snapshot(source), "snapshot"
+    if isinstance(source, (str, os.PathLike)):
+        return load_snapshot(os.fspath(source)), os.path.basename(os.fspath(source)) or os.fspath(source)
+    raise SurfaceError(f"a surface is a snapshot (a dict), a snapshot file's path or a connected server's name, not {type(source).__name__}")
 
 
 # -- other servers ------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ LONG_FIRST = (
     "tests/test_own_notebooks.py",  # 30 to 80 s each: stored by real kernels, checked by nbval
     "tests/test_student_version.py::test_each_notebooks",  # 10 to 40 s each: a student version run in a kernel
     "tests/test_pytest_plugin.py",  # 10 to 30 s each: pytest in a subprocess
+    "tests/test_surface_ci.py",  # 5 to 30 s each: mcp-nb snapshot and pytest in subprocesses, a notebook run in each
     "tests/test_binder.py::test_notebook_runs",  # 15 to 60 s each, once the environment exists
     "tests/test_conformance.py",  # the official suite, a Node process per scenario
     "tests/test_client_conformance.py",  # 30 s: the suite's client scenarios, a Python client process each
@@ -33,7 +34,7 @@ LONG_FIRST = (
 # (tests/fresh_venv.py) makes for the whole run.
 ALONE = (
     "tests/test_binder.py::test_notebook_runs", "tests/test_own_notebooks.py::", "tests/test_pytest_plugin.py::",
-    "tests/test_student_version.py::test_each_notebooks",
+    "tests/test_student_version.py::test_each_notebooks", "tests/test_surface_ci.py::",
 )  # fmt: skip
 
 

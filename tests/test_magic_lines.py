@@ -12,6 +12,7 @@ import mcp_nb
 LINE_MAGICS = (
     "mcp_call", "mcp_read", "mcp_get_prompt", "mcp_list", "mcp_remove", "mcp_history", "mcp_panel",
     "mcp_connect", "mcp_disconnect", "mcp_servers", "mcp_serve", "mcp_save_cases", "mcp_replay",
+    "mcp_snapshot", "mcp_diff",
 )  # fmt: skip
 CELL_MAGICS = ("mcp_tool", "mcp_resource", "mcp_prompt")
 
@@ -69,6 +70,8 @@ UNSPLITTABLE = [
     "%mcp_serve --host '127.0.0.1",
     "%mcp_save_cases 'cases.json",
     '%mcp_replay "cases.json',
+    "%mcp_snapshot 'surface.json",
+    '%mcp_diff "surface.json',
 ]
 
 

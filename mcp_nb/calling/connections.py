@@ -355,17 +355,28 @@ class Connection:
 
 
 class KernelConnection(Connection):
-    """The kernel's own server, in-process: what it offers is the registry."""
+    """The kernel's own server, in-process: what it offers is the registry.
 
-    def __init__(self, server: Any, registry: Any) -> None:
+    `mode` pins the protocol era, as `connect(mode=)` does for an outside server; left out, the
+    SDK's in-process client goes straight to the current era (2026-07-28: each request handed to
+    the server in the caller's task). At the handshake era ("2025-11-25") the SDK runs the server
+    on its in-memory streams, JSON-RPC as over a wire, and carries the caller's context variables
+    with each message: the probe and the log capture still find the call's trace."""
+
+    mode = ""  # the era asked for; "" is the SDK's own choice
+
+    def __init__(self, server: Any, registry: Any, mode: str | None = None) -> None:
         super().__init__(KERNEL)
         self.server = server
         self.registry = registry
+        if mode is not None:
+            self.mode = check_mode(mode)
         self._listed = -1
         registry.subscribe(self._changed)
 
     def _client_for(self) -> Client:
-        return Client(self.server, cache=None, elicitation_callback=self._elicited)
+        era = {"mode": sdk_mode(self.mode)} if self.mode else {}
+        return Client(self.server, cache=None, elicitation_callback=self._elicited, **era)
 
     async def _opened(self, client: Client) -> None:
         if self.protocol in MODERN_PROTOCOL_VERSIONS:
@@ -467,6 +478,8 @@ class RemoteConnection(Connection):
                     raise BadValue(f"headers must map names to text on one line, got {key!r}: {value!r}")
                 if not _HEADER_NAME.fullmatch(key) or "\r" in value or "\x00" in value:
                     raise BadValue(f"{key!r} is not a header an HTTP request can carry (a name is letters, digits and !#$%&'*+-.^_`|~; a value has no CR or NUL)")
+                if not value.isascii():  # httpx sends a value as ASCII bytes, and raised on any other character
+                    raise BadValue(f"the value of header {key!r} is not ASCII text, which an HTTP header carries (percent-encode or base64 the rest)")
             self.transport, self.url, self.headers = "http", target, dict(headers or {})
             self.command: list[str] = []
         else:
@@ -487,6 +500,14 @@ class RemoteConnection(Connection):
                 if not key or "=" in key or "\x00" in key + value:
                     raise BadValue(f"env names are non-empty, without '=' or NUL, and values have no NUL, got {key!r}")
             self.cwd = cwd
+
+    def recipe(self) -> tuple[str | list[str], dict[str, Any]]:
+        """What reaches this server again: its target, and the options it was connected with."""
+        target = self.url if self.transport == "http" else list(self.command)
+        extra = {"headers": self.headers, "auth": self.oauth or self.auth} if self.transport == "http" else {"env": self.env, "cwd": self.cwd}
+        return target, {
+            "mode": self.mode, "sampling": self.sampler.value, "roots": self.roots_source, "sampling_tools": self.sampling_tools, **extra,
+        }  # fmt: skip
 
     def target_text(self) -> str:
         """The server's URL or command as it may be shown or saved (`shown_url`)."""

@@ -27,6 +27,7 @@ from mcp_nb.calling.connections import (
 )
 from mcp_nb.calling.current import CURRENT_CALL
 from mcp_nb.calling.deadline import Deadlines
+from mcp_nb.calling.era import check_era
 from mcp_nb.calling.loop import BLOCKS_OWN_LOOP, LoopThread
 from mcp_nb.calling.retry import Retry, check_idempotent, policy
 from mcp_nb.config import check_timeout, settings
@@ -70,6 +71,7 @@ class Engine:
         self.connection = KernelConnection(self.server, self.registry)
         self.connections: dict[str, Connection] = {KERNEL: self.connection}  # by name; the kernel's own first
         self.calls: set[Call] = set()  # the calls running on the loop right now
+        self._eras: set[Connection] = set()  # connections at a pinned protocol era (`at_era`), open now
         self._loop: LoopThread | None = None
         self._loop_lock = threading.Lock()
         self._deadlines: Deadlines | None = None
@@ -115,9 +117,13 @@ class Engine:
         reset_on_progress: bool = False,
         max_timeout: float | None = None,
         elicit: Any = None,
+        connection: Connection | None = None,
     ) -> Call:
         """The Call for a request. Every check runs here: bad input raises, and nothing is sent
         or recorded.
+
+        `connection`: the connection to send it over, when it is not one of the engine's
+        connections by name (one `at_era` opened); `server` is then not read.
 
         `elicit` answers the questions the server asks during the call (`mcp_nb.elicitation`):
         a function `(message, schema) -> answer`, a list of prepared answers, or "decline" /
@@ -128,7 +134,7 @@ class Engine:
         check_elicit(elicit)
         seconds = settings.timeout if timeout is None else check_timeout(timeout)
         ceiling = check_ceiling(seconds, reset_on_progress, max_timeout)
-        connection = self.connection_for(server)
+        connection = connection if connection is not None else self.connection_for(server)
         rule = policy(retry)
         if rule is not None:
             check_idempotent(target, name, connection.annotations(name) if target == "tool" else None, rule)
@@ -299,9 +305,41 @@ class Engine:
         old = self.connection_for(name)
         if not isinstance(old, RemoteConnection):
             raise BadValue("the kernel's own server needs no reconnecting")
-        target = old.url if old.transport == "http" else old.command
-        extra = {"headers": old.headers, "auth": old.oauth or old.auth} if old.transport == "http" else {"env": old.env, "cwd": old.cwd}
-        return self.connect(name, target, timeout=timeout, mode=old.mode, sampling=old.sampler.value, roots=old.roots_source, sampling_tools=old.sampling_tools, **extra)
+        target, options = old.recipe()
+        return self.connect(name, target, timeout=timeout, **options)
+
+    def at_era(self, server: str | None, mode: str, timeout: float | None = None) -> Connection:
+        """A connection to the server `server` names (None: the kernel's own) that speaks the
+        protocol era `mode` ("2025-11-25" or "2026-07-28"), for a caller that closes it with
+        `close_era`. The kernel's server gets a client of its own at that era; an outside server
+        is reached as its connection reaches it (the same command, URL, headers and answers), at
+        that era, unless its connection already speaks it, which is then shared. Not among the
+        connections (`server=` finds the usual one); closed with the engine all the same."""
+        check_era(mode)
+        base = self.connection_for(server)
+        if self._closed:
+            raise RuntimeError(CLOSED)
+        if isinstance(base, KernelConnection):
+            era: Connection = KernelConnection(self.server, self.registry, mode=mode)
+        elif base.mode == mode or (base.mode == "auto" and base.state == "connected" and base.protocol == mode):
+            return base
+        else:
+            target, options = base.recipe()
+            options["mode"] = mode
+            era = self.checked(base.name, target, **options)
+            self.loop.run(era.open(settings.timeout if timeout is None else check_timeout(timeout, "the connect timeout")))
+            if era.state == "authorizing":
+                self.loop.run(era.close())
+                raise BadValue(f"{base.name!r} needs an authorization approved again to be reached at {mode}: connect it with mode={mode!r} first")
+        self._eras.add(era)
+        return era
+
+    def close_era(self, connection: Connection) -> None:
+        """Close a connection `at_era` opened (one it shared is left open)."""
+        if connection in self._eras:
+            self._eras.discard(connection)
+            if not self._closed:
+                self.loop.run(connection.close())
 
     def on_connections(self, listener: Callable[[], None], remove: bool = False) -> None:
         """Call `listener()` after every connect and disconnect (`remove=True` takes it back)."""
@@ -422,7 +460,7 @@ class Engine:
             _, pending = await asyncio.wait(tasks, timeout=CANCELLED_CALLS_S)
             if pending:
                 log.debug("closing mcp_nb's engine: %d cancelled calls did not end within %g s", len(pending), CANCELLED_CALLS_S)
-        for connection in list(self.connections.values()):
+        for connection in [*self.connections.values(), *self._eras]:
             await _best_effort(connection.close, f"closing the connection {connection.name!r}")
 
 

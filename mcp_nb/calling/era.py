@@ -31,3 +31,23 @@ def check_mode(mode: object) -> str:
 
 def sdk_mode(mode: str) -> str:
     return MODES[mode]
+
+
+ERAS = ("2025-11-25", "2026-07-28")  # the eras a connection can be pinned to ("auto" lets the server choose)
+
+
+def check_era(mode: object) -> str:
+    """`mode` when it names one era (not "auto"); else one line saying which ones do."""
+    if not isinstance(mode, str) or mode not in ERAS:
+        raise BadValue(f"a protocol era is one of {', '.join(repr(e) for e in ERAS)}, got {mode!r}")
+    return mode
+
+
+def check_eras(modes: object) -> list[str]:
+    """The eras of a replay across eras: a list of distinct eras, at least one."""
+    if isinstance(modes, str) or not isinstance(modes, (list, tuple)) or not modes:
+        raise BadValue(f"modes is a list of protocol eras, such as {list(ERAS)!r}; got {modes!r}")
+    eras = [check_era(mode) for mode in modes]
+    if len(set(eras)) != len(eras):
+        raise BadValue(f"modes names an era twice: {modes!r}")
+    return eras

@@ -46,7 +46,9 @@ from mcp_nb.records.history import summarize
 from mcp_nb.registering.faults import Faults
 from mcp_nb.registering.registry import check_tool_name, check_uri
 from mcp_nb.views.live import watch
+from mcp_nb.records.surface import SECTIONS
 from mcp_nb.views.replay import ReplayReport
+from mcp_nb.views.surface import DiffReport
 from mcp_nb.mistakes import BadJson, BadValue, Mistake, first_line, read_json
 
 CALL_OPTIONS = ("timeout", "retries", "backoff", "server", "elicit")
@@ -532,19 +534,69 @@ class McpMagics(Magics, SharedTraits):
     @argument("path", help="the cases file (written by %%mcp_save_cases, or by hand)")
     @argument("--server", metavar="NAME", help="send every case to this connection (default: the server each case names)")
     @argument("--concurrency", type=int, default=8, metavar="N", help="calls at a time, where the tools allow it (default 8)")
+    @argument(
+        "--mode", action="append", metavar="ERA",
+        help="replay every case at this protocol era (2025-11-25, 2026-07-28); repeat it for each era to compare",
+    )  # fmt: skip
     def mcp_replay(self, line: str):
         """Replay a cases file and show expected against got, the failures first, with why.
 
             %mcp_replay cases.json
             %mcp_replay cases.json --server bookshop
+            %mcp_replay cases.json --mode 2025-11-25 --mode 2026-07-28
 
-        Returns the report; its `.frame` is the DataFrame `mcp_nb.replay()` returns.
+        With --mode, every case runs at each era named, and a case answered otherwise at one era
+        than at the first is called out. Returns the report; its `.frame` is the DataFrame
+        `mcp_nb.replay()` returns.
         """
 
         args = _parse(self.mcp_replay, line)
         with usage_errors():
-            frame = api.replay(args.path, args.server, concurrency=args.concurrency)
+            frame = api.replay(args.path, args.server, concurrency=args.concurrency, modes=args.mode)
         return ReplayReport(frame)
+
+    # -- surfaces -------------------------------------------------------------------------------
+
+    @no_var_expand
+    @line_magic
+    @magic_arguments()
+    @argument("path", help="the snapshot file to write (JSON)")
+    @argument("--server", metavar="NAME", help="a connected server (default: the kernel's own)")
+    def mcp_snapshot(self, line: str):
+        """Write everything a server offers its clients to a JSON file: a snapshot to diff later.
+
+            %mcp_snapshot surface.json
+            %mcp_snapshot everything.json --server everything
+
+        Tools with their schemas and annotations, resources, templates, prompts, and the server's
+        name, version, instructions and capabilities; keys sorted, so it diffs well in git.
+        Compare it with %mcp_diff, mcp_nb.diff() or `mcp-nb diff` (docs/cases.md).
+        """
+        args = _parse(self.mcp_snapshot, line)
+        with usage_errors():
+            doc = api.snapshot(args.server, path=args.path)
+        counts = {kind: len(doc.get(section, {})) for kind, (section, _) in SECTIONS.items()}
+        print(f"wrote {args.path}: " + ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in counts.items()))
+
+    @no_var_expand
+    @line_magic
+    @magic_arguments()
+    @argument("old", help="a snapshot file, or a connected server's name")
+    @argument("new", nargs="?", help="a snapshot file, or a connected server's name (default: the kernel's own server, now)")
+    def mcp_diff(self, line: str):
+        """Show what changed for clients between two surfaces, each change breaking or not, and why.
+
+            %mcp_diff surface.json              # the snapshot against the kernel's server now
+            %mcp_diff before.json after.json
+            %mcp_diff surface.json everything   # against a connected server
+
+        A change the rules do not know is shown as unknown. Returns the report; its `.frame` is
+        the DataFrame `mcp_nb.diff()` returns.
+        """
+        args = _parse(self.mcp_diff, line)
+        with usage_errors():
+            frame = api.diff(args.old, args.new)
+        return DiffReport(frame)
 
 
 class _Named(str):

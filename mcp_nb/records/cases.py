@@ -43,6 +43,7 @@ from pydantic import (
 )
 
 from mcp_nb.elicitation import ACTIONS, Answer, is_secret
+from mcp_nb.records.compare import same_content
 from mcp_nb.records.outcome import CAUSES, OUTCOMES, TARGETS
 from mcp_nb.records.structured import json_equal
 from mcp_nb.mistakes import BadJson, BadValue, first_line, read_json
@@ -584,7 +585,7 @@ def judge(case: Case, got: Any) -> str:
     reasons = []
     if expect.code is not None and got.code != expect.code:
         reasons.append(f"code: expected {expect.code}, got {got.code}")
-    if expect.content is not None and got.content != expect.content:
+    if expect.content is not None and not same_content(expect.content, got.content):
         reasons.append(content_diff(expect.content, got.content))
     for check in expect.checks:
         failed = _check(check, got)

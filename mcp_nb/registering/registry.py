@@ -22,10 +22,17 @@ from mcp.server.mcpserver.prompts import Prompt
 from mcp.server.mcpserver.tools import Tool
 from mcp.shared.tool_name_validation import validate_tool_name
 from mcp.shared.uri_template import UriTemplate
+from mcp_types import Prompt as ListedPrompt
+from mcp_types import PromptArgument as ListedArgument
+from mcp_types import Resource as ListedResource
+from mcp_types import ResourceTemplate as ListedTemplate
+from mcp_types import Tool as ListedTool
 from mcp_types import ToolAnnotations
 
 from mcp_nb import sdk_compat
 from mcp_nb.records.listeners import Listeners
+from mcp_nb.records.surface import entry as surface_entry
+from mcp_nb.records.surface_diff import Change, entry_changes
 from mcp_nb.registering.faults import Faults
 from mcp_nb.registering.loop_watch import LoopWatch
 from mcp_nb.registering.probe import probe
@@ -68,6 +75,8 @@ class Registration:
     is_async: bool = False
     replaced: bool = False
     faults: str | None = None  # the faults injected when it was registered, e.g. "latency=0.5,crash=0.1"
+    # What changed for clients since the version this one replaced (`surface_diff.Change`s), shown on the card.
+    changes: tuple[Change, ...] = ()
     function: Callable[..., Any] | None = field(default=None, repr=False)
 
     @property
@@ -82,6 +91,35 @@ class Registration:
 
     def _repr_pretty_(self, printer, cycle) -> None:
         printer.text(repr(self))
+
+
+def listed_entry(built: Any) -> tuple[str, dict[str, Any]]:
+    """A tool, resource, template or prompt the SDK holds, as its server lists it to clients (the
+    fields `MCPServer.list_tools` and its siblings copy), in a snapshot's form: (kind, entry)."""
+    if isinstance(built, Tool):
+        model: Any = ListedTool(
+            name=built.name, title=built.title, description=built.description, input_schema=built.parameters,
+            output_schema=built.output_schema, annotations=built.annotations, icons=built.icons, _meta=built.meta,
+        )  # fmt: skip
+        kind = "tool"
+    elif isinstance(built, Prompt):
+        arguments = [ListedArgument(name=a.name, description=a.description, required=a.required) for a in built.arguments or []]
+        model = ListedPrompt(name=built.name, title=built.title, description=built.description, arguments=arguments, icons=built.icons)
+        kind = "prompt"
+    elif sdk_compat.is_template(built):
+        model = ListedTemplate(
+            uri_template=built.uri_template, name=built.name, title=built.title, description=built.description,
+            mime_type=built.mime_type, icons=built.icons, annotations=built.annotations, _meta=built.meta,
+        )  # fmt: skip
+        kind = "template"
+    else:
+        model = ListedResource(
+            uri=built.uri, name=built.name or "", title=built.title, description=built.description,
+            mime_type=built.mime_type, icons=built.icons, annotations=built.annotations, _meta=built.meta,
+        )  # fmt: skip
+        kind = "resource"
+    _, entry = surface_entry(kind, model.model_dump(by_alias=True, exclude_none=True, mode="json"))
+    return kind, entry
 
 
 def check_tool_name(name: str) -> str:
@@ -120,6 +158,9 @@ class Registry:
         self.version = 0
         self._listeners = Listeners("registry listener")
         self.faults: dict[str, Faults] = {}  # tool name -> faults injected on purpose
+        # What clients saw of each entry at its first registration in this session (reset() starts
+        # a new one): (its kind in a snapshot, its listed entry), for `changes_since_first`.
+        self._first: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
         # The SDK keeps its registries in its managers' dicts (sdk_compat reaches them);
         # mcp_nb replaces an entry with one assignment, so a concurrent call never finds
         # the name missing.
@@ -158,6 +199,7 @@ class Registry:
             tool.parameters = declared  # what clients list and validate against
         with self._lock:
             replaced = name in self._tools
+            changes = self._changes(("tool", name), self._tools.get(name), tool)
             self._tools[name] = tool
             # The cell is the source of truth: re-running it without --inject ends the injection.
             if inject is None:
@@ -176,6 +218,7 @@ class Registry:
                     is_async=inspect.iscoroutinefunction(fn),
                     replaced=replaced,
                     faults=inject.describe() if inject is not None else None,
+                    changes=changes,
                     function=fn,
                 )
             )
@@ -208,6 +251,7 @@ class Registry:
         with self._lock:
             installed, other = (self._templates, self._resources) if sdk_compat.is_template(built) else (self._resources, self._templates)
             replaced = uri in installed or uri in other
+            changes = self._changes(("resource", uri), installed.get(uri, other.get(uri)), built)
             installed[uri] = built
             other.pop(uri, None)
             entry = self._remember(
@@ -221,6 +265,7 @@ class Registry:
                     mime_type=mime_type or "text/plain",
                     is_async=inspect.iscoroutinefunction(fn),
                     replaced=replaced,
+                    changes=changes,
                     function=fn,
                 )
             )
@@ -243,6 +288,7 @@ class Registry:
             )
         with self._lock:
             replaced = name in self._prompts
+            changes = self._changes(("prompt", name), self._prompts.get(name), prompt)
             self._prompts[name] = prompt
             entry = self._remember(
                 Registration(
@@ -253,11 +299,43 @@ class Registry:
                     input_schema=prompt_schema(prompt.arguments),
                     is_async=inspect.iscoroutinefunction(fn),
                     replaced=replaced,
+                    changes=changes,
                     function=fn,
                 )
             )
         self._notify()  # outside the lock: a listener may read the registry
         return entry
+
+    def _changes(self, key: tuple[str, str], old: Any, new: Any) -> tuple[Change, ...]:
+        """What clients see change from `old` (what the server held under `key`, or None) to `new`,
+        the SDK's objects; the first version of `key` in this session is kept for `changes_since_first`."""
+        kind, listed = listed_entry(new)
+        self._first.setdefault(key, (kind, listed))
+        if old is None:
+            return ()
+        was_kind, was = listed_entry(old)
+        if was_kind != kind:  # a resource that became a template, or back: one gone, another new
+            return (*entry_changes(was_kind, key[1], was, None), *entry_changes(kind, key[1], None, listed))
+        return tuple(entry_changes(kind, key[1], was, listed))
+
+    def changes_since_first(self, kind: str, key: str) -> list[Change]:
+        """What clients see changed in `key` (a tool or prompt name, a resource's URI) since its first
+        registration in this session: [] when it has not changed, or is not registered."""
+        first = self._first.get((kind, key))
+        built = self._built(kind, key)
+        if first is None or built is None:
+            return []
+        now_kind, now = listed_entry(built)
+        if now_kind != first[0]:
+            return [*entry_changes(first[0], key, first[1], None), *entry_changes(now_kind, key, None, now)]
+        return entry_changes(now_kind, key, first[1], now)
+
+    def _built(self, kind: str, key: str) -> Any:
+        if kind == "tool":
+            return self._tools.get(key)
+        if kind == "prompt":
+            return self._prompts.get(key)
+        return self._resources.get(key) or self._templates.get(key)
 
     def _remember(self, entry: Registration) -> Registration:
         self._entries[(entry.kind, entry.key)] = entry

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from mcp_nb.views.surface import changes_html, changes_text
 from mcp_nb.views.theme import (
     AUDIO,
     BORDER,
@@ -530,6 +531,10 @@ def registration_text(r) -> str:
         lines.append("  returns (output schema):")
         lines.extend(f"    {name}: {kind}" for name, kind, _, _ in fields)
         lines.extend(f"    {model}: {described}" for model, described in models)
+    changes = getattr(r, "changes", ())
+    if changes:
+        lines.append("  what changed for clients:")
+        lines.extend(changes_text(changes, "    "))
     return "\n".join(lines)
 
 
@@ -620,6 +625,7 @@ def registration_html(r) -> str:
         + (inline(escape(r.title)) if r.title else "")
         + f"{chips}</div>"
         + (f'<div style="white-space:pre-wrap;margin:4px 0">{desc}</div>' if desc else "")
+        + changes_html(getattr(r, "changes", ()))
         + f"{table}{schema}</div>"
     )
 

@@ -46,8 +46,9 @@ class ReplayReport:
 
     @property
     def passed(self) -> bool:
-        """Whether every case passed (and the replay was not stopped)."""
-        return bool(self.frame["passed"].all()) and not self.frame.attrs.get("interrupted")
+        """Whether every case passed (and the replay was not stopped); across protocol eras, also
+        whether every case was answered alike at every era."""
+        return _ok(self.frame)
 
     def _repr_html_(self) -> str:
         return replay_html(self.frame)
@@ -59,26 +60,58 @@ class ReplayReport:
         printer.text(repr(self))
 
 
+def _ok(frame: pd.DataFrame) -> bool:
+    return bool(frame["passed"].all()) and not frame.attrs.get("interrupted") and not frame.attrs.get("differing")
+
+
+def _eras(frame: pd.DataFrame) -> bool:
+    """Whether the frame is a replay across protocol eras (a row per case and era)."""
+    return "mode" in frame.columns
+
+
 def _headline(frame: pd.DataFrame) -> str:
     attrs = frame.attrs
     cases = attrs.get("cases", len(frame))
     passed = int(frame["passed"].sum())
     failed = len(frame) - passed
+    if _eras(frame):
+        modes = attrs.get("modes", [])
+        runs = cases * len(modes)
+        stopped = f", {runs - len(frame)} not run (stopped)" if attrs.get("interrupted") else ""
+        differing = len(attrs.get("differing", ()))
+        eras = f"; {differing} case{'s' if differing != 1 else ''} answered otherwise at another era" if differing else ""
+        return f"{cases} case{'s' if cases != 1 else ''} at {' and '.join(modes)}: {passed} passed, {failed} failed{stopped}{eras}"
     stopped = f", {cases - len(frame)} not run (stopped)" if attrs.get("interrupted") else ""
     return f"{cases} case{'s' if cases != 1 else ''}: {passed} passed, {failed} failed{stopped}"
 
 
-def _worst_first(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.sort_values("passed", kind="stable")
+def _case(r) -> str:
+    """The case's name, and across eras the era it ran at."""
+    return f"{r.case} @ {r.mode}" if hasattr(r, "mode") else str(r.case)
+
+
+def _why_of(r) -> str:
+    """Why the row fails: its reason, and across eras how its answer differs from the first era's."""
+    return "\n".join(part for part in (str(r.reason or ""), str(getattr(r, "era_difference", "") or "")) if part)
+
+
+def _fine(r) -> bool:
+    return bool(r.passed) and not getattr(r, "era_difference", "")
+
+
+def _worst_first(frame: pd.DataFrame) -> list:
+    return sorted(frame.itertuples(index=False), key=_fine)
 
 
 def replay_text(frame: pd.DataFrame) -> str:
     lines = [f"Replay: {_headline(frame)}"]
-    for r in _worst_first(frame).itertuples(index=False):
+    for r in _worst_first(frame):
         mark = "pass" if r.passed else "FAIL"
-        lines.append(f"  {mark}  {r.case}  {r.expected}" + ("" if r.passed else f"  got {r.got}"))
-        if not r.passed and r.reason:
-            lines.extend(f"        {line}" for line in str(r.reason).splitlines())
+        if r.passed and not _fine(r):
+            mark = "ERAS"
+        lines.append(f"  {mark}  {_case(r)}  {r.expected}" + ("" if r.passed else f"  got {r.got}"))
+        if not _fine(r):
+            lines.extend(f"        {line}" for line in _why_of(r).splitlines())
     return "\n".join(lines)
 
 
@@ -92,21 +125,25 @@ def _why(reason: object) -> str:
 
 def replay_html(frame: pd.DataFrame) -> str:
     e = html.escape
-    ok = bool(frame["passed"].all()) and not frame.attrs.get("interrupted")
+    ok = _ok(frame)
     ink = PASSED if ok else FAILED
     rows = []
-    for r in _worst_first(frame).itertuples(index=False):
+    for r in _worst_first(frame):
         status = outlined("passed", PASSED) if r.passed else outlined("failed", FAILED)
+        if r.passed and not _fine(r):
+            status = outlined("eras differ", FAILED)
         got = e(str(r.got))
         if not r.passed and r.got != r.expected:
             got = f'<span style="{FAILED.text};font-weight:600">{got}</span>'
         line = border("-top")
         rows.append(
             f'<tr><td style="{_SHORT};{line}">{status}</td><td style="{_SHORT};{line}"><code>{e(str(r.case))}</code></td>'
-            f'<td style="{_SHORT};{line}">{e(str(r.expected))}</td><td style="{_SHORT};{line}">{got}</td>'
-            f'<td style="{_WHY};{line}">{_why(r.reason)}</td></tr>'
+            + (f'<td style="{_SHORT};{line}">{e(str(r.mode))}</td>' if _eras(frame) else "")
+            + f'<td style="{_SHORT};{line}">{e(str(r.expected))}</td><td style="{_SHORT};{line}">{got}</td>'
+            f'<td style="{_WHY};{line}">{_why(_why_of(r))}</td></tr>'
         )
-    head = "".join(f'<th style="{_CELL}">{h}</th>' for h in ("", "case", "expected", "got", "why"))
+    heads = ("", "case", "era", "expected", "got", "why") if _eras(frame) else ("", "case", "expected", "got", "why")
+    head = "".join(f'<th style="{_CELL}">{h}</th>' for h in heads)
     return (
         f'<div class="mcp-nb-replay" style="{UI};{BORDER};{ink.line("-left", "4px")};border-radius:6px;padding:6px 10px;max-width:1100px">'
         f'<div><b>Replay</b>: <span style="{ink.text};font-weight:600">{e(_headline(frame))}</span></div>'

@@ -8,6 +8,8 @@ hidden it only remembers that it is out of date.
 
 With Pin on, choosing a call pins it (again: unpins it) instead of loading it; the pinned
 calls are saved as a cases file (`mcp_nb.cases`), as `%mcp_save_cases` saves the history.
+Two pinned calls of the same tool (or resource, or prompt) can be compared: where their
+arguments and their answers differ, by structure (`records/compare.py`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ if TYPE_CHECKING:
 import ipywidgets as w
 
 from mcp_nb.records.cases import CasesError, from_frame, save
+from mcp_nb.records.compare import outcome_differences
 from mcp_nb.records.outcome import OUTCOMES, Outcome
+from mcp_nb.views.surface import comparison_html
 from mcp_nb.views.theme import CELL, ERROR, INKS, MUTED, badge, border, compact_json
 from mcp_nb.widgets.callbacks import Guard
 from mcp_nb.widgets.form import close_tree
@@ -73,6 +77,16 @@ class HistoryTab:
             layout=w.Layout(width="100%", padding="4px 2px"),
         )
         self.widget.add_class("mcp-nb-history")
+        # Two pinned calls of one tool, compared (added below the rest of the tab).
+        self.compare_button = w.Button(
+            description="Compare pinned", disabled=True, layout=w.Layout(width="auto"),
+            tooltip="pin two calls of the same tool, resource or prompt to see where they differ",
+        )  # fmt: skip
+        self.compare_button.add_class("mcp-nb-compare-pinned")
+        self.compare_button.on_click(guard("comparing the pinned calls", lambda _: self.compare_pinned()))
+        self.comparison = w.HTML()
+        self.comparison.add_class("mcp-nb-comparison")
+        self.widget.children = (*self.widget.children, self.compare_button, self.comparison)
         self.visible = False
         self.stale = True
         self._rows: dict[int, Any] = {}
@@ -157,6 +171,28 @@ class HistoryTab:
         self.save_button.description = f"Save {count} pinned as cases" if count else "Save pinned as cases"
         self.cases_status.value = ""
         self.refresh()
+        self.compare_button.disabled = self.comparable() is None
+
+    def comparable(self) -> pd.DataFrame | None:
+        """The final attempts of the two pinned calls, when exactly two are pinned and they went
+        to the same tool (or resource, or prompt) of the same server; else None."""
+        if len(self.pinned) != 2:
+            return None
+        frame = self.history.to_frame()
+        chosen = frame[frame["call_id"].isin(list(self.pinned))]
+        finals = chosen[~chosen["call_id"].duplicated(keep="last")]
+        if len(finals) != 2 or finals[["server", "target", "name"]].astype(str).drop_duplicates().shape[0] != 1:
+            return None
+        return finals
+
+    def compare_pinned(self) -> None:
+        """Show where the two pinned calls differ: arguments, how each ended, its answer."""
+        finals = self.comparable()
+        if finals is None:
+            self.comparison.value = f'<span style="{ERROR.text}">pin two calls of the same tool, resource or prompt to compare them</span>'
+            return
+        first, second = (as_call(r) for r in finals.itertuples(index=False))
+        self.comparison.value = comparison_html(first, second, outcome_differences(first, second, arguments=True))
 
     def save_pinned(self) -> None:
         """Write the pinned calls to the cases file named in the box (one case per call, by its final attempt)."""

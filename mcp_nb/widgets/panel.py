@@ -49,6 +49,7 @@ from mcp_nb.views.live import countable
 from mcp_nb.views.theme import MUTED
 from mcp_nb.widgets.authorize import AuthorizationBox
 from mcp_nb.widgets.callbacks import FailureView, Guard, KernelThread
+from mcp_nb.widgets.changes_tab import ChangesTab
 from mcp_nb.widgets.form import Form, Invalid, close_tree, dotted
 from mcp_nb.widgets.history_tab import HistoryTab
 from mcp_nb.widgets.question import Asker
@@ -245,8 +246,11 @@ class Panel(w.VBox):
         # -- the history
         self.history_tab = HistoryTab(engine.history, self._load_call, self._guard)
         self.history_tab.on_count = self._count_calls
+        # -- what changed for clients since each entry's first version (widgets/changes_tab.py)
+        self.changes_tab = ChangesTab(engine, lambda: self.server)
         self.tabs = w.Tab(
-            children=[call_page, self.history_tab.widget], titles=["Call", self._history_title(len(engine.history))]
+            children=[call_page, self.history_tab.widget, self.changes_tab.widget],
+            titles=["Call", self._history_title(len(engine.history)), "Changes"],
         )
         self.tabs.add_class("mcp-nb-tabs")
         self.tabs.observe(on("switching tabs", self._tab_changed), "selected_index")
@@ -361,6 +365,7 @@ class Panel(w.VBox):
             if self._current not in current:
                 self._current = None
             self._show_choices(reshow=carried is not None)
+        self.changes_tab.changed()
 
     def _carry_over(self, old: _Entry, registration: Registration) -> _Entry:
         """A re-run cell keeps what was typed, where the new schema still takes it."""
@@ -753,6 +758,7 @@ class Panel(w.VBox):
 
     def _tab_changed(self, change) -> None:
         self.history_tab.show(change["new"] == 1)
+        self.changes_tab.show(change["new"] == 2)
 
     def _count_calls(self, n: int) -> None:
         titles = list(self.tabs.titles)
@@ -866,6 +872,7 @@ class Panel(w.VBox):
         self.asker.abandon()  # a call waiting for an answer from this panel gets a cancel
         self._unsubscribe()
         self.history_tab.close()
+        self.changes_tab.close()
         for entry in self._entries.values():
             entry.form.close()
         self._entries.clear()

@@ -387,7 +387,7 @@ class Call(CallRecord):
         # Session set-up is mcp_nb's business, not the request's: it happens before the
         # request's clock starts (in-process it cannot hang).
         try:
-            client = await connection.ready()
+            client = connection.open_session() or await connection.ready()
         except ConnectionLost as err:
             return self._record(self._client_error(err))
         except asyncio.CancelledError:

@@ -146,6 +146,11 @@ class Connection:
             raise ConnectionLost(self._gone())
         return self._client or await self._open()
 
+    def open_session(self) -> Client | None:
+        """The session when it is open and needs nothing done first (else None: await `ready()`).
+        Every call asks: answered without a coroutine, the common case costs a call nothing."""
+        return self._client if self.state == "connected" else None
+
     def _gone(self) -> str:
         return f"server {self.name!r} is not connected ({self.reason or self.state})"
 
@@ -383,6 +388,9 @@ class KernelConnection(Connection):
             # Each request carries the client's capabilities at 2026-07-28: a tool that cannot
             # reach its request cannot ask a question, so its calls go without the elicitation one.
             sdk_compat.lighten_tool_calls(client.session, self.registry.reaches_request, ("elicitation",))
+
+    def open_session(self) -> Client | None:
+        return self._client if self.state == "connected" and self.registry.version == self._listed else None
 
     async def ready(self) -> Client:
         """The open session, with the tools of the registry's current version listed."""

@@ -1,0 +1,663 @@
+"""A history file on disk: a folder of Parquet parts, each written whole and then renamed into place.
+
+One row per call in the tidy columns of `History.to_frame()`, plus `session` (one id per
+kernel start), `seq` (the call's place in what its kernel recorded) and `recorded_at`
+(when it was recorded). Nested values (arguments, results, logs...) are JSON text, which
+any Parquet reader shows; `progress` holds the events themselves, not their count.
+
+Why parts and not one file (docs/performance.md, "Keeping the history"): a part is written
+to a temporary name and renamed, so a kernel killed while writing leaves at most a
+temporary file no reader looks at, never a half-written part; and a column store reads
+ten million rows back as arrays, where a row store hands them over one Python tuple at a
+time. Small parts are merged into larger ones as they accumulate (`merge`); a part that
+covers another's range of the same stream makes that one a leftover, never read twice.
+
+Reading decodes each distinct JSON text once (the parts are dictionary-encoded, and most
+columns of a sweep hold few distinct values), in one `json.loads` per column and part.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets as random_hex
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+from mcp_nb.history_file import FORMAT, KEY, MARKER, HistoryFileError, format_of, shown
+from mcp_nb.records.frame import VOCABULARIES, Coded
+from mcp_nb.records.outcome import CAUSES, FATES, OUTCOMES, TARGETS, VIAS
+from mcp_nb.records.trace import ProgressEvent, ServerLog
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+
+# One id per kernel start: its time (so that sessions sort in the order they began) and a few
+# random hex digits (so that two kernels started in the same second differ).
+SESSION = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + random_hex.token_hex(3)
+_PART = re.compile(r"^(?P<session>[0-9A-Za-z-]+)\.(?P<stream>\d+)\.(?P<first>\d{12})-(?P<last>\d{12})\.parquet$")
+_FATES = re.compile(r"^(?P<session>[0-9A-Za-z-]+)\.(?P<stream>\d+)\.fates(?P<number>\d{6})\.parquet$")
+# What a row's fate can still become: the columns a fates part rewrites for a timed-out call.
+FATE_COLUMNS = ("server_fate", "fate_outcome", "fate_cause", "fate_after_ms", "server_logs", "progress")
+# The vocabulary columns of fixed categories, by the codes the in-memory store gives them.
+FIXED = {"target": TARGETS, "outcome": OUTCOMES, "cause": CAUSES, "via": VIAS}
+JSON_COLUMNS = ("arguments", "structured_content", "data", "server_logs", "elicitations", "samplings", "progress", "retry")
+TEXT_COLUMNS = ("content", "message", "protocol")
+_NO_FLAG = 2
+
+
+def part_name(session: str, stream: int, first: int, last: int) -> str:
+    return f"{session}.{stream}.{first:012d}-{last:012d}.parquet"
+
+
+# -- what is never written ---------------------------------------------------------------------
+
+REDACTED = "***"
+# A URL's password, a bearer token, a query parameter named like a secret: replaced wherever they
+# appear in what is written (an error message quoting a URL, a log line, a result echoing a header).
+_URL_PASSWORD = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@\"'\x00]+:)[^@\s/\"'\x00]+@")
+_BEARER = re.compile(r"(\b[Bb]earer\s+)[A-Za-z0-9._~+/=-]{4,}")
+_QUERY_SECRET = re.compile(r"([?&][A-Za-z0-9_.-]*(?:token|key|secret|pass|pwd|auth|sig|credential)[A-Za-z0-9_.-]*=)[^&\s\"'#\x00]+", re.I)
+
+
+def scrubber(known: Callable[[], Iterable[str]]) -> Callable[[str], str]:
+    """`scrub(text)`: `text` without the secrets `known()` names (header values, tokens; four
+    characters or more), nor any URL password, bearer token or secret-named query parameter.
+    Returns `text` itself when there was nothing to take out (the writer checks for that)."""
+
+    def scrub(text: str) -> str:
+        out = text
+        for secret in known():
+            if secret and len(secret) >= 4 and secret in out:
+                out = out.replace(secret, REDACTED)
+        if "://" in out or "earer" in out:
+            out = _URL_PASSWORD.sub(rf"\g<1>{REDACTED}@", out)
+            out = _BEARER.sub(rf"\g<1>{REDACTED}", out)
+            out = _QUERY_SECRET.sub(rf"\g<1>{REDACTED}", out)
+        return text if out == text else out
+
+    return scrub
+
+
+# -- writing ------------------------------------------------------------------------------------
+
+
+def _encoder() -> Callable[[Any], str]:
+    """JSON text of a value, compact, non-ASCII kept, anything without a JSON form as its str."""
+    try:
+        from json.encoder import c_make_encoder, encode_basestring  # the C encoder, where Python has it: a third of `dumps`' cost
+    except ImportError:  # pragma: no cover - every CPython has it
+        c_make_encoder = None
+    plain = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+    if c_make_encoder is None:  # pragma: no cover
+        return plain.encode
+    fast = c_make_encoder(None, str, encode_basestring, None, ":", ",", False, False, True)
+
+    def encode(value: Any) -> str:
+        try:
+            return "".join(fast(value, 0))
+        except (TypeError, ValueError, RecursionError):  # a key no JSON object can have, a cycle...
+            return json.dumps(repr(value), ensure_ascii=False)
+
+    return encode
+
+
+ENCODE = _encoder()
+
+
+def _plain(value: Any) -> Any:
+    """A value of a nested column as JSON can carry it: log records and progress events as dicts."""
+    if isinstance(value, tuple) and value and isinstance(value[0], (ServerLog, ProgressEvent)):
+        if isinstance(value[0], ServerLog):
+            return [{"level": r.level, "logger": r.logger, "message": r.message, "traceback": r.traceback,
+                     "source": r.source, "at": r.at} for r in value]  # fmt: skip
+        return [{"progress": e.progress, "total": e.total, "message": e.message, "seconds": e.seconds} for e in value]
+    return value
+
+
+def json_column(values: Iterable[Any], scrub: Callable[[str], str]) -> pa.Array:
+    """The JSON texts of `values` as a dictionary array: each distinct object encoded once (most
+    rows share the same empty tuple, the same None), each text handed to Arrow once."""
+    import numpy as np
+    import pyarrow as pa
+
+    seen: dict[int, int] = {}
+    texts: list[str] = []
+    codes = []
+    keep = []  # the objects whose ids key `seen`, alive until the column is built
+    for value in values:
+        if value is None:
+            codes.append(-1)
+            continue
+        code = seen.get(id(value))
+        if code is None:
+            code = seen[id(value)] = len(texts)
+            texts.append(ENCODE(_plain(value)))
+            keep.append(value)
+        codes.append(code)
+    indices = np.array(codes, dtype=np.int32)
+    return pa.DictionaryArray.from_arrays(
+        pa.array(indices, mask=indices < 0), pa.array(scrub_all(texts, scrub), type=pa.string())
+    )
+
+
+def scrub_all(texts: list[str], scrub: Callable[[str], str]) -> list[str]:
+    """`texts` with every secret the scrubber knows replaced; looked for in one pass over them all."""
+    if not texts:
+        return texts
+    joined = "\x00".join(texts)
+    cleaned = scrub(joined)
+    return texts if cleaned is joined else cleaned.split("\x00")
+
+
+def coded(codes: np.ndarray, names: list[str]) -> pa.Array:
+    import numpy as np
+    import pyarrow as pa
+
+    indices = codes.astype(np.int32)
+    return pa.DictionaryArray.from_arrays(pa.array(indices, mask=indices < 0), pa.array(names, type=pa.string()))
+
+
+def texts(values: np.ndarray, scrub: Callable[[str], str]) -> pa.Array:
+    import pyarrow as pa
+
+    column = pa.array(values, type=pa.string(), from_pandas=True)
+    if not len(column):
+        return column
+    joined = "\x00".join(str(v) for v in values if v is not None)
+    if scrub(joined) is joined:
+        return column
+    return pa.array([None if v is None else scrub(str(v)) for v in values], type=pa.string())
+
+
+def nanoseconds(seconds: np.ndarray) -> np.ndarray:
+    """Epoch seconds as the int64 nanoseconds `History.to_frame()` shows them (the same conversion)."""
+    import numpy as np
+    import pandas as pd
+
+    return pd.to_datetime(seconds.astype(np.float64), unit="s", utc=True).asi8
+
+
+@dataclass
+class Batch:
+    """Rows of one History to write, as its store keeps them (vocabularies coded), from `first` on."""
+
+    columns: dict[str, np.ndarray]
+    names: list[str]
+    servers: list[str]
+    workers: list[str]
+    clients: list[str]
+    first: int  # the seq of the first row
+    fates: dict[int, tuple] = field(default_factory=dict)  # row in the batch -> (fate, outcome, cause, after_ms, logs, progress)
+
+    def __len__(self) -> int:
+        return len(self.columns["call_id"])
+
+
+def table(batch: Batch, session: str, scrub: Callable[[str], str]) -> pa.Table:
+    """The part's table: the tidy columns, their vocabularies as dictionaries, the nested as JSON text."""
+    import numpy as np
+    import pyarrow as pa
+
+    c = batch.columns
+    n = len(batch)
+    logs, progress = c["logs"], c["progress"]
+    fate = np.full(n, -1, dtype=np.int8)
+    fate_outcome = np.full(n, -1, dtype=np.int8)
+    fate_cause = np.full(n, -1, dtype=np.int8)
+    fate_after = np.full(n, np.nan)
+    if batch.fates:
+        logs, progress = logs.copy(), progress.copy()
+        for row, (f, fo, fc, after, row_logs, row_progress) in batch.fates.items():
+            fate[row] = FATES.index(f) if f is not None else -1
+            fate_outcome[row] = OUTCOMES.index(fo) if fo is not None else -1
+            fate_cause[row] = CAUSES.index(fc) if fc is not None else -1
+            fate_after[row] = np.nan if after is None else after
+            logs[row], progress[row] = row_logs, row_progress
+    flags = c["is_error"].astype(np.int8)
+    code = c["code"].astype(np.float64)
+    columns = {
+        "session": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([session])),
+        "seq": pa.array(np.arange(batch.first, batch.first + n, dtype=np.int64)),
+        "recorded_at": pa.array(nanoseconds(c["recorded"]), type=pa.timestamp("ns", tz="UTC")),
+        "call_id": pa.array(c["call_id"].astype(np.int64)),
+        "attempt": pa.array(c["attempt"].astype(np.int32)),
+        "server": coded(c["server"], batch.servers),
+        "worker": coded(c["worker"], batch.workers),
+        "target": coded(c["target"], list(TARGETS)),
+        "name": coded(c["name"], batch.names),
+        "arguments": json_column(c["arguments"], scrub),
+        "outcome": coded(c["outcome"], list(OUTCOMES)),
+        "cause": coded(c["cause"], list(CAUSES)),
+        "content": texts(c["content"], scrub),
+        "structured_content": json_column(c["structured"], scrub),
+        "is_error": pa.array(flags == 1, mask=flags == _NO_FLAG),
+        "code": pa.array(np.nan_to_num(code).astype(np.int64), mask=np.isnan(code)),
+        "message": texts(c["message"], scrub),
+        "data": json_column(c["data"], scrub),
+        "server_logs": json_column(logs, scrub),
+        "elicitations": json_column(c["elicitations"], scrub),
+        "samplings": json_column(c["samplings"], scrub),
+        "protocol": texts(c["protocol"], scrub),
+        "started_at": pa.array(nanoseconds(c["started"]), type=pa.timestamp("ns", tz="UTC")),
+        "duration_ms": pa.array(c["duration"].astype(np.float64)),
+        "timeout_s": pa.array(c["timeout"].astype(np.float64)),
+        "backoff_s": pa.array(c["backoff"].astype(np.float64)),
+        "server_fate": coded(fate, list(FATES)),
+        "fate_outcome": coded(fate_outcome, list(OUTCOMES)),
+        "fate_cause": coded(fate_cause, list(CAUSES)),
+        "fate_after_ms": pa.array(fate_after),
+        "via": coded(c["via"], list(VIAS)),
+        "client": coded(c["client"], batch.clients),
+        "progress": json_column(progress, scrub),
+        "deadline_resets": pa.array(c["resets"].astype(np.int64)),
+        "max_timeout_s": pa.array(c["max_timeout"].astype(np.float64)),
+        "retry": json_column(c["retry"], scrub),
+    }
+    return pa.table(columns)
+
+
+def fates_table(session: str, rows: list[tuple], scrub: Callable[[str], str]) -> pa.Table:
+    """A fates part: for timed-out calls whose server side changed after they were written, (seq, fate...)."""
+    import numpy as np
+    import pyarrow as pa
+
+    seqs, fate, fate_outcome, fate_cause, after, logs, progress = zip(*rows)
+
+    def codes(values, vocabulary):
+        return coded(np.array([-1 if v is None else vocabulary.index(v) for v in values]), list(vocabulary))
+
+    return pa.table({
+        "session": pa.array([session] * len(rows)),
+        "seq": pa.array(seqs, type=pa.int64()),
+        "server_fate": codes(fate, FATES), "fate_outcome": codes(fate_outcome, OUTCOMES), "fate_cause": codes(fate_cause, CAUSES),
+        "fate_after_ms": pa.array([np.nan if a is None else a for a in after], type=pa.float64()),
+        "server_logs": json_column(logs, scrub), "progress": json_column(progress, scrub),
+    })  # fmt: skip
+
+
+def create(folder: Path) -> None:
+    """Make `folder` a history file (mode 0700, its marker 0600), or check that it is one already."""
+    if folder.exists():
+        if format_of(folder) is not None:
+            return
+    else:
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:  # another kernel made it a moment ago
+            pass
+    text = json.dumps({KEY: FORMAT, "what": "mcp_nb's call history: a folder of Parquet parts, one row per call"})
+    _write_atomically(folder, MARKER, lambda f: f.write(text.encode()))
+    os.chmod(folder, 0o700)
+
+
+def _write_atomically(folder: Path, name: str, write: Callable[[Any], None]) -> None:
+    """Write `name` under a temporary name (mode 0600), make it durable, then rename it into place:
+    a reader sees the whole file or none of it, whenever the writer dies."""
+    temporary = folder / f".{name}.{os.getpid()}.{random_hex.token_hex(4)}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())  # durable before it has its name: a power cut leaves no empty part
+        os.rename(temporary, folder / name)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def write_part(folder: Path, name: str, part: pa.Table) -> int:
+    """Write a part; returns its size in bytes."""
+    import pyarrow.parquet as pq
+
+    _write_atomically(folder, name, lambda f: pq.write_table(part, f, compression="snappy", write_statistics=False))
+    return (folder / name).stat().st_size
+
+
+def merge(folder: Path, names: list[str], into: str) -> None:
+    """Write the parts `names` as one part `into`, then remove them. A reader that comes in
+    between sees `into` cover them, and reads `into` alone."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tables = [pq.read_table(folder / name) for name in names]
+    write_part(folder, into, pa.concat_tables(tables, promote_options="permissive").unify_dictionaries())
+    for name in names:
+        try:
+            os.unlink(folder / name)
+        except FileNotFoundError:
+            pass
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Part:
+    name: str
+    session: str
+    stream: int
+    first: int
+    last: int
+    rows: int
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.session, self.stream)
+
+
+@dataclass
+class Listing:
+    """The parts of a history file worth reading (leftovers of a merge left out), in the order
+    their calls were recorded: by session (they sort by when they began), stream, seq."""
+
+    folder: Path
+    parts: list[Part]
+    fates: list[str]
+    problems: list[str]  # a part cut short, said in one line each
+
+    @property
+    def rows(self) -> int:
+        return sum(p.rows for p in self.parts)
+
+    def sessions(self) -> list[str]:
+        return list(dict.fromkeys(p.session for p in self.parts))
+
+
+def listing(folder: Path, footers: bool = True) -> Listing:
+    """What `folder` holds. Raises HistoryFileError (one line) for a folder that is no history file;
+    a part that cannot be read (cut short) is left out and said in `problems`."""
+    import pyarrow.parquet as pq
+
+    format_of(folder)
+    try:
+        names = sorted(entry.name for entry in os.scandir(folder))
+    except OSError as err:
+        raise HistoryFileError(f"cannot read {shown(folder)}: {err.strerror or err}") from None
+    found: list[Part] = []
+    fates: list[str] = []
+    problems: list[str] = []
+    for name in names:
+        match = _PART.match(name)
+        if match is None:
+            if _FATES.match(name):
+                fates.append(name)
+            continue
+        rows = int(match["last"]) - int(match["first"]) + 1
+        if footers:
+            try:
+                rows = pq.ParquetFile(folder / name).metadata.num_rows
+            except PermissionError:
+                raise HistoryFileError(f"cannot read {shown(folder / name)}: permission denied") from None
+            except Exception as err:  # noqa: BLE001 - pyarrow says "cut short" in several ways
+                problems.append(f"{name} ({_why(err)})")
+                continue
+        found.append(Part(name, match["session"], int(match["stream"]), int(match["first"]), int(match["last"]), rows))
+    return Listing(folder, _without_leftovers(found), fates, problems)
+
+
+def _why(err: Exception) -> str:
+    text = str(err).splitlines()[0] if str(err) else type(err).__name__
+    return text[:120]
+
+
+def _without_leftovers(parts: list[Part]) -> list[Part]:
+    """Parts in reading order, without those a merged part covers (a merge's inputs not yet removed)."""
+    kept: list[Part] = []
+    ordered = sorted(parts, key=lambda p: (p.session, p.stream, p.first, -p.last))
+    for part in ordered:
+        if kept and kept[-1].key == part.key and kept[-1].first <= part.first and part.last <= kept[-1].last:
+            continue
+        kept.append(part)
+    return kept
+
+
+def read(found: Listing, parts: list[Part] | None = None, seqs: tuple[int, int] | None = None) -> Coded:
+    """The rows of `parts` (all of them when None), only those with `seqs[0] <= seq < seqs[1]` when
+    given, with the fates parts applied. A part that vanished or cannot be read is said once and skipped."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    chosen = found.parts if parts is None else parts
+    tables = []
+    for part in chosen:
+        try:
+            tables.append(pq.read_table(found.folder / part.name))
+        except FileNotFoundError:
+            # merged meanwhile by the kernel writing it: the merged part holds its rows
+            return read(listing(found.folder), _same_rows(listing(found.folder), chosen), seqs)
+        except Exception as err:  # noqa: BLE001 - a part cut short since the listing
+            found.problems.append(f"{part.name} ({_why(err)})")
+    if not tables:
+        return _decode(None, seqs, [])
+    whole = pa.concat_tables(tables, promote_options="permissive")
+    return _decode(whole, seqs, _fates(found, {p.session for p in chosen}))
+
+
+def _same_rows(again: Listing, chosen: list[Part]) -> list[Part]:
+    keys = {p.key for p in chosen}
+    return [p for p in again.parts if p.key in keys]
+
+
+def _fates(found: Listing, sessions: set[str]) -> list:
+    import pyarrow.parquet as pq
+
+    out = []
+    for name in found.fates:
+        if name.split(".", 1)[0] in sessions:
+            try:
+                out.append(pq.read_table(found.folder / name))
+            except Exception as err:  # noqa: BLE001
+                found.problems.append(f"{name} ({_why(err)})")
+    return out
+
+
+def _decode(whole: pa.Table | None, seqs: tuple[int, int] | None, fates: list) -> Coded:
+    import numpy as np
+
+    if whole is None:
+        return Coded({"call_id": np.empty(0, dtype=np.int64)})
+    if seqs is not None:
+        seq = whole.column("seq").to_numpy()
+        keep = (seq >= seqs[0]) & (seq < seqs[1])
+        if not keep.all():
+            import pyarrow as pa
+
+            whole = whole.filter(pa.array(keep))
+    out: dict[str, np.ndarray] = {}
+    vocab: dict[str, list[str]] = {}
+    for name in VOCABULARIES:
+        out[name], vocab[name] = _codes(whole.column(name))
+    for name, vocabulary in FIXED.items():
+        out[name] = _fixed(whole.column(name), vocabulary)
+    for name, stored, vocabulary in (("server_fate", "fate", FATES), ("fate_outcome", "fate_outcome", OUTCOMES), ("fate_cause", "fate_cause", CAUSES)):
+        out[stored] = _fixed(whole.column(name), vocabulary)
+    out["call_id"] = whole.column("call_id").to_numpy()
+    out["attempt"] = whole.column("attempt").to_numpy()
+    out["seq"] = whole.column("seq").to_numpy()
+    for name, stored in (("backoff_s", "backoff"), ("duration_ms", "duration"), ("timeout_s", "timeout"),
+                         ("max_timeout_s", "max_timeout"), ("fate_after_ms", "fate_after")):  # fmt: skip
+        out[stored] = whole.column(name).to_numpy()
+    out["resets"] = whole.column("deadline_resets").to_numpy()
+    out["started_ns"] = _ns(whole.column("started_at"))
+    out["recorded_ns"] = _ns(whole.column("recorded_at"))
+    flags = whole.column("is_error")
+    out["is_error"] = np.where(flags.is_null().to_numpy(zero_copy_only=False), _NO_FLAG,
+                               flags.fill_null(False).to_numpy(zero_copy_only=False).astype(np.int8)).astype(np.int8)  # fmt: skip
+    code = whole.column("code")
+    out["code"] = code.to_numpy(zero_copy_only=False).astype(np.float64) if code.null_count else code.to_numpy().astype(np.float64)
+    content = whole.column("content")
+    out["content"] = _strings(content)
+    out["message"] = _strings(whole.column("message"))
+    out["protocol"] = _strings(whole.column("protocol"))
+    out["arguments"] = _json(whole.column("arguments"))
+    out["structured"] = _structured(whole.column("structured_content"), content, out["content"])
+    out["data"] = _json(whole.column("data"))
+    out["logs"] = _json(whole.column("server_logs"), _logs)
+    out["elicitations"] = _json(whole.column("elicitations"), tuple)
+    out["samplings"] = _json(whole.column("samplings"), tuple)
+    out["progress"] = _json(whole.column("progress"), _events)
+    out["retry"] = _json(whole.column("retry"))
+    if fates:
+        _apply_fates(out, fates, vocab["session"])
+    return Coded(out, vocab)
+
+
+def _ns(column) -> np.ndarray:
+    import numpy as np
+    import pyarrow as pa
+
+    return column.cast(pa.int64()).to_numpy().astype(np.int64, copy=False)
+
+
+def _combined(column):
+    """One array from a column's chunks; a dictionary column's chunks first given one dictionary."""
+    import pyarrow as pa
+
+    if isinstance(column, pa.ChunkedArray):
+        if pa.types.is_dictionary(column.type):
+            column = column.unify_dictionaries()
+        return column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    return column
+
+
+def _codes(column) -> tuple[np.ndarray, list[str]]:
+    """A dictionary column as int codes (-1 where missing) and its dictionary."""
+    import numpy as np
+    import pyarrow as pa
+
+    array = _combined(column)
+    if not pa.types.is_dictionary(array.type):
+        array = array.dictionary_encode()
+    indices = array.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return indices, [str(v) for v in array.dictionary.to_pylist()]
+
+
+def _fixed(column, vocabulary: tuple[str, ...]) -> np.ndarray:
+    """A dictionary column of a fixed vocabulary as the store's codes (-1: missing or unknown here)."""
+    import numpy as np
+
+    indices, values = _codes(column)
+    position = {name: i for i, name in enumerate(vocabulary)}
+    mapping = np.array([position.get(v, -1) for v in values] + [-1], dtype=np.int64)
+    return mapping[indices]  # -1 indexes the last entry: missing stays missing
+
+
+def _strings(column) -> np.ndarray:
+    import numpy as np
+    import pyarrow as pa
+
+    array = _combined(column)
+    if pa.types.is_dictionary(array.type):
+        array = array.cast(pa.string())
+    return np.asarray(array.to_pandas(), dtype=object)
+
+
+def _objects(values: list) -> np.ndarray:
+    import numpy as np
+
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _loads_all(texts) -> list:
+    """Many JSON texts (an Arrow string array without nulls) decoded in one `json.loads`: joined
+    by Arrow, so no Python string is made per text."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not len(texts):
+        return []
+    joined = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(texts)], type=pa.int32()), texts), ",")
+    return json.loads("[" + joined[0].as_py() + "]")
+
+
+def _json(column, wrap: Callable[[Any], Any] | None = None) -> np.ndarray:
+    """A JSON column as Python values, each distinct text decoded once; None where missing."""
+    import numpy as np
+    import pyarrow as pa
+
+    out = []
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    for chunk in chunks:
+        if not pa.types.is_dictionary(chunk.type):
+            chunk = chunk.dictionary_encode()
+        values = _loads_all(chunk.dictionary)
+        if wrap is not None:
+            values = [None if v is None else wrap(v) for v in values]
+        distinct = _objects([*values, None])
+        indices = chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+        out.append(distinct[indices])  # -1 picks the None at the end
+    if not out:
+        return np.empty(0, dtype=object)
+    return out[0] if len(out) == 1 else np.concatenate(out)
+
+
+def _structured(column, content_column, content: np.ndarray) -> np.ndarray:
+    """The structured results. A tool that returns a str has {"result": its text}: those rows are
+    found by comparing texts in Arrow and made from `content`, not decoded one by one."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out = _objects([None] * len(content))
+    array = _combined(column)
+    if not len(array):
+        return out
+    plain = array.cast(pa.string()) if pa.types.is_dictionary(array.type) else array
+    text = _combined(content_column)
+    if pa.types.is_dictionary(text.type):
+        text = text.cast(pa.string())
+    wrapped = pc.binary_join_element_wise('{"result":"', text, '"}', "")
+    same = pc.and_(pc.equal(plain, wrapped), pc.invert(pc.match_substring(text, "\\"))).fill_null(False)
+    mask = same.to_numpy(zero_copy_only=False)
+    if mask.any():
+        out[mask] = [{"result": c} for c in content[mask]]
+    rest = ~mask
+    if rest.any():
+        out[rest] = _json(plain.filter(pa.array(rest)))
+    return out
+
+
+def _logs(records: list) -> tuple:
+    return tuple(ServerLog(r.get("level", ""), r.get("logger", ""), r.get("message", ""), r.get("traceback"),
+                           source=r.get("source", "logging"), at=r.get("at")) for r in records)  # fmt: skip
+
+
+def _events(events: list) -> tuple:
+    return tuple(ProgressEvent(e.get("progress"), e.get("total"), e.get("message"), e.get("seconds", 0.0)) for e in events)
+
+
+def _apply_fates(out: dict[str, np.ndarray], fates: list, sessions: list[str]) -> None:
+    """Rewrite the fate of each timed-out call a fates part names (the latest part wins)."""
+    import numpy as np
+
+    timed_out = np.nonzero(out["fate"] >= 0)[0]  # only a timeout has a fate to rewrite
+    position = {(sessions[out["session"][i]], int(out["seq"][i])): int(i) for i in timed_out}
+    for part in fates:
+        rows = _decode_fates(part)
+        for session, seq, fate, fate_outcome, fate_cause, after, logs, progress in rows:
+            i = position.get((session, seq))
+            if i is None:
+                continue
+            out["fate"][i], out["fate_outcome"][i], out["fate_cause"][i] = fate, fate_outcome, fate_cause
+            out["fate_after"][i] = np.nan if after is None else after
+            out["logs"][i], out["progress"][i] = logs, progress
+
+
+def _decode_fates(part) -> list[tuple]:
+    return list(zip(
+        [str(s) for s in part.column("session").to_pylist()], part.column("seq").to_pylist(),
+        _fixed(part.column("server_fate"), FATES), _fixed(part.column("fate_outcome"), OUTCOMES),
+        _fixed(part.column("fate_cause"), CAUSES), part.column("fate_after_ms").to_pylist(),
+        _json(part.column("server_logs"), _logs), _json(part.column("progress"), _events),
+    ))  # fmt: skip

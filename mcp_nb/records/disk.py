@@ -86,27 +86,28 @@ def scrubber(known: Callable[[], Iterable[str]]) -> Callable[[str], str]:
 # -- writing ------------------------------------------------------------------------------------
 
 
-def _encoder() -> Callable[[Any], str]:
-    """JSON text of a value, compact, non-ASCII kept, anything without a JSON form as its str."""
+def _encoder() -> tuple[Callable[[Any, int], Any] | None, Callable[[Any], str]]:
+    """JSON text of a value, compact, non-ASCII kept, anything without a JSON form as its str: the C
+    encoder's chunks (a third of `json.dumps`' cost on a small dict), and the whole text."""
     try:
-        from json.encoder import c_make_encoder, encode_basestring  # the C encoder, where Python has it: a third of `dumps`' cost
-    except ImportError:  # pragma: no cover - every CPython has it
+        from json.encoder import c_make_encoder, encode_basestring  # the C encoder, where Python has it (CPython does)
+    except ImportError:  # pragma: no cover
         c_make_encoder = None
-    plain = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
     if c_make_encoder is None:  # pragma: no cover
-        return plain.encode
-    fast = c_make_encoder(None, str, encode_basestring, None, ":", ",", False, False, True)
+        fast = None
+    else:
+        fast = c_make_encoder(None, str, encode_basestring, None, ":", ",", False, False, True)
 
     def encode(value: Any) -> str:
         try:
-            return "".join(fast(value, 0))
+            return "".join(fast(value, 0)) if fast is not None else json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
         except (TypeError, ValueError, RecursionError):  # a key no JSON object can have, a cycle...
             return json.dumps(repr(value), ensure_ascii=False)
 
-    return encode
+    return fast, encode
 
 
-ENCODE = _encoder()
+CHUNKS, ENCODE = _encoder()
 
 
 def _plain(value: Any) -> Any:
@@ -119,39 +120,68 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def json_column(values: Iterable[Any], scrub: Callable[[str], str]) -> pa.Array:
-    """The JSON texts of `values` as a dictionary array: each distinct object encoded once (most
-    rows share the same empty tuple, the same None), each text handed to Arrow once."""
+def json_column(values: np.ndarray, scrub: Callable[[str], str]) -> pa.Array:
+    """The JSON texts of a column whose rows mostly hold the same few objects (the same empty tuple,
+    None): each distinct object encoded once, the rows coded by it, all in C loops."""
     import numpy as np
     import pyarrow as pa
 
-    seen: dict[int, int] = {}
-    texts: list[str] = []
-    codes = []
-    keep = []  # the objects whose ids key `seen`, alive until the column is built
-    for value in values:
-        if value is None:
-            codes.append(-1)
-            continue
-        code = seen.get(id(value))
-        if code is None:
-            code = seen[id(value)] = len(texts)
-            texts.append(ENCODE(_plain(value)))
-            keep.append(value)
-        codes.append(code)
-    indices = np.array(codes, dtype=np.int32)
-    return pa.DictionaryArray.from_arrays(
-        pa.array(indices, mask=indices < 0), pa.array(scrub_all(texts, scrub), type=pa.string())
-    )
+    rows = values.tolist()
+    ids = list(map(id, rows))
+    objects = dict(zip(ids, rows))  # id -> the object: alive while `rows` holds it
+    if len(objects) > max(64, len(rows) // 4):  # mostly different after all: text per row
+        return distinct_column(values, scrub)
+    position = {key: i for i, key in enumerate(objects)}
+    codes = np.fromiter(map(position.__getitem__, ids), dtype=np.int32, count=len(ids))
+    texts = [ENCODE(_plain(value)) for value in objects.values()]
+    if id(None) in position:
+        codes[codes == position[id(None)]] = -1
+    return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), pa.array(scrub_all(texts, scrub), type=pa.string()))
 
 
-def scrub_all(texts: list[str], scrub: Callable[[str], str]) -> list[str]:
+# What JSON text would escape: a text without it is its own JSON string's inside.
+_ESCAPED = re.compile(r'["\\\x00-\x1f]')
+
+
+def distinct_column(values: np.ndarray, scrub: Callable[[str], str], content: np.ndarray | None = None) -> pa.Array:
+    """The JSON texts of a column whose rows mostly differ (arguments, structured results), as plain
+    text. A tool that returns a str has the structured result {"result": its content}: given
+    `content`, that text is put together without the encoder (the reader takes the same shortcut)."""
+    import pyarrow as pa
+
+    texts: list[str | None] = []
+    add = texts.append
+    escaped = _ESCAPED.search
+    chunks = CHUNKS if CHUNKS is not None else (lambda value, level: ENCODE(value))
+    join = "".join
+    rows = values.tolist()
+    for value, text in zip(rows, rows if content is None else content.tolist()):
+        if type(value) is dict:
+            if not value:
+                add("{}")
+                continue
+            if len(value) == 1 and type(text) is str and value.get("result") == text and escaped(text) is None:
+                add('{"result":"' + text + '"}')
+                continue
+            try:
+                add(join(chunks(value, 0)))
+            except (TypeError, ValueError, RecursionError):
+                add(ENCODE(value))
+        elif value is None:
+            add(None)
+        else:
+            add(ENCODE(_plain(value)))
+    return pa.array(scrub_all(texts, scrub), type=pa.string())
+
+
+def scrub_all(texts: list[str | None], scrub: Callable[[str], str]) -> list[str | None]:
     """`texts` with every secret the scrubber knows replaced; looked for in one pass over them all."""
     if not texts:
         return texts
-    joined = "\x00".join(texts)
-    cleaned = scrub(joined)
-    return texts if cleaned is joined else cleaned.split("\x00")
+    joined = "\x00".join(filter(None, texts))
+    if scrub(joined) is joined:
+        return texts
+    return [None if text is None else scrub(text) for text in texts]
 
 
 def coded(codes: np.ndarray, names: list[str]) -> pa.Array:
@@ -165,13 +195,8 @@ def coded(codes: np.ndarray, names: list[str]) -> pa.Array:
 def texts(values: np.ndarray, scrub: Callable[[str], str]) -> pa.Array:
     import pyarrow as pa
 
-    column = pa.array(values, type=pa.string(), from_pandas=True)
-    if not len(column):
-        return column
-    joined = "\x00".join(str(v) for v in values if v is not None)
-    if scrub(joined) is joined:
-        return column
-    return pa.array([None if v is None else scrub(str(v)) for v in values], type=pa.string())
+    rows = values.tolist()
+    return pa.array(scrub_all(rows, scrub), type=pa.string())
 
 
 def nanoseconds(seconds: np.ndarray) -> np.ndarray:
@@ -230,11 +255,11 @@ def table(batch: Batch, session: str, scrub: Callable[[str], str]) -> pa.Table:
         "worker": coded(c["worker"], batch.workers),
         "target": coded(c["target"], list(TARGETS)),
         "name": coded(c["name"], batch.names),
-        "arguments": json_column(c["arguments"], scrub),
+        "arguments": distinct_column(c["arguments"], scrub),
         "outcome": coded(c["outcome"], list(OUTCOMES)),
         "cause": coded(c["cause"], list(CAUSES)),
         "content": texts(c["content"], scrub),
-        "structured_content": json_column(c["structured"], scrub),
+        "structured_content": distinct_column(c["structured"], scrub, c["content"]),
         "is_error": pa.array(flags == 1, mask=flags == _NO_FLAG),
         "code": pa.array(np.nan_to_num(code).astype(np.int64), mask=np.isnan(code)),
         "message": texts(c["message"], scrub),
@@ -318,7 +343,7 @@ def write_part(folder: Path, name: str, part: pa.Table) -> int:
     """Write a part; returns its size in bytes."""
     import pyarrow.parquet as pq
 
-    _write_atomically(folder, name, lambda f: pq.write_table(part, f, compression="snappy", write_statistics=False))
+    _write_atomically(folder, name, lambda f: pq.write_table(part, f, compression="zstd", write_statistics=False))
     return (folder / name).stat().st_size
 
 
@@ -420,26 +445,35 @@ def _without_leftovers(parts: list[Part]) -> list[Part]:
     return kept
 
 
-def read(found: Listing, parts: list[Part] | None = None, seqs: tuple[int, int] | None = None) -> Coded:
+def read(found: Listing, parts: list[Part] | None = None, seqs: tuple[int, int] | None = None, columns: list[str] | None = None) -> Coded:
     """The rows of `parts` (all of them when None), only those with `seqs[0] <= seq < seqs[1]` when
-    given, with the fates parts applied. A part that vanished or cannot be read is said once and skipped."""
+    given, with the fates parts applied; only the tidy `columns` named (all when None). A part that
+    cannot be read is said in `found.problems` and skipped."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     chosen = found.parts if parts is None else parts
+    wanted = None
+    if columns is not None:
+        extra = [needed for column in columns for needed in _NEEDS.get(column, ())]
+        wanted = list(dict.fromkeys(["session", "seq", "call_id", *columns, *extra]))
     tables = []
     for part in chosen:
         try:
-            tables.append(pq.read_table(found.folder / part.name))
+            tables.append(pq.read_table(found.folder / part.name, columns=wanted))
         except FileNotFoundError:
             # merged meanwhile by the kernel writing it: the merged part holds its rows
-            return read(listing(found.folder), _same_rows(listing(found.folder), chosen), seqs)
+            again = listing(found.folder)
+            return read(again, _same_rows(again, chosen), seqs, columns)
         except Exception as err:  # noqa: BLE001 - a part cut short since the listing
             found.problems.append(f"{part.name} ({_why(err)})")
     if not tables:
         return _decode(None, seqs, [])
     whole = pa.concat_tables(tables, promote_options="permissive")
-    return _decode(whole, seqs, _fates(found, {p.session for p in chosen}))
+    return _decode(whole, seqs, _fates(found, {p.session for p in chosen}) if columns is None or "server_fate" in columns else [])
+
+
+_NEEDS = {"structured_content": ("content",)}  # a column read with another (the structured results' shortcut reads content)
 
 
 def _same_rows(again: Listing, chosen: list[Part]) -> list[Part]:
@@ -461,7 +495,9 @@ def _fates(found: Listing, sessions: set[str]) -> list:
 
 
 def _decode(whole: pa.Table | None, seqs: tuple[int, int] | None, fates: list) -> Coded:
+    """The columns of `whole` (all a part has, or those asked for) coded as the store codes them."""
     import numpy as np
+    import pyarrow as pa
 
     if whole is None:
         return Coded({"call_id": np.empty(0, dtype=np.int64)})
@@ -469,44 +505,44 @@ def _decode(whole: pa.Table | None, seqs: tuple[int, int] | None, fates: list) -
         seq = whole.column("seq").to_numpy()
         keep = (seq >= seqs[0]) & (seq < seqs[1])
         if not keep.all():
-            import pyarrow as pa
-
             whole = whole.filter(pa.array(keep))
+    present = set(whole.column_names)
     out: dict[str, np.ndarray] = {}
     vocab: dict[str, list[str]] = {}
     for name in VOCABULARIES:
-        out[name], vocab[name] = _codes(whole.column(name))
+        if name in present:
+            out[name], vocab[name] = _codes(whole.column(name))
     for name, vocabulary in FIXED.items():
-        out[name] = _fixed(whole.column(name), vocabulary)
+        if name in present:
+            out[name] = _fixed(whole.column(name), vocabulary)
     for name, stored, vocabulary in (("server_fate", "fate", FATES), ("fate_outcome", "fate_outcome", OUTCOMES), ("fate_cause", "fate_cause", CAUSES)):
-        out[stored] = _fixed(whole.column(name), vocabulary)
-    out["call_id"] = whole.column("call_id").to_numpy()
-    out["attempt"] = whole.column("attempt").to_numpy()
-    out["seq"] = whole.column("seq").to_numpy()
-    for name, stored in (("backoff_s", "backoff"), ("duration_ms", "duration"), ("timeout_s", "timeout"),
-                         ("max_timeout_s", "max_timeout"), ("fate_after_ms", "fate_after")):  # fmt: skip
-        out[stored] = whole.column(name).to_numpy()
-    out["resets"] = whole.column("deadline_resets").to_numpy()
-    out["started_ns"] = _ns(whole.column("started_at"))
-    out["recorded_ns"] = _ns(whole.column("recorded_at"))
-    flags = whole.column("is_error")
-    out["is_error"] = np.where(flags.is_null().to_numpy(zero_copy_only=False), _NO_FLAG,
-                               flags.fill_null(False).to_numpy(zero_copy_only=False).astype(np.int8)).astype(np.int8)  # fmt: skip
-    code = whole.column("code")
-    out["code"] = code.to_numpy(zero_copy_only=False).astype(np.float64) if code.null_count else code.to_numpy().astype(np.float64)
-    content = whole.column("content")
-    out["content"] = _strings(content)
-    out["message"] = _strings(whole.column("message"))
-    out["protocol"] = _strings(whole.column("protocol"))
-    out["arguments"] = _json(whole.column("arguments"))
-    out["structured"] = _structured(whole.column("structured_content"), content, out["content"])
-    out["data"] = _json(whole.column("data"))
-    out["logs"] = _json(whole.column("server_logs"), _logs)
-    out["elicitations"] = _json(whole.column("elicitations"), tuple)
-    out["samplings"] = _json(whole.column("samplings"), tuple)
-    out["progress"] = _json(whole.column("progress"), _events)
-    out["retry"] = _json(whole.column("retry"))
-    if fates:
+        if name in present:
+            out[stored] = _fixed(whole.column(name), vocabulary)
+    for name, stored in (("call_id", "call_id"), ("attempt", "attempt"), ("seq", "seq"), ("backoff_s", "backoff"),
+                         ("duration_ms", "duration"), ("timeout_s", "timeout"), ("max_timeout_s", "max_timeout"),
+                         ("fate_after_ms", "fate_after"), ("deadline_resets", "resets")):  # fmt: skip
+        if name in present:
+            out[stored] = whole.column(name).to_numpy()
+    for name, stored in (("started_at", "started_ns"), ("recorded_at", "recorded_ns")):
+        if name in present:
+            out[stored] = _ns(whole.column(name))
+    if "is_error" in present:
+        flags = whole.column("is_error")
+        out["is_error"] = np.where(flags.is_null().to_numpy(zero_copy_only=False), _NO_FLAG,
+                                   flags.fill_null(False).to_numpy(zero_copy_only=False).astype(np.int8)).astype(np.int8)  # fmt: skip
+    if "code" in present:
+        out["code"] = whole.column("code").to_numpy(zero_copy_only=False).astype(np.float64)
+    for name in ("content", "message", "protocol"):
+        if name in present:
+            out[name] = _strings(whole.column(name))
+    if "structured_content" in present:
+        out["structured"] = _structured(whole.column("structured_content"), whole.column("content"), out["content"])
+    for name, stored, wrap in (("arguments", "arguments", None), ("data", "data", None), ("server_logs", "logs", _logs),
+                               ("elicitations", "elicitations", tuple), ("samplings", "samplings", tuple),
+                               ("progress", "progress", _events), ("retry", "retry", None)):  # fmt: skip
+        if name in present:
+            out[stored] = _json(whole.column(name), wrap)
+    if fates and "server_fate" in present:
         _apply_fates(out, fates, vocab["session"])
     return Coded(out, vocab)
 
@@ -558,7 +594,7 @@ def _strings(column) -> np.ndarray:
     array = _combined(column)
     if pa.types.is_dictionary(array.type):
         array = array.cast(pa.string())
-    return np.asarray(array.to_pandas(), dtype=object)
+    return array.to_numpy(zero_copy_only=False)  # None where missing, as the store keeps it
 
 
 def _objects(values: list) -> np.ndarray:
@@ -585,12 +621,15 @@ def _json(column, wrap: Callable[[Any], Any] | None = None) -> np.ndarray:
     """A JSON column as Python values, each distinct text decoded once; None where missing."""
     import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     out = []
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
     for chunk in chunks:
-        if not pa.types.is_dictionary(chunk.type):
-            chunk = chunk.dictionary_encode()
+        if not pa.types.is_dictionary(chunk.type):  # plain text: rows that mostly differ, decoded as they are
+            values = _loads_all(pc.fill_null(chunk, "null"))
+            out.append(_objects(values if wrap is None else [None if v is None else wrap(v) for v in values]))
+            continue
         values = _loads_all(chunk.dictionary)
         if wrap is not None:
             values = [None if v is None else wrap(v) for v in values]

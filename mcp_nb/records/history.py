@@ -10,15 +10,17 @@ objects. Views such as `summary()` are computed from the frame; nothing is store
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import threading
 import warnings
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from time import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from mcp_nb.config import DEFAULT_WINDOW, check_window, settings
 from mcp_nb.history_file import HistoryFileError, check_readable, check_writable, shown
@@ -113,6 +115,20 @@ class _Segment:
 
 def _nothing_secret(text: str) -> str:
     return text
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector paused while a frame's millions of nested values are made (and
+    turned back on after, if it was on): each of its full passes would walk every one of them
+    again, which doubled the time of a frame of a million calls read back from a file."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 # numpy and pandas are imported where they are used, not with this module: `import mcp_nb`
 # (every kernel's `%load_ext mcp_nb`) need not pay for them before a history is looked at.
@@ -470,19 +486,19 @@ class History:
 
     # -- reading ----------------------------------------------------------------------------------
 
-    def _coded(self) -> Coded:
-        """Every call of this history, coded (records/frame.py): those read back from the file, then
-        those in memory."""
+    def _coded(self, columns: list[str] | None = None, last: int | None = None) -> Coded:
+        """Every call of this history (the `last` ones), coded (records/frame.py): those read back from
+        the file, then those in memory; of the file, only the tidy `columns` named (all when None)."""
         import numpy as np
 
         self.settle()
         with self._lock:
             s = self._store
             s.flush()
-            memory = s.tail(s.dropped)
+            memory = s.tail(max(s.dropped, s.rows - last) if last is not None else s.dropped)
             names = {"name": list(s.names), "server": list(s.servers), "worker": list(s.workers),
                      "client": list(s.clients), "session": [disk.SESSION]}  # fmt: skip
-            base, first = self._base, self._base + s.dropped
+            base, first = self._base, self._base + s.rows - len(memory["call_id"])
             timeouts = {self._base + row: o for row, o in s.timeouts.items()}
             segments = [(g.folder, g.stream, max(g.first, base), g.last) for g in self._on_disk if g.last > base]
         n = len(memory["call_id"])
@@ -494,23 +510,51 @@ class History:
             memory[name] = np.full(n, -1, dtype=np.int64)
         memory["fate_after"] = np.full(n, np.nan)
         coded = Coded(memory, names)
-        for folder, stream, lo, hi in reversed(segments):
-            coded = join(self._read(folder, lambda p, stream=stream: p.session == disk.SESSION and p.stream == stream, (lo, hi)), coded)
-        if self._opened is not None:
-            coded = join(self._read(self._opened, lambda p: True, None), coded)
+        wanted = None if last is None else last - n  # rows still to read from the file, newest first
+        with _collector_paused():
+            for folder, stream, lo, hi in reversed(segments):
+                if wanted is not None and wanted <= 0:
+                    break
+                lo = lo if wanted is None else max(lo, hi - wanted)
+                older = self._read(folder, lambda p, stream=stream: p.session == disk.SESSION and p.stream == stream, (lo, hi), columns)
+                coded = join(older, coded)
+                wanted = None if wanted is None else wanted - len(older)
+            if self._opened is not None and (wanted is None or wanted > 0):
+                coded = join(self._read(self._opened, None, None, columns, wanted), coded)
         overlay(coded, timeouts)
         return coded
 
-    def _read(self, folder: Path, chosen: Callable[[disk.Part], bool], seqs: tuple[int, int] | None) -> Coded:
+    def _read(self, folder: Path, chosen: Callable[[disk.Part], bool] | None, seqs: tuple[int, int] | None,
+              columns: list[str] | None, last: int | None = None) -> Coded:  # fmt: skip
         found = disk.listing(folder, footers=False)
-        parts = [p for p in found.parts if chosen(p) and (seqs is None or (p.last >= seqs[0] and p.first < seqs[1]))]
-        coded = disk.read(found, parts, seqs)
+        parts = [p for p in found.parts if (chosen is None or chosen(p)) and (seqs is None or (p.last >= seqs[0] and p.first < seqs[1]))]
+        if last is not None:  # the newest parts that hold the `last` calls
+            taken, rows = [], 0
+            for part in reversed(parts):
+                if rows >= last:
+                    break
+                taken.append(part)
+                rows += part.rows
+            parts = taken[::-1]
+        coded = disk.read(found, parts, seqs, columns)
         self._report(found.problems)
+        if last is not None and len(coded) > last:
+            coded = Coded({key: values[-last:] for key, values in coded.columns.items()}, coded.names)
         return coded
 
-    def to_frame(self) -> pd.DataFrame:
-        """One row per call; the columns are listed in `mcp_nb.COLUMNS` and docs/guide.md."""
-        return build(self._coded(), COLUMNS)
+    def to_frame(self, last: int | None = None, columns: list[str] | None = None) -> pd.DataFrame:
+        """One row per call; the columns are listed in `mcp_nb.COLUMNS` and docs/guide.md.
+
+        With a history file, `last=N` (only the latest N calls) and `columns=[...]` (only those)
+        read no more of the file than they need."""
+        if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 0):
+            raise BadValue(f"last must be a whole number >= 0, got {last!r}")
+        chosen = list(COLUMNS) if columns is None else list(columns)
+        unknown = [c for c in chosen if c not in COLUMNS]
+        if unknown:
+            raise BadValue(f"unknown column(s) {', '.join(map(repr, unknown))}; the history's columns are mcp_nb.COLUMNS")
+        with _collector_paused():
+            return build(self._coded(None if columns is None else chosen, last), chosen)
 
     def result_frame(self, call_id: int | None = None, key: str | None = None) -> pd.DataFrame:
         """The structured result of call `call_id` (the latest call when None) as a DataFrame, one row
@@ -533,7 +577,7 @@ class History:
         """The progress events of a call (every attempt of it), or of every call when `call_id` is None:
         call_id, attempt, progress, total, message, seconds since the request was sent."""
 
-        c = self._coded().columns
+        c = self._coded(["call_id", "attempt", "progress"]).columns
         ids, attempts, events = c["call_id"], c["attempt"], c["progress"]
         rows = range(len(ids)) if call_id is None else [int(i) for i in (ids == call_id).nonzero()[0]]
         if call_id is not None and not rows:

@@ -1,0 +1,131 @@
+"""What a history file costs a call: a trivial in-kernel call with the file, as a ratio to one without.
+
+Paired, as `bench_calls.py` pairs raw and mcp_nb: blocks of calls with and without a history
+file alternate (the order swapping every pair), each block from an empty history, and the
+figure is the median of the per-pair ratios, so a change in the machine's load lands on both
+halves of a pair alike. A block with the file counts, inside its time, the wait until the
+keeper has written every call of the block (`History.sync()`): the last write of a block is
+paid by the block, which a real kernel would not pay on its calls at all. So the ratio errs
+against the file.
+
+  in-loop  `await engine.prepare("tool", name, {}, 30.0).run()` on mcp_nb's loop (as sweeps call)
+  sync     `mcp_nb.call(name, {})` from this thread (as a cell calls)
+
+Usage: python benchmarks/bench_history_file.py [--pairs 30] [--calls 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import mcp_nb
+from _common import machine, median, p10_p90, write_json
+
+TARGET = 1.05  # the issue's: a trivial call with a history file costs at most 1.05 times one without
+
+
+@mcp_nb.tool()
+def triv() -> str:
+    return "x"
+
+
+@mcp_nb.tool()
+async def atriv() -> str:
+    return "x"
+
+
+TOOLS = ("triv", "atriv")
+
+
+def in_loop(name: str, n: int, synced: bool) -> float:
+    eng = mcp_nb.engine()
+
+    async def loop() -> float:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            await eng.prepare("tool", name, {}, 30.0).run()
+        if synced:
+            assert eng.history.sync(60), "the history file fell behind"
+        return (time.perf_counter() - t0) / n
+
+    return eng.loop.run(loop())
+
+
+def sync_face(name: str, n: int, synced: bool) -> float:
+    call, history = mcp_nb.call, mcp_nb.history()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        call(name, {})
+    if synced:
+        assert history.sync(60), "the history file fell behind"
+    return (time.perf_counter() - t0) / n
+
+
+FACES = {"in-loop": in_loop, "sync": sync_face}
+
+
+def block(face: str, name: str, n: int, folder: Path | None) -> float:
+    history = mcp_nb.history()
+    history.keep(folder)  # None: no file (and the previous keeper's thread ended)
+    history.clear()
+    gc.collect()
+    return FACES[face](name, n, folder is not None)
+
+
+def pairs(face: str, name: str, count: int, n: int, folder: Path) -> dict:
+    without, with_file, ratios = [], [], []
+    block(face, name, n // 4, folder)  # warm-up pair, not kept
+    block(face, name, n // 4, None)
+    for i in range(count):
+        if i % 2:
+            a, b = block(face, name, n, None), block(face, name, n, folder)
+        else:
+            b, a = block(face, name, n, folder), block(face, name, n, None)
+        without.append(a)
+        with_file.append(b)
+        ratios.append(b / a)
+    mcp_nb.history().keep(None)
+    return {"without_us": median(without) * 1e6, "with_file_us": median(with_file) * 1e6, "ratio": median(ratios),
+            "ratio_p10_p90": p10_p90(ratios), "pairs": count, "calls_per_block": n}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=30)
+    parser.add_argument("--calls", type=int, default=2000, help="calls per block (a few writes of the keeper each)")
+    parser.add_argument("--faces", default="in-loop,sync")
+    args = parser.parse_args()
+
+    for name in TOOLS:
+        outcome = mcp_nb.call(name, {})
+        assert outcome.outcome == "result" and outcome.content == "x", outcome
+    workdir = Path(tempfile.mkdtemp(prefix="mcp_nb-bench-"))
+    folder = workdir / "calls.mcpnb"
+    results: dict = {}
+    try:
+        for face in args.faces.split(","):
+            for name in TOOLS:
+                r = results.setdefault(face, {})[name] = pairs(face, name, args.pairs, args.calls, folder)
+                lo, hi = r["ratio_p10_p90"]
+                print(f"{face:<8}{name:<6} without {r['without_us']:7.1f} us  with a history file {r['with_file_us']:7.1f} us  "
+                      f"ratio {r['ratio']:.3f}  (10th-90th percentile of pairs {lo:.3f}-{hi:.3f})", flush=True)  # fmt: skip
+        written = len(mcp_nb.History.open(folder))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print(f"\n{written:,} calls written to the history file in all")
+    print(f"median of per-pair ratios, {args.pairs} pairs of {args.calls}-call blocks; a block with the file includes its last write")
+    for face, by_tool in results.items():
+        for name, r in by_tool.items():
+            r["target"], r["pass"] = TARGET, r["ratio"] <= TARGET
+            print(f"{'PASS' if r['pass'] else 'FAIL'}  {face:<8}{name:<6} {r['ratio']:.3f}  (target <= {TARGET:.2f})")
+    path = write_json("history_file.json", {"benchmark": "history_file", "machine": machine(), "faces": results, "written": written})
+    print(f"\nwrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -12,7 +12,7 @@ import math
 import os
 import warnings
 
-from traitlets import Any, Bool, Float, HasTraits, Int, TraitError, Unicode, validate
+from traitlets import Any, Bool, Float, HasTraits, Int, TraitError, validate
 
 from mcp_nb.elicitation import check_elicit
 from mcp_nb.history_file import ENV as HISTORY_FILE_ENV
@@ -107,7 +107,7 @@ class SharedTraits(HasTraits):
             f"Starts from the environment variable {STABLE_OUTPUT_ENV}."
         ),
     ).tag(config=True)
-    history_file = Unicode(
+    history_file = Any(  # a str or a Path; kept as the absolute path's text
         HISTORY_FILE_AT_START,
         allow_none=True,
         help=(

@@ -292,6 +292,7 @@ def fates_table(session: str, rows: list[tuple], scrub: Callable[[str], str]) ->
     import pyarrow as pa
 
     seqs, fate, fate_outcome, fate_cause, after, logs, progress = zip(*rows)
+    logs, progress = _objects(list(logs)), _objects(list(progress))
 
     def codes(values, vocabulary):
         return coded(np.array([-1 if v is None else vocabulary.index(v) for v in values]), list(vocabulary))
@@ -305,8 +306,18 @@ def fates_table(session: str, rows: list[tuple], scrub: Callable[[str], str]) ->
     })  # fmt: skip
 
 
+def load() -> None:
+    """Import what writing needs, now, on the thread that sets the file: a keeper's last write may
+    come at the interpreter's exit, when nothing can be imported any more (pandas, which pyarrow
+    loads on first use, starts a thread pool's exit hook)."""
+    import pandas  # noqa: F401
+    import pyarrow.compute  # noqa: F401
+    import pyarrow.parquet  # noqa: F401
+
+
 def create(folder: Path) -> None:
     """Make `folder` a history file (mode 0700, its marker 0600), or check that it is one already."""
+    load()
     if folder.exists():
         if format_of(folder) is not None:
             return
@@ -430,8 +441,11 @@ def listing(folder: Path, footers: bool = True) -> Listing:
 
 
 def _why(err: Exception) -> str:
-    text = str(err).splitlines()[0] if str(err) else type(err).__name__
-    return text[:120]
+    """Why a part cannot be read, in a few words: pyarrow's own text names the whole path."""
+    text = str(err)
+    if any(sign in text for sign in ("magic bytes", "Could not open Parquet", "file size", "Couldn't deserialize", "too small")):
+        return "its end is missing"
+    return (text.splitlines()[0] if text else type(err).__name__)[:80]
 
 
 def _without_leftovers(parts: list[Part]) -> list[Part]:

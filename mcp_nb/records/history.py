@@ -26,7 +26,7 @@ from mcp_nb.config import DEFAULT_WINDOW, check_window, settings
 from mcp_nb.history_file import HistoryFileError, check_readable, check_writable, shown
 from mcp_nb.records import disk
 from mcp_nb.records.frame import Coded, build, fate_of, join, overlay
-from mcp_nb.records.keeper import Keeper
+from mcp_nb.records.keeper import Keeper, flush_all
 from mcp_nb.records.cases import CallsLeftOut, LeftOut, call_keys, from_frame, save
 from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.outcome import (
@@ -286,6 +286,7 @@ class History:
         while it was written) is said in one line, as a `HistoryFileWarning`, and the calls
         before it are kept."""
         folder = check_readable(path)
+        flush_all(folder)  # this kernel's own calls, written up to now
         found = disk.listing(folder)
         history = cls()
         history._opened = folder
@@ -390,10 +391,10 @@ class History:
 
     def _report(self, problems: list[str], stacklevel: int = 2) -> None:
         """Say, once each, in one line, which parts of the file were cut short."""
-        fresh = [p for p in problems if p not in self._said]
+        fresh = list(dict.fromkeys(p for p in problems if p.split(" ", 1)[0] not in self._said))
         if not fresh:
             return
-        self._said.update(fresh)
+        self._said.update(p.split(" ", 1)[0] for p in fresh)
         where = shown(self.file) if self.file is not None else "the history file"
         listed = "; ".join(fresh[:3]) + (f"; and {len(fresh) - 3} more" if len(fresh) > 3 else "")
         warnings.warn(
@@ -526,6 +527,8 @@ class History:
 
     def _read(self, folder: Path, chosen: Callable[[disk.Part], bool] | None, seqs: tuple[int, int] | None,
               columns: list[str] | None, last: int | None = None) -> Coded:  # fmt: skip
+        if chosen is None:
+            flush_all(folder)  # a reopened file this kernel writes: every call made so far
         found = disk.listing(folder, footers=False)
         parts = [p for p in found.parts if (chosen is None or chosen(p)) and (seqs is None or (p.last >= seqs[0] and p.first < seqs[1]))]
         if last is not None:  # the newest parts that hold the `last` calls

@@ -20,6 +20,7 @@ import itertools
 import logging
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -36,6 +37,15 @@ CLOSE_LIMIT_S = 30.0  # the longest `close()` waits for the last write (a disk t
 
 log = logging.getLogger(__name__)
 _streams = itertools.count()  # each keeper of this process writes a stream of its own
+_writing: weakref.WeakSet[Keeper] = weakref.WeakSet()  # this process's keepers still writing
+
+
+def flush_all(folder: Path, timeout: float = 10.0) -> None:
+    """Write now what this process's keepers of `folder` hold: a file reopened in the kernel that
+    writes it shows every call made so far."""
+    for keeper in list(_writing):
+        if keeper.folder == folder and keeper.failed is None:
+            keeper.history.sync(timeout)
 
 
 class Keeper:
@@ -59,6 +69,7 @@ class Keeper:
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name=f"mcp_nb history file {self.stream}", daemon=True)
         self._thread.start()
+        _writing.add(self)
 
     # -- told by the history (on the recording thread: cheap) ---------------------------------------
 
@@ -102,25 +113,27 @@ class Keeper:
                     log.exception("writing the history file %s failed", shown(self.folder))
                     self.failed = "mcp_nb's own error (its traceback is on the mcp_nb logger)"
             if self._stopping:
+                _writing.discard(self)
                 return
 
     def _write_due(self) -> None:
         batch = self.history.unwritten(self.written)
-        if batch is not None and len(batch):
-            first, last = batch.first, batch.first + len(batch) - 1
+        written = batch.first + len(batch)
+        if len(batch):
+            first, last = batch.first, written - 1
             disk.write_part(self.folder, disk.part_name(self.session, self.stream, first, last), disk.table(batch, self.session, self.scrub))
             self._parts.append((first, last, 0))
-            self.written = last + 1
             for row, fate in batch.fates.items():
                 self.fates_written[first + row] = fate
             self._merge()
-        self._write_fates()
+        self._write_fates(written)
+        self.written = written  # last: whoever waits for it (`History.sync`) finds everything written
         self.history.kept(self)
 
-    def _write_fates(self) -> None:
+    def _write_fates(self, upto: int) -> None:
         """A timed-out call's server side may end after its row was written: its fate, written again."""
         changed = []
-        for seq, fate in self.history.fates(self.written).items():
+        for seq, fate in self.history.fates(upto).items():
             if self.fates_written.get(seq) not in (None, fate):
                 changed.append((seq, *fate))
         if not changed:

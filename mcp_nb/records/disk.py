@@ -127,15 +127,22 @@ def json_column(values: np.ndarray, scrub: Callable[[str], str]) -> pa.Array:
     import pyarrow as pa
 
     rows = values.tolist()
-    ids = list(map(id, rows))
-    objects = dict(zip(ids, rows))  # id -> the object: alive while `rows` holds it
-    if len(objects) > max(64, len(rows) // 4):  # mostly different after all: text per row
-        return distinct_column(values, scrub)
-    position = {key: i for i, key in enumerate(objects)}
-    codes = np.fromiter(map(position.__getitem__, ids), dtype=np.int32, count=len(ids))
-    texts = [ENCODE(_plain(value)) for value in objects.values()]
-    if id(None) in position:
-        codes[codes == position[id(None)]] = -1
+    if not rows:
+        return pa.array([], type=pa.string()).dictionary_encode()
+    first = rows[0]
+    if rows.count(first) == len(rows):  # every row the same (an identity check first, in C): one text
+        codes = np.full(len(rows), -1 if first is None else 0, dtype=np.int32)
+        texts = [] if first is None else [ENCODE(_plain(first))]
+    else:
+        ids = list(map(id, rows))
+        objects = dict(zip(ids, rows))  # id -> the object: alive while `rows` holds it
+        if len(objects) > max(64, len(rows) // 4):  # mostly different after all: text per row
+            return distinct_column(values, scrub)
+        position = {key: i for i, key in enumerate(objects)}
+        codes = np.fromiter(map(position.__getitem__, ids), dtype=np.int32, count=len(ids))
+        texts = [ENCODE(_plain(value)) for value in objects.values()]
+        if id(None) in position:
+            codes[codes == position[id(None)]] = -1
     return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), pa.array(scrub_all(texts, scrub), type=pa.string()))
 
 
@@ -200,11 +207,13 @@ def texts(values: np.ndarray, scrub: Callable[[str], str]) -> pa.Array:
 
 
 def nanoseconds(seconds: np.ndarray) -> np.ndarray:
-    """Epoch seconds as the int64 nanoseconds `History.to_frame()` shows them (the same conversion)."""
+    """Epoch seconds as int64 nanoseconds, rounded as pandas rounds them (`to_datetime(unit="s")`);
+    in numpy, as pandas' fixed cost is most of it on a few hundred rows."""
     import numpy as np
-    import pandas as pd
 
-    return pd.to_datetime(seconds.astype(np.float64), unit="s", utc=True).asi8
+    seconds = seconds.astype(np.float64)
+    whole = seconds.astype(np.int64)
+    return whole * 1_000_000_000 + (np.round(seconds - whole, 9) * 1e9).astype(np.int64)
 
 
 @dataclass
@@ -331,16 +340,18 @@ def create(folder: Path) -> None:
     os.chmod(folder, 0o700)
 
 
-def _write_atomically(folder: Path, name: str, write: Callable[[Any], None]) -> None:
-    """Write `name` under a temporary name (mode 0600), make it durable, then rename it into place:
-    a reader sees the whole file or none of it, whenever the writer dies."""
+def _write_atomically(folder: Path, name: str, write: Callable[[Any], None], durable: bool = True) -> None:
+    """Write `name` under a temporary name (mode 0600), then rename it into place: a reader sees the
+    whole file or none of it, whenever the writer dies. `durable`: on disk before it has its name, so
+    that a power cut cannot leave it empty (a killed process loses nothing the system was handed)."""
     temporary = folder / f".{name}.{os.getpid()}.{random_hex.token_hex(4)}.tmp"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
-            os.fsync(f.fileno())  # durable before it has its name: a power cut leaves no empty part
+            if durable:
+                os.fsync(f.fileno())
         os.rename(temporary, folder / name)
     except BaseException:
         try:
@@ -350,12 +361,15 @@ def _write_atomically(folder: Path, name: str, write: Callable[[Any], None]) -> 
         raise
 
 
-def write_part(folder: Path, name: str, part: pa.Table) -> int:
-    """Write a part; returns its size in bytes."""
+def write_part(folder: Path, name: str, part: pa.Table, merged: bool = False) -> None:
+    """Write a part. A fresh one is small and soon merged: written as it is, and not forced to the
+    disk (a process killed loses nothing the system was handed; a power cut may cut it short, which a
+    reader says and skips). A merged one replaces parts it then removes: compressed, and made durable
+    before they go."""
     import pyarrow.parquet as pq
 
-    _write_atomically(folder, name, lambda f: pq.write_table(part, f, compression="zstd", write_statistics=False))
-    return (folder / name).stat().st_size
+    compression = "zstd" if merged else "none"
+    _write_atomically(folder, name, lambda f: pq.write_table(part, f, compression=compression, write_statistics=False), durable=merged)
 
 
 def merge(folder: Path, names: list[str], into: str) -> None:
@@ -365,7 +379,7 @@ def merge(folder: Path, names: list[str], into: str) -> None:
     import pyarrow.parquet as pq
 
     tables = [pq.read_table(folder / name) for name in names]
-    write_part(folder, into, pa.concat_tables(tables, promote_options="permissive").unify_dictionaries())
+    write_part(folder, into, pa.concat_tables(tables, promote_options="permissive").unify_dictionaries(), merged=True)
     for name in names:
         try:
             os.unlink(folder / name)

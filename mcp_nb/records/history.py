@@ -299,6 +299,14 @@ class History:
         keeper = self._keeper
         return self._opened if keeper is None else keeper.folder
 
+    @property
+    def in_memory(self) -> int:
+        """How many of its calls this history holds in memory now (with a history file, the latest
+        `history_window` or so; the others are read back from the file when asked for)."""
+        with self._lock:
+            store = self._store
+            return store.rows - store.dropped + len(store.pending)
+
     def keep(self, path, window: int | None = None, scrub: Callable[[str], str] | None = None) -> None:
         """Write every call of this history to the history file at `path`: those in memory now, then
         each as it is recorded; None stops writing. Memory then keeps the latest `window` calls.

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 import mcp_nb
 from mcp_nb.config import settings
@@ -363,3 +363,47 @@ def test_a_known_secret_never_survives_the_scrubber(before, secret, after):
     assert secret not in scrub(before + secret + after).replace("***", "")  or secret in "***"
     clean = "nothing to see"
     assert scrub(clean) is clean
+
+
+def test_the_magics_set_the_file_and_show_every_sessions_calls(shell, tmp_path):
+    import shlex
+
+    from IPython.core.error import UsageError
+
+    path = tmp_path / "calls.mcpnb"
+    result = shell.run_cell(f"%config McpMagics.history_file = {str(tmp_path / 'no' / 'such')!r}")
+    assert settings.history_file is None  # refused, in one line by IPython's %config, and nothing changed
+    shell.run_cell(f"%config McpMagics.history_file = {str(path)!r}")
+    assert settings.history_file == str(path)
+    shell.run_cell("%%mcp_tool\ndef add(a: int, b: int) -> int:\n    return a + b")
+    for line in ("add a=1 b=2", "add a=2 b=3", 'add {"a": "x"}'):
+        shell.run_cell(f"%mcp_call {line}")
+    result = shell.run_cell(f"%mcp_history --file {shlex.quote(str(path))} --summary --by session")
+    assert result.success
+    side = result.result
+    session = mcp_nb.history().to_frame()["session"].iloc[0]
+    assert side.loc[("kernel", "tool", "add"), (session, "result")] == 2
+    assert side.loc[("kernel", "tool", "add"), (session, "tool_error")] == 1
+    shown = shell.run_cell(f"%mcp_history --file {shlex.quote(str(path))}").result
+    assert isinstance(shown, History) and len(shown) == 3
+    for bad, says in ((f"--file {shlex.quote(str(tmp_path / 'missing'))}", "no history file at"),
+                      ("--by session", "--by goes with --summary"),
+                      (f"--file {shlex.quote(str(path))} --clear", "a history file keeps its own")):  # fmt: skip
+        result = shell.run_cell(f"%mcp_history {bad}")
+        assert isinstance(result.error_in_exec, UsageError) and says in str(result.error_in_exec), bad
+        assert "\n" not in str(result.error_in_exec)
+    cleared = shell.run_cell("%mcp_history --clear")
+    assert cleared.success and len(mcp_nb.history()) == 0 and len(History.open(path)) == 3
+
+
+@hsettings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(alphabet=st.characters(blacklist_categories=["Cs", "Cc", "Zl", "Zp"]), max_size=30))  # a cell's line holds no line break
+def test_any_file_given_to_mcp_history_is_shown_or_one_line(shell, text):
+    import shlex
+
+    from IPython.core.error import UsageError
+
+    result = shell.run_cell(f"%mcp_history --file {shlex.quote(text)}")
+    assert result.success or isinstance(result.error_in_exec, UsageError), result.error_in_exec
+    if not result.success:
+        assert "\n" not in str(result.error_in_exec)

@@ -97,6 +97,8 @@ _DTYPES = {"call_id": "int64", "attempt": "int32", "backoff": "float64", "server
 _NO_CODE = float("nan")  # the code column of a call that got none
 _EMPTY: tuple = ()
 WINDOW = DEFAULT_WINDOW  # calls a history with a file keeps in memory, unless told otherwise
+# What the history's views (`views/tables.py`) read of every call, besides the texts of the latest.
+_SHORT = ["call_id", "attempt", "server", "target", "name", "outcome", "cause", "code", "duration_ms", "via", "client", "session"]
 
 
 class HistoryFileWarning(UserWarning):
@@ -476,6 +478,7 @@ class History:
     def __len__(self) -> int:
         self.settle()
         if self._opened is not None:
+            flush_all(self._opened)  # a file this kernel writes: every call made so far
             return disk.listing(self._opened, footers=False).rows
         with self._lock:  # a flush moves rows from `pending` to the chunks: never read halfway
             store = self._store
@@ -663,11 +666,27 @@ class History:
 
     # -- display --------------------------------------------------------------------------------
 
+    def _shown(self) -> pd.DataFrame:
+        """The frame the views draw. With a history file, which may hold millions of calls, not the
+        whole of it: every call's short columns (for the counts), and the texts of the latest only."""
+        if self.file is None:
+            return self.to_frame()
+        import numpy as np
+
+        frame = self.to_frame(columns=_SHORT)
+        latest = min(len(frame), max(4 * settings.history_rows, 1000))  # the views show the latest by call id
+        texts = self.to_frame(last=latest, columns=["content", "message"])
+        for column in ("content", "message"):
+            values = np.full(len(frame), None, dtype=object)
+            values[len(frame) - len(texts):] = texts[column].to_numpy(dtype=object)
+            frame[column] = values
+        return frame
+
     def _repr_html_(self) -> str:
-        return history_html(self.to_frame(), settings.history_rows)
+        return history_html(self._shown(), settings.history_rows)
 
     def __repr__(self) -> str:
-        return history_text(self.to_frame(), settings.history_rows)
+        return history_text(self._shown(), settings.history_rows)
 
     def _repr_pretty_(self, printer, cycle) -> None:
         printer.text(repr(self))

@@ -16,6 +16,7 @@ is left first; `mcp_nb.reset()` and the interpreter's exit close it.
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import logging
 import threading
@@ -38,6 +39,17 @@ CLOSE_LIMIT_S = 30.0  # the longest `close()` waits for the last write (a disk t
 log = logging.getLogger(__name__)
 _streams = itertools.count()  # each keeper of this process writes a stream of its own
 _writing: weakref.WeakSet[Keeper] = weakref.WeakSet()  # this process's keepers still writing
+
+
+_exit_hook = threading.Event()
+
+
+def _close_all_at_exit() -> None:
+    # A history kept by hand (`History.keep`), not the engine's: its last calls are written at the
+    # interpreter's exit too, and its thread ends then (the engine's own is closed with the engine).
+    if not _exit_hook.is_set():
+        _exit_hook.set()
+        atexit.register(lambda: [keeper.close() for keeper in list(_writing)])
 
 
 def flush_all(folder: Path, timeout: float = 10.0) -> None:
@@ -70,6 +82,7 @@ class Keeper:
         self._thread = threading.Thread(target=self._run, name=f"mcp_nb history file {self.stream}", daemon=True)
         self._thread.start()
         _writing.add(self)
+        _close_all_at_exit()
 
     # -- told by the history (on the recording thread: cheap) ---------------------------------------
 

@@ -488,7 +488,7 @@ def read(found: Listing, parts: list[Part] | None = None, seqs: tuple[int, int] 
     tables = []
     for part in chosen:
         try:
-            tables.append(pq.read_table(found.folder / part.name, columns=wanted))
+            tables.append(pq.read_table(found.folder / part.name, columns=wanted, memory_map=True))
         except FileNotFoundError:
             # merged meanwhile by the kernel writing it: the merged part holds its rows
             again = listing(found.folder)
@@ -601,7 +601,7 @@ def _codes(column) -> tuple[np.ndarray, list[str]]:
     array = _combined(column)
     if not pa.types.is_dictionary(array.type):
         array = array.dictionary_encode()
-    indices = array.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    indices = array.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
     return indices, [str(v) for v in array.dictionary.to_pylist()]
 
 
@@ -672,27 +672,22 @@ def _json(column, wrap: Callable[[Any], Any] | None = None) -> np.ndarray:
 def _structured(column, content_column, content: np.ndarray) -> np.ndarray:
     """The structured results. A tool that returns a str has {"result": its text}: those rows are
     found by comparing texts in Arrow and made from `content`, not decoded one by one."""
-    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    out = _objects([None] * len(content))
     array = _combined(column)
     if not len(array):
-        return out
+        return _objects([])
     plain = array.cast(pa.string()) if pa.types.is_dictionary(array.type) else array
     text = _combined(content_column)
     if pa.types.is_dictionary(text.type):
         text = text.cast(pa.string())
     wrapped = pc.binary_join_element_wise('{"result":"', text, '"}', "")
     same = pc.and_(pc.equal(plain, wrapped), pc.invert(pc.match_substring(text, "\\"))).fill_null(False)
-    mask = same.to_numpy(zero_copy_only=False)
-    if mask.any():
-        out[mask] = [{"result": c} for c in content[mask]]
-    rest = ~mask
-    if rest.any():
-        out[rest] = _json(plain.filter(pa.array(rest)))
-    return out
+    if pc.all(same).as_py():
+        return _objects([{"result": c} for c in content.tolist()])
+    rest = iter(_json(plain.filter(pc.invert(same))).tolist())  # the others, decoded, in their order
+    return _objects([{"result": c} if shortcut else next(rest) for shortcut, c in zip(same.to_pylist(), content.tolist())])
 
 
 def _logs(records: list) -> tuple:

@@ -107,7 +107,7 @@ def build(coded: Coded, columns: tuple[str, ...] | list[str]) -> pd.DataFrame:
     names = coded.names
 
     def category(codes: np.ndarray, categories: list[str] | tuple[str, ...]) -> pd.Categorical:
-        return pd.Categorical.from_codes(codes.astype(np.int64), categories=list(categories))
+        return pd.Categorical.from_codes(codes, categories=list(categories))
 
     def flags(values: np.ndarray) -> pd.arrays.BooleanArray:
         values = values.astype(np.int8)
@@ -118,10 +118,10 @@ def build(coded: Coded, columns: tuple[str, ...] | list[str]) -> pd.DataFrame:
         return pd.Series(values, dtype=object, copy=False)
 
     def utc(nanoseconds: np.ndarray):
-        return pd.to_datetime(nanoseconds.astype(np.int64), unit="ns", utc=True)
+        return pd.to_datetime(nanoseconds.astype(np.int64, copy=False), unit="ns", utc=True)
 
     made = {
-        "call_id": lambda v: v.astype(np.int64), "attempt": lambda v: v.astype(np.int32),
+        "call_id": lambda v: v.astype(np.int64, copy=False), "attempt": lambda v: v.astype(np.int32, copy=False),
         "target": lambda v: category(v, TARGETS), "name": lambda v: category(v, names["name"]),
         "server": lambda v: category(v, names["server"]), "worker": lambda v: category(v, names["worker"]),
         "outcome": lambda v: category(v, OUTCOMES), "cause": lambda v: category(v, CAUSES),
@@ -134,13 +134,13 @@ def build(coded: Coded, columns: tuple[str, ...] | list[str]) -> pd.DataFrame:
         "client": lambda v: category(v, names["client"]),  # -1 codes read as missing: mcp_nb's own calls
         "session": lambda v: category(v, names["session"]),
         "progress": lambda v: np.fromiter(map(len, v), dtype=np.int64, count=len(v)),
-        "deadline_resets": lambda v: v.astype(np.int64),
+        "deadline_resets": lambda v: v.astype(np.int64, copy=False),
     }  # fmt: skip
     floats = ("duration_ms", "timeout_s", "backoff_s", "fate_after_ms", "max_timeout_s")
     frame = {}
     for column in columns:
         values = c[STORED_AS.get(column, column)]
-        frame[column] = values.astype(np.float64) if column in floats else made.get(column, lambda v: v)(values)
+        frame[column] = values.astype(np.float64, copy=False) if column in floats else made.get(column, lambda v: v)(values)
     # Each column its own block: consolidating a dozen object columns into one 2-D block copies
     # (and counts a reference to) every value again, a third of the frame's time at a million rows.
     return pd.DataFrame(frame, columns=list(columns), copy=False)

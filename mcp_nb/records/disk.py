@@ -372,19 +372,23 @@ def write_part(folder: Path, name: str, part: pa.Table, merged: bool = False) ->
     _write_atomically(folder, name, lambda f: pq.write_table(part, f, compression=compression, write_statistics=False), durable=merged)
 
 
-def merge(folder: Path, names: list[str], into: str) -> None:
-    """Write the parts `names` as one part `into`, then remove them. A reader that comes in
-    between sees `into` cover them, and reads `into` alone."""
+def merge(folder: Path, names: list[str], into: str, tables: list | None = None) -> pa.Table:
+    """Write the parts `names` (whose tables the writer may still hold: `tables`) as one part `into`,
+    then remove them; returns the merged table. A reader that comes in between sees `into` cover
+    them, and reads `into` alone."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    tables = [pq.read_table(folder / name) for name in names]
-    write_part(folder, into, pa.concat_tables(tables, promote_options="permissive").unify_dictionaries(), merged=True)
+    if tables is None:  # reading a small part back costs more than writing it: the writer keeps the small ones
+        tables = [pq.read_table(folder / name, memory_map=True) for name in names]
+    merged = pa.concat_tables(tables, promote_options="permissive").unify_dictionaries()
+    write_part(folder, into, merged, merged=True)
     for name in names:
         try:
             os.unlink(folder / name)
         except FileNotFoundError:
             pass
+    return merged
 
 
 # -- reading ------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 LATENCY_S = 0.25  # the longest a recorded call waits before the write that keeps it begins
 WRITE_AT = 512  # or as soon as this many calls wait
 MERGE = 16  # parts of one size merged into one MERGE times larger
+KEPT_LEVELS = 2  # the tables of parts this small (512 and 8,192 calls) stay in memory for the merge that takes them
 CLOSE_LIMIT_S = 30.0  # the longest `close()` waits for the last write (a disk that hangs)
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,9 @@ class Keeper:
         self.failed: str | None = None  # why writing stopped, once it has
         self.fates_written: dict[int, tuple] = {}  # seq -> the fate written for a timed-out call
         self._parts: list[tuple[int, int, int]] = []  # (first, last, level) of this stream's parts, in order
+        self._tables: dict[tuple[int, int], Any] = {}  # (first, last) -> the table of a small part, until merged
         self._fates_parts = 0
+        self.cpu_s = 0.0  # CPU seconds this thread spent writing (encoding, writing, merging): what the file costs the process
         self._poke = threading.Event()
         self._full = threading.Event()
         self._stopping = False
@@ -118,6 +121,7 @@ class Keeper:
             self._poke.clear()
             self._full.clear()
             if self.failed is None:
+                began = time.thread_time()
                 try:
                     self._write_due()
                 except OSError as err:
@@ -125,6 +129,7 @@ class Keeper:
                 except Exception:  # mcp_nb's own bug: its traceback, once, and the calls stay in memory
                     log.exception("writing the history file %s failed", shown(self.folder))
                     self.failed = "mcp_nb's own error (its traceback is on the mcp_nb logger)"
+                self.cpu_s += time.thread_time() - began
             if self._stopping:
                 _writing.discard(self)
                 return
@@ -134,8 +139,10 @@ class Keeper:
         written = batch.first + len(batch)
         if len(batch):
             first, last = batch.first, written - 1
-            disk.write_part(self.folder, disk.part_name(self.session, self.stream, first, last), disk.table(batch, self.session, self.scrub))
+            table = disk.table(batch, self.session, self.scrub)
+            disk.write_part(self.folder, disk.part_name(self.session, self.stream, first, last), table)
             self._parts.append((first, last, 0))
+            self._tables[(first, last)] = table
             for row, fate in batch.fates.items():
                 self.fates_written[first + row] = fate
             self._merge()
@@ -167,9 +174,13 @@ class Keeper:
                 return
             first, last = tail[0][0], tail[-1][1]
             names = [disk.part_name(self.session, self.stream, a, b) for a, b, _ in tail]
-            disk.merge(self.folder, names, disk.part_name(self.session, self.stream, first, last))
+            held = [self._tables.pop((a, b), None) for a, b, _ in tail]
+            merged = disk.merge(self.folder, names, disk.part_name(self.session, self.stream, first, last),
+                                None if any(t is None for t in held) else held)  # fmt: skip
             del parts[-MERGE:]
             parts.append((first, last, level + 1))
+            if level + 1 < KEPT_LEVELS:
+                self._tables[(first, last)] = merged
 
     def _fail(self, why: str) -> None:
         self.failed = why
@@ -192,4 +203,4 @@ class Keeper:
 
     def describe(self) -> dict[str, Any]:
         return {"folder": str(self.folder), "session": self.session, "stream": self.stream, "written": self.written - self.start,
-                "failed": self.failed, "parts": len(self._parts)}  # fmt: skip
+                "failed": self.failed, "parts": len(self._parts), "cpu_s": self.cpu_s}  # fmt: skip

@@ -41,12 +41,8 @@ if TYPE_CHECKING:
 SESSION = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + random_hex.token_hex(3)
 _PART = re.compile(r"^(?P<session>[0-9A-Za-z-]+)\.(?P<stream>\d+)\.(?P<first>\d{12})-(?P<last>\d{12})\.parquet$")
 _FATES = re.compile(r"^(?P<session>[0-9A-Za-z-]+)\.(?P<stream>\d+)\.fates(?P<number>\d{6})\.parquet$")
-# What a row's fate can still become: the columns a fates part rewrites for a timed-out call.
-FATE_COLUMNS = ("server_fate", "fate_outcome", "fate_cause", "fate_after_ms", "server_logs", "progress")
 # The vocabulary columns of fixed categories, by the codes the in-memory store gives them.
 FIXED = {"target": TARGETS, "outcome": OUTCOMES, "cause": CAUSES, "via": VIAS}
-JSON_COLUMNS = ("arguments", "structured_content", "data", "server_logs", "elicitations", "samplings", "progress", "retry")
-TEXT_COLUMNS = ("content", "message", "protocol")
 _NO_FLAG = 2
 
 
@@ -421,9 +417,6 @@ class Listing:
     @property
     def rows(self) -> int:
         return sum(p.rows for p in self.parts)
-
-    def sessions(self) -> list[str]:
-        return list(dict.fromkeys(p.session for p in self.parts))
 
 
 def listing(folder: Path, footers: bool = True) -> Listing:

@@ -31,7 +31,6 @@ from mcp_nb.records.cases import CallsLeftOut, LeftOut, call_keys, from_frame, s
 from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.outcome import (
     CAUSES,
-    FATES,
     OUTCOMES,
     TARGETS,
     VIAS,

@@ -407,3 +407,20 @@ def test_any_file_given_to_mcp_history_is_shown_or_one_line(shell, text):
     assert result.success or isinstance(result.error_in_exec, UsageError), result.error_in_exec
     if not result.success:
         assert "\n" not in str(result.error_in_exec)
+
+
+def test_a_value_nested_too_deep_for_json_is_written_as_a_note_and_writing_goes_on(tmp_path):
+    deep: list = []
+    inner = deep
+    for _ in range(50_000):
+        inner.append([])
+        inner = inner[0]
+    history = History()
+    history.keep(tmp_path / "calls.mcpnb")
+    odd = Outcome(1, "tool", "deep", {"a": 1}, "protocol_error", "mcp_error", None, None, None, -1, "m", deep, 1.0, 1.0, 30.0)
+    history.record(odd)
+    history.record(outcome(2))
+    assert history.sync() and history._keeper.failed is None
+    history.close()
+    back = History.open(tmp_path / "calls.mcpnb").to_frame()
+    assert back["data"].tolist() == ["<list nested too deep to be written>", None]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import threading
+import weakref
 
 import logging
 
@@ -19,7 +20,7 @@ from mcp_nb.mistakes import first_line
 _engine: Engine | None = None
 _lock = threading.Lock()
 _exit_hook = threading.Event()
-_keeps: Engine | None = None  # the default engine this module made: the one that writes the history file
+_keeps: weakref.ref[Engine] | None = None  # the default engine this module made: the one that writes the history file
 log = logging.getLogger(__name__)
 
 
@@ -41,7 +42,7 @@ def _keep(made: Engine) -> None:
     """The kernel's history goes to the configured history file. Only an engine made here: a dask
     worker's (`adopt`) sends its records to the kernel, which writes them."""
     global _keeps
-    _keeps = made
+    _keeps = weakref.ref(made)  # not a reference that keeps an engine alive after reset()
     if settings.history_file is None:
         return
     try:
@@ -52,7 +53,7 @@ def _keep(made: Engine) -> None:
 
 def _history_file_changed(change) -> None:
     # Already checked by the setting (`config.py`): a history file this mcp_nb can write, or None.
-    made = _keeps
+    made = _keeps() if _keeps is not None else None
     if made is not None and made is _engine and not made.closed:
         made.keep_history(settings.history_file, settings.history_window)
 

@@ -97,8 +97,11 @@ def _encoder() -> tuple[Callable[[Any, int], Any] | None, Callable[[Any], str]]:
     def encode(value: Any) -> str:
         try:
             return "".join(fast(value, 0)) if fast is not None else json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-        except (TypeError, ValueError, RecursionError):  # a key no JSON object can have, a cycle...
-            return json.dumps(repr(value), ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):  # a key no JSON object can have, a cycle, a value nested too deep...
+            try:
+                return json.dumps(repr(value), ensure_ascii=False)
+            except RecursionError:
+                return json.dumps(f"<{type(value).__name__} nested too deep to be written>")
 
     return fast, encode
 

@@ -126,6 +126,9 @@ def build(coded: Coded, columns: tuple[str, ...] | list[str]) -> pd.DataFrame:
         "server": lambda v: category(v, names["server"]), "worker": lambda v: category(v, names["worker"]),
         "outcome": lambda v: category(v, OUTCOMES), "cause": lambda v: category(v, CAUSES),
         "content": objects, "message": objects, "protocol": objects, "is_error": flags,
+        # the nested values too: a column whose values all happen to be text stays object, never `str`
+        "arguments": objects, "structured_content": objects, "data": objects, "server_logs": objects,
+        "elicitations": objects, "samplings": objects, "retry": objects,
         "code": lambda v: pd.array(v.astype(np.float64), dtype="Int64"),
         "started_at": utc, "recorded_at": utc,
         "server_fate": lambda v: category(v, FATES), "fate_outcome": lambda v: category(v, OUTCOMES),

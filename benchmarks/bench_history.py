@@ -6,22 +6,37 @@ tool errors, protocol errors and timeouts with their messages. Every record gets
 objects of its own (arguments, content, structured content, timestamp), as a real
 call would, so the memory figure counts what the History really keeps alive.
 
+With `--file`, the history file's targets instead (issue 26): ten million calls recorded by a
+history with a file (the default window of 100,000 calls in memory) in one process, whose peak
+resident memory must stay within 2 GB, then `History.open(path).to_frame()` of all of them in a
+fresh process, within 10 s.
+
 Usage: python benchmarks/bench_history.py [--records 1000000] [--memory-records 100000] [--repeat 3]
+       python benchmarks/bench_history.py --file [--records 10000000] [--repeat 2]
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
+import os
 import random
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 import tracemalloc
+from pathlib import Path
 
 from mcp_nb.records.history import History
 from mcp_nb.records.outcome import Outcome
 from _common import machine, median, write_json
 
 TO_FRAME_TARGET_S = 1.0
+FILE_RSS_TARGET_GB = 2.0  # ten million calls recorded with a history file, resident in the kernel
+FILE_FRAME_TARGET_S = 10.0  # to_frame() of all ten million read back from the file
 NAMES = ("add", "search_books", "get_weather", "lookup_user", "summarize", "translate", "fetch_page", "list_files")
 T0 = 1_750_000_000.0  # a fixed epoch, so runs build identical records
 
@@ -105,12 +120,91 @@ def retained_bytes(n: int) -> tuple[float, float]:
     return full / n, own / n
 
 
+def peak_rss_gb() -> float:
+    """The process's peak resident memory (VmHWM), in GB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024 / 1e9
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
+
+
+def record_to_file(path: str, n: int) -> dict:
+    """What a kernel with a history file does: record `n` calls; peak memory, and how long."""
+    history = History()
+    history.keep(path)
+    t0 = time.perf_counter()
+    fill(history, n, chunk=20_000)
+    recorded_s = time.perf_counter() - t0
+    assert history.sync(600), "the history file fell behind"
+    written_s = time.perf_counter() - t0
+    in_memory = history.in_memory
+    history.close()
+    return {"records": n, "recorded_s": recorded_s, "written_s": written_s, "peak_rss_gb": peak_rss_gb(), "rows_in_memory": in_memory}
+
+
+def frame_from_file(path: str, repeat: int) -> dict:
+    """`to_frame()` of every call of the file, in a fresh process (as a new kernel reopens it)."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        history = History.open(path)
+        frame = history.to_frame()
+        times.append(time.perf_counter() - t0)
+        rows = len(frame)
+        mix = frame["outcome"].value_counts().to_dict()
+        del frame, history
+        gc.collect()
+    return {"to_frame_s": times, "rows": rows, "outcome_mix": {str(k): int(v) for k, v in mix.items()}, "peak_rss_gb": peak_rss_gb()}
+
+
+def file_targets(n: int, repeat: int) -> None:
+    workdir = Path(tempfile.mkdtemp(prefix="mcp_nb-bench-"))
+    path = str(workdir / "calls.mcpnb")
+    here = str(Path(__file__).resolve().parent)
+
+    def child(call: str) -> dict:
+        code = f"import sys, json; sys.path.insert(0, {here!r}); import bench_history as b; print(json.dumps({call}))"
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    try:
+        recorded = child(f"b.record_to_file({path!r}, {n})")
+        size = sum(f.stat().st_size for f in Path(path).iterdir())
+        files = len(list(Path(path).glob("*.parquet")))
+        read = child(f"b.frame_from_file({path!r}, {repeat})")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    best = min(read["to_frame_s"])
+    rss_ok, frame_ok = recorded["peak_rss_gb"] <= FILE_RSS_TARGET_GB, best <= FILE_FRAME_TARGET_S
+    print(f"{n:,} calls recorded with a history file in {recorded['recorded_s']:.1f} s (written by {recorded['written_s']:.1f} s); "
+          f"{recorded['rows_in_memory']:,} kept in memory; {files} parts, {size / 1e6:.0f} MB")  # fmt: skip
+    print(f"peak resident memory while recording: {recorded['peak_rss_gb']:.2f} GB")
+    print(f"History.open(path).to_frame() of {read['rows']:,} calls: {', '.join(f'{t:.2f}' for t in read['to_frame_s'])} s "
+          f"(peak resident memory of that process {read['peak_rss_gb']:.2f} GB)")  # fmt: skip
+    print()
+    print(f"{'PASS' if rss_ok else 'FAIL'}  {n:,} calls recorded with a history file: peak {recorded['peak_rss_gb']:.2f} GB (target <= {FILE_RSS_TARGET_GB:.0f} GB)")
+    print(f"{'PASS' if frame_ok else 'FAIL'}  to_frame() of {n:,} calls from the file: best {best:.2f} s (target <= {FILE_FRAME_TARGET_S:.0f} s)")
+    path_json = write_json("history_file_10m.json" if n >= 10_000_000 else f"history_file_{n}.json", {
+        "benchmark": "history file", "machine": machine(), "records": n, "recording": recorded, "reading": read,
+        "parts": files, "bytes": size, "targets": {"peak_rss_gb": FILE_RSS_TARGET_GB, "to_frame_s": FILE_FRAME_TARGET_S},
+        "pass": {"peak_rss": rss_ok, "to_frame": frame_ok},
+    })  # fmt: skip
+    print(f"\nwrote {path_json}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--records", type=int, default=None, help="1,000,000 (10,000,000 with --file)")
     parser.add_argument("--memory-records", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--file", action="store_true", help="the history file's targets: memory at ten million calls, and to_frame() from the file")
     args = parser.parse_args()
+    if args.file:
+        file_targets(args.records or 10_000_000, args.repeat)
+        return
+    args.records = args.records or 1_000_000
 
     history = History()
     record_s = fill(history, args.records)

@@ -57,7 +57,8 @@ from mcp_nb.calling.sampling import Sampling
 from mcp_nb.config import configure, settings
 from mcp_nb.elicitation import Answer, Elicitation
 from mcp_nb.records.expect import expect
-from mcp_nb.records.history import COLUMNS, History
+from mcp_nb.history_file import HistoryFileError
+from mcp_nb.records.history import COLUMNS, History, HistoryFileWarning
 from mcp_nb.records.outcome import CAUSE_DOC, CAUSES, OUTCOMES, Outcome
 from mcp_nb.records.surface_diff import BreakingChanges
 from mcp_nb.records.trace import ServerLog
@@ -65,7 +66,7 @@ from mcp_nb.registering.faults import Faults
 from mcp_nb.registering.registry import Registration
 
 __all__ = [
-    "Answer", "CAUSES", "CAUSE_DOC", "COLUMNS", "ConnectError", "Elicitation", "OAuth", "TokenFile", "complete_auth", "OUTCOMES", "Faults", "History", "Outcome", "Registration", "Retry", "Sampling",
+    "Answer", "HistoryFileError", "HistoryFileWarning", "CAUSES", "CAUSE_DOC", "COLUMNS", "ConnectError", "Elicitation", "OAuth", "TokenFile", "complete_auth", "OUTCOMES", "Faults", "History", "Outcome", "Registration", "Retry", "Sampling",
     "ServerLog", "acall", "aget_prompt", "aread", "asweep", "call", "configure", "engine", "expect", "get_prompt", "history",
     "inject", "load_ipython_extension", "panel", "prompt", "read", "registered", "remove", "reset", "resource",
     "replay", "serve", "server", "settings", "sweep", "tool", "watch", "connect", "connect_config", "disconnect", "reconnect", "servers",

@@ -607,10 +607,14 @@ def serve(
     )  # fmt: skip
 
 
-def panel(engine: Engine | None = None, *, server: str | None = None):
+def panel(engine: Engine | None = None, *, server: str | None = None, history: History | str | None = None):
     """The client panel: pick a server and a tool, resource or prompt, fill in the form built
     from its schema, call it, and see the outcome and the history (ipywidgets, imported on
-    first use). `server`: the connection shown first (the kernel's own by default)."""
+    first use). `server`: the connection shown first (the kernel's own by default). `history`:
+    what the History tab shows, a History or a history file's path (every session's calls);
+    the kernel's history by default."""
+    if history is not None and not isinstance(history, History):
+        history = History.open(history)
     from mcp_nb.widgets import show  # ipywidgets, loaded with the first panel
 
-    return show(engine, server=server)
+    return show(engine, server=server, history=history)

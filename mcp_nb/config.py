@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 
 from traitlets import Any, Bool, Float, HasTraits, Int, TraitError, validate
 
 from mcp_nb.elicitation import check_elicit
+from mcp_nb.history_file import ENV as HISTORY_FILE_ENV
+from mcp_nb.history_file import check_writable
 from mcp_nb.mistakes import BadValue
 
 DEFAULT_TIMEOUT = 30.0  # seconds: the deadline the error-model documents give every request
@@ -45,6 +48,29 @@ def flag_from_env(name: str, environ=os.environ) -> bool:
 
 
 STABLE_OUTPUT_AT_START = flag_from_env(STABLE_OUTPUT_ENV)
+# Where the kernel's history file starts: CI keeps its calls without editing notebooks. Read
+# once, at import, as MCP_NB_STABLE_OUTPUT is; a path that cannot be a history file is said in
+# one line, and the history stays in memory.
+def _history_file_from_env(environ=os.environ) -> str | None:
+    value = environ.get(HISTORY_FILE_ENV) or None
+    try:
+        path = check_writable(value)
+    except ValueError as err:  # said once, in one line; the kernel's calls stay in memory
+        warnings.warn(f"{HISTORY_FILE_ENV}: {err}; the history is kept in memory only", RuntimeWarning, stacklevel=2)
+        return None
+    return None if path is None else str(path)
+
+
+HISTORY_FILE_AT_START = _history_file_from_env()
+DEFAULT_WINDOW = 100_000  # calls the kernel keeps in memory when it has a history file
+MIN_WINDOW = 1024
+
+
+def check_window(value: object) -> int:
+    """The number of calls kept in memory beside a history file: a whole number, at least MIN_WINDOW."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < MIN_WINDOW:
+        raise BadValue(f"history_window must be a whole number of calls, at least {MIN_WINDOW}, got {value!r}")
+    return value
 
 
 def check_timeout(value: object, what: str = "timeout") -> float:
@@ -80,6 +106,19 @@ class SharedTraits(HasTraits):
             "late handler ended, traceback frames), so a checked notebook (nbval) compares equal run after run. "
             f"Starts from the environment variable {STABLE_OUTPUT_ENV}."
         ),
+    ).tag(config=True)
+    history_file = Any(  # a str or a Path; kept as the absolute path's text
+        HISTORY_FILE_AT_START,
+        allow_none=True,
+        help=(
+            "A file (a folder, say calls.mcpnb) that every recorded call is also written to as it is recorded, "
+            "so the history survives the kernel: reopen it with mcp_nb.History.open(path) or %mcp_history --file. "
+            f"None: the history lives in memory only. Starts from the environment variable {HISTORY_FILE_ENV}."
+        ),
+    ).tag(config=True)
+    history_window = Int(
+        DEFAULT_WINDOW,
+        help="With a history file, how many of the latest calls the kernel keeps in memory; the others are read back from the file when asked for.",
     ).tag(config=True)
     max_depth = Int(
         MAX_DEPTH,
@@ -118,6 +157,21 @@ class SharedTraits(HasTraits):
             raise TraitError(f"max_depth must be between 1 and {DEPTH_CEILING}, got {value}")
         return value
 
+    @validate("history_file")
+    def _valid_history_file(self, proposal):
+        try:
+            path = check_writable(proposal["value"])
+        except ValueError as err:
+            raise TraitError(str(err)) from None
+        return None if path is None else str(path)
+
+    @validate("history_window")
+    def _valid_window(self, proposal):
+        try:
+            return check_window(proposal["value"])
+        except ValueError as err:
+            raise TraitError(str(err)) from None
+
     @validate("history_rows")
     def _valid_rows(self, proposal):
         if proposal["value"] < 1:
@@ -131,7 +185,7 @@ class Settings(SharedTraits):
 
 settings = Settings()
 
-CONFIGURABLE = ("timeout", "show_server_logs", "history_rows", "max_depth", "stable_output", "elicit")
+CONFIGURABLE = ("timeout", "show_server_logs", "history_rows", "max_depth", "stable_output", "elicit", "history_file", "history_window")
 
 
 def configure(**values: object) -> dict[str, object]:

@@ -2,7 +2,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
 import mcp_nb
-from mcp_nb.config import DEFAULT_TIMEOUT, settings
+from mcp_nb.config import DEFAULT_TIMEOUT, DEFAULT_WINDOW, settings
 
 # Notebooks under tests/ are fixtures that tests run themselves (the conformance suite's tools,
 # the browser's pages): pytest is not to collect them, with nbval on or off.
@@ -91,12 +91,16 @@ def pytest_xdist_make_scheduler(config, log):
 @pytest.fixture(autouse=True)
 def fresh():
     """Every test starts with an empty server and history, and the default settings."""
+    settings.history_file = None  # whatever MCP_NB_HISTORY_FILE says where the tests run
+    settings.history_window = DEFAULT_WINDOW
     mcp_nb.reset()
     settings.timeout = DEFAULT_TIMEOUT
     settings.show_server_logs = False
     settings.stable_output = False  # whatever MCP_NB_STABLE_OUTPUT says where the tests run
     settings.elicit = None
     yield
+    settings.history_file = None
+    settings.history_window = DEFAULT_WINDOW
     mcp_nb.reset()
     settings.timeout = DEFAULT_TIMEOUT
     settings.show_server_logs = False

@@ -139,6 +139,21 @@ def test_the_records_are_merged_into_the_one_history(client):
     assert isinstance(history["worker"].dtype, pd.CategoricalDtype)
 
 
+def test_the_workers_records_are_written_to_the_kernels_history_file_once(client, tmp_path):
+    @mcp_nb.tool(read_only=True)
+    def double(i: int) -> int:
+        return 2 * i
+
+    path = tmp_path / "calls.mcpnb"
+    mcp_nb.configure(history_file=str(path))  # the kernel's file: the workers, though they share the environment, write none
+    frame = mcp_nb.sweep("double", {"i": list(range(12))}, cluster=client, partition_size=4, progress=False)
+    assert mcp_nb.history().sync()
+    written = mcp_nb.History.open(path).to_frame()
+    assert sorted(written["call_id"]) == sorted(frame["call_id"])  # each once, as the kernel merged it
+    assert set(written["worker"].astype(str)) <= set(client.nthreads()) and written["session"].nunique() == 1
+    assert {p.name.split(".")[0] for p in path.glob("*.parquet")} == {written["session"].iloc[0]}
+
+
 def test_seeded_faults_and_retries_give_the_same_outcomes_as_locally(client):
     spec = "tool_error=0.25,crash=0.15,protocol_error=0.3,seed=11"
     retry = Retry(retries=2, codes=(-32050,), backoff=0.001)

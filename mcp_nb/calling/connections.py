@@ -521,6 +521,16 @@ class RemoteConnection(Connection):
         """The server's URL or command as it may be shown or saved (`shown_url`)."""
         return shown_url(self.url) if self.transport == "http" else shlex.join(self.command)
 
+    def secret_values(self) -> list[str]:
+        """What this connection holds that no record may: its headers' values (an Authorization
+        header's token, an API key), its URL's password and secret query values, its stdio
+        server's environment values named like secrets."""
+        if self.transport == "http":
+            values = [value for value in self.headers.values() if value]
+            values += [part for value in values for part in value.split() if len(part) >= 8]  # "Bearer TOKEN": the token alone too
+            return values + _without_secrets(self.url)[1]
+        return [value for key, value in self.env.items() if value and _SECRET_PARAMETER.search(key)]
+
     def redacted(self, text: str) -> str:
         """`text` (an error's, say) with this connection's URL as `shown_url` shows it, and
         any secret of the URL's left in it replaced."""

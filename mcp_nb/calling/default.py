@@ -9,12 +9,19 @@ from __future__ import annotations
 
 import atexit
 import threading
+import weakref
+
+import logging
 
 from mcp_nb.calling.engine import Engine
+from mcp_nb.config import settings
+from mcp_nb.mistakes import first_line
 
 _engine: Engine | None = None
 _lock = threading.Lock()
 _exit_hook = threading.Event()
+_keeps: weakref.ref[Engine] | None = None  # the default engine this module made: the one that writes the history file
+log = logging.getLogger(__name__)
 
 
 def engine() -> Engine:
@@ -26,8 +33,32 @@ def engine() -> Engine:
             if _engine is None:
                 _engine = Engine()
                 _close_at_exit()
+                _keep(_engine)
             current = _engine
     return current
+
+
+def _keep(made: Engine) -> None:
+    """The kernel's history goes to the configured history file. Only an engine made here: a dask
+    worker's (`adopt`) sends its records to the kernel, which writes them."""
+    global _keeps
+    _keeps = weakref.ref(made)  # not a reference that keeps an engine alive after reset()
+    if settings.history_file is None:
+        return
+    try:
+        made.keep_history(settings.history_file, settings.history_window)
+    except ValueError as err:  # the file changed since it was checked (removed, made read-only): in memory
+        log.warning("%s; the history is kept in memory only", first_line(err))
+
+
+def _history_file_changed(change) -> None:
+    # Already checked by the setting (`config.py`): a history file this mcp_nb can write, or None.
+    made = _keeps() if _keeps is not None else None
+    if made is not None and made is _engine and not made.closed:
+        made.keep_history(settings.history_file, settings.history_window)
+
+
+settings.observe(_history_file_changed, names=["history_file", "history_window"])
 
 
 def current() -> Engine | None:

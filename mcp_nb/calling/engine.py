@@ -32,6 +32,7 @@ from mcp_nb.calling.loop import BLOCKS_OWN_LOOP, LoopThread
 from mcp_nb.calling.retry import Retry, check_idempotent, policy
 from mcp_nb.config import check_timeout, settings
 from mcp_nb.elicitation import check_elicit
+from mcp_nb.records.disk import scrubber
 from mcp_nb.records.history import History
 from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.trace import CURRENT_TRACE
@@ -80,6 +81,10 @@ class Engine:
         self._close_listeners = Listeners("close listener")
         self._connection_listeners = Listeners("connections listener")
         self._closers: list[Callable[[], Awaitable[None]]] = []
+        # What must never be written to a history file besides the connections' own secrets
+        # (`scrub`): the bearer token of a kernel being served, say.
+        self.secrets: set[str] = set()
+        self._scrubber = scrubber(self.known_secrets)
 
     # -- the loop -------------------------------------------------------------------------------
 
@@ -396,7 +401,27 @@ class Engine:
                     for call in list(self.calls):
                         call.abandon()
         finally:
-            self._close_listeners()  # a broken view, logged, does not stop a reset
+            try:
+                self.history.close()  # every call recorded, the cancelled ones included, is written before the file is let go
+            finally:
+                self._close_listeners()  # a broken view, logged, does not stop a reset
+
+    def known_secrets(self) -> list[str]:
+        """The secrets this engine holds: its connections' header values and URL credentials, and
+        `secrets` (a served kernel's token). A history file never holds them (`scrub`)."""
+        found = set(self.secrets)
+        for connection in list(self.connections.values()):
+            found.update(getattr(connection, "secret_values", lambda: ())())
+        return sorted(found, key=len, reverse=True)  # the longest first: a secret inside another goes with it
+
+    def scrub(self, text: str) -> str:
+        """`text` as a history file may hold it: without any secret this engine knows, nor a URL's password,
+        a bearer token or a query parameter named like a secret."""
+        return self._scrubber(text)
+
+    def keep_history(self, path, window: int | None = None) -> None:
+        """Write this engine's history to the history file at `path` (None: stop), its secrets scrubbed."""
+        self.history.keep(path, window, scrub=self._scrubber)
 
     def on_close(self, listener: Callable[[], None], remove: bool = False) -> None:
         """Call `listener()` once this engine is closed (`remove=True` takes it back)."""

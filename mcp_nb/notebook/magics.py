@@ -42,7 +42,7 @@ from mcp_nb.notebook import completion
 from mcp_nb.notebook.cells import defined_function, function_name, restoring
 from mcp_nb.notebook.lines import split
 from mcp_nb.notebook.warmup import open_session_early
-from mcp_nb.records.history import summarize
+from mcp_nb.records.history import History, summarize
 from mcp_nb.registering.faults import Faults
 from mcp_nb.registering.registry import check_tool_name, check_uri
 from mcp_nb.views.live import watch
@@ -420,16 +420,19 @@ class McpMagics(Magics, SharedTraits):
     @line_magic
     @magic_arguments()
     @argument("--server", metavar="NAME", help="the connection shown first (default: the kernel's own)")
+    @argument("--history", metavar="PATH", help="a history file whose calls (every session's) the History tab shows")
     def mcp_panel(self, line: str):
         """Show the client panel: pick a server, then fill in and call its tools, resources and
         prompts from forms built from their schemas, and watch outcomes and the history.
 
             %mcp_panel
             %mcp_panel --server everything
+            %mcp_panel --history calls.mcpnb
         """
         args = _parse(self.mcp_panel, line)
         with usage_errors():
-            return api.panel(server=args.server)
+            history = History.open(args.history) if args.history is not None else None
+            return api.panel(server=args.server, history=history)
 
     @no_var_expand
     @line_magic
@@ -482,23 +485,36 @@ class McpMagics(Magics, SharedTraits):
     @line_magic
     @magic_arguments()
     @argument("--summary", action="store_true", help="counts per name and outcome, with totals")
+    @argument("--by", choices=["session"], help="with --summary: the sessions side by side (outcome counts and durations per tool)")
+    @argument("--file", metavar="PATH", help="a history file's calls, every session's (instead of this kernel's history)")
     @argument("--clear", action="store_true", help="forget every recorded call")
     def mcp_history(self, line: str):
         """Show the call history (the latest calls, outcomes coloured).
 
             %mcp_history             # the latest calls; all of them: mcp_nb.history().to_frame()
             %mcp_history --summary   # counts per name x outcome
+            %mcp_history --file calls.mcpnb --summary --by session   # a history file's sessions side by side
             %mcp_history --clear
         """
         args = _parse(self.mcp_history, line)
-        history = api.history()
+        if args.by is not None and not args.summary:
+            raise UsageError("--by goes with --summary: %mcp_history --summary --by session")
+        if args.file is not None:
+            if args.clear:
+                raise UsageError("--clear forgets this kernel's calls; a history file keeps its own (delete the folder to forget them)")
+            with usage_errors():
+                history = History.open(args.file)
+        else:
+            history = api.history()
         if args.clear:
             forgotten = len(history)
             history.clear()
-            print(f"history cleared ({forgotten} calls forgotten)")
+            kept = f"; {history.file} keeps them" if history.file is not None else ""
+            print(f"history cleared ({forgotten} calls forgotten{kept})")
             return None
         if args.summary:
-            return summarize(history.to_frame())
+            with usage_errors():
+                return history.summary(by=args.by)
         return history
 
     # -- regression cases -----------------------------------------------------------------------

@@ -403,9 +403,10 @@ def from_frame(
         raise BadValue(f"last must be a whole number >= 1, got {last!r}")
     if frame.empty:
         return []
-    ordered = frame.sort_values(["call_id", "attempt"], kind="stable")
-    final = ~ordered["call_id"].duplicated(keep="last")
-    asked_before = _questions_before(ordered[~final])
+    calls = call_keys(frame)
+    ordered = frame.sort_values([*calls, "attempt"], kind="stable")
+    final = ~ordered.duplicated(calls, keep="last")
+    asked_before = _questions_before(ordered[~final], calls)
     finals = ordered[final]
     finals = finals[~finals["cause"].astype(str).isin(UNREPEATABLE)]
     if not replayed and "via" in finals:
@@ -421,7 +422,7 @@ def from_frame(
     for row in finals.itertuples(index=False):
         key = str(row.name)
         try:
-            case = case_of(row, f"{key}-{counts.get(key, 0) + 1}", asked_before.get(int(row.call_id), ()))
+            case = case_of(row, f"{key}-{counts.get(key, 0) + 1}", asked_before.get(_call_of(row, calls), ()))
         except ValueError as err:  # a call no case can hold: said, and the others are still saved
             if left_out is not None:
                 left_out.append(LeftOut(int(row.call_id), str(row.target), key, _why(err)))
@@ -453,15 +454,25 @@ def _why(err: ValueError) -> str:
     return first_line(err)
 
 
-def _questions_before(attempts: pd.DataFrame) -> dict[int, list[dict]]:
-    """The questions asked during the attempts before each call's final one, by call id: a
+def call_keys(frame: pd.DataFrame) -> list[str]:
+    """The columns that tell one call from another: its id, and its session where the frame has
+    one (a history file's kernels each number their calls from 1)."""
+    return ["session", "call_id"] if "session" in frame.columns else ["call_id"]
+
+
+def _call_of(row: Any, calls: list[str]) -> tuple:
+    return tuple(str(getattr(row, c)) if c == "session" else int(getattr(row, c)) for c in calls)
+
+
+def _questions_before(attempts: pd.DataFrame, calls: list[str]) -> dict[tuple, list[dict]]:
+    """The questions asked during the attempts before each call's final one, by call: a
     retried call's replay is asked them again, and answers them as the call did."""
-    asked: dict[int, list[dict]] = {}
+    asked: dict[tuple, list[dict]] = {}
     if "elicitations" not in attempts:
         return asked
-    for call_id, questions in zip(attempts["call_id"], attempts["elicitations"]):
+    for row, questions in zip(attempts[calls].itertuples(index=False), attempts["elicitations"]):
         if isinstance(questions, (list, tuple)) and questions:
-            asked.setdefault(int(call_id), []).extend(questions)
+            asked.setdefault(_call_of(row, calls), []).extend(questions)
     return asked
 
 

@@ -10,19 +10,27 @@ objects. Views such as `summary()` are computed from the frame; nothing is store
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import threading
 import warnings
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from time import time
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from mcp_nb.config import settings
-from mcp_nb.records.cases import CallsLeftOut, LeftOut, from_frame, save
+from mcp_nb.config import DEFAULT_WINDOW, check_window, settings
+from mcp_nb.history_file import HistoryFileError, check_readable, check_writable, shown
+from mcp_nb.records import disk
+from mcp_nb.records.frame import Coded, build, fate_of, join, overlay
+from mcp_nb.records.keeper import Keeper, flush_all
+from mcp_nb.records.cases import CallsLeftOut, LeftOut, call_keys, from_frame, save
 from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.outcome import (
     CAUSES,
-    FATES,
     OUTCOMES,
     TARGETS,
     VIAS,
@@ -67,6 +75,8 @@ COLUMNS = (
     "deadline_resets",
     "max_timeout_s",
     "retry",
+    "session",
+    "recorded_at",
 )
 
 _OUTCOME_CODE = {name: i for i, name in enumerate(OUTCOMES)}
@@ -77,14 +87,49 @@ _NO_FLAG = 2  # is_error code for "no result, so no flag"
 CHUNK = 1024
 _STORED = ("call_id", "attempt", "backoff", "server", "worker", "target", "name", "arguments", "outcome", "cause", "content", "structured",
            "is_error", "code", "message", "data", "logs", "elicitations", "samplings", "protocol", "started", "duration", "timeout", "via", "client",
-           "progress", "resets", "max_timeout", "retry")  # fmt: skip
+           "progress", "resets", "max_timeout", "retry", "recorded")  # fmt: skip
 # The numeric columns' types (numpy's names); the others are object columns.
 _DTYPES = {"call_id": "int64", "attempt": "int32", "backoff": "float64", "server": "int64", "worker": "int64",
            "target": "int8", "name": "int64", "outcome": "int8", "cause": "int8", "is_error": "int8", "code": "float64",
            "started": "float64", "duration": "float64", "timeout": "float64", "via": "int8", "client": "int64",
-           "resets": "int32", "max_timeout": "float64"}  # fmt: skip
+           "resets": "int32", "max_timeout": "float64", "recorded": "float64"}  # fmt: skip
 _NO_CODE = float("nan")  # the code column of a call that got none
 _EMPTY: tuple = ()
+WINDOW = DEFAULT_WINDOW  # calls a history with a file keeps in memory, unless told otherwise
+# What the history's views (`views/tables.py`) read of every call, besides the texts of the latest.
+_SHORT = ["call_id", "attempt", "server", "target", "name", "outcome", "cause", "code", "duration_ms", "via", "client", "session"]
+
+
+class HistoryFileWarning(UserWarning):
+    """Part of a history file could not be read (cut short): the message says which; the other calls are kept."""
+
+
+@dataclass
+class _Segment:
+    """Calls of this history no longer in memory: seqs `first` to `last` (excluded), in `folder`'s stream `stream`."""
+
+    folder: Path
+    stream: int
+    first: int
+    last: int
+
+
+def _nothing_secret(text: str) -> str:
+    return text
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector paused while a frame's millions of nested values are made (and
+    turned back on after, if it was on): each of its full passes would walk every one of them
+    again, which doubled the time of a frame of a million calls read back from a file."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 # numpy and pandas are imported where they are used, not with this module: `import mcp_nb`
 # (every kernel's `%load_ext mcp_nb`) need not pay for them before a history is looked at.
@@ -116,7 +161,9 @@ class _Store:
 
     def __init__(self) -> None:
         self.chunks: dict[str, list[np.ndarray]] = {column: [] for column in _STORED}
-        self.rows = 0  # rows in the chunks
+        self.rows = 0  # rows in the chunks, counting those dropped
+        self.sizes: list[int] = []  # rows per chunk
+        self.dropped = 0  # the oldest rows, no longer in memory: a history file holds them
         self.pending: list[tuple] = []
         self.names: dict[str, int] = {}
         self.servers: dict[str, int] = {"kernel": 0}
@@ -145,7 +192,7 @@ class _Store:
             o.started, o.duration_ms, o.timeout_s, _VIA_CODE[o.via],
             -1 if o.client is None else clients.setdefault(o.client, len(clients)),
             tuple(trace.progress) if trace is not None and trace.progress else _EMPTY, o.deadline_resets,
-            _NO_CODE if o.max_timeout_s is None else o.max_timeout_s, o.retry,
+            _NO_CODE if o.max_timeout_s is None else o.max_timeout_s, o.retry, time(),
         ))  # fmt: skip
 
     def flush(self) -> None:
@@ -158,6 +205,7 @@ class _Store:
         for name, values in zip(_STORED, zip(*rows)):
             dtype = _DTYPES.get(name)
             chunks[name].append(_objects(values) if dtype is None else np.array(values, dtype=dtype))
+        self.sizes.append(len(rows))
         self.rows += len(rows)
 
     def column(self, name: str, dtype) -> np.ndarray:
@@ -168,6 +216,33 @@ class _Store:
             return np.empty(0, dtype=dtype)
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
+    def tail(self, start: int) -> dict[str, np.ndarray]:
+        """Every column from row `start` on (rows still in memory), reading only the chunks it needs."""
+        import numpy as np
+
+        first, skip = len(self.sizes), self.rows - start
+        while first > 0 and skip > 0:
+            first -= 1
+            skip -= self.sizes[first]
+        offset = -skip  # rows of chunk `first` before `start`
+        out = {}
+        for name, parts in self.chunks.items():
+            picked = parts[first:]
+            if not picked:
+                out[name] = np.empty(0, dtype=_DTYPES.get(name, object))
+                continue
+            whole = picked[0] if len(picked) == 1 else np.concatenate(picked)
+            out[name] = whole[offset:]
+        return out
+
+    def drop_oldest(self) -> int:
+        """Forget the oldest chunk (its calls are in the history file); returns how many rows it held."""
+        size = self.sizes.pop(0)
+        for parts in self.chunks.values():
+            del parts[0]
+        self.dropped += size
+        return size
+
 
 def _asked(question) -> dict[str, Any]:
     """A question and its answer as the history keeps it: with its schema, which says what a
@@ -176,7 +251,13 @@ def _asked(question) -> dict[str, Any]:
 
 
 class History:
-    """The call history of this kernel. Thread-safe; every call is recorded, whatever its outcome."""
+    """The call history of this kernel. Thread-safe; every call is recorded, whatever its outcome.
+
+    With a history file (`keep`, or the `history_file` setting for the kernel's own), every call
+    is also written there as it is recorded, and memory keeps only the latest `window` calls;
+    the others are read back from the file when a frame is asked for. `History.open(path)` reads
+    a file back, every session's calls in one History.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -187,6 +268,151 @@ class History:
         # history while a call is being settled settles the next ones itself.
         self._settling = threading.RLock()
         self._in_settle = 0  # threads inside `settle` (changed only while holding `_settling`)
+        self._base = 0  # the seq of the store's first row: seqs go on counting across clear()
+        self._keeper: Keeper | None = None
+        self._window = WINDOW
+        self._on_disk: list[_Segment] = []  # where the calls no longer in memory are, oldest first
+        self._opened: Path | None = None  # a history file read back (`History.open`)
+        self._said: set[str] = set()  # what was said once about the file
+
+    # -- a history file ---------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path) -> History:
+        """Every session's calls in the history file at `path`, as one History (`to_frame()`,
+        `summary(by="session")`, `to_cases()`...); it reads the file anew whenever it is asked.
+
+        A file that is missing, unreadable, not a history file or from a newer mcp_nb raises
+        `HistoryFileError` in one line. A part cut short (the disk filled, the machine lost power
+        while it was written) is said in one line, as a `HistoryFileWarning`, and the calls
+        before it are kept."""
+        folder = check_readable(path)
+        flush_all(folder)  # this kernel's own calls, written up to now
+        found = disk.listing(folder)
+        history = cls()
+        history._opened = folder
+        history._report(found.problems, stacklevel=3)
+        return history
+
+    @property
+    def file(self) -> Path | None:
+        """The history file this history is written to, or read from; None when it has none."""
+        keeper = self._keeper
+        return self._opened if keeper is None else keeper.folder
+
+    @property
+    def in_memory(self) -> int:
+        """How many of its calls this history holds in memory now (with a history file, the latest
+        `history_window` or so; the others are read back from the file when asked for)."""
+        with self._lock:
+            store = self._store
+            return store.rows - store.dropped + len(store.pending)
+
+    def keep(self, path, window: int | None = None, scrub: Callable[[str], str] | None = None) -> None:
+        """Write every call of this history to the history file at `path`: those in memory now, then
+        each as it is recorded; None stops writing. Memory then keeps the latest `window` calls.
+
+        Bad input raises `HistoryFileError` in one line and changes nothing. `scrub(text)` takes
+        out what must never be written (the engine's gives its connections' secrets)."""
+        folder = check_writable(path)
+        if window is not None:
+            self._window = check_window(window)
+        old = self._keeper
+        if old is not None and folder == old.folder and old.failed is None:
+            return
+        if old is not None:
+            self._stop_keeping()
+        if folder is None:
+            return
+        with self._lock:
+            start = self._base + self._store.dropped  # the first call still in memory
+        try:
+            keeper = Keeper(folder, self, start, scrub or _nothing_secret)
+        except OSError as err:
+            raise HistoryFileError(f"cannot keep the history in {shown(folder)}: {err.strerror or err}") from None
+        with self._lock:
+            self._keeper = keeper
+            self._on_disk.append(_Segment(folder, keeper.stream, start, start))
+        keeper.recorded(1)  # what memory holds now is written first
+
+    def close(self) -> None:
+        """Write what is left to the history file and stop writing to it (calls are recorded in memory
+        from then on; those written stay readable). `mcp_nb.reset()` closes the kernel's history."""
+        self._stop_keeping()
+
+    def sync(self, timeout: float = 10.0) -> bool:
+        """Wait until every call recorded so far is in the history file; False if it could not be
+        (writing failed, or took longer than `timeout` seconds). True at once without a file."""
+        self.settle()
+        keeper = self._keeper
+        if keeper is None:
+            return True
+        with self._lock:
+            upto = self._base + self._store.rows + len(self._store.pending)
+        return keeper.flush(upto, timeout)
+
+    def _stop_keeping(self) -> None:
+        keeper = self._keeper
+        if keeper is None:
+            return
+        keeper.close()
+        with self._lock:
+            if self._keeper is keeper:
+                self._keeper = None
+
+    # What the keeper asks, on its own thread.
+
+    def unwritten(self, seq: int) -> disk.Batch:
+        """The calls from `seq` on, as the store keeps them, for the keeper to write."""
+        with self._lock:
+            store = self._store
+            store.flush()
+            start = max(seq - self._base, store.dropped)  # after clear(): from the new store's first call
+            columns = store.tail(start)
+            timeouts = {row - start: o for row, o in store.timeouts.items() if row >= start}
+            batch = disk.Batch(columns, list(store.names), list(store.servers), list(store.workers), list(store.clients),
+                               self._base + start)  # fmt: skip
+        batch.fates = {row: fate_of(o) for row, o in timeouts.items()}
+        return batch
+
+    def fates(self, upto: int) -> dict[int, tuple]:
+        """The fate now of each timed-out call still watched, written before `upto`, by seq."""
+        with self._lock:
+            base, timeouts = self._base, dict(self._store.timeouts)
+        return {base + row: fate_of(o) for row, o in timeouts.items() if base + row < upto}
+
+    def kept(self, keeper: Keeper) -> None:
+        """The keeper wrote everything before `keeper.written`: forget the oldest calls past the window."""
+        with self._lock:
+            if keeper is not self._keeper:
+                return
+            store = self._store
+            on_disk = keeper.written - self._base  # local rows before this one are in the file
+            while store.sizes and store.rows - store.dropped - store.sizes[0] >= self._window and store.dropped + store.sizes[0] <= on_disk:
+                store.drop_oldest()
+            segment = self._on_disk[-1]
+            segment.last = max(segment.last, self._base + store.dropped)
+            # A timed-out call no longer in memory whose fate the file already says is kept no longer.
+            for row in [row for row in store.timeouts if row < store.dropped]:
+                fate = keeper.fates_written.get(self._base + row)
+                if fate is not None and fate[0] != "running" and fate == fate_of(store.timeouts[row]):
+                    del store.timeouts[row]
+
+    def _report(self, problems: list[str], stacklevel: int = 2) -> None:
+        """Say, once each, in one line, which parts of the file were cut short."""
+        fresh = list(dict.fromkeys(p for p in problems if p.split(" ", 1)[0] not in self._said))
+        if not fresh:
+            return
+        self._said.update(p.split(" ", 1)[0] for p in fresh)
+        where = shown(self.file) if self.file is not None else "the history file"
+        listed = "; ".join(fresh[:3]) + (f"; and {len(fresh) - 3} more" if len(fresh) > 3 else "")
+        warnings.warn(
+            f"{where}: {len(fresh)} part{'s' if len(fresh) != 1 else ''} cut short (written when a kernel died, or a disk "
+            f"filled?), left out with {'their' if len(fresh) != 1 else 'its'} calls; the other calls are kept: {listed}",
+            HistoryFileWarning, stacklevel=stacklevel + 1,
+        )  # fmt: skip
+
+    # -- recording --------------------------------------------------------------------------------
 
     def record(self, o: Outcome) -> None:
         if self._later:
@@ -227,8 +453,12 @@ class History:
         with self._lock:
             store = self._store
             store.add(o)
-            if len(store.pending) >= CHUNK:
+            waiting = len(store.pending)
+            if waiting >= CHUNK:
                 store.flush()
+            keeper = self._keeper
+            if keeper is not None:
+                keeper.recorded(waiting)  # two comparisons; it is woken at the first call waiting, and when many are
         if self._listeners:
             self._listeners(o)  # one that fails is logged: a broken view never loses a call or breaks the loop
 
@@ -246,94 +476,98 @@ class History:
 
     def __len__(self) -> int:
         self.settle()
+        if self._opened is not None:
+            flush_all(self._opened)  # a file this kernel writes: every call made so far
+            return disk.listing(self._opened, footers=False).rows
         with self._lock:  # a flush moves rows from `pending` to the chunks: never read halfway
             store = self._store
             return store.rows + len(store.pending)
 
     def clear(self) -> None:
-        """Forget every recorded call."""
+        """Forget every recorded call (a history file keeps them: they are written first)."""
         self.settle()
+        if self._keeper is not None:
+            self.sync()
         with self._lock:
+            store = self._store
+            self._base += store.rows + len(store.pending)
             self._store = _Store()
         if self._listeners:
             self._listeners(None)
 
-    def to_frame(self) -> pd.DataFrame:
-        """One row per call; the columns are listed in `mcp_nb.COLUMNS` and docs/guide.md."""
+    # -- reading ----------------------------------------------------------------------------------
+
+    def _coded(self, columns: list[str] | None = None, last: int | None = None) -> Coded:
+        """Every call of this history (the `last` ones), coded (records/frame.py): those read back from
+        the file, then those in memory; of the file, only the tidy `columns` named (all when None)."""
         import numpy as np
-        import pandas as pd
 
         self.settle()
         with self._lock:
             s = self._store
             s.flush()
-            columns = {name: s.column(name, object) for name in _STORED}
-            names = list(s.names)
-            servers = list(s.servers)
-            workers = list(s.workers)
-            clients = list(s.clients)
-            timeouts = dict(s.timeouts)
-        n = len(columns["call_id"])
-        if timeouts:
-            columns["logs"] = columns["logs"].copy()  # never write into the stored chunk
-        if timeouts:
-            columns["progress"] = columns["progress"].copy()
-        for row, o in timeouts.items():
-            # A timed-out call's server side may have logged (or reported progress) since it was recorded.
-            columns["logs"][row] = tuple(o.server_logs)
-            columns["progress"][row] = o.progress
-        fate = np.full(n, None, dtype=object)
-        fate_outcome = np.full(n, None, dtype=object)
-        fate_cause = np.full(n, None, dtype=object)
-        fate_after = np.full(n, np.nan)
-        for row, o in timeouts.items():
-            fate[row], fate_outcome[row], fate_cause[row] = o.server_fate, o.fate_outcome, o.fate_cause
-            after = o.fate_after_ms
-            fate_after[row] = np.nan if after is None else after
-        flags = columns["is_error"].astype(np.int8)
+            memory = s.tail(max(s.dropped, s.rows - last) if last is not None else s.dropped)
+            names = {"name": list(s.names), "server": list(s.servers), "worker": list(s.workers),
+                     "client": list(s.clients), "session": [disk.SESSION]}  # fmt: skip
+            base, first = self._base, self._base + s.rows - len(memory["call_id"])
+            timeouts = {self._base + row: o for row, o in s.timeouts.items()}
+            segments = [(g.folder, g.stream, max(g.first, base), g.last) for g in self._on_disk if g.last > base]
+        n = len(memory["call_id"])
+        memory["started_ns"] = disk.nanoseconds(memory.pop("started"))
+        memory["recorded_ns"] = disk.nanoseconds(memory.pop("recorded"))
+        memory["session"] = np.zeros(n, dtype=np.int64)
+        memory["seq"] = np.arange(first, first + n, dtype=np.int64)
+        for name in ("fate", "fate_outcome", "fate_cause"):
+            memory[name] = np.full(n, -1, dtype=np.int64)
+        memory["fate_after"] = np.full(n, np.nan)
+        coded = Coded(memory, names)
+        wanted = None if last is None else last - n  # rows still to read from the file, newest first
+        with _collector_paused():
+            for folder, stream, lo, hi in reversed(segments):
+                if wanted is not None and wanted <= 0:
+                    break
+                lo = lo if wanted is None else max(lo, hi - wanted)
+                older = self._read(folder, lambda p, stream=stream: p.session == disk.SESSION and p.stream == stream, (lo, hi), columns)
+                coded = join(older, coded)
+                wanted = None if wanted is None else wanted - len(older)
+            if self._opened is not None and (wanted is None or wanted > 0):
+                coded = join(self._read(self._opened, None, None, columns, wanted), coded)
+        overlay(coded, timeouts)
+        return coded
 
-        def category(codes: np.ndarray, categories: list[str]) -> pd.Categorical:
-            return pd.Categorical.from_codes(codes.astype(np.int64), categories=categories)
+    def _read(self, folder: Path, chosen: Callable[[disk.Part], bool] | None, seqs: tuple[int, int] | None,
+              columns: list[str] | None, last: int | None = None) -> Coded:  # fmt: skip
+        if chosen is None:
+            flush_all(folder)  # a reopened file this kernel writes: every call made so far
+        found = disk.listing(folder, footers=False)
+        parts = [p for p in found.parts if (chosen is None or chosen(p)) and (seqs is None or (p.last >= seqs[0] and p.first < seqs[1]))]
+        if last is not None:  # the newest parts that hold the `last` calls
+            taken, rows = [], 0
+            for part in reversed(parts):
+                if rows >= last:
+                    break
+                taken.append(part)
+                rows += part.rows
+            parts = taken[::-1]
+        coded = disk.read(found, parts, seqs, columns)
+        self._report(found.problems)
+        if last is not None and len(coded) > last:
+            coded = Coded({key: values[-last:] for key, values in coded.columns.items()}, coded.names)
+        return coded
 
-        return pd.DataFrame(
-            {
-                "call_id": columns["call_id"].astype(np.int64),
-                "attempt": columns["attempt"].astype(np.int32),
-                "target": category(columns["target"], list(TARGETS)),
-                "name": category(columns["name"], names),
-                "server": category(columns["server"], servers),
-                "worker": category(columns["worker"], workers),
-                "arguments": columns["arguments"],
-                "outcome": category(columns["outcome"], list(OUTCOMES)),
-                "cause": category(columns["cause"], list(CAUSES)),
-                # object, not pandas 3's inferred `str`: None stays None, and no conversion pass
-                "content": pd.Series(columns["content"], dtype=object, copy=False),
-                "structured_content": columns["structured"],
-                "is_error": pd.arrays.BooleanArray(flags == 1, flags == _NO_FLAG),
-                "code": pd.array(columns["code"].astype(np.float64), dtype="Int64"),
-                "message": pd.Series(columns["message"], dtype=object, copy=False),
-                "data": columns["data"],
-                "server_logs": columns["logs"],
-                "elicitations": columns["elicitations"],
-                "samplings": columns["samplings"],
-                "protocol": pd.Series(columns["protocol"], dtype=object, copy=False),
-                "started_at": pd.to_datetime(columns["started"].astype(np.float64), unit="s", utc=True),
-                "duration_ms": columns["duration"].astype(np.float64),
-                "timeout_s": columns["timeout"].astype(np.float64),
-                "backoff_s": columns["backoff"].astype(np.float64),
-                "server_fate": pd.Categorical(fate, categories=list(FATES)),
-                "fate_outcome": pd.Categorical(fate_outcome, categories=list(OUTCOMES)),
-                "fate_cause": pd.Categorical(fate_cause, categories=list(CAUSES)),
-                "fate_after_ms": fate_after,
-                "via": category(columns["via"], list(VIAS)),
-                "client": category(columns["client"], clients),  # -1 codes read as missing: mcp_nb's own calls
-                "progress": np.fromiter((len(events) for events in columns["progress"]), dtype=np.int64, count=n),
-                "deadline_resets": columns["resets"].astype(np.int64),
-                "max_timeout_s": columns["max_timeout"].astype(np.float64),
-                "retry": columns["retry"],
-            },
-            columns=list(COLUMNS),
-        )
+    def to_frame(self, last: int | None = None, columns: list[str] | None = None) -> pd.DataFrame:
+        """One row per call; the columns are listed in `mcp_nb.COLUMNS` and docs/guide.md.
+
+        With a history file, `last=N` (only the latest N calls) and `columns=[...]` (only those)
+        read no more of the file than they need."""
+        if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 0):
+            raise BadValue(f"last must be a whole number >= 0, got {last!r}")
+        chosen = list(COLUMNS) if columns is None else list(columns)
+        unknown = [c for c in chosen if c not in COLUMNS]
+        if unknown:
+            raise BadValue(f"unknown column(s) {', '.join(map(repr, unknown))}; the history's columns are mcp_nb.COLUMNS")
+        with _collector_paused():
+            return build(self._coded(None if columns is None else chosen, last), chosen)
 
     def result_frame(self, call_id: int | None = None, key: str | None = None) -> pd.DataFrame:
         """The structured result of call `call_id` (the latest call when None) as a DataFrame, one row
@@ -356,24 +590,22 @@ class History:
         """The progress events of a call (every attempt of it), or of every call when `call_id` is None:
         call_id, attempt, progress, total, message, seconds since the request was sent."""
 
-        self.settle()
-        with self._lock:
-            s = self._store
-            s.flush()
-            ids = s.column("call_id", object)
-            attempts = s.column("attempt", object)
-            events = s.column("progress", object)
-            timeouts = dict(s.timeouts)
+        c = self._coded(["call_id", "attempt", "progress"]).columns
+        ids, attempts, events = c["call_id"], c["attempt"], c["progress"]
         rows = range(len(ids)) if call_id is None else [int(i) for i in (ids == call_id).nonzero()[0]]
         if call_id is not None and not rows:
             raise KeyError(f"no call #{call_id} in the history")
-        return progress_frame(
-            (int(ids[row]), int(attempts[row]), timeouts[row].progress if row in timeouts else events[row]) for row in rows
-        )
+        return progress_frame((int(ids[row]), int(attempts[row]), events[row]) for row in rows)
 
-    def summary(self) -> pd.DataFrame:
-        """Calls per target and name × outcome, with totals."""
-        return summarize(self.to_frame())
+    def summary(self, by: str | None = None) -> pd.DataFrame:
+        """Calls per target and name × outcome, with totals. `by="session"`: the sessions side by
+        side (a reopened history file's kernels, before and after a change): per tool, each
+        session's outcome counts and its median and 90th-percentile durations."""
+        if by is None:
+            return summarize(self.to_frame())
+        if by != "session":
+            raise BadValue(f"summary(by=...) takes 'session' (or None), got {by!r}")
+        return by_session(self.to_frame())
 
     def health(self, last: int = 20) -> pd.DataFrame:
         """Failure rate per name over its last `last` calls (a retried call counts once, by its
@@ -433,11 +665,27 @@ class History:
 
     # -- display --------------------------------------------------------------------------------
 
+    def _shown(self) -> pd.DataFrame:
+        """The frame the views draw. With a history file, which may hold millions of calls, not the
+        whole of it: every call's short columns (for the counts), and the texts of the latest only."""
+        if self.file is None:
+            return self.to_frame()
+        import numpy as np
+
+        frame = self.to_frame(columns=_SHORT)
+        latest = min(len(frame), max(4 * settings.history_rows, 1000))  # the views show the latest by call id
+        texts = self.to_frame(last=latest, columns=["content", "message"])
+        for column in ("content", "message"):
+            values = np.full(len(frame), None, dtype=object)
+            values[len(frame) - len(texts):] = texts[column].to_numpy(dtype=object)
+            frame[column] = values
+        return frame
+
     def _repr_html_(self) -> str:
-        return history_html(self.to_frame(), settings.history_rows)
+        return history_html(self._shown(), settings.history_rows)
 
     def __repr__(self) -> str:
-        return history_text(self.to_frame(), settings.history_rows)
+        return history_text(self._shown(), settings.history_rows)
 
     def _repr_pretty_(self, printer, cycle) -> None:
         printer.text(repr(self))
@@ -461,6 +709,33 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([counts, totals]).astype("int64")
 
 
+def by_session(frame: pd.DataFrame) -> pd.DataFrame:
+    """The sessions side by side: one row per (server, target, name), and for each session (in the
+    order they began) its calls per outcome, their total, and the median and 90th-percentile
+    duration in ms. A tool a session did not call has zeros and empty durations there."""
+    import pandas as pd
+
+    keys = ["server", "target", "name"]
+    measures = [*OUTCOMES, "total", "median_ms", "p90_ms"]
+    sessions = [str(s) for s in frame["session"].cat.categories if (frame["session"] == s).any()] if len(frame) else []
+    if not sessions:
+        return pd.DataFrame(columns=pd.MultiIndex.from_product([[], measures], names=["session", ""]))
+    grouped = frame.groupby(["session", *keys], observed=True)
+    counts = grouped["outcome"].value_counts().unstack("outcome", fill_value=0).reindex(columns=list(OUTCOMES), fill_value=0)
+    counts["total"] = counts.sum(axis=1)
+    durations = grouped["duration_ms"]
+    counts["median_ms"] = durations.median()
+    counts["p90_ms"] = durations.quantile(0.9)
+    table = counts.unstack("session")  # (measure, session) columns
+    table = table.swaplevel(axis=1).reindex(columns=pd.MultiIndex.from_product([sessions, measures]))
+    for session in sessions:
+        for outcome in [*OUTCOMES, "total"]:
+            table[(session, outcome)] = table[(session, outcome)].fillna(0).astype("int64")
+    table.columns.names = ["session", ""]
+    table.index = pd.MultiIndex.from_tuples([tuple(map(str, row)) for row in table.index], names=keys)
+    return table
+
+
 def health(frame: pd.DataFrame, last: int = 20) -> pd.DataFrame:
     """Per (server, target, name), over its latest `last` calls: calls, attempts, failures,
     failure_rate, and the latest outcome and cause; the worst first.
@@ -479,8 +754,9 @@ def health(frame: pd.DataFrame, last: int = 20) -> pd.DataFrame:
         return pd.DataFrame(columns=keys + columns).set_index(keys)
     # Latest by start (call ids are given out as calls start), not by arrival: concurrent
     # calls finish in any order, and the view should not depend on it.
-    ordered = frame.sort_values(["call_id", "attempt"], kind="stable")
-    by_call = ordered.groupby("call_id", sort=False)
+    calls = call_keys(frame)
+    ordered = frame.sort_values([*calls, "attempt"], kind="stable")
+    by_call = ordered.groupby(calls, sort=False, observed=True)
     calls = by_call.tail(1).assign(attempts=by_call["attempt"].transform("size"))
     recent = calls.groupby(keys, observed=True, sort=False).tail(last)
     failed = recent["outcome"].astype(str) != "result"

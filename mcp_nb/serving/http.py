@@ -77,6 +77,8 @@ class Serving:
         except BaseException:
             self._socket.close()
             raise
+        if self.policy.token:
+            engine.secrets.add(self.policy.token)  # never in a history file, even quoted by a call
         self.served: Served | None = Served(engine, "http", answers_seen=True)
         self._stopped = threading.Event()
         self._stopping: asyncio.Event | None = None

@@ -34,6 +34,7 @@ from mcp_nb.widgets.form import close_tree
 from mcp_nb.widgets.style import note_html
 
 LATEST = 50  # rows in the list of calls
+COUNTED = ["call_id", "target", "name", "outcome", "session"]  # the columns of every call the tab reads
 PIN = "\U0001f4cc "  # before a pinned call's line
 DEBOUNCE_S = 0.3
 
@@ -57,7 +58,7 @@ class HistoryTab:
             tooltip="while on, choosing a call pins it as a regression case (choosing it again unpins it)",
         )  # fmt: skip
         self.pinning.add_class("mcp-nb-pinning")
-        self.pinned: dict[int, None] = {}  # call ids, in the order they were pinned
+        self.pinned: dict[Any, None] = {}  # calls (`call_key`), in the order they were pinned
         self.cases_path = w.Text(value="cases.json", placeholder="cases.json", layout=w.Layout(width="220px"))
         self.cases_path.add_class("mcp-nb-cases-path")
         self.save_button = w.Button(description="Save pinned as cases", disabled=True, layout=w.Layout(width="auto"))
@@ -90,6 +91,7 @@ class HistoryTab:
         self.visible = False
         self.stale = True
         self._rows: dict[int, Any] = {}
+        self._frame_sessions: Any = None  # the frame shown last, which says whether it holds calls of several sessions
         self._cancel_timer: Callable[[], None] | None = None  # set while a rebuild is due
         self._quiet = False
         self.on_count: Callable[[int], None] | None = None  # the panel shows the count in the tab title
@@ -128,14 +130,17 @@ class HistoryTab:
 
     def refresh(self) -> None:
         self.stale = False
-        frame = self.history.to_frame()
+        # Only what the tab shows: the counts' columns of every call, and the latest calls whole (a
+        # history file holds millions, read from disk for the counts' columns alone).
+        frame = self.history.to_frame(columns=COUNTED)
         self.summary.value = _summary_html(frame)
         self.counts.value = counts_html(frame)
-        latest = frame.tail(LATEST).iloc[::-1]
+        latest = self.history.to_frame(last=LATEST).iloc[::-1]
         # Keyed by row, not call id: the attempts of a retried call share its id.
         rows = dict(zip(latest.index.tolist(), latest.itertuples(index=False)))
-        options = [((PIN if r.call_id in self.pinned else "") + call_label(r), row) for row, r in rows.items()]
+        options = [((PIN if call_key(r, frame) in self.pinned else "") + call_label(r), row) for row, r in rows.items()]
         self._rows = rows
+        self._frame_sessions = frame
         if self.on_count is not None:
             self.on_count(len(frame))
         self._quiet = True  # replacing the options must not read as the user choosing a row
@@ -153,15 +158,16 @@ class HistoryTab:
         if row is None:
             return
         if self.pinning.value:
-            self.pin(int(row.call_id))
+            self.pin(call_key(row, self._frame_sessions))
             return
         self.choose(as_call(row))
         self.clear_choice()
 
     # -- pinned calls, saved as cases ------------------------------------------------------------
 
-    def pin(self, call_id: int) -> None:
-        """Pin a call as a case, or unpin it if it is pinned."""
+    def pin(self, call_id: Any) -> None:
+        """Pin a call as a case, or unpin it if it is pinned (its id; with the calls of several
+        sessions, as a reopened history file has, its (session, id): `call_key`)."""
         if call_id in self.pinned:
             del self.pinned[call_id]
         else:
@@ -179,8 +185,9 @@ class HistoryTab:
         if len(self.pinned) != 2:
             return None
         frame = self.history.to_frame()
-        chosen = frame[frame["call_id"].isin(list(self.pinned))]
-        finals = chosen[~chosen["call_id"].duplicated(keep="last")]
+        chosen = frame[pinned_rows(frame, self.pinned)]
+        keys = ["session", "call_id"] if several_sessions(frame) else ["call_id"]
+        finals = chosen[~chosen[keys].duplicated(keep="last")]
         if len(finals) != 2 or finals[["server", "target", "name"]].astype(str).drop_duplicates().shape[0] != 1:
             return None
         return finals
@@ -197,7 +204,7 @@ class HistoryTab:
     def save_pinned(self) -> None:
         """Write the pinned calls to the cases file named in the box (one case per call, by its final attempt)."""
         frame = self.history.to_frame()
-        chosen = frame[frame["call_id"].isin(list(self.pinned))]  # the cases come in the order the calls started
+        chosen = frame[pinned_rows(frame, self.pinned)]  # the cases come in the order the calls started
         path = self.cases_path.value.strip()
         try:
             if not path:
@@ -224,6 +231,28 @@ class HistoryTab:
             self.calls.value = None
         finally:
             self._quiet = False
+
+
+def several_sessions(frame: Any) -> bool:
+    """Whether `frame` holds the calls of more than one session (a reopened history file's kernels,
+    which each number their calls from 1)."""
+    return frame is not None and "session" in frame.columns and frame["session"].nunique() > 1
+
+
+def call_key(r, frame: Any = None) -> Any:
+    """What tells a call of the tab apart: its id; with several sessions shown, (session, id)."""
+    return (str(r.session), int(r.call_id)) if several_sessions(frame) else int(r.call_id)
+
+
+def pinned_rows(frame: pd.DataFrame, pinned: dict) -> Any:
+    """The rows of `frame` whose calls are pinned (by `call_key`)."""
+    keys = list(pinned)
+    if not several_sessions(frame):
+        return frame["call_id"].isin([k[1] if isinstance(k, tuple) else k for k in keys])
+    import pandas as pd  # loaded already: the frame is pandas'
+
+    wanted = pd.MultiIndex.from_tuples([k if isinstance(k, tuple) else (None, k) for k in keys] or [(None, -1)])
+    return pd.MultiIndex.from_arrays([frame["session"].astype(str), frame["call_id"]]).isin(wanted)
 
 
 def save_cases(frame: pd.DataFrame, path: str, left_out: list | None = None) -> list:

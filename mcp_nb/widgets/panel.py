@@ -130,9 +130,14 @@ class Panel(w.VBox):
     (outside a kernel, whichever thread brings them, one at a time).
     """
 
-    def __init__(self, engine, *, kernel_thread: KernelThread | None = None, server: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, engine, *, kernel_thread: KernelThread | None = None, server: str | None = None, history: Any = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.engine = engine
+        # The History tab's history: the engine's, or one given (a history file reopened, every
+        # session's calls); the engine's calls still refresh it, and a call chosen there is made again here.
+        self.history = engine.history if history is None else history
         self.server = engine.connection_for(server).name  # the connection whose offers the panel shows
         self.add_class("mcp-nb-panel")
         self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
@@ -244,13 +249,13 @@ class Panel(w.VBox):
         call_page = w.HBox([self.picker_box, call_box], layout=w.Layout(width="100%", flex_flow="row wrap", padding="6px 2px"))
 
         # -- the history
-        self.history_tab = HistoryTab(engine.history, self._load_call, self._guard)
+        self.history_tab = HistoryTab(self.history, self._load_call, self._guard)
         self.history_tab.on_count = self._count_calls
         # -- what changed for clients since each entry's first version (widgets/changes_tab.py)
         self.changes_tab = ChangesTab(engine, lambda: self.server)
         self.tabs = w.Tab(
             children=[call_page, self.history_tab.widget, self.changes_tab.widget],
-            titles=["Call", self._history_title(len(engine.history)), "Changes"],
+            titles=["Call", self._history_title(len(self.history)), "Changes"],
         )
         self.tabs.add_class("mcp-nb-tabs")
         self.tabs.observe(on("switching tabs", self._tab_changed), "selected_index")
@@ -933,8 +938,9 @@ def _title_html(engine, entries: list[Registration], connection: Any = None) -> 
     )
 
 
-def show(engine=None, server: str | None = None) -> Panel:
-    """The panel for the kernel's server (or `engine`'s, or a connected `server`'s); IPython displays the returned widget."""
+def show(engine=None, server: str | None = None, history: Any = None) -> Panel:
+    """The panel for the kernel's server (or `engine`'s, or a connected `server`'s); IPython displays the returned widget.
+    `history`: the History its History tab shows (a reopened history file), the engine's by default."""
     if engine is None:
         engine = default.engine()
-    return Panel(engine, server=server)
+    return Panel(engine, server=server, history=history)

@@ -1,0 +1,113 @@
+"""What a history file is on disk, and whether a path can be one.
+
+A history file (`calls.mcpnb`) is a folder: a marker naming its format, and Parquet parts
+(records/disk.py writes and reads them). The checks here are those that need no more than
+the standard library, so that the setting's own check (`config.py`, below every folder:
+`%config McpMagics.history_file`, `mcp_nb.configure(history_file=...)` and the environment
+variable MCP_NB_HISTORY_FILE) refuses a path that cannot be a history file before anything
+changes, as `elicitation.check_elicit` does for `elicit`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from mcp_nb.mistakes import BadValue
+
+FORMAT = 1  # what a file of this version says it is; a later format gets a new number, and this one stays readable
+MARKER = "mcpnb.json"  # the folder's marker: {"mcp_nb_history": FORMAT}
+ENV = "MCP_NB_HISTORY_FILE"  # CI keeps its calls without editing notebooks
+KEY = "mcp_nb_history"
+
+
+class HistoryFileError(BadValue):
+    """A history file that cannot be opened (missing, unreadable, not a history file, from a newer
+    mcp_nb); the message says which, in one line."""
+
+
+def shown(path: os.PathLike | str) -> str:
+    return repr(os.fspath(path))
+
+
+def as_path(value: object) -> Path | None:
+    """The setting's value as an absolute path; None (or an empty text) is no history file."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, (str, os.PathLike)) or isinstance(value, bytes):
+        raise HistoryFileError(f"history_file is a path (a str), or None for no file; got {type(value).__name__}")
+    text = os.fspath(value)
+    if not isinstance(text, str) or not text.strip():
+        raise HistoryFileError("history_file is a path (a str), or None for no file")
+    if "\x00" in text:
+        raise HistoryFileError("history_file holds a NUL character, which no path can")
+    return Path(text).expanduser().absolute()
+
+
+def format_of(folder: Path) -> int | None:
+    """The format the folder's marker names; None for an empty folder (a new history file).
+
+    Raises HistoryFileError, in one line, for anything else: not a folder, a folder of other
+    files, a marker that cannot be read or names a format newer than this mcp_nb reads."""
+    if not folder.is_dir():
+        raise HistoryFileError(f"{shown(folder)} is not a history file (a folder mcp_nb writes): it is a file")
+    marker = folder / MARKER
+    try:
+        text = marker.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        try:
+            empty = not any(folder.iterdir())
+        except OSError as err:
+            raise HistoryFileError(f"cannot read {shown(folder)}: {err.strerror or err}") from None
+        if empty:
+            return None
+        raise HistoryFileError(f"{shown(folder)} is not a history file: the folder holds other files and no {MARKER}") from None
+    except (OSError, UnicodeDecodeError) as err:
+        why = err.strerror if isinstance(err, OSError) and err.strerror else "not text"
+        raise HistoryFileError(f"cannot read {shown(marker)}: {why}") from None
+    try:
+        number = json.loads(text)[KEY]
+    except (ValueError, TypeError, KeyError):
+        raise HistoryFileError(f"{shown(folder)} is not a history file: {MARKER} does not name its format") from None
+    if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+        raise HistoryFileError(f"{shown(folder)} is not a history file: {MARKER} names format {number!r}")
+    if number > FORMAT:
+        raise HistoryFileError(
+            f"{shown(folder)} was written by a newer mcp_nb (history format {number}; this one reads up to "
+            f"{FORMAT}): upgrade mcp_nb to open it"
+        )
+    return number
+
+
+def check_writable(value: object) -> Path | None:
+    """The path a kernel may keep its history in: a history file of a format this mcp_nb reads
+    and can write, an empty folder, or a name not taken yet in a folder that exists."""
+    path = as_path(value)
+    if path is None:
+        return None
+    if path.exists():
+        format_of(path)
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise HistoryFileError(f"cannot write to {shown(path)}: permission denied")
+        return path
+    parent = path.parent
+    if not parent.is_dir():
+        raise HistoryFileError(f"cannot keep the history in {shown(path)}: the folder {shown(parent)} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise HistoryFileError(f"cannot create {shown(path)}: permission denied in {shown(parent)}")
+    return path
+
+
+def check_readable(value: object) -> Path:
+    """The history file to open for reading; raises HistoryFileError, in one line, when there is none."""
+    path = as_path(value)
+    if path is None:
+        raise HistoryFileError("name the history file to open (a path)")
+    if not path.exists():
+        raise HistoryFileError(f"no history file at {shown(path)}")
+    if format_of(path) is None:
+        raise HistoryFileError(f"{shown(path)} is an empty folder, not a history file")
+    if not os.access(path, os.R_OK | os.X_OK):
+        raise HistoryFileError(f"cannot read {shown(path)}: permission denied")
+    return path

@@ -1,0 +1,725 @@
+"""A history file on disk: a folder of Parquet parts, each written whole and then renamed into place.
+
+One row per call in the tidy columns of `History.to_frame()`, plus `session` (one id per
+kernel start), `seq` (the call's place in what its kernel recorded) and `recorded_at`
+(when it was recorded). Nested values (arguments, results, logs...) are JSON text, which
+any Parquet reader shows; `progress` holds the events themselves, not their count.
+
+Why parts and not one file (docs/performance.md, "Keeping the history"): a part is written
+to a temporary name and renamed, so a kernel killed while writing leaves at most a
+temporary file no reader looks at, never a half-written part; and a column store reads
+ten million rows back as arrays, where a row store hands them over one Python tuple at a
+time. Small parts are merged into larger ones as they accumulate (`merge`); a part that
+covers another's range of the same stream makes that one a leftover, never read twice.
+
+Reading decodes each distinct JSON text once (the parts are dictionary-encoded, and most
+columns of a sweep hold few distinct values), in one `json.loads` per column and part.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets as random_hex
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+from mcp_nb.history_file import FORMAT, KEY, MARKER, HistoryFileError, format_of, shown
+from mcp_nb.records.frame import VOCABULARIES, Coded
+from mcp_nb.records.outcome import CAUSES, FATES, OUTCOMES, TARGETS, VIAS
+from mcp_nb.records.trace import ProgressEvent, ServerLog
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+
+# One id per kernel start: its time (so that sessions sort in the order they began) and a few
+# random hex digits (so that two kernels started in the same second differ).
+SESSION = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + random_hex.token_hex(3)
+_PART = re.compile(r"^(?P<session>[0-9A-Za-z-]+)\.(?P<stream>\d+)\.(?P<first>\d{12})-(?P<last>\d{12})\.parquet$")
+_FATES = re.compile(r"^(?P<session>[0-9A-Za-z-]+)\.(?P<stream>\d+)\.fates(?P<number>\d{6})\.parquet$")
+# The vocabulary columns of fixed categories, by the codes the in-memory store gives them.
+FIXED = {"target": TARGETS, "outcome": OUTCOMES, "cause": CAUSES, "via": VIAS}
+_NO_FLAG = 2
+
+
+def part_name(session: str, stream: int, first: int, last: int) -> str:
+    return f"{session}.{stream}.{first:012d}-{last:012d}.parquet"
+
+
+# -- what is never written ---------------------------------------------------------------------
+
+REDACTED = "***"
+# A URL's password, a bearer token, a query parameter named like a secret: replaced wherever they
+# appear in what is written (an error message quoting a URL, a log line, a result echoing a header).
+_URL_PASSWORD = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@\"'\x00]+:)[^@\s/\"'\x00]+@")
+_BEARER = re.compile(r"(\b[Bb]earer\s+)[A-Za-z0-9._~+/=-]{4,}")
+_QUERY_SECRET = re.compile(r"([?&][A-Za-z0-9_.-]*(?:token|key|secret|pass|pwd|auth|sig|credential)[A-Za-z0-9_.-]*=)[^&\s\"'#\x00]+", re.I)
+
+
+def scrubber(known: Callable[[], Iterable[str]]) -> Callable[[str], str]:
+    """`scrub(text)`: `text` without the secrets `known()` names (header values, tokens; four
+    characters or more), nor any URL password, bearer token or secret-named query parameter.
+    Returns `text` itself when there was nothing to take out (the writer checks for that)."""
+
+    def scrub(text: str) -> str:
+        out = text
+        for secret in known():
+            if secret and len(secret) >= 4 and secret in out:
+                out = out.replace(secret, REDACTED)
+        if "://" in out or "earer" in out:
+            out = _URL_PASSWORD.sub(rf"\g<1>{REDACTED}@", out)
+            out = _BEARER.sub(rf"\g<1>{REDACTED}", out)
+            out = _QUERY_SECRET.sub(rf"\g<1>{REDACTED}", out)
+        return text if out == text else out
+
+    return scrub
+
+
+# -- writing ------------------------------------------------------------------------------------
+
+
+def _encoder() -> tuple[Callable[[Any, int], Any] | None, Callable[[Any], str]]:
+    """JSON text of a value, compact, non-ASCII kept, anything without a JSON form as its str: the C
+    encoder's chunks (a third of `json.dumps`' cost on a small dict), and the whole text."""
+    try:
+        from json.encoder import c_make_encoder, encode_basestring  # the C encoder, where Python has it (CPython does)
+    except ImportError:  # pragma: no cover
+        c_make_encoder = None
+    if c_make_encoder is None:  # pragma: no cover
+        fast = None
+    else:
+        fast = c_make_encoder(None, str, encode_basestring, None, ":", ",", False, False, True)
+
+    def encode(value: Any) -> str:
+        try:
+            return "".join(fast(value, 0)) if fast is not None else json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+        except (TypeError, ValueError, RecursionError):  # a key no JSON object can have, a cycle, a value nested too deep...
+            try:
+                return json.dumps(repr(value), ensure_ascii=False)
+            except RecursionError:
+                return json.dumps(f"<{type(value).__name__} nested too deep to be written>")
+
+    return fast, encode
+
+
+CHUNKS, ENCODE = _encoder()
+
+
+def _plain(value: Any) -> Any:
+    """A value of a nested column as JSON can carry it: log records and progress events as dicts."""
+    if isinstance(value, tuple) and value and isinstance(value[0], (ServerLog, ProgressEvent)):
+        if isinstance(value[0], ServerLog):
+            return [{"level": r.level, "logger": r.logger, "message": r.message, "traceback": r.traceback,
+                     "source": r.source, "at": r.at} for r in value]  # fmt: skip
+        return [{"progress": e.progress, "total": e.total, "message": e.message, "seconds": e.seconds} for e in value]
+    return value
+
+
+def json_column(values: np.ndarray, scrub: Callable[[str], str]) -> pa.Array:
+    """The JSON texts of a column whose rows mostly hold the same few objects (the same empty tuple,
+    None): each distinct object encoded once, the rows coded by it, all in C loops."""
+    import numpy as np
+    import pyarrow as pa
+
+    rows = values.tolist()
+    if not rows:
+        return pa.array([], type=pa.string()).dictionary_encode()
+    first = rows[0]
+    if rows.count(first) == len(rows):  # every row the same (an identity check first, in C): one text
+        codes = np.full(len(rows), -1 if first is None else 0, dtype=np.int32)
+        texts = [] if first is None else [ENCODE(_plain(first))]
+    else:
+        ids = list(map(id, rows))
+        objects = dict(zip(ids, rows))  # id -> the object: alive while `rows` holds it
+        if len(objects) > max(64, len(rows) // 4):  # mostly different after all: text per row
+            return distinct_column(values, scrub)
+        position = {key: i for i, key in enumerate(objects)}
+        codes = np.fromiter(map(position.__getitem__, ids), dtype=np.int32, count=len(ids))
+        texts = [ENCODE(_plain(value)) for value in objects.values()]
+        if id(None) in position:
+            codes[codes == position[id(None)]] = -1
+    return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), pa.array(scrub_all(texts, scrub), type=pa.string()))
+
+
+# What JSON text would escape: a text without it is its own JSON string's inside.
+_ESCAPED = re.compile(r'["\\\x00-\x1f]')
+
+
+def distinct_column(values: np.ndarray, scrub: Callable[[str], str], content: np.ndarray | None = None) -> pa.Array:
+    """The JSON texts of a column whose rows mostly differ (arguments, structured results), as plain
+    text. A tool that returns a str has the structured result {"result": its content}: given
+    `content`, that text is put together without the encoder (the reader takes the same shortcut)."""
+    import pyarrow as pa
+
+    texts: list[str | None] = []
+    add = texts.append
+    escaped = _ESCAPED.search
+    chunks = CHUNKS if CHUNKS is not None else (lambda value, level: ENCODE(value))
+    join = "".join
+    rows = values.tolist()
+    for value, text in zip(rows, rows if content is None else content.tolist()):
+        if type(value) is dict:
+            if not value:
+                add("{}")
+                continue
+            if len(value) == 1 and type(text) is str and value.get("result") == text and escaped(text) is None:
+                add('{"result":"' + text + '"}')
+                continue
+            try:
+                add(join(chunks(value, 0)))
+            except (TypeError, ValueError, RecursionError):
+                add(ENCODE(value))
+        elif value is None:
+            add(None)
+        else:
+            add(ENCODE(_plain(value)))
+    return pa.array(scrub_all(texts, scrub), type=pa.string())
+
+
+def scrub_all(texts: list[str | None], scrub: Callable[[str], str]) -> list[str | None]:
+    """`texts` with every secret the scrubber knows replaced; looked for in one pass over them all."""
+    if not texts:
+        return texts
+    joined = "\x00".join(filter(None, texts))
+    if scrub(joined) is joined:
+        return texts
+    return [None if text is None else scrub(text) for text in texts]
+
+
+def coded(codes: np.ndarray, names: list[str]) -> pa.Array:
+    import numpy as np
+    import pyarrow as pa
+
+    indices = codes.astype(np.int32)
+    return pa.DictionaryArray.from_arrays(pa.array(indices, mask=indices < 0), pa.array(names, type=pa.string()))
+
+
+def texts(values: np.ndarray, scrub: Callable[[str], str]) -> pa.Array:
+    import pyarrow as pa
+
+    rows = values.tolist()
+    return pa.array(scrub_all(rows, scrub), type=pa.string())
+
+
+def nanoseconds(seconds: np.ndarray) -> np.ndarray:
+    """Epoch seconds as int64 nanoseconds, rounded as pandas rounds them (`to_datetime(unit="s")`);
+    in numpy, as pandas' fixed cost is most of it on a few hundred rows."""
+    import numpy as np
+
+    seconds = seconds.astype(np.float64)
+    whole = seconds.astype(np.int64)
+    return whole * 1_000_000_000 + (np.round(seconds - whole, 9) * 1e9).astype(np.int64)
+
+
+@dataclass
+class Batch:
+    """Rows of one History to write, as its store keeps them (vocabularies coded), from `first` on."""
+
+    columns: dict[str, np.ndarray]
+    names: list[str]
+    servers: list[str]
+    workers: list[str]
+    clients: list[str]
+    first: int  # the seq of the first row
+    fates: dict[int, tuple] = field(default_factory=dict)  # row in the batch -> (fate, outcome, cause, after_ms, logs, progress)
+
+    def __len__(self) -> int:
+        return len(self.columns["call_id"])
+
+
+def table(batch: Batch, session: str, scrub: Callable[[str], str]) -> pa.Table:
+    """The part's table: the tidy columns, their vocabularies as dictionaries, the nested as JSON text."""
+    import numpy as np
+    import pyarrow as pa
+
+    c = batch.columns
+    n = len(batch)
+    logs, progress = c["logs"], c["progress"]
+    fate = np.full(n, -1, dtype=np.int8)
+    fate_outcome = np.full(n, -1, dtype=np.int8)
+    fate_cause = np.full(n, -1, dtype=np.int8)
+    fate_after = np.full(n, np.nan)
+    if batch.fates:
+        logs, progress = logs.copy(), progress.copy()
+        for row, (f, fo, fc, after, row_logs, row_progress) in batch.fates.items():
+            fate[row] = FATES.index(f) if f is not None else -1
+            fate_outcome[row] = OUTCOMES.index(fo) if fo is not None else -1
+            fate_cause[row] = CAUSES.index(fc) if fc is not None else -1
+            fate_after[row] = np.nan if after is None else after
+            logs[row], progress[row] = row_logs, row_progress
+    flags = c["is_error"].astype(np.int8)
+    code = c["code"].astype(np.float64)
+    columns = {
+        "session": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([session])),
+        "seq": pa.array(np.arange(batch.first, batch.first + n, dtype=np.int64)),
+        "recorded_at": pa.array(nanoseconds(c["recorded"]), type=pa.timestamp("ns", tz="UTC")),
+        "call_id": pa.array(c["call_id"].astype(np.int64)),
+        "attempt": pa.array(c["attempt"].astype(np.int32)),
+        "server": coded(c["server"], batch.servers),
+        "worker": coded(c["worker"], batch.workers),
+        "target": coded(c["target"], list(TARGETS)),
+        "name": coded(c["name"], batch.names),
+        "arguments": distinct_column(c["arguments"], scrub),
+        "outcome": coded(c["outcome"], list(OUTCOMES)),
+        "cause": coded(c["cause"], list(CAUSES)),
+        "content": texts(c["content"], scrub),
+        "structured_content": distinct_column(c["structured"], scrub, c["content"]),
+        "is_error": pa.array(flags == 1, mask=flags == _NO_FLAG),
+        "code": pa.array(np.nan_to_num(code).astype(np.int64), mask=np.isnan(code)),
+        "message": texts(c["message"], scrub),
+        "data": json_column(c["data"], scrub),
+        "server_logs": json_column(logs, scrub),
+        "elicitations": json_column(c["elicitations"], scrub),
+        "samplings": json_column(c["samplings"], scrub),
+        "protocol": texts(c["protocol"], scrub),
+        "started_at": pa.array(nanoseconds(c["started"]), type=pa.timestamp("ns", tz="UTC")),
+        "duration_ms": pa.array(c["duration"].astype(np.float64)),
+        "timeout_s": pa.array(c["timeout"].astype(np.float64)),
+        "backoff_s": pa.array(c["backoff"].astype(np.float64)),
+        "server_fate": coded(fate, list(FATES)),
+        "fate_outcome": coded(fate_outcome, list(OUTCOMES)),
+        "fate_cause": coded(fate_cause, list(CAUSES)),
+        "fate_after_ms": pa.array(fate_after),
+        "via": coded(c["via"], list(VIAS)),
+        "client": coded(c["client"], batch.clients),
+        "progress": json_column(progress, scrub),
+        "deadline_resets": pa.array(c["resets"].astype(np.int64)),
+        "max_timeout_s": pa.array(c["max_timeout"].astype(np.float64)),
+        "retry": json_column(c["retry"], scrub),
+    }
+    return pa.table(columns)
+
+
+def fates_table(session: str, rows: list[tuple], scrub: Callable[[str], str]) -> pa.Table:
+    """A fates part: for timed-out calls whose server side changed after they were written, (seq, fate...)."""
+    import numpy as np
+    import pyarrow as pa
+
+    seqs, fate, fate_outcome, fate_cause, after, logs, progress = zip(*rows)
+    logs, progress = _objects(list(logs)), _objects(list(progress))
+
+    def codes(values, vocabulary):
+        return coded(np.array([-1 if v is None else vocabulary.index(v) for v in values]), list(vocabulary))
+
+    return pa.table({
+        "session": pa.array([session] * len(rows)),
+        "seq": pa.array(seqs, type=pa.int64()),
+        "server_fate": codes(fate, FATES), "fate_outcome": codes(fate_outcome, OUTCOMES), "fate_cause": codes(fate_cause, CAUSES),
+        "fate_after_ms": pa.array([np.nan if a is None else a for a in after], type=pa.float64()),
+        "server_logs": json_column(logs, scrub), "progress": json_column(progress, scrub),
+    })  # fmt: skip
+
+
+def load() -> None:
+    """Import what writing needs, now, on the thread that sets the file: a keeper's last write may
+    come at the interpreter's exit, when nothing can be imported any more (pandas, which pyarrow
+    loads on first use, starts a thread pool's exit hook)."""
+    import pandas  # noqa: F401
+    import pyarrow.compute  # noqa: F401
+    import pyarrow.parquet  # noqa: F401
+
+
+def create(folder: Path) -> None:
+    """Make `folder` a history file (mode 0700, its marker 0600), or check that it is one already."""
+    load()
+    if folder.exists():
+        if format_of(folder) is not None:
+            return
+    else:
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:  # another kernel made it a moment ago
+            pass
+    text = json.dumps({KEY: FORMAT, "what": "mcp_nb's call history: a folder of Parquet parts, one row per call"})
+    _write_atomically(folder, MARKER, lambda f: f.write(text.encode()))
+    os.chmod(folder, 0o700)
+
+
+def _write_atomically(folder: Path, name: str, write: Callable[[Any], None], durable: bool = True) -> None:
+    """Write `name` under a temporary name (mode 0600), then rename it into place: a reader sees the
+    whole file or none of it, whenever the writer dies. `durable`: on disk before it has its name, so
+    that a power cut cannot leave it empty (a killed process loses nothing the system was handed)."""
+    temporary = folder / f".{name}.{os.getpid()}.{random_hex.token_hex(4)}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            if durable:
+                os.fsync(f.fileno())
+        os.rename(temporary, folder / name)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def write_part(folder: Path, name: str, part: pa.Table, merged: bool = False) -> None:
+    """Write a part. A fresh one is small and soon merged: written as it is, and not forced to the
+    disk (a process killed loses nothing the system was handed; a power cut may cut it short, which a
+    reader says and skips). A merged one replaces parts it then removes: compressed, and made durable
+    before they go."""
+    import pyarrow.parquet as pq
+
+    compression = "zstd" if merged else "none"
+    _write_atomically(folder, name, lambda f: pq.write_table(part, f, compression=compression, write_statistics=False), durable=merged)
+
+
+def merge(folder: Path, names: list[str], into: str, tables: list | None = None) -> pa.Table:
+    """Write the parts `names` (whose tables the writer may still hold: `tables`) as one part `into`,
+    then remove them; returns the merged table. A reader that comes in between sees `into` cover
+    them, and reads `into` alone."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if tables is None:  # reading a small part back costs more than writing it: the writer keeps the small ones
+        tables = [pq.read_table(folder / name, memory_map=True) for name in names]
+    merged = pa.concat_tables(tables, promote_options="permissive").unify_dictionaries()
+    write_part(folder, into, merged, merged=True)
+    for name in names:
+        try:
+            os.unlink(folder / name)
+        except FileNotFoundError:
+            pass
+    return merged
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Part:
+    name: str
+    session: str
+    stream: int
+    first: int
+    last: int
+    rows: int
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.session, self.stream)
+
+
+@dataclass
+class Listing:
+    """The parts of a history file worth reading (leftovers of a merge left out), in the order
+    their calls were recorded: by session (they sort by when they began), stream, seq."""
+
+    folder: Path
+    parts: list[Part]
+    fates: list[str]
+    problems: list[str]  # a part cut short, said in one line each
+
+    @property
+    def rows(self) -> int:
+        return sum(p.rows for p in self.parts)
+
+
+def listing(folder: Path, footers: bool = True) -> Listing:
+    """What `folder` holds. Raises HistoryFileError (one line) for a folder that is no history file;
+    a part that cannot be read (cut short) is left out and said in `problems`."""
+    import pyarrow.parquet as pq
+
+    format_of(folder)
+    try:
+        names = sorted(entry.name for entry in os.scandir(folder))
+    except OSError as err:
+        raise HistoryFileError(f"cannot read {shown(folder)}: {err.strerror or err}") from None
+    found: list[Part] = []
+    fates: list[str] = []
+    problems: list[str] = []
+    for name in names:
+        match = _PART.match(name)
+        if match is None:
+            if _FATES.match(name):
+                fates.append(name)
+            continue
+        rows = int(match["last"]) - int(match["first"]) + 1
+        if footers:
+            try:
+                rows = pq.ParquetFile(folder / name).metadata.num_rows
+            except PermissionError:
+                raise HistoryFileError(f"cannot read {shown(folder / name)}: permission denied") from None
+            except Exception as err:  # noqa: BLE001 - pyarrow says "cut short" in several ways
+                problems.append(f"{name} ({_why(err)})")
+                continue
+        found.append(Part(name, match["session"], int(match["stream"]), int(match["first"]), int(match["last"]), rows))
+    return Listing(folder, _without_leftovers(found), fates, problems)
+
+
+def _why(err: Exception) -> str:
+    """Why a part cannot be read, in a few words: pyarrow's own text names the whole path."""
+    text = str(err)
+    if any(sign in text for sign in ("magic bytes", "Could not open Parquet", "file size", "Couldn't deserialize", "too small")):
+        return "its end is missing"
+    return (text.splitlines()[0] if text else type(err).__name__)[:80]
+
+
+def _without_leftovers(parts: list[Part]) -> list[Part]:
+    """Parts in reading order, without those a merged part covers (a merge's inputs not yet removed)."""
+    kept: list[Part] = []
+    ordered = sorted(parts, key=lambda p: (p.session, p.stream, p.first, -p.last))
+    for part in ordered:
+        if kept and kept[-1].key == part.key and kept[-1].first <= part.first and part.last <= kept[-1].last:
+            continue
+        kept.append(part)
+    return kept
+
+
+def read(found: Listing, parts: list[Part] | None = None, seqs: tuple[int, int] | None = None, columns: list[str] | None = None) -> Coded:
+    """The rows of `parts` (all of them when None), only those with `seqs[0] <= seq < seqs[1]` when
+    given, with the fates parts applied; only the tidy `columns` named (all when None). A part that
+    cannot be read is said in `found.problems` and skipped."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    chosen = found.parts if parts is None else parts
+    wanted = None
+    if columns is not None:
+        extra = [needed for column in columns for needed in _NEEDS.get(column, ())]
+        wanted = list(dict.fromkeys(["session", "seq", "call_id", *columns, *extra]))
+    tables = []
+    for part in chosen:
+        try:
+            tables.append(pq.read_table(found.folder / part.name, columns=wanted, memory_map=True))
+        except FileNotFoundError:
+            # merged meanwhile by the kernel writing it: the merged part holds its rows
+            again = listing(found.folder)
+            return read(again, _same_rows(again, chosen), seqs, columns)
+        except Exception as err:  # noqa: BLE001 - a part cut short since the listing
+            found.problems.append(f"{part.name} ({_why(err)})")
+    if not tables:
+        return _decode(None, seqs, [])
+    whole = pa.concat_tables(tables, promote_options="permissive")
+    return _decode(whole, seqs, _fates(found, {p.session for p in chosen}) if columns is None or "server_fate" in columns else [])
+
+
+_NEEDS = {"structured_content": ("content",)}  # a column read with another (the structured results' shortcut reads content)
+
+
+def _same_rows(again: Listing, chosen: list[Part]) -> list[Part]:
+    keys = {p.key for p in chosen}
+    return [p for p in again.parts if p.key in keys]
+
+
+def _fates(found: Listing, sessions: set[str]) -> list:
+    import pyarrow.parquet as pq
+
+    out = []
+    for name in found.fates:
+        if name.split(".", 1)[0] in sessions:
+            try:
+                out.append(pq.read_table(found.folder / name))
+            except Exception as err:  # noqa: BLE001
+                found.problems.append(f"{name} ({_why(err)})")
+    return out
+
+
+def _decode(whole: pa.Table | None, seqs: tuple[int, int] | None, fates: list) -> Coded:
+    """The columns of `whole` (all a part has, or those asked for) coded as the store codes them."""
+    import numpy as np
+    import pyarrow as pa
+
+    if whole is None:
+        return Coded({"call_id": np.empty(0, dtype=np.int64)})
+    if seqs is not None:
+        seq = whole.column("seq").to_numpy()
+        keep = (seq >= seqs[0]) & (seq < seqs[1])
+        if not keep.all():
+            whole = whole.filter(pa.array(keep))
+    present = set(whole.column_names)
+    out: dict[str, np.ndarray] = {}
+    vocab: dict[str, list[str]] = {}
+    for name in VOCABULARIES:
+        if name in present:
+            out[name], vocab[name] = _codes(whole.column(name))
+    for name, vocabulary in FIXED.items():
+        if name in present:
+            out[name] = _fixed(whole.column(name), vocabulary)
+    for name, stored, vocabulary in (("server_fate", "fate", FATES), ("fate_outcome", "fate_outcome", OUTCOMES), ("fate_cause", "fate_cause", CAUSES)):
+        if name in present:
+            out[stored] = _fixed(whole.column(name), vocabulary)
+    for name, stored in (("call_id", "call_id"), ("attempt", "attempt"), ("seq", "seq"), ("backoff_s", "backoff"),
+                         ("duration_ms", "duration"), ("timeout_s", "timeout"), ("max_timeout_s", "max_timeout"),
+                         ("fate_after_ms", "fate_after"), ("deadline_resets", "resets")):  # fmt: skip
+        if name in present:
+            out[stored] = whole.column(name).to_numpy()
+    for name, stored in (("started_at", "started_ns"), ("recorded_at", "recorded_ns")):
+        if name in present:
+            out[stored] = _ns(whole.column(name))
+    if "is_error" in present:
+        flags = whole.column("is_error")
+        out["is_error"] = np.where(flags.is_null().to_numpy(zero_copy_only=False), _NO_FLAG,
+                                   flags.fill_null(False).to_numpy(zero_copy_only=False).astype(np.int8)).astype(np.int8)  # fmt: skip
+    if "code" in present:
+        out["code"] = whole.column("code").to_numpy(zero_copy_only=False).astype(np.float64)
+    for name in ("content", "message", "protocol"):
+        if name in present:
+            out[name] = _strings(whole.column(name))
+    if "structured_content" in present:
+        out["structured"] = _structured(whole.column("structured_content"), whole.column("content"), out["content"])
+    for name, stored, wrap in (("arguments", "arguments", None), ("data", "data", None), ("server_logs", "logs", _logs),
+                               ("elicitations", "elicitations", tuple), ("samplings", "samplings", tuple),
+                               ("progress", "progress", _events), ("retry", "retry", None)):  # fmt: skip
+        if name in present:
+            out[stored] = _json(whole.column(name), wrap)
+    if fates and "server_fate" in present:
+        _apply_fates(out, fates, vocab["session"])
+    return Coded(out, vocab)
+
+
+def _ns(column) -> np.ndarray:
+    import numpy as np
+    import pyarrow as pa
+
+    return column.cast(pa.int64()).to_numpy().astype(np.int64, copy=False)
+
+
+def _combined(column):
+    """One array from a column's chunks; a dictionary column's chunks first given one dictionary."""
+    import pyarrow as pa
+
+    if isinstance(column, pa.ChunkedArray):
+        if pa.types.is_dictionary(column.type):
+            column = column.unify_dictionaries()
+        return column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    return column
+
+
+def _codes(column) -> tuple[np.ndarray, list[str]]:
+    """A dictionary column as int codes (-1 where missing) and its dictionary."""
+    import numpy as np
+    import pyarrow as pa
+
+    array = _combined(column)
+    if not pa.types.is_dictionary(array.type):
+        array = array.dictionary_encode()
+    indices = array.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    return indices, [str(v) for v in array.dictionary.to_pylist()]
+
+
+def _fixed(column, vocabulary: tuple[str, ...]) -> np.ndarray:
+    """A dictionary column of a fixed vocabulary as the store's codes (-1: missing or unknown here)."""
+    import numpy as np
+
+    indices, values = _codes(column)
+    position = {name: i for i, name in enumerate(vocabulary)}
+    mapping = np.array([position.get(v, -1) for v in values] + [-1], dtype=np.int64)
+    return mapping[indices]  # -1 indexes the last entry: missing stays missing
+
+
+def _strings(column) -> np.ndarray:
+    import numpy as np
+    import pyarrow as pa
+
+    array = _combined(column)
+    if pa.types.is_dictionary(array.type):
+        array = array.cast(pa.string())
+    return array.to_numpy(zero_copy_only=False)  # None where missing, as the store keeps it
+
+
+def _objects(values: list) -> np.ndarray:
+    import numpy as np
+
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _loads_all(texts) -> list:
+    """Many JSON texts (an Arrow string array without nulls) decoded in one `json.loads`: joined
+    by Arrow, so no Python string is made per text."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not len(texts):
+        return []
+    joined = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(texts)], type=pa.int32()), texts), ",")
+    return json.loads("[" + joined[0].as_py() + "]")
+
+
+def _json(column, wrap: Callable[[Any], Any] | None = None) -> np.ndarray:
+    """A JSON column as Python values, each distinct text decoded once; None where missing."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out = []
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    for chunk in chunks:
+        if not pa.types.is_dictionary(chunk.type):  # plain text: rows that mostly differ, decoded as they are
+            values = _loads_all(pc.fill_null(chunk, "null"))
+            out.append(_objects(values if wrap is None else [None if v is None else wrap(v) for v in values]))
+            continue
+        values = _loads_all(chunk.dictionary)
+        if wrap is not None:
+            values = [None if v is None else wrap(v) for v in values]
+        distinct = _objects([*values, None])
+        indices = chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+        out.append(distinct[indices])  # -1 picks the None at the end
+    if not out:
+        return np.empty(0, dtype=object)
+    return out[0] if len(out) == 1 else np.concatenate(out)
+
+
+def _structured(column, content_column, content: np.ndarray) -> np.ndarray:
+    """The structured results. A tool that returns a str has {"result": its text}: those rows are
+    found by comparing texts in Arrow and made from `content`, not decoded one by one."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    array = _combined(column)
+    if not len(array):
+        return _objects([])
+    plain = array.cast(pa.string()) if pa.types.is_dictionary(array.type) else array
+    text = _combined(content_column)
+    if pa.types.is_dictionary(text.type):
+        text = text.cast(pa.string())
+    wrapped = pc.binary_join_element_wise('{"result":"', text, '"}', "")
+    same = pc.and_(pc.equal(plain, wrapped), pc.invert(pc.match_substring(text, "\\"))).fill_null(False)
+    if pc.all(same).as_py():
+        return _objects([{"result": c} for c in content.tolist()])
+    rest = iter(_json(plain.filter(pc.invert(same))).tolist())  # the others, decoded, in their order
+    return _objects([{"result": c} if shortcut else next(rest) for shortcut, c in zip(same.to_pylist(), content.tolist())])
+
+
+def _logs(records: list) -> tuple:
+    return tuple(ServerLog(r.get("level", ""), r.get("logger", ""), r.get("message", ""), r.get("traceback"),
+                           source=r.get("source", "logging"), at=r.get("at")) for r in records)  # fmt: skip
+
+
+def _events(events: list) -> tuple:
+    return tuple(ProgressEvent(e.get("progress"), e.get("total"), e.get("message"), e.get("seconds", 0.0)) for e in events)
+
+
+def _apply_fates(out: dict[str, np.ndarray], fates: list, sessions: list[str]) -> None:
+    """Rewrite the fate of each timed-out call a fates part names (the latest part wins)."""
+    import numpy as np
+
+    timed_out = np.nonzero(out["fate"] >= 0)[0]  # only a timeout has a fate to rewrite
+    position = {(sessions[out["session"][i]], int(out["seq"][i])): int(i) for i in timed_out}
+    for part in fates:
+        rows = _decode_fates(part)
+        for session, seq, fate, fate_outcome, fate_cause, after, logs, progress in rows:
+            i = position.get((session, seq))
+            if i is None:
+                continue
+            out["fate"][i], out["fate_outcome"][i], out["fate_cause"][i] = fate, fate_outcome, fate_cause
+            out["fate_after"][i] = np.nan if after is None else after
+            out["logs"][i], out["progress"][i] = logs, progress
+
+
+def _decode_fates(part) -> list[tuple]:
+    return list(zip(
+        [str(s) for s in part.column("session").to_pylist()], part.column("seq").to_pylist(),
+        _fixed(part.column("server_fate"), FATES), _fixed(part.column("fate_outcome"), OUTCOMES),
+        _fixed(part.column("fate_cause"), CAUSES), part.column("fate_after_ms").to_pylist(),
+        _json(part.column("server_logs"), _logs), _json(part.column("progress"), _events),
+    ))  # fmt: skip

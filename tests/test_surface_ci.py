@@ -37,14 +37,24 @@ def mcp_nb_command(folder: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mcp_nb", *args], cwd=folder, env=env(), capture_output=True, text=True, timeout=180)
 
 
-@pytest.fixture
-def snapshots(tmp_path):
-    """surface.json (get_author, version 1) and new.json (version 2: a required parameter more)."""
-    notebook(tmp_path, VERSION_1)
-    assert mcp_nb_command(tmp_path, "snapshot", "tools.ipynb", "-o", "surface.json").returncode == 0
-    notebook(tmp_path, VERSION_2)
-    made = mcp_nb_command(tmp_path, "snapshot", "tools.ipynb", "-o", "new.json")
+@pytest.fixture(scope="session")
+def made_snapshots(tmp_path_factory):
+    """surface.json (get_author, version 1) and new.json (version 2: a required parameter more), made
+    once per worker: each `mcp-nb snapshot` runs the notebook in a kernel of its own."""
+    folder = tmp_path_factory.mktemp("snapshots")
+    notebook(folder, VERSION_1)
+    assert mcp_nb_command(folder, "snapshot", "tools.ipynb", "-o", "surface.json").returncode == 0
+    notebook(folder, VERSION_2)
+    made = mcp_nb_command(folder, "snapshot", "tools.ipynb", "-o", "new.json")
     assert made.returncode == 0 and made.stderr.strip().endswith("wrote new.json: 1 tool, 0 resources, 0 templates, 0 prompts"), made.stderr
+    return folder
+
+
+@pytest.fixture
+def snapshots(made_snapshots, tmp_path):
+    """A folder of this test's own with the two snapshots and tools.ipynb (version 2)."""
+    for name in ("surface.json", "new.json", "tools.ipynb"):
+        (tmp_path / name).write_bytes((made_snapshots / name).read_bytes())
     return tmp_path
 
 

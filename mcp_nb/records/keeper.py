@@ -116,7 +116,8 @@ class Keeper:
     def _run(self) -> None:
         while True:
             self._poke.wait()
-            if not self._stopping:
+            stopping = self._stopping  # read before the write: it is the last only if it began after close()
+            if not stopping:
                 self._full.wait(LATENCY_S)
             self._poke.clear()
             self._full.clear()
@@ -130,9 +131,11 @@ class Keeper:
                     log.exception("writing the history file %s failed", shown(self.folder))
                     self.failed = "mcp_nb's own error (its traceback is on the mcp_nb logger)"
                 self.cpu_s += time.thread_time() - began
-            if self._stopping:
+            if stopping:
                 _writing.discard(self)
                 return
+            if self._stopping:  # close() came while this round was under way: one more round writes what it missed
+                self._poke.set()
 
     def _write_due(self) -> None:
         batch = self.history.unwritten(self.written)

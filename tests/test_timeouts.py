@@ -49,14 +49,20 @@ def test_sync_handler_times_out_at_the_deadline_and_its_late_result_is_recorded(
 
 
 def test_late_crash_of_a_sync_handler(gate):
+    started = threading.Event()
+
     @mcp_nb.tool()
     def explode() -> str:
+        started.set()
         gate.wait(LONG)
         raise KeyError("late")
 
-    o = mcp_nb.call("explode", timeout=0.1)
+    # 0.5 s, not 0.1: on a busy machine a worker thread may not start the handler within 0.1 s,
+    # and a handler that never ran has no late crash to record (its fate is then "cancelled").
+    o = mcp_nb.call("explode", timeout=0.5)
+    assert started.is_set(), "the handler had not started within its deadline"
     gate.set()
-    assert wait_until(lambda: o.server_fate == "completed")
+    assert wait_until(lambda: o.server_fate == "completed"), o.server_fate
     assert (o.fate_outcome, o.fate_cause) == ("tool_error", "crash")
 
 

@@ -357,3 +357,44 @@ def test_health_counts_a_retried_call_once_by_its_final_attempt():
     # `last` counts calls, not attempts: the latest call alone took two attempts and failed.
     latest = mcp_nb.history().health(last=1).loc[("kernel", "tool", "flaky")]
     assert (latest["calls"], latest["attempts"], latest["failures"]) == (1, 2, 1)
+
+
+def test_a_thread_holding_the_gil_slows_the_loop_but_never_settles_a_call_as_held():
+    # With a thread of the user's busy in pure Python and the GIL handed over every 0.15 s, mcp_nb's
+    # loop answers late. The waiting thread once took a loop silent for 0.1 s past the deadline for a
+    # held one, and recorded the call's timeout itself: its retries never came, and the message
+    # blamed the loop. A loop that answers within a second is only slow.
+    import sys
+    import threading
+
+    stop = threading.Event()
+
+    def busy():
+        while not stop.is_set():
+            sum(range(10_000))
+
+    answered = []
+
+    @mcp_nb.tool(idempotent=True)
+    def flaky() -> str:
+        answered.append(1)
+        if len(answered) == 1:
+            time.sleep(1.0)  # the first attempt misses its deadline
+        return "fine"
+
+    switch = sys.getswitchinterval()
+    hog = threading.Thread(target=busy, daemon=True)
+    try:
+        sys.setswitchinterval(0.15)
+        hog.start()
+        outcomes = []
+        for _ in range(3):
+            answered.clear()
+            outcomes.append(mcp_nb.call("flaky", timeout=0.3, retry=Retry(retries=4, backoff=0.01)))
+    finally:
+        stop.set()
+        sys.setswitchinterval(switch)
+        hog.join(10)
+    for outcome in outcomes:
+        assert "did not answer" not in (outcome.message or ""), outcome.message
+        assert outcome.attempt >= 2, (outcome.outcome, outcome.attempt, outcome.message)

@@ -25,7 +25,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcp import MCPError
@@ -58,6 +58,12 @@ CANCELLED_WAITING = "the call was cancelled while waiting for the answer"
 # A waiting thread's longest single wait: `expected_by` is infinite while the call waits for a
 # person's answer, and a lock's timeout must be finite.
 LONGEST_WAIT_S = 3600.0
+# Past a call's deadline, mcp_nb's loop counts as held when it runs no callback for LOOP_ANSWERS_S,
+# and a loop that answers is waited for up to SLOW_LOOP_S more. A tenth of a second was too little:
+# with a thread of the user's holding the GIL, calls that their retries would have saved were
+# settled from the waiting thread as "the event loop did not answer" (tests/test_retries.py).
+LOOP_ANSWERS_S = 1.0
+SLOW_LOOP_S = 5.0
 # Who held the loop past a deadline, and for how long, in the timeout's message; mcp_nb.nbval's
 # sanitizer is built from it.
 HELD_BY = "event loop was held by async {handler} for {seconds:.2f} s)"
@@ -729,11 +735,8 @@ class Call(CallRecord):
                         watch()
                     if time.perf_counter() < self.expected_by:
                         continue  # the next attempt moved the deadline
-                    if self.engine.registry.watch.blocker() is None and self.engine.loop.answers(0.1):
-                        # The loop is alive, so its own deadline will report: wait a little more,
-                        # but never without bound.
-                        if time.perf_counter() < self.expected_by + 1.0:
-                            continue
+                    if self._loop_only_slow(self.engine.loop.answers):
+                        continue
                     return self._settle_here()
         except KeyboardInterrupt:
             self.interrupted()
@@ -753,13 +756,22 @@ class Call(CallRecord):
                 except (TimeoutError, asyncio.TimeoutError):
                     if time.perf_counter() < self.expected_by:
                         continue
-                    if self.engine.registry.watch.blocker() is None and await self.engine.loop.answers_async(0.1):
-                        if time.perf_counter() < self.expected_by + 1.0:
+                    if time.perf_counter() < self.expected_by + SLOW_LOOP_S and self.engine.registry.watch.blocker() is None:
+                        if await self.engine.loop.answers_async(LOOP_ANSWERS_S):
                             continue
                     return self._settle_here()
         except asyncio.CancelledError:
             self.cancel()
             raise
+
+    def _loop_only_slow(self, answers: Callable[[float], bool]) -> bool:
+        """Past the deadline with no answer: whether mcp_nb's loop is only slow (a busy machine, a
+        thread of the user's holding the GIL), so that its own deadline will report, or held (an
+        async handler that does not yield, or a loop that does not answer for a second), so that
+        the timeout is recorded from here. Waiting for a slow loop is bounded too."""
+        if time.perf_counter() >= self.expected_by + SLOW_LOOP_S:
+            return False
+        return self.engine.registry.watch.blocker() is None and answers(LOOP_ANSWERS_S)
 
     def _settle_here(self) -> Outcome:
         """Record the timeout from the waiting thread: mcp_nb's loop cannot."""

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from mcp_nb.history_file import FORMAT, KEY, MARKER, HistoryFileError, format_of, shown
+from mcp_nb.history_file import FORMAT, KEY, MARKER, HistoryFileError, format_of, older_format, shown
 from mcp_nb.records.frame import VOCABULARIES, Coded
 from mcp_nb.records.outcome import CAUSES, FATES, OUTCOMES, TARGETS, VIAS
 from mcp_nb.records.trace import ProgressEvent, ServerLog
@@ -39,15 +39,22 @@ if TYPE_CHECKING:
 # One id per kernel start: its time (so that sessions sort in the order they began) and a few
 # random hex digits (so that two kernels started in the same second differ).
 SESSION = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + random_hex.token_hex(3)
-_PART = re.compile(r"^(?P<session>[0-9A-Za-z-]+)\.(?P<stream>\d+)\.(?P<first>\d{12})-(?P<last>\d{12})\.parquet$")
-_FATES = re.compile(r"^(?P<session>[0-9A-Za-z-]+)\.(?P<stream>\d+)\.fates(?P<number>\d{6})\.parquet$")
+# A part is an Arrow IPC file (`.arrow`); a file of format 1 has Parquet parts (`.parquet`), read as they are.
+_PART = re.compile(r"^(?P<session>[0-9A-Za-z-]+)\.(?P<stream>\d+)\.(?P<first>\d{12})-(?P<last>\d{12})\.(?:arrow|parquet)$")
+_FATES = re.compile(r"^(?P<session>[0-9A-Za-z-]+)\.(?P<stream>\d+)\.fates(?P<number>\d{6})\.(?:arrow|parquet)$")
+SUFFIX = ".arrow"
+BATCH = 65_536  # the rows of a merged part's batches
 # The vocabulary columns of fixed categories, by the codes the in-memory store gives them.
 FIXED = {"target": TARGETS, "outcome": OUTCOMES, "cause": CAUSES, "via": VIAS}
 _NO_FLAG = 2
 
 
 def part_name(session: str, stream: int, first: int, last: int) -> str:
-    return f"{session}.{stream}.{first:012d}-{last:012d}.parquet"
+    return f"{session}.{stream}.{first:012d}-{last:012d}{SUFFIX}"
+
+
+def fates_name(session: str, stream: int, number: int) -> str:
+    return f"{session}.{stream}.fates{number:06d}{SUFFIX}"
 
 
 # -- what is never written ---------------------------------------------------------------------
@@ -320,21 +327,25 @@ def load() -> None:
     loads on first use, starts a thread pool's exit hook)."""
     import pandas  # noqa: F401
     import pyarrow.compute  # noqa: F401
-    import pyarrow.parquet  # noqa: F401
+    import pyarrow.ipc  # noqa: F401
 
 
 def create(folder: Path) -> None:
-    """Make `folder` a history file (mode 0700, its marker 0600), or check that it is one already."""
+    """Make `folder` a history file (mode 0700, its marker 0600), or check that it is one already, of
+    the format this mcp_nb writes (an older one is read, never written to: one line says so)."""
     load()
     if folder.exists():
-        if format_of(folder) is not None:
+        number = format_of(folder)
+        if number is not None:
+            if number < FORMAT:
+                raise HistoryFileError(older_format(folder, number))
             return
     else:
         try:
             folder.mkdir(mode=0o700)
         except FileExistsError:  # another kernel made it a moment ago
             pass
-    text = json.dumps({KEY: FORMAT, "what": "mcp_nb's call history: a folder of Parquet parts, one row per call"})
+    text = json.dumps({KEY: FORMAT, "what": "mcp_nb's call history: a folder of Arrow IPC parts, one row per call"})
     _write_atomically(folder, MARKER, lambda f: f.write(text.encode()))
     os.chmod(folder, 0o700)
 
@@ -361,14 +372,25 @@ def _write_atomically(folder: Path, name: str, write: Callable[[Any], None], dur
 
 
 def write_part(folder: Path, name: str, part: pa.Table, merged: bool = False) -> None:
-    """Write a part. A fresh one is small and soon merged: written as it is, and not forced to the
-    disk (a process killed loses nothing the system was handed; a power cut may cut it short, which a
-    reader says and skips). A merged one replaces parts it then removes: compressed, and made durable
-    before they go."""
-    import pyarrow.parquet as pq
+    """Write a part, an Arrow IPC file. A fresh one is small and soon merged: written as it is,
+    uncompressed, and not forced to the disk (a process killed loses nothing the system was handed;
+    a power cut may cut it short, which a reader says and skips). A merged one replaces parts it then
+    removes: its buffers compressed (zstd), and made durable before they go."""
+    import pyarrow.ipc as ipc
 
-    compression = "zstd" if merged else "none"
-    _write_atomically(folder, name, lambda f: pq.write_table(part, f, compression=compression, write_statistics=False), durable=merged)
+    options = ipc.IpcWriteOptions(compression="zstd" if merged else None)
+
+    def write(f) -> None:
+        with ipc.new_file(f, part.schema, options=options) as writer:
+            if not merged:
+                writer.write_table(part)
+                return
+            # a merged part's many small chunks as fewer, larger batches: a batch costs its reader a
+            # setup per column and buffer, whatever its size (copied a slice at a time, not all at once)
+            for start in range(0, part.num_rows, BATCH):
+                writer.write_table(part.slice(start, BATCH).combine_chunks())
+
+    _write_atomically(folder, name, write, durable=merged)
 
 
 def merge(folder: Path, names: list[str], into: str, tables: list | None = None) -> pa.Table:
@@ -376,10 +398,10 @@ def merge(folder: Path, names: list[str], into: str, tables: list | None = None)
     then remove them; returns the merged table. A reader that comes in between sees `into` cover
     them, and reads `into` alone."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    if tables is None:  # reading a small part back costs more than writing it: the writer keeps the small ones
-        tables = [pq.read_table(folder / name, memory_map=True) for name in names]
+    if tables is None:  # the writer keeps the small ones; larger ones are read back
+        tables = [read_table(folder / name) for name in names]
+    # one dictionary per column for every batch: an IPC file cannot replace a dictionary midway
     merged = pa.concat_tables(tables, promote_options="permissive").unify_dictionaries()
     write_part(folder, into, merged, merged=True)
     for name in names:
@@ -388,6 +410,43 @@ def merge(folder: Path, names: list[str], into: str, tables: list | None = None)
         except FileNotFoundError:
             pass
     return merged
+
+
+def read_table(path: Path, columns: list[str] | None = None) -> pa.Table:
+    """A part's table (only `columns` when given, those it has). Read into memory, not mapped: what
+    the frame keeps never points into a file that a merge may remove."""
+    import pyarrow as pa
+
+    if path.suffix == ".parquet":  # a file of format 1
+        import pyarrow.parquet as pq
+
+        if columns is not None:
+            columns = [c for c in columns if c in pq.read_schema(path).names]
+        return pq.read_table(path, columns=columns, memory_map=True)
+    import pyarrow.ipc as ipc
+
+    with pa.OSFile(str(path)) as f:
+        reader = ipc.open_file(f)
+        if columns is not None:
+            names = reader.schema.names
+            wanted = set(columns)
+            reader = ipc.open_file(f, options=ipc.IpcReadOptions(included_fields=[i for i, c in enumerate(names) if c in wanted]))
+        return reader.read_all()
+
+
+def check_part(path: Path) -> None:
+    """Raise if the part cannot be read: its footer (at its end) is missing or broken."""
+    import pyarrow as pa
+
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        pq.ParquetFile(path).metadata
+        return
+    import pyarrow.ipc as ipc
+
+    with pa.OSFile(str(path)) as f:
+        ipc.open_file(f)
 
 
 # -- reading ------------------------------------------------------------------------------------
@@ -425,8 +484,6 @@ class Listing:
 def listing(folder: Path, footers: bool = True) -> Listing:
     """What `folder` holds. Raises HistoryFileError (one line) for a folder that is no history file;
     a part that cannot be read (cut short) is left out and said in `problems`."""
-    import pyarrow.parquet as pq
-
     format_of(folder)
     try:
         names = sorted(entry.name for entry in os.scandir(folder))
@@ -444,7 +501,7 @@ def listing(folder: Path, footers: bool = True) -> Listing:
         rows = int(match["last"]) - int(match["first"]) + 1
         if footers:
             try:
-                rows = pq.ParquetFile(folder / name).metadata.num_rows
+                check_part(folder / name)
             except PermissionError:
                 raise HistoryFileError(f"cannot read {shown(folder / name)}: permission denied") from None
             except Exception as err:  # noqa: BLE001 - pyarrow says "cut short" in several ways
@@ -478,7 +535,6 @@ def read(found: Listing, parts: list[Part] | None = None, seqs: tuple[int, int] 
     given, with the fates parts applied; only the tidy `columns` named (all when None). A part that
     cannot be read is said in `found.problems` and skipped."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     chosen = found.parts if parts is None else parts
     wanted = None
@@ -488,7 +544,7 @@ def read(found: Listing, parts: list[Part] | None = None, seqs: tuple[int, int] 
     tables = []
     for part in chosen:
         try:
-            tables.append(pq.read_table(found.folder / part.name, columns=wanted, memory_map=True))
+            tables.append(read_table(found.folder / part.name, wanted))
         except FileNotFoundError:
             # merged meanwhile by the kernel writing it: the merged part holds its rows
             again = listing(found.folder)
@@ -510,13 +566,11 @@ def _same_rows(again: Listing, chosen: list[Part]) -> list[Part]:
 
 
 def _fates(found: Listing, sessions: set[str]) -> list:
-    import pyarrow.parquet as pq
-
     out = []
     for name in found.fates:
         if name.split(".", 1)[0] in sessions:
             try:
-                out.append(pq.read_table(found.folder / name))
+                out.append(read_table(found.folder / name))
             except Exception as err:  # noqa: BLE001
                 found.problems.append(f"{name} ({_why(err)})")
     return out

@@ -159,7 +159,7 @@ class Keeper:
         if not changed:
             return
         self._fates_parts += 1
-        name = f"{self.session}.{self.stream}.fates{self._fates_parts:06d}.parquet"
+        name = disk.fates_name(self.session, self.stream, self._fates_parts)
         disk.write_part(self.folder, name, disk.fates_table(self.session, changed, self.scrub))
         for seq, *fate in changed:
             self.fates_written[seq] = tuple(fate)

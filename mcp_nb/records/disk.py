@@ -412,26 +412,18 @@ def merge(folder: Path, names: list[str], into: str, tables: list | None = None)
     return merged
 
 
-def read_table(path: Path, columns: list[str] | None = None) -> pa.Table:
-    """A part's table (only `columns` when given, those it has). Read into memory, not mapped: what
-    the frame keeps never points into a file that a merge may remove."""
+def read_table(path: Path) -> pa.Table:
+    """A part's whole table, read into memory (a merge's inputs, a fates part)."""
     import pyarrow as pa
 
     if path.suffix == ".parquet":  # a file of format 1
         import pyarrow.parquet as pq
 
-        if columns is not None:
-            columns = [c for c in columns if c in pq.read_schema(path).names]
-        return pq.read_table(path, columns=columns, memory_map=True)
+        return pq.read_table(path)
     import pyarrow.ipc as ipc
 
     with pa.OSFile(str(path)) as f:
-        reader = ipc.open_file(f)
-        if columns is not None:
-            names = reader.schema.names
-            wanted = set(columns)
-            reader = ipc.open_file(f, options=ipc.IpcReadOptions(included_fields=[i for i, c in enumerate(names) if c in wanted]))
-        return reader.read_all()
+        return ipc.open_file(f).read_all()
 
 
 def check_part(path: Path) -> None:
@@ -541,20 +533,84 @@ def read(found: Listing, parts: list[Part] | None = None, seqs: tuple[int, int] 
     if columns is not None:
         extra = [needed for column in columns for needed in _NEEDS.get(column, ())]
         wanted = list(dict.fromkeys(["session", "seq", "call_id", *columns, *extra]))
-    tables = []
-    for part in chosen:
+    opened = Opened(wanted)
+    try:
+        for part in chosen:
+            try:
+                opened.add(found.folder / part.name, part.rows)
+            except FileNotFoundError:
+                # merged meanwhile by the kernel writing it: the merged part holds its rows
+                opened.close()
+                again = listing(found.folder)
+                return read(again, _same_rows(again, chosen), seqs, columns)
+            except Exception as err:  # noqa: BLE001 - a part cut short since the listing
+                found.problems.append(f"{part.name} ({_why(err)})")
+        if not opened.parts:
+            return _decode(None, seqs, [])
+        return _decode(opened, seqs, _fates(found, {p.session for p in chosen}) if columns is None or "server_fate" in columns else [])
+    finally:
+        opened.close()
+
+
+class Opened:
+    """The parts being read, each opened once (a part merged away meanwhile stays readable through
+    its open file) and read a column at a time: only that column's buffers are read (and decompressed),
+    and they are dropped once decoded, so that reading never holds every column's at once."""
+
+    def __init__(self, wanted: list[str] | None) -> None:
+        self.wanted = wanted
+        self.parts: list[tuple[Any, Any, bool, int]] = []  # (open file, its reader, Parquet?, rows)
+        self.types: dict[str, Any] = {}  # column -> its type, in the order the first part has them
+
+    @property
+    def column_names(self) -> list[str]:
+        return list(self.types)
+
+    def add(self, path: Path, rows: int) -> None:
+        import pyarrow as pa
+
+        f = pa.OSFile(str(path))
         try:
-            tables.append(read_table(found.folder / part.name, wanted))
-        except FileNotFoundError:
-            # merged meanwhile by the kernel writing it: the merged part holds its rows
-            again = listing(found.folder)
-            return read(again, _same_rows(again, chosen), seqs, columns)
-        except Exception as err:  # noqa: BLE001 - a part cut short since the listing
-            found.problems.append(f"{part.name} ({_why(err)})")
-    if not tables:
-        return _decode(None, seqs, [])
-    whole = pa.concat_tables(tables, promote_options="permissive")
-    return _decode(whole, seqs, _fates(found, {p.session for p in chosen}) if columns is None or "server_fate" in columns else [])
+            parquet = path.suffix == ".parquet"  # a file of format 1
+            if parquet:
+                import pyarrow.parquet as pq
+
+                reader = pq.ParquetFile(f)
+                schema = reader.schema_arrow
+            else:
+                import pyarrow.ipc as ipc
+
+                reader = ipc.open_file(f)
+                schema = reader.schema
+        except BaseException:
+            f.close()
+            raise
+        for field in schema:
+            if self.wanted is None or field.name in self.wanted:
+                self.types.setdefault(field.name, field.type)
+        self.parts.append((f, reader, parquet, rows))
+
+    def column(self, name: str):
+        """The column `name` of every part, as one chunked array (nulls for a part without it)."""
+        import pyarrow as pa
+        import pyarrow.ipc as ipc
+
+        chunks = []
+        for f, reader, parquet, rows in self.parts:
+            names = reader.schema_arrow.names if parquet else reader.schema.names
+            if name not in names:
+                chunks.append(pa.nulls(rows, self.types[name]))
+            elif parquet:
+                chunks.extend(reader.read(columns=[name]).column(0).chunks)
+            else:
+                index = names.index(name)
+                chunks.extend(ipc.open_file(f, options=ipc.IpcReadOptions(included_fields=[index])).read_all().column(0).chunks)
+        return pa.chunked_array(chunks, type=self.types[name])
+
+    def close(self) -> None:
+        for f, *_ in self.parts:
+            f.close()
+        self.parts = []
 
 
 _NEEDS = {"structured_content": ("content",)}  # a column read with another (the structured results' shortcut reads content)
@@ -576,8 +632,24 @@ def _fates(found: Listing, sessions: set[str]) -> list:
     return out
 
 
-def _decode(whole: pa.Table | None, seqs: tuple[int, int] | None, fates: list) -> Coded:
-    """The columns of `whole` (all a part has, or those asked for) coded as the store codes them."""
+@dataclass
+class _Filtered:
+    """The rows of `source` that `keep` says, a column at a time."""
+
+    source: Any
+    keep: Any
+
+    @property
+    def column_names(self) -> list[str]:
+        return self.source.column_names
+
+    def column(self, name: str):
+        return self.source.column(name).filter(self.keep)
+
+
+def _decode(whole: Opened | pa.Table | None, seqs: tuple[int, int] | None, fates: list) -> Coded:
+    """The columns of `whole` (all a part has, or those asked for; read a column at a time) coded as
+    the store codes them."""
     import numpy as np
     import pyarrow as pa
 
@@ -587,7 +659,7 @@ def _decode(whole: pa.Table | None, seqs: tuple[int, int] | None, fates: list) -
         seq = whole.column("seq").to_numpy()
         keep = (seq >= seqs[0]) & (seq < seqs[1])
         if not keep.all():
-            whole = whole.filter(pa.array(keep))
+            whole = _Filtered(whole, pa.array(keep))
     present = set(whole.column_names)
     out: dict[str, np.ndarray] = {}
     vocab: dict[str, list[str]] = {}

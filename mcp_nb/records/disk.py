@@ -720,35 +720,33 @@ def _combined(column):
 
 
 def _codes(column) -> tuple[np.ndarray, list[str]]:
-    """A dictionary column as int codes (-1 where missing) and its dictionary."""
+    """A dictionary column as int32 codes (-1 where missing) and its dictionary."""
     import numpy as np
     import pyarrow as pa
 
     array = _combined(column)
     if not pa.types.is_dictionary(array.type):
         array = array.dictionary_encode()
-    indices = array.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    indices = array.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
     return indices, [str(v) for v in array.dictionary.to_pylist()]
 
 
 def _fixed(column, vocabulary: tuple[str, ...]) -> np.ndarray:
-    """A dictionary column of a fixed vocabulary as the store's codes (-1: missing or unknown here)."""
+    """A dictionary column of a fixed vocabulary as the store's codes, int8 (-1: missing or unknown here)."""
     import numpy as np
 
     indices, values = _codes(column)
     position = {name: i for i, name in enumerate(vocabulary)}
-    mapping = np.array([position.get(v, -1) for v in values] + [-1], dtype=np.int64)
+    mapping = np.array([position.get(v, -1) for v in values] + [-1], dtype=np.int8)
     return mapping[indices]  # -1 indexes the last entry: missing stays missing
 
 
 def _strings(column) -> np.ndarray:
-    import numpy as np
     import pyarrow as pa
 
-    array = _combined(column)
-    if pa.types.is_dictionary(array.type):
-        array = array.cast(pa.string())
-    return array.to_numpy(zero_copy_only=False)  # None where missing, as the store keeps it
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(pa.string())
+    return column.to_numpy(zero_copy_only=False)  # None where missing, as the store keeps it; chunks converted in place
 
 
 def _objects(values: list) -> np.ndarray:
@@ -772,48 +770,52 @@ def _loads_all(texts) -> list:
 
 
 def _json(column, wrap: Callable[[Any], Any] | None = None) -> np.ndarray:
-    """A JSON column as Python values, each distinct text decoded once; None where missing."""
+    """A JSON column as Python values, each distinct text decoded once; None where missing. Decoded a
+    chunk at a time into one array: no chunk's values are copied twice."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    out = []
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    out = np.empty(sum(len(chunk) for chunk in chunks), dtype=object)
+    at = 0
     for chunk in chunks:
+        n = len(chunk)
         if not pa.types.is_dictionary(chunk.type):  # plain text: rows that mostly differ, decoded as they are
             values = _loads_all(pc.fill_null(chunk, "null"))
-            out.append(_objects(values if wrap is None else [None if v is None else wrap(v) for v in values]))
-            continue
-        values = _loads_all(chunk.dictionary)
-        if wrap is not None:
-            values = [None if v is None else wrap(v) for v in values]
-        distinct = _objects([*values, None])
-        indices = chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False)
-        out.append(distinct[indices])  # -1 picks the None at the end
-    if not out:
-        return np.empty(0, dtype=object)
-    return out[0] if len(out) == 1 else np.concatenate(out)
+            out[at : at + n] = values if wrap is None else [None if v is None else wrap(v) for v in values]
+        else:
+            values = _loads_all(chunk.dictionary)
+            if wrap is not None:
+                values = [None if v is None else wrap(v) for v in values]
+            distinct = _objects([*values, None])
+            indices = chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+            np.take(distinct, indices, out=out[at : at + n], mode="wrap")  # -1 picks the None at the end
+        at += n
+    return out
 
 
 def _structured(column, content_column, content: np.ndarray) -> np.ndarray:
     """The structured results. A tool that returns a str has {"result": its text}: those rows are
     found by comparing texts in Arrow and made from `content`, not decoded one by one."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    array = _combined(column)
-    if not len(array):
+    if not len(column):
         return _objects([])
-    plain = array.cast(pa.string()) if pa.types.is_dictionary(array.type) else array
-    text = _combined(content_column)
-    if pa.types.is_dictionary(text.type):
-        text = text.cast(pa.string())
+    plain = column.cast(pa.string()) if pa.types.is_dictionary(column.type) else column
+    text = content_column.cast(pa.string()) if pa.types.is_dictionary(content_column.type) else content_column
     wrapped = pc.binary_join_element_wise('{"result":"', text, '"}', "")
     same = pc.and_(pc.equal(plain, wrapped), pc.invert(pc.match_substring(text, "\\"))).fill_null(False)
+    out = np.empty(len(content), dtype=object)
     if pc.all(same).as_py():
-        return _objects([{"result": c} for c in content.tolist()])
-    rest = iter(_json(plain.filter(pc.invert(same))).tolist())  # the others, decoded, in their order
-    return _objects([{"result": c} if shortcut else next(rest) for shortcut, c in zip(same.to_pylist(), content.tolist())])
+        out[:] = [{"result": c} for c in content.tolist()]
+        return out
+    shortcut = same.to_numpy(zero_copy_only=False).astype(bool, copy=False)
+    out[shortcut] = [{"result": c} for c in content[shortcut].tolist()]
+    out[~shortcut] = _json(plain.filter(pc.invert(same)))  # the others, decoded, in their order
+    return out
 
 
 def _logs(records: list) -> tuple:

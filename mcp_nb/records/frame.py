@@ -118,7 +118,11 @@ def build(coded: Coded, columns: tuple[str, ...] | list[str]) -> pd.DataFrame:
         return pd.Series(values, dtype=object, copy=False)
 
     def utc(nanoseconds: np.ndarray):
-        return pd.to_datetime(nanoseconds.astype(np.int64, copy=False), unit="ns", utc=True)
+        values = nanoseconds.astype(np.int64, copy=False)
+        try:  # the array itself, as pandas' own constructors wrap it (`to_datetime` copies it once or twice)
+            return pd.arrays.DatetimeArray._simple_new(values.view("M8[ns]"), dtype=pd.DatetimeTZDtype(unit="ns", tz="UTC"))
+        except (AttributeError, TypeError):  # pragma: no cover - a pandas without it
+            return pd.to_datetime(values, unit="ns", utc=True)
 
     made = {
         "call_id": lambda v: v.astype(np.int64, copy=False), "attempt": lambda v: v.astype(np.int32, copy=False),

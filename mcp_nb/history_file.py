@@ -44,7 +44,10 @@ def as_path(value: object) -> Path | None:
         raise HistoryFileError("history_file is a path (a str), or None for no file")
     if "\x00" in text:
         raise HistoryFileError("history_file holds a NUL character, which no path can")
-    return Path(text).expanduser().absolute()
+    try:
+        return Path(text).expanduser().absolute()
+    except RuntimeError:  # "~name" of no user this machine knows
+        raise HistoryFileError(f"history_file {text!r} starts with a home folder this machine does not know") from None
 
 
 def format_of(folder: Path) -> int | None:

@@ -1,9 +1,10 @@
-"""A history file on disk: a folder of Parquet parts, each written whole and then renamed into place.
+"""A history file on disk: a folder of parts, each an Arrow IPC file written whole and then renamed into place.
 
 One row per call in the tidy columns of `History.to_frame()`, plus `session` (one id per
 kernel start), `seq` (the call's place in what its kernel recorded) and `recorded_at`
 (when it was recorded). Nested values (arguments, results, logs...) are JSON text, which
-any Parquet reader shows; `progress` holds the events themselves, not their count.
+any Arrow reader shows (`pyarrow.ipc.open_file`, `pandas.read_feather`);
+`progress` holds the events themselves, not their count.
 
 Why parts and not one file (docs/performance.md, "Keeping the history"): a part is written
 to a temporary name and renamed, so a kernel killed while writing leaves at most a
@@ -12,10 +13,16 @@ ten million rows back as arrays, where a row store hands them over one Python tu
 time. Small parts are merged into larger ones as they accumulate (`merge`); a part that
 covers another's range of the same stream makes that one a leftover, never read twice.
 
-Reading decodes each distinct JSON text once (the parts are dictionary-encoded, and most
-columns of a sweep hold few distinct values), in one `json.loads` per column and part.
-"""
+Why Arrow IPC and not Parquet (format 1, still read): its buffers are the arrays themselves,
+so reading is copying (or, for a merged part, zstd-decompressing) them, not decoding pages; a
+fresh part is written uncompressed (it is small and soon merged), a merged one compressed,
+which keeps a file about as small as Parquet's.
 
+Reading takes a column at a time from every part (`Opened`), so that no more than one
+column's Arrow buffers are held beside the frame being built, and decodes each distinct JSON
+text once (the parts are dictionary-encoded, and most columns of a sweep hold few distinct
+values), in one `json.loads` per column and batch.
+"""
 from __future__ import annotations
 
 import json
@@ -44,6 +51,7 @@ _PART = re.compile(r"^(?P<session>[0-9A-Za-z-]+)\.(?P<stream>\d+)\.(?P<first>\d{
 _FATES = re.compile(r"^(?P<session>[0-9A-Za-z-]+)\.(?P<stream>\d+)\.fates(?P<number>\d{6})\.(?:arrow|parquet)$")
 SUFFIX = ".arrow"
 BATCH = 65_536  # the rows of a merged part's batches
+COMPRESSED = b"mcp_nb.compressed"  # a merged part's schema metadata: its buffers are compressed
 # The vocabulary columns of fixed categories, by the codes the in-memory store gives them.
 FIXED = {"target": TARGETS, "outcome": OUTCOMES, "cause": CAUSES, "via": VIAS}
 _NO_FLAG = 2
@@ -379,6 +387,8 @@ def write_part(folder: Path, name: str, part: pa.Table, merged: bool = False) ->
     import pyarrow.ipc as ipc
 
     options = ipc.IpcWriteOptions(compression="zstd" if merged else None)
+    if merged:  # said in the schema, so that a reader knows before it reads a buffer
+        part = part.replace_schema_metadata({**(part.schema.metadata or {}), COMPRESSED: b"zstd"})
 
     def write(f) -> None:
         with ipc.new_file(f, part.schema, options=options) as writer:
@@ -506,7 +516,7 @@ def listing(folder: Path, footers: bool = True) -> Listing:
 def _why(err: Exception) -> str:
     """Why a part cannot be read, in a few words: pyarrow's own text names the whole path."""
     text = str(err)
-    if any(sign in text for sign in ("magic bytes", "Could not open Parquet", "file size", "Couldn't deserialize", "too small")):
+    if any(sign in text for sign in ("magic bytes", "Could not open Parquet", "file size", "Couldn't deserialize", "too small", "Not an Arrow file")):
         return "its end is missing"
     return (text.splitlines()[0] if text else type(err).__name__)[:80]
 
@@ -554,12 +564,14 @@ def read(found: Listing, parts: list[Part] | None = None, seqs: tuple[int, int] 
 
 class Opened:
     """The parts being read, each opened once (a part merged away meanwhile stays readable through
-    its open file) and read a column at a time: only that column's buffers are read (and decompressed),
-    and they are dropped once decoded, so that reading never holds every column's at once."""
+    its map or open file) and read a column at a time, so that reading never holds every column's
+    buffers at once. An uncompressed part (a fresh one) is mapped and its table taken whole, which
+    reads nothing yet; a compressed one (merged) has each column's buffers read and decompressed
+    when that column is asked for, and dropped once it is decoded."""
 
     def __init__(self, wanted: list[str] | None) -> None:
         self.wanted = wanted
-        self.parts: list[tuple[Any, Any, bool, int]] = []  # (open file, its reader, Parquet?, rows)
+        self.parts: list[tuple[Any, Any, str, int]] = []  # (map or open file, its reader or table, how, rows)
         self.types: dict[str, Any] = {}  # column -> its type, in the order the first part has them
 
     @property
@@ -569,26 +581,34 @@ class Opened:
     def add(self, path: Path, rows: int) -> None:
         import pyarrow as pa
 
-        f = pa.OSFile(str(path))
-        try:
-            parquet = path.suffix == ".parquet"  # a file of format 1
-            if parquet:
-                import pyarrow.parquet as pq
+        if path.suffix == ".parquet":  # a file of format 1
+            import pyarrow.parquet as pq
 
-                reader = pq.ParquetFile(f)
-                schema = reader.schema_arrow
-            else:
-                import pyarrow.ipc as ipc
+            f = pa.OSFile(str(path))
+            try:
+                reader: Any = pq.ParquetFile(f)
+            except BaseException:
+                f.close()
+                raise
+            schema, how = reader.schema_arrow, "parquet"
+        else:
+            import pyarrow.ipc as ipc
 
+            f = pa.memory_map(str(path))
+            try:
                 reader = ipc.open_file(f)
                 schema = reader.schema
-        except BaseException:
-            f.close()
-            raise
+                if COMPRESSED in (schema.metadata or {}):
+                    how = "compressed"
+                else:  # its buffers are the map's: the table costs nothing until a column is copied out
+                    reader, how = reader.read_all(), "mapped"
+            except BaseException:
+                f.close()
+                raise
         for field in schema:
             if self.wanted is None or field.name in self.wanted:
                 self.types.setdefault(field.name, field.type)
-        self.parts.append((f, reader, parquet, rows))
+        self.parts.append((f, reader, how, rows))
 
     def column(self, name: str):
         """The column `name` of every part, as one chunked array (nulls for a part without it)."""
@@ -596,15 +616,19 @@ class Opened:
         import pyarrow.ipc as ipc
 
         chunks = []
-        for f, reader, parquet, rows in self.parts:
-            names = reader.schema_arrow.names if parquet else reader.schema.names
+        for f, reader, how, rows in self.parts:
+            names = reader.schema_arrow.names if how == "parquet" else reader.schema.names
             if name not in names:
                 chunks.append(pa.nulls(rows, self.types[name]))
-            elif parquet:
+            elif how == "parquet":
                 chunks.extend(reader.read(columns=[name]).column(0).chunks)
-            else:
-                index = names.index(name)
-                chunks.extend(ipc.open_file(f, options=ipc.IpcReadOptions(included_fields=[index])).read_all().column(0).chunks)
+            elif how == "mapped":
+                # copied out of the map, a batch at a time: nothing the frame keeps points into a file
+                # that a merge may remove (and that Windows would then refuse to remove)
+                chunks.extend(pa.concat_arrays([chunk]) for chunk in reader.column(name).chunks)
+            else:  # decompressed into buffers of its own; one column is too little to share among threads
+                options = ipc.IpcReadOptions(included_fields=[names.index(name)], use_threads=False)
+                chunks.extend(ipc.open_file(f, options=options).read_all().column(0).chunks)
         return pa.chunked_array(chunks, type=self.types[name])
 
     def close(self) -> None:

@@ -172,7 +172,7 @@ def file_targets(n: int, repeat: int) -> None:
     try:
         recorded = child(f"b.record_to_file({path!r}, {n})")
         size = sum(f.stat().st_size for f in Path(path).iterdir())
-        files = len(list(Path(path).glob("*.parquet")))
+        files = len(list(Path(path).glob("*.arrow")))
         read = child(f"b.frame_from_file({path!r}, {repeat})")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

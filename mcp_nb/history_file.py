@@ -1,7 +1,8 @@
 """What a history file is on disk, and whether a path can be one.
 
-A history file (`calls.mcpnb`) is a folder: a marker naming its format, and Parquet parts
-(records/disk.py writes and reads them). The checks here are those that need no more than
+A history file (`calls.mcpnb`) is a folder: a marker naming its format, and parts, each an
+Arrow IPC file (records/disk.py writes and reads them; format 1, before, had Parquet parts,
+which this mcp_nb still reads but no longer adds to). The checks here are those that need no more than
 the standard library, so that the setting's own check (`config.py`, below every folder:
 `%config McpMagics.history_file`, `mcp_nb.configure(history_file=...)` and the environment
 variable MCP_NB_HISTORY_FILE) refuses a path that cannot be a history file before anything
@@ -16,7 +17,8 @@ from pathlib import Path
 
 from mcp_nb.mistakes import BadValue
 
-FORMAT = 1  # what a file of this version says it is; a later format gets a new number, and this one stays readable
+FORMAT = 2  # what a file of this version says it is; a later format gets a new number, and this one stays readable
+# 1: Parquet parts (read, never written to); 2: Arrow IPC parts, the merged ones' buffers compressed
 MARKER = "mcpnb.json"  # the folder's marker: {"mcp_nb_history": FORMAT}
 ENV = "MCP_NB_HISTORY_FILE"  # CI keeps its calls without editing notebooks
 KEY = "mcp_nb_history"
@@ -42,7 +44,10 @@ def as_path(value: object) -> Path | None:
         raise HistoryFileError("history_file is a path (a str), or None for no file")
     if "\x00" in text:
         raise HistoryFileError("history_file holds a NUL character, which no path can")
-    return Path(text).expanduser().absolute()
+    try:
+        return Path(text).expanduser().absolute()
+    except RuntimeError:  # "~name" of no user this machine knows
+        raise HistoryFileError(f"history_file {text!r} starts with a home folder this machine does not know") from None
 
 
 def format_of(folder: Path) -> int | None:
@@ -80,14 +85,21 @@ def format_of(folder: Path) -> int | None:
     return number
 
 
+def older_format(folder: Path, number: int) -> str:
+    return (f"{shown(folder)} is a history file of an older format ({number}; this mcp_nb writes {FORMAT}): "
+            "it can be opened (History.open), not written to; keep the history in a new file")  # fmt: skip
+
+
 def check_writable(value: object) -> Path | None:
-    """The path a kernel may keep its history in: a history file of a format this mcp_nb reads
-    and can write, an empty folder, or a name not taken yet in a folder that exists."""
+    """The path a kernel may keep its history in: a history file of the format this mcp_nb
+    writes, an empty folder, or a name not taken yet in a folder that exists."""
     path = as_path(value)
     if path is None:
         return None
     if path.exists():
-        format_of(path)
+        number = format_of(path)
+        if number is not None and number < FORMAT:
+            raise HistoryFileError(older_format(path, number))
         if not os.access(path, os.W_OK | os.X_OK):
             raise HistoryFileError(f"cannot write to {shown(path)}: permission denied")
         return path

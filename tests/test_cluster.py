@@ -151,7 +151,7 @@ def test_the_workers_records_are_written_to_the_kernels_history_file_once(client
     written = mcp_nb.History.open(path).to_frame()
     assert sorted(written["call_id"]) == sorted(frame["call_id"])  # each once, as the kernel merged it
     assert set(written["worker"].astype(str)) <= set(client.nthreads()) and written["session"].nunique() == 1
-    assert {p.name.split(".")[0] for p in path.glob("*.parquet")} == {written["session"].iloc[0]}
+    assert {p.name.split(".")[0] for p in path.glob("*.arrow")} == {written["session"].iloc[0]}
 
 
 def test_seeded_faults_and_retries_give_the_same_outcomes_as_locally(client):

@@ -23,6 +23,7 @@ import mcp_nb
 from mcp_nb.config import settings
 from mcp_nb.history_file import ENV, HistoryFileError, as_path, check_writable
 from mcp_nb.mistakes import BadValue
+from mcp_nb.records import disk
 from mcp_nb.records.disk import scrubber
 from mcp_nb.records.history import COLUMNS, History
 from mcp_nb.records.outcome import Outcome
@@ -50,7 +51,7 @@ def outcome(i: int, name: str = "add") -> Outcome:
 
 
 def parts(folder: Path) -> list[Path]:
-    return sorted(folder.glob("*.parquet"))
+    return sorted(folder.glob("*.arrow"))
 
 
 def same_frames(live: pd.DataFrame, back: pd.DataFrame) -> None:
@@ -89,7 +90,7 @@ def test_the_file_is_private_and_says_what_it_is(tmp_path):
     assert stat.S_IMODE(path.stat().st_mode) == 0o700
     for file in path.iterdir():
         assert stat.S_IMODE(file.stat().st_mode) == 0o600, file
-    assert json.loads((path / "mcpnb.json").read_text())["mcp_nb_history"] == 1
+    assert json.loads((path / "mcpnb.json").read_text())["mcp_nb_history"] == 2
     assert [p.name for p in parts(path)][0].startswith(mcp_nb.history().to_frame()["session"].iloc[0])
 
 
@@ -266,7 +267,7 @@ def test_bad_files_open_with_one_line(tmp_path):
     (tmp_path / "plain").write_text("x")
     for path, says in (
         (tmp_path / "missing.mcpnb", "no history file at"),
-        (newer, "newer mcp_nb .history format 99; this one reads up to 1.: upgrade"),
+        (newer, "newer mcp_nb .history format 99; this one reads up to 2.: upgrade"),
         (unreadable, "cannot read"),
         (tmp_path / "plain", "it is a file"),
         (tmp_path, "holds other files"),
@@ -274,6 +275,52 @@ def test_bad_files_open_with_one_line(tmp_path):
         with pytest.raises(HistoryFileError, match=says) as caught:
             History.open(path)
         assert "\n" not in str(caught.value)
+
+
+def test_small_parts_are_merged_and_a_merges_leftovers_never_read_twice(tmp_path):
+    from mcp_nb.records.keeper import MERGE
+
+    path = tmp_path / "calls.mcpnb"
+    history = History()
+    history.keep(path)
+    for i in range(2 * MERGE + 1):
+        history.record(outcome(2 * i))
+        history.record(outcome(2 * i + 1, name="shout"))
+        history.sync()  # a part of two calls
+    history.close()
+    live = history.to_frame()
+    names = [p.name for p in parts(path)]
+    assert len(names) == 3 and names[0].endswith(f".{0:012d}-{2 * MERGE - 1:012d}.arrow"), names  # twice 16 parts of two calls merged, and one part
+    merged = disk.read_table(path / names[0])
+    assert merged.num_rows == 2 * MERGE
+    # a merge's input left behind (the writer died before it removed it): covered, so never read
+    session, stream = names[0].split(".")[:2]
+    disk.write_part(path, disk.part_name(session, int(stream), 2, 3), merged.slice(2, 2))
+    back = History.open(path).to_frame()
+    same_frames(live, back)
+    assert back["call_id"].tolist() == list(range(2 * (2 * MERGE + 1)))
+
+
+def test_a_file_of_the_older_format_opens_and_is_never_written_to(tmp_path):
+    path = tmp_path / "calls.mcpnb"
+    history = History()
+    history.keep(path)
+    for i in range(30):
+        history.record(outcome(i))
+        if i in (9, 19):
+            history.sync()
+    history.close()
+    live = history.to_frame()
+    for part in parts(path):  # format 1: the same tables as Parquet parts
+        pq.write_table(disk.read_table(part), part.with_suffix(".parquet"))
+        part.unlink()
+    (path / "mcpnb.json").write_text(json.dumps({"mcp_nb_history": 1}))
+    same_frames(live, History.open(path).to_frame())
+    for attempt in (lambda: mcp_nb.configure(history_file=path), lambda: History().keep(path)):
+        with pytest.raises(BadValue, match="older format .1; this mcp_nb writes 2.: it can be opened") as caught:
+            attempt()
+        assert "\n" not in str(caught.value)
+    assert sorted(p.suffix for p in path.iterdir()) == [".json", ".parquet", ".parquet", ".parquet"]
 
 
 def test_a_part_cut_short_is_said_in_one_line_and_the_calls_before_it_kept(tmp_path):
@@ -287,10 +334,11 @@ def test_a_part_cut_short_is_said_in_one_line_and_the_calls_before_it_kept(tmp_p
     history.close()
     last = parts(path)[-1]
     last.write_bytes(last.read_bytes()[: last.stat().st_size // 2])  # a crash mid-copy, a disk that filled
-    (path / ".half.parquet.123.abcd.tmp").write_bytes(b"PAR1 half")  # a writer killed mid-write leaves this
+    (path / ".half.arrow.123.abcd.tmp").write_bytes(b"ARROW1 half")  # a writer killed mid-write leaves this
     with pytest.warns(mcp_nb.HistoryFileWarning) as said:
         back = History.open(path)
     assert len(said) == 1 and "1 part cut short" in str(said[0].message) and "\n" not in str(said[0].message)
+    assert "its end is missing" in str(said[0].message)
     assert back.to_frame()["call_id"].tolist() == list(range(20))
 
 
@@ -332,7 +380,7 @@ def test_nothing_secret_is_written(tmp_path):
         mcp_nb.history().sync()
     finally:
         served.stop()
-    written = [str(v) for part in parts(tmp_path / "calls.mcpnb") for column in pq.read_table(part).columns for v in column.to_pylist()]
+    written = [str(v) for part in parts(tmp_path / "calls.mcpnb") for column in disk.read_table(part).columns for v in column.to_pylist()]
     text = "\n".join(written)
     for secret in (token, "hunter2pass", "k3y-value", "abc.def.ghi"):
         assert secret not in text, secret

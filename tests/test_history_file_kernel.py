@@ -68,7 +68,7 @@ def test_a_kernel_killed_mid_sweep_loses_at_most_its_last_second(tmp_path):
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:  # well into the sweep: thousands of calls, several parts written
             time.sleep(0.5)
-            if log.exists() and log.stat().st_size > 200_000 and len(list(path.glob("*.parquet"))) >= 3:
+            if log.exists() and log.stat().st_size > 200_000 and len(list(path.glob("*.arrow"))) >= 3:
                 break
         time.sleep(1.0)
         killed_at = time.time()

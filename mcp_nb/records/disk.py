@@ -1,9 +1,10 @@
-"""A history file on disk: a folder of Parquet parts, each written whole and then renamed into place.
+"""A history file on disk: a folder of parts, each an Arrow IPC file written whole and then renamed into place.
 
 One row per call in the tidy columns of `History.to_frame()`, plus `session` (one id per
 kernel start), `seq` (the call's place in what its kernel recorded) and `recorded_at`
 (when it was recorded). Nested values (arguments, results, logs...) are JSON text, which
-any Parquet reader shows; `progress` holds the events themselves, not their count.
+any Arrow reader shows (`pyarrow.ipc.open_file`, `pandas.read_feather`);
+`progress` holds the events themselves, not their count.
 
 Why parts and not one file (docs/performance.md, "Keeping the history"): a part is written
 to a temporary name and renamed, so a kernel killed while writing leaves at most a
@@ -12,10 +13,16 @@ ten million rows back as arrays, where a row store hands them over one Python tu
 time. Small parts are merged into larger ones as they accumulate (`merge`); a part that
 covers another's range of the same stream makes that one a leftover, never read twice.
 
-Reading decodes each distinct JSON text once (the parts are dictionary-encoded, and most
-columns of a sweep hold few distinct values), in one `json.loads` per column and part.
-"""
+Why Arrow IPC and not Parquet (format 1, still read): its buffers are the arrays themselves,
+so reading is copying (or, for a merged part, zstd-decompressing) them, not decoding pages; a
+fresh part is written uncompressed (it is small and soon merged), a merged one compressed,
+which keeps a file about as small as Parquet's.
 
+Reading takes a column at a time from every part (`Opened`), so that no more than one
+column's Arrow buffers are held beside the frame being built, and decodes each distinct JSON
+text once (the parts are dictionary-encoded, and most columns of a sweep hold few distinct
+values), in one `json.loads` per column and batch.
+"""
 from __future__ import annotations
 
 import json
@@ -27,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from mcp_nb.history_file import FORMAT, KEY, MARKER, HistoryFileError, format_of, shown
+from mcp_nb.history_file import FORMAT, KEY, MARKER, HistoryFileError, format_of, older_format, shown
 from mcp_nb.records.frame import VOCABULARIES, Coded
 from mcp_nb.records.outcome import CAUSES, FATES, OUTCOMES, TARGETS, VIAS
 from mcp_nb.records.trace import ProgressEvent, ServerLog
@@ -39,15 +46,23 @@ if TYPE_CHECKING:
 # One id per kernel start: its time (so that sessions sort in the order they began) and a few
 # random hex digits (so that two kernels started in the same second differ).
 SESSION = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + random_hex.token_hex(3)
-_PART = re.compile(r"^(?P<session>[0-9A-Za-z-]+)\.(?P<stream>\d+)\.(?P<first>\d{12})-(?P<last>\d{12})\.parquet$")
-_FATES = re.compile(r"^(?P<session>[0-9A-Za-z-]+)\.(?P<stream>\d+)\.fates(?P<number>\d{6})\.parquet$")
+# A part is an Arrow IPC file (`.arrow`); a file of format 1 has Parquet parts (`.parquet`), read as they are.
+_PART = re.compile(r"^(?P<session>[0-9A-Za-z-]+)\.(?P<stream>\d+)\.(?P<first>\d{12})-(?P<last>\d{12})\.(?:arrow|parquet)$")
+_FATES = re.compile(r"^(?P<session>[0-9A-Za-z-]+)\.(?P<stream>\d+)\.fates(?P<number>\d{6})\.(?:arrow|parquet)$")
+SUFFIX = ".arrow"
+BATCH = 65_536  # the rows of a merged part's batches
+COMPRESSED = b"mcp_nb.compressed"  # a merged part's schema metadata: its buffers are compressed
 # The vocabulary columns of fixed categories, by the codes the in-memory store gives them.
 FIXED = {"target": TARGETS, "outcome": OUTCOMES, "cause": CAUSES, "via": VIAS}
 _NO_FLAG = 2
 
 
 def part_name(session: str, stream: int, first: int, last: int) -> str:
-    return f"{session}.{stream}.{first:012d}-{last:012d}.parquet"
+    return f"{session}.{stream}.{first:012d}-{last:012d}{SUFFIX}"
+
+
+def fates_name(session: str, stream: int, number: int) -> str:
+    return f"{session}.{stream}.fates{number:06d}{SUFFIX}"
 
 
 # -- what is never written ---------------------------------------------------------------------
@@ -320,21 +335,25 @@ def load() -> None:
     loads on first use, starts a thread pool's exit hook)."""
     import pandas  # noqa: F401
     import pyarrow.compute  # noqa: F401
-    import pyarrow.parquet  # noqa: F401
+    import pyarrow.ipc  # noqa: F401
 
 
 def create(folder: Path) -> None:
-    """Make `folder` a history file (mode 0700, its marker 0600), or check that it is one already."""
+    """Make `folder` a history file (mode 0700, its marker 0600), or check that it is one already, of
+    the format this mcp_nb writes (an older one is read, never written to: one line says so)."""
     load()
     if folder.exists():
-        if format_of(folder) is not None:
+        number = format_of(folder)
+        if number is not None:
+            if number < FORMAT:
+                raise HistoryFileError(older_format(folder, number))
             return
     else:
         try:
             folder.mkdir(mode=0o700)
         except FileExistsError:  # another kernel made it a moment ago
             pass
-    text = json.dumps({KEY: FORMAT, "what": "mcp_nb's call history: a folder of Parquet parts, one row per call"})
+    text = json.dumps({KEY: FORMAT, "what": "mcp_nb's call history: a folder of Arrow IPC parts, one row per call"})
     _write_atomically(folder, MARKER, lambda f: f.write(text.encode()))
     os.chmod(folder, 0o700)
 
@@ -361,14 +380,27 @@ def _write_atomically(folder: Path, name: str, write: Callable[[Any], None], dur
 
 
 def write_part(folder: Path, name: str, part: pa.Table, merged: bool = False) -> None:
-    """Write a part. A fresh one is small and soon merged: written as it is, and not forced to the
-    disk (a process killed loses nothing the system was handed; a power cut may cut it short, which a
-    reader says and skips). A merged one replaces parts it then removes: compressed, and made durable
-    before they go."""
-    import pyarrow.parquet as pq
+    """Write a part, an Arrow IPC file. A fresh one is small and soon merged: written as it is,
+    uncompressed, and not forced to the disk (a process killed loses nothing the system was handed;
+    a power cut may cut it short, which a reader says and skips). A merged one replaces parts it then
+    removes: its buffers compressed (zstd), and made durable before they go."""
+    import pyarrow.ipc as ipc
 
-    compression = "zstd" if merged else "none"
-    _write_atomically(folder, name, lambda f: pq.write_table(part, f, compression=compression, write_statistics=False), durable=merged)
+    options = ipc.IpcWriteOptions(compression="zstd" if merged else None)
+    if merged:  # said in the schema, so that a reader knows before it reads a buffer
+        part = part.replace_schema_metadata({**(part.schema.metadata or {}), COMPRESSED: b"zstd"})
+
+    def write(f) -> None:
+        with ipc.new_file(f, part.schema, options=options) as writer:
+            if not merged:
+                writer.write_table(part)
+                return
+            # a merged part's many small chunks as fewer, larger batches: a batch costs its reader a
+            # setup per column and buffer, whatever its size (copied a slice at a time, not all at once)
+            for start in range(0, part.num_rows, BATCH):
+                writer.write_table(part.slice(start, BATCH).combine_chunks())
+
+    _write_atomically(folder, name, write, durable=merged)
 
 
 def merge(folder: Path, names: list[str], into: str, tables: list | None = None) -> pa.Table:
@@ -376,10 +408,10 @@ def merge(folder: Path, names: list[str], into: str, tables: list | None = None)
     then remove them; returns the merged table. A reader that comes in between sees `into` cover
     them, and reads `into` alone."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    if tables is None:  # reading a small part back costs more than writing it: the writer keeps the small ones
-        tables = [pq.read_table(folder / name, memory_map=True) for name in names]
+    if tables is None:  # the writer keeps the small ones; larger ones are read back
+        tables = [read_table(folder / name) for name in names]
+    # one dictionary per column for every batch: an IPC file cannot replace a dictionary midway
     merged = pa.concat_tables(tables, promote_options="permissive").unify_dictionaries()
     write_part(folder, into, merged, merged=True)
     for name in names:
@@ -388,6 +420,35 @@ def merge(folder: Path, names: list[str], into: str, tables: list | None = None)
         except FileNotFoundError:
             pass
     return merged
+
+
+def read_table(path: Path) -> pa.Table:
+    """A part's whole table, read into memory (a merge's inputs, a fates part)."""
+    import pyarrow as pa
+
+    if path.suffix == ".parquet":  # a file of format 1
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path)
+    import pyarrow.ipc as ipc
+
+    with pa.OSFile(str(path)) as f:
+        return ipc.open_file(f).read_all()
+
+
+def check_part(path: Path) -> None:
+    """Raise if the part cannot be read: its footer (at its end) is missing or broken."""
+    import pyarrow as pa
+
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        pq.ParquetFile(path).metadata
+        return
+    import pyarrow.ipc as ipc
+
+    with pa.OSFile(str(path)) as f:
+        ipc.open_file(f)
 
 
 # -- reading ------------------------------------------------------------------------------------
@@ -425,8 +486,6 @@ class Listing:
 def listing(folder: Path, footers: bool = True) -> Listing:
     """What `folder` holds. Raises HistoryFileError (one line) for a folder that is no history file;
     a part that cannot be read (cut short) is left out and said in `problems`."""
-    import pyarrow.parquet as pq
-
     format_of(folder)
     try:
         names = sorted(entry.name for entry in os.scandir(folder))
@@ -444,7 +503,7 @@ def listing(folder: Path, footers: bool = True) -> Listing:
         rows = int(match["last"]) - int(match["first"]) + 1
         if footers:
             try:
-                rows = pq.ParquetFile(folder / name).metadata.num_rows
+                check_part(folder / name)
             except PermissionError:
                 raise HistoryFileError(f"cannot read {shown(folder / name)}: permission denied") from None
             except Exception as err:  # noqa: BLE001 - pyarrow says "cut short" in several ways
@@ -457,7 +516,7 @@ def listing(folder: Path, footers: bool = True) -> Listing:
 def _why(err: Exception) -> str:
     """Why a part cannot be read, in a few words: pyarrow's own text names the whole path."""
     text = str(err)
-    if any(sign in text for sign in ("magic bytes", "Could not open Parquet", "file size", "Couldn't deserialize", "too small")):
+    if any(sign in text for sign in ("magic bytes", "Could not open Parquet", "file size", "Couldn't deserialize", "too small", "Not an Arrow file")):
         return "its end is missing"
     return (text.splitlines()[0] if text else type(err).__name__)[:80]
 
@@ -478,27 +537,104 @@ def read(found: Listing, parts: list[Part] | None = None, seqs: tuple[int, int] 
     given, with the fates parts applied; only the tidy `columns` named (all when None). A part that
     cannot be read is said in `found.problems` and skipped."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     chosen = found.parts if parts is None else parts
     wanted = None
     if columns is not None:
         extra = [needed for column in columns for needed in _NEEDS.get(column, ())]
         wanted = list(dict.fromkeys(["session", "seq", "call_id", *columns, *extra]))
-    tables = []
-    for part in chosen:
-        try:
-            tables.append(pq.read_table(found.folder / part.name, columns=wanted, memory_map=True))
-        except FileNotFoundError:
-            # merged meanwhile by the kernel writing it: the merged part holds its rows
-            again = listing(found.folder)
-            return read(again, _same_rows(again, chosen), seqs, columns)
-        except Exception as err:  # noqa: BLE001 - a part cut short since the listing
-            found.problems.append(f"{part.name} ({_why(err)})")
-    if not tables:
-        return _decode(None, seqs, [])
-    whole = pa.concat_tables(tables, promote_options="permissive")
-    return _decode(whole, seqs, _fates(found, {p.session for p in chosen}) if columns is None or "server_fate" in columns else [])
+    opened = Opened(wanted)
+    try:
+        for part in chosen:
+            try:
+                opened.add(found.folder / part.name, part.rows)
+            except FileNotFoundError:
+                # merged meanwhile by the kernel writing it: the merged part holds its rows
+                opened.close()
+                again = listing(found.folder)
+                return read(again, _same_rows(again, chosen), seqs, columns)
+            except Exception as err:  # noqa: BLE001 - a part cut short since the listing
+                found.problems.append(f"{part.name} ({_why(err)})")
+        if not opened.parts:
+            return _decode(None, seqs, [])
+        return _decode(opened, seqs, _fates(found, {p.session for p in chosen}) if columns is None or "server_fate" in columns else [])
+    finally:
+        opened.close()
+
+
+class Opened:
+    """The parts being read, each opened once (a part merged away meanwhile stays readable through
+    its map or open file) and read a column at a time, so that reading never holds every column's
+    buffers at once. An uncompressed part (a fresh one) is mapped and its table taken whole, which
+    reads nothing yet; a compressed one (merged) has each column's buffers read and decompressed
+    when that column is asked for, and dropped once it is decoded."""
+
+    def __init__(self, wanted: list[str] | None) -> None:
+        self.wanted = wanted
+        self.parts: list[tuple[Any, Any, str, int]] = []  # (map or open file, its reader or table, how, rows)
+        self.types: dict[str, Any] = {}  # column -> its type, in the order the first part has them
+
+    @property
+    def column_names(self) -> list[str]:
+        return list(self.types)
+
+    def add(self, path: Path, rows: int) -> None:
+        import pyarrow as pa
+
+        if path.suffix == ".parquet":  # a file of format 1
+            import pyarrow.parquet as pq
+
+            f = pa.OSFile(str(path))
+            try:
+                reader: Any = pq.ParquetFile(f)
+            except BaseException:
+                f.close()
+                raise
+            schema, how = reader.schema_arrow, "parquet"
+        else:
+            import pyarrow.ipc as ipc
+
+            f = pa.memory_map(str(path))
+            try:
+                reader = ipc.open_file(f)
+                schema = reader.schema
+                if COMPRESSED in (schema.metadata or {}):
+                    how = "compressed"
+                else:  # its buffers are the map's: the table costs nothing until a column is copied out
+                    reader, how = reader.read_all(), "mapped"
+            except BaseException:
+                f.close()
+                raise
+        for field in schema:
+            if self.wanted is None or field.name in self.wanted:
+                self.types.setdefault(field.name, field.type)
+        self.parts.append((f, reader, how, rows))
+
+    def column(self, name: str):
+        """The column `name` of every part, as one chunked array (nulls for a part without it)."""
+        import pyarrow as pa
+        import pyarrow.ipc as ipc
+
+        chunks = []
+        for f, reader, how, rows in self.parts:
+            names = reader.schema_arrow.names if how == "parquet" else reader.schema.names
+            if name not in names:
+                chunks.append(pa.nulls(rows, self.types[name]))
+            elif how == "parquet":
+                chunks.extend(reader.read(columns=[name]).column(0).chunks)
+            elif how == "mapped":
+                # copied out of the map, a batch at a time: nothing the frame keeps points into a file
+                # that a merge may remove (and that Windows would then refuse to remove)
+                chunks.extend(pa.concat_arrays([chunk]) for chunk in reader.column(name).chunks)
+            else:  # decompressed into buffers of its own; one column is too little to share among threads
+                options = ipc.IpcReadOptions(included_fields=[names.index(name)], use_threads=False)
+                chunks.extend(ipc.open_file(f, options=options).read_all().column(0).chunks)
+        return pa.chunked_array(chunks, type=self.types[name])
+
+    def close(self) -> None:
+        for f, *_ in self.parts:
+            f.close()
+        self.parts = []
 
 
 _NEEDS = {"structured_content": ("content",)}  # a column read with another (the structured results' shortcut reads content)
@@ -510,20 +646,34 @@ def _same_rows(again: Listing, chosen: list[Part]) -> list[Part]:
 
 
 def _fates(found: Listing, sessions: set[str]) -> list:
-    import pyarrow.parquet as pq
-
     out = []
     for name in found.fates:
         if name.split(".", 1)[0] in sessions:
             try:
-                out.append(pq.read_table(found.folder / name))
+                out.append(read_table(found.folder / name))
             except Exception as err:  # noqa: BLE001
                 found.problems.append(f"{name} ({_why(err)})")
     return out
 
 
-def _decode(whole: pa.Table | None, seqs: tuple[int, int] | None, fates: list) -> Coded:
-    """The columns of `whole` (all a part has, or those asked for) coded as the store codes them."""
+@dataclass
+class _Filtered:
+    """The rows of `source` that `keep` says, a column at a time."""
+
+    source: Any
+    keep: Any
+
+    @property
+    def column_names(self) -> list[str]:
+        return self.source.column_names
+
+    def column(self, name: str):
+        return self.source.column(name).filter(self.keep)
+
+
+def _decode(whole: Opened | pa.Table | None, seqs: tuple[int, int] | None, fates: list) -> Coded:
+    """The columns of `whole` (all a part has, or those asked for; read a column at a time) coded as
+    the store codes them."""
     import numpy as np
     import pyarrow as pa
 
@@ -533,7 +683,7 @@ def _decode(whole: pa.Table | None, seqs: tuple[int, int] | None, fates: list) -
         seq = whole.column("seq").to_numpy()
         keep = (seq >= seqs[0]) & (seq < seqs[1])
         if not keep.all():
-            whole = whole.filter(pa.array(keep))
+            whole = _Filtered(whole, pa.array(keep))
     present = set(whole.column_names)
     out: dict[str, np.ndarray] = {}
     vocab: dict[str, list[str]] = {}
@@ -594,35 +744,33 @@ def _combined(column):
 
 
 def _codes(column) -> tuple[np.ndarray, list[str]]:
-    """A dictionary column as int codes (-1 where missing) and its dictionary."""
+    """A dictionary column as int32 codes (-1 where missing) and its dictionary."""
     import numpy as np
     import pyarrow as pa
 
     array = _combined(column)
     if not pa.types.is_dictionary(array.type):
         array = array.dictionary_encode()
-    indices = array.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    indices = array.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
     return indices, [str(v) for v in array.dictionary.to_pylist()]
 
 
 def _fixed(column, vocabulary: tuple[str, ...]) -> np.ndarray:
-    """A dictionary column of a fixed vocabulary as the store's codes (-1: missing or unknown here)."""
+    """A dictionary column of a fixed vocabulary as the store's codes, int8 (-1: missing or unknown here)."""
     import numpy as np
 
     indices, values = _codes(column)
     position = {name: i for i, name in enumerate(vocabulary)}
-    mapping = np.array([position.get(v, -1) for v in values] + [-1], dtype=np.int64)
+    mapping = np.array([position.get(v, -1) for v in values] + [-1], dtype=np.int8)
     return mapping[indices]  # -1 indexes the last entry: missing stays missing
 
 
 def _strings(column) -> np.ndarray:
-    import numpy as np
     import pyarrow as pa
 
-    array = _combined(column)
-    if pa.types.is_dictionary(array.type):
-        array = array.cast(pa.string())
-    return array.to_numpy(zero_copy_only=False)  # None where missing, as the store keeps it
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(pa.string())
+    return column.to_numpy(zero_copy_only=False)  # None where missing, as the store keeps it; chunks converted in place
 
 
 def _objects(values: list) -> np.ndarray:
@@ -646,48 +794,52 @@ def _loads_all(texts) -> list:
 
 
 def _json(column, wrap: Callable[[Any], Any] | None = None) -> np.ndarray:
-    """A JSON column as Python values, each distinct text decoded once; None where missing."""
+    """A JSON column as Python values, each distinct text decoded once; None where missing. Decoded a
+    chunk at a time into one array: no chunk's values are copied twice."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    out = []
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    out = np.empty(sum(len(chunk) for chunk in chunks), dtype=object)
+    at = 0
     for chunk in chunks:
+        n = len(chunk)
         if not pa.types.is_dictionary(chunk.type):  # plain text: rows that mostly differ, decoded as they are
             values = _loads_all(pc.fill_null(chunk, "null"))
-            out.append(_objects(values if wrap is None else [None if v is None else wrap(v) for v in values]))
-            continue
-        values = _loads_all(chunk.dictionary)
-        if wrap is not None:
-            values = [None if v is None else wrap(v) for v in values]
-        distinct = _objects([*values, None])
-        indices = chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False)
-        out.append(distinct[indices])  # -1 picks the None at the end
-    if not out:
-        return np.empty(0, dtype=object)
-    return out[0] if len(out) == 1 else np.concatenate(out)
+            out[at : at + n] = values if wrap is None else [None if v is None else wrap(v) for v in values]
+        else:
+            values = _loads_all(chunk.dictionary)
+            if wrap is not None:
+                values = [None if v is None else wrap(v) for v in values]
+            distinct = _objects([*values, None])
+            indices = chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+            np.take(distinct, indices, out=out[at : at + n], mode="wrap")  # -1 picks the None at the end
+        at += n
+    return out
 
 
 def _structured(column, content_column, content: np.ndarray) -> np.ndarray:
     """The structured results. A tool that returns a str has {"result": its text}: those rows are
     found by comparing texts in Arrow and made from `content`, not decoded one by one."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    array = _combined(column)
-    if not len(array):
+    if not len(column):
         return _objects([])
-    plain = array.cast(pa.string()) if pa.types.is_dictionary(array.type) else array
-    text = _combined(content_column)
-    if pa.types.is_dictionary(text.type):
-        text = text.cast(pa.string())
+    plain = column.cast(pa.string()) if pa.types.is_dictionary(column.type) else column
+    text = content_column.cast(pa.string()) if pa.types.is_dictionary(content_column.type) else content_column
     wrapped = pc.binary_join_element_wise('{"result":"', text, '"}', "")
     same = pc.and_(pc.equal(plain, wrapped), pc.invert(pc.match_substring(text, "\\"))).fill_null(False)
+    out = np.empty(len(content), dtype=object)
     if pc.all(same).as_py():
-        return _objects([{"result": c} for c in content.tolist()])
-    rest = iter(_json(plain.filter(pc.invert(same))).tolist())  # the others, decoded, in their order
-    return _objects([{"result": c} if shortcut else next(rest) for shortcut, c in zip(same.to_pylist(), content.tolist())])
+        out[:] = [{"result": c} for c in content.tolist()]
+        return out
+    shortcut = same.to_numpy(zero_copy_only=False).astype(bool, copy=False)
+    out[shortcut] = [{"result": c} for c in content[shortcut].tolist()]
+    out[~shortcut] = _json(plain.filter(pc.invert(same)))  # the others, decoded, in their order
+    return out
 
 
 def _logs(records: list) -> tuple:

@@ -117,8 +117,17 @@ def build(coded: Coded, columns: tuple[str, ...] | list[str]) -> pd.DataFrame:
         # object, not pandas 3's inferred `str`: None stays None, and no conversion pass
         return pd.Series(values, dtype=object, copy=False)
 
+    def codes(values: np.ndarray) -> pd.arrays.IntegerArray:
+        values = values.astype(np.float64, copy=False)
+        missing = np.isnan(values)  # NaN where a call has no code: pd.array(..., dtype="Int64") finds them row by row
+        return pd.arrays.IntegerArray(np.where(missing, 0, values).astype(np.int64), missing)
+
     def utc(nanoseconds: np.ndarray):
-        return pd.to_datetime(nanoseconds.astype(np.int64, copy=False), unit="ns", utc=True)
+        values = nanoseconds.astype(np.int64, copy=False)
+        try:  # the array itself, as pandas' own constructors wrap it (`to_datetime` copies it once or twice)
+            return pd.arrays.DatetimeArray._simple_new(values.view("M8[ns]"), dtype=pd.DatetimeTZDtype(unit="ns", tz="UTC"))
+        except (AttributeError, TypeError):  # pragma: no cover - a pandas without it
+            return pd.to_datetime(values, unit="ns", utc=True)
 
     made = {
         "call_id": lambda v: v.astype(np.int64, copy=False), "attempt": lambda v: v.astype(np.int32, copy=False),
@@ -129,7 +138,7 @@ def build(coded: Coded, columns: tuple[str, ...] | list[str]) -> pd.DataFrame:
         # the nested values too: a column whose values all happen to be text stays object, never `str`
         "arguments": objects, "structured_content": objects, "data": objects, "server_logs": objects,
         "elicitations": objects, "samplings": objects, "retry": objects,
-        "code": lambda v: pd.array(v.astype(np.float64), dtype="Int64"),
+        "code": codes,
         "started_at": utc, "recorded_at": utc,
         "server_fate": lambda v: category(v, FATES), "fate_outcome": lambda v: category(v, OUTCOMES),
         "fate_cause": lambda v: category(v, CAUSES),

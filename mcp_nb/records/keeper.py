@@ -1,8 +1,8 @@
 """The thread that keeps a History's calls in its file: a few hundred at a time, off the call path.
 
 A call is recorded in memory as before (a tuple appended under the history's lock); the
-keeper takes what was recorded since its last write, turns it into a Parquet part and
-writes it (records/disk.py). It writes as soon as WRITE_AT calls wait, and at most
+keeper takes what was recorded since its last write, turns it into a part (an Arrow IPC
+file) and writes it (records/disk.py). It writes as soon as WRITE_AT calls wait, and at most
 LATENCY_S after the first of them was recorded, so a kernel killed at any moment loses at
 most the calls of the last fraction of a second (and never more than about a thousand),
 and what was written stays whole. Small parts are merged, MERGE at a time, into parts
@@ -162,7 +162,7 @@ class Keeper:
         if not changed:
             return
         self._fates_parts += 1
-        name = f"{self.session}.{self.stream}.fates{self._fates_parts:06d}.parquet"
+        name = disk.fates_name(self.session, self.stream, self._fates_parts)
         disk.write_part(self.folder, name, disk.fates_table(self.session, changed, self.scrub))
         for seq, *fate in changed:
             self.fates_written[seq] = tuple(fate)

@@ -123,8 +123,7 @@ print(tab.cases_status.value)
 """
 
 
-@pytest.mark.serial
-def test_a_new_kernel_reopens_the_file_and_the_panel_shows_every_session(tmp_path):
+def test_a_new_kernel_reopens_the_file_and_the_panel_shows_every_session(tmp_path):  # nothing timed: in the parallel pass
     path = tmp_path / "calls.mcpnb"
     for session in range(2):  # two kernels, one after the other, as after "Restart kernel and run all"
         manager, client = start()

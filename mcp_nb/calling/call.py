@@ -64,6 +64,7 @@ LONGEST_WAIT_S = 3600.0
 # settled from the waiting thread as "the event loop did not answer" (tests/test_retries.py).
 LOOP_ANSWERS_S = 1.0
 SLOW_LOOP_S = 5.0
+PAST_DEADLINE_POLL_S = 0.05  # meanwhile the waiting thread asks the loop at most this often, not every millisecond
 # Who held the loop past a deadline, and for how long, in the timeout's message; mcp_nb.nbval's
 # sanitizer is built from it.
 HELD_BY = "event loop was held by async {handler} for {seconds:.2f} s)"
@@ -729,6 +730,8 @@ class Call(CallRecord):
             while True:
                 wait = self.expected_by - time.perf_counter()
                 try:
+                    if wait <= 0:  # past the deadline: asking the loop whether it answers is paced
+                        wait = PAST_DEADLINE_POLL_S
                     return future.result(timeout=min(max(min(wait, tick), 0.001), LONGEST_WAIT_S))
                 except concurrent.futures.TimeoutError:
                     if watch is not None:
@@ -752,6 +755,8 @@ class Call(CallRecord):
             while True:
                 wait = self.expected_by - time.perf_counter()
                 try:
+                    if wait <= 0:
+                        wait = PAST_DEADLINE_POLL_S
                     return await asyncio.wait_for(asyncio.shield(wrapped), min(max(wait, 0.001), LONGEST_WAIT_S))
                 except (TimeoutError, asyncio.TimeoutError):
                     if time.perf_counter() < self.expected_by:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from mcp_nb import api
 from mcp_nb.calling.connections import ConnectError
-from mcp_nb.records.surface import SECTIONS, SurfaceError
+from mcp_nb.records.surface import SurfaceError, counted
 from mcp_nb.serving.notebook import NotebookError, run_notebook
 from mcp_nb.mistakes import Mistake
 
@@ -62,6 +62,5 @@ def run(args: argparse.Namespace) -> int:
         args.parser.error(str(err))
     finally:
         api.reset()
-    counts = ", ".join(f"{len(doc[section])} {kind}{'s' if len(doc[section]) != 1 else ''}" for kind, (section, _) in SECTIONS.items())
-    print(f"mcp-nb snapshot: wrote {args.output}: {counts}", file=sys.stderr)
+    print(f"mcp-nb snapshot: wrote {args.output}: {counted(doc)}", file=sys.stderr)
     return 0

@@ -46,7 +46,7 @@ from mcp_nb.records.history import History, summarize
 from mcp_nb.registering.faults import Faults
 from mcp_nb.registering.registry import check_tool_name, check_uri
 from mcp_nb.views.live import watch
-from mcp_nb.records.surface import SECTIONS
+from mcp_nb.records.surface import counted
 from mcp_nb.views.replay import ReplayReport
 from mcp_nb.views.surface import DiffReport
 from mcp_nb.mistakes import BadJson, BadValue, Mistake, first_line, read_json
@@ -591,8 +591,7 @@ class McpMagics(Magics, SharedTraits):
         args = _parse(self.mcp_snapshot, line)
         with usage_errors():
             doc = api.snapshot(args.server, path=args.path)
-        counts = {kind: len(doc.get(section, {})) for kind, (section, _) in SECTIONS.items()}
-        print(f"wrote {args.path}: " + ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in counts.items()))
+        print(f"wrote {args.path}: {counted(doc)}")
 
     @no_var_expand
     @line_magic

@@ -47,6 +47,12 @@ class SurfaceError(BadValue):
     """A snapshot that cannot be read or taken; the message says which and why, in one line."""
 
 
+def counted(doc: dict[str, Any]) -> str:
+    """What a snapshot holds, in words: "1 tool, 0 resources, 0 templates, 0 prompts"."""
+    counts = ((kind, len(doc.get(section, {}))) for kind, (section, _) in SECTIONS.items())
+    return ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in counts)
+
+
 # -- making a document -----------------------------------------------------------------------------
 
 

@@ -25,7 +25,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from mcp import MCPError
@@ -738,7 +738,7 @@ class Call(CallRecord):
                         watch()
                     if time.perf_counter() < self.expected_by:
                         continue  # the next attempt moved the deadline
-                    if self._loop_only_slow(self.engine.loop.answers):
+                    if self._loop_may_be_slow() and self.engine.loop.answers(LOOP_ANSWERS_S):
                         continue
                     return self._settle_here()
         except KeyboardInterrupt:
@@ -761,22 +761,19 @@ class Call(CallRecord):
                 except (TimeoutError, asyncio.TimeoutError):
                     if time.perf_counter() < self.expected_by:
                         continue
-                    if time.perf_counter() < self.expected_by + SLOW_LOOP_S and self.engine.registry.watch.blocker() is None:
-                        if await self.engine.loop.answers_async(LOOP_ANSWERS_S):
-                            continue
+                    if self._loop_may_be_slow() and await self.engine.loop.answers_async(LOOP_ANSWERS_S):
+                        continue
                     return self._settle_here()
         except asyncio.CancelledError:
             self.cancel()
             raise
 
-    def _loop_only_slow(self, answers: Callable[[float], bool]) -> bool:
-        """Past the deadline with no answer: whether mcp_nb's loop is only slow (a busy machine, a
-        thread of the user's holding the GIL), so that its own deadline will report, or held (an
-        async handler that does not yield, or a loop that does not answer for a second), so that
-        the timeout is recorded from here. Waiting for a slow loop is bounded too."""
-        if time.perf_counter() >= self.expected_by + SLOW_LOOP_S:
-            return False
-        return self.engine.registry.watch.blocker() is None and answers(LOOP_ANSWERS_S)
+    def _loop_may_be_slow(self) -> bool:
+        """Past the deadline with no answer: whether mcp_nb's loop may be only slow (a busy machine,
+        a thread of the user's holding the GIL), so that its own deadline will report if it still
+        answers within LOOP_ANSWERS_S; False when an async handler is known to hold it, or after
+        SLOW_LOOP_S of waiting: the timeout is then recorded from here."""
+        return time.perf_counter() < self.expected_by + SLOW_LOOP_S and self.engine.registry.watch.blocker() is None
 
     def _settle_here(self) -> Outcome:
         """Record the timeout from the waiting thread: mcp_nb's loop cannot."""

@@ -15,8 +15,8 @@ or one no rule knows), and one passing item when nothing changed.
 
 Installed with mcp_nb (the `pytest11` entry point), so pytest loads it in every run of the
 environment. It is a module of its own, outside the `mcp_nb` package, for that reason: a run
-that does not ask for cases imports only this file (`import mcp_nb` would bring the MCP SDK
-and pandas into every test run's start). mcp_nb is imported when `--mcp-cases` is given.
+that does not ask for cases imports only this file, and mcp_nb's modules (the MCP SDK, pandas)
+are imported when `--mcp-cases` or `--mcp-surface` is given.
 
 Where the cases go: `--mcp-notebook` runs the notebook's code cells in this process (as
 `python -m mcp_nb serve` does), so its tools are the kernel's own, exactly as when the cases

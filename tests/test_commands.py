@@ -47,3 +47,24 @@ def test_only_the_chosen_command_is_imported(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "False"]
     assert (tmp_path / "sanitize.cfg").read_text().startswith("# nbval sanitizer")
+
+
+def test_the_commands_that_need_no_mcp_do_not_import_the_sdk(tmp_path):
+    """`import mcp_nb` names the API without importing it: writing the sanitizer, a student version
+    or a diff of two snapshots costs no import of the MCP SDK (a second of CPU each time)."""
+    code = (
+        "import sys\n"
+        "from mcp_nb.__main__ import main\n"
+        f"assert main(['nbval-sanitize', '-o', {str(tmp_path / 'sanitize.cfg')!r}]) == 0\n"
+        "for args in (['student-version', 'missing.ipynb', '-o', 'out.ipynb'], ['diff', 'old.json', 'new.json']):\n"
+        "    try:\n"
+        "        main(args)\n"
+        "    except SystemExit as stopped:\n"
+        "        assert stopped.code == 2, args  # no such files: one line, exit 2, after the command's module was imported\n"
+        "print(sorted(m for m in ('mcp', 'pandas', 'mcp_nb.api') if m in sys.modules), 'mcp_nb.commands.diff' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[]", "True"], done.stdout

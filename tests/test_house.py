@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import mcp_nb
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,10 +60,23 @@ def test_the_package_face_only_names_the_api():
     functions = [
         node.name for node in _tree(PACKAGE / "__init__.py").body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
     ]
-    assert set(functions) <= {"load_ipython_extension", "unload_ipython_extension"}, functions
+    # IPython's two hooks, and PEP 562's two that import a name's module at its first use
+    assert set(functions) <= {"load_ipython_extension", "unload_ipython_extension", "__getattr__", "__dir__"}, functions
     statements = [node for node in _tree(PACKAGE / "__init__.py").body if not isinstance(node, (ast.Import, ast.ImportFrom))]
     kinds = {type(node).__name__ for node in statements}
-    assert kinds <= {"Expr", "Assign", "FunctionDef"}, kinds  # the docstring, __all__, the two hooks
+    assert kinds <= {"Expr", "Assign", "FunctionDef", "If"}, kinds  # the docstring, _WHERE, __all__, the hooks, `if TYPE_CHECKING`
+    # every name the package promises is there, found in the module _WHERE says
+    for name in mcp_nb.__all__:
+        assert getattr(mcp_nb, name) is not None, name
+    assert set(mcp_nb.__all__) == {*mcp_nb._WHERE, "load_ipython_extension"} and set(mcp_nb.__all__) <= set(dir(mcp_nb))
+
+
+def test_import_mcp_nb_alone_imports_neither_the_sdk_nor_pandas():
+    code = "import sys, mcp_nb; print(sorted(m for m in ('mcp', 'pandas', 'IPython', 'mcp_nb.api') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.split() == ["[]"], done.stdout + done.stderr
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        mcp_nb.nothing_here  # noqa: B018 - an attribute the package does not have is an AttributeError as usual
 
 
 def test_no_public_name_shadows_a_submodule():

@@ -42,6 +42,7 @@ from mcp_nb.records import classify
 from mcp_nb.records.outcome import REQUEST_CANCELLED, REQUEST_TIMEOUT, Outcome, OutcomeDraft, seal
 from mcp_nb.records.trace import CURRENT_TRACE, ServerTrace
 from mcp_nb.sdk_compat import BROKEN_ANSWER_TEXTS, HTTP_STATUS_TEXTS, TIMED_OUT
+from mcp_nb.views.theme import HELD_BY  # who held the loop, in the timeout's message
 
 _ids = itertools.count(1)  # process-wide, so ids stay unique across `reset()`
 log = logging.getLogger("mcp_nb")
@@ -65,9 +66,6 @@ LONGEST_WAIT_S = 3600.0
 LOOP_ANSWERS_S = 1.0
 SLOW_LOOP_S = 5.0
 PAST_DEADLINE_POLL_S = 0.05  # meanwhile the waiting thread asks the loop at most this often, not every millisecond
-# Who held the loop past a deadline, and for how long, in the timeout's message; mcp_nb.nbval's
-# sanitizer is built from it.
-HELD_BY = "event loop was held by async {handler} for {seconds:.2f} s)"
 # The same, when the answer came after the deadline and the handler that held the loop is not known.
 HELD_LATE = " (the answer came after the deadline: mcp_nb's event loop was held)"
 # What a coroutine must never swallow: it is being closed (GeneratorExit), or the process is

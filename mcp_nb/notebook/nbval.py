@@ -8,8 +8,8 @@ This module writes that file:
     pytest --nbval --nbval-sanitize-with sanitize.cfg notebooks/
 
 Its first rules are built from the very templates the views print with (`views.theme.VARYING`,
-`views.theme.TRACEBACK`) and from the messages that carry a time (`registering.loop_watch.BLOCKED_FOR`,
-`calling.call.HELD_BY`), so they change when those change. They rewrite a view into the form that
+`views.theme.TRACEBACK`) and from the messages that carry a time (`views.theme.BLOCKED_FOR`,
+`views.theme.HELD_BY`), so they change when those change. They rewrite a view into the form that
 `stable_output` prints, which is why a notebook stored one way and checked the other still
 compares equal. The last rules cover what other libraries print into mcp_nb's outputs.
 """
@@ -22,9 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcp_nb._version import __version__
-from mcp_nb.calling.call import HELD_BY
-from mcp_nb.registering.loop_watch import BLOCKED_FOR
-from mcp_nb.views.theme import TRACEBACK, VARYING
+from mcp_nb.views.theme import BLOCKED_FOR, HELD_BY, TRACEBACK, VARYING
 from mcp_nb.mistakes import BadValue
 
 TEXT = r"[^<]*"  # HTML-escaped text, over as many lines as it takes: it never holds a '<'

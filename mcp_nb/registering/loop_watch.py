@@ -13,10 +13,9 @@ import warnings
 from typing import Any
 
 from mcp_nb.records.trace import ServerLog, ServerTrace
+from mcp_nb.views.theme import BLOCKED_FOR
 
 BLOCKING_AFTER_S = 0.1  # asyncio's own debug threshold for a slow step
-# How long a handler held the loop, in its warning; mcp_nb.notebook.nbval's sanitizer is built from it.
-BLOCKED_FOR = "event loop for {seconds:.2f} s without awaiting"
 
 
 class LoopWatch:

@@ -139,6 +139,12 @@ HISTORY_MS_CELL = Varying(f'<td style="text-align:right;{CELL}">' + "{ms:.1f}</t
 # When a log entry was heard, after the request was sent, on its level in the card (a tooltip).
 LOG_TIME = Varying(' title="+{ms:.1f} ms">', ">")
 VARYING = (CARD_TIME, FATE_TIME, HISTORY_MS_HEADER, HISTORY_MS_CELL, LOG_TIME)
+# The times in two messages, which notebook/nbval.py's sanitizer rewrites: who held mcp_nb's loop
+# past a call's deadline, and for how long (calling/call.py, in the timeout's message), and how long
+# a handler held the loop (registering/loop_watch.py, in its warning). Here, with the views' other
+# varying parts, so that writing the sanitizer imports neither the calls nor the MCP SDK.
+HELD_BY = "event loop was held by async {handler} for {seconds:.2f} s)"
+BLOCKED_FOR = "event loop for {seconds:.2f} s without awaiting"
 # A log record's traceback, folded under its root cause. Its frames change with the install
 # and the kernel (a cell's file name holds the process id); `stable_output` leaves them out.
 TRACEBACK = (

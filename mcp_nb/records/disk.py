@@ -541,8 +541,7 @@ def read(found: Listing, parts: list[Part] | None = None, seqs: tuple[int, int] 
     chosen = found.parts if parts is None else parts
     wanted = None
     if columns is not None:
-        extra = [needed for column in columns for needed in _NEEDS.get(column, ())]
-        wanted = list(dict.fromkeys(["session", "seq", "call_id", *columns, *extra]))
+        wanted = list(dict.fromkeys(["session", "seq", "call_id", *columns]))
     opened = Opened(wanted)
     try:
         for part in chosen:
@@ -637,9 +636,6 @@ class Opened:
         self.parts = []
 
 
-_NEEDS = {"structured_content": ("content",)}  # a column read with another (the structured results' shortcut reads content)
-
-
 def _same_rows(again: Listing, chosen: list[Part]) -> list[Part]:
     keys = {p.key for p in chosen}
     return [p for p in again.parts if p.key in keys]
@@ -677,6 +673,8 @@ def _decode(whole: Opened | pa.Table | None, seqs: tuple[int, int] | None, fates
     import numpy as np
     import pyarrow as pa
 
+    from mcp_nb.records.lazy import JsonArray
+
     if whole is None:
         return Coded({"call_id": np.empty(0, dtype=np.int64)})
     if seqs is not None:
@@ -713,13 +711,12 @@ def _decode(whole: Opened | pa.Table | None, seqs: tuple[int, int] | None, fates
     for name in ("content", "message", "protocol"):
         if name in present:
             out[name] = _strings(whole.column(name))
-    if "structured_content" in present:
-        out["structured"] = _structured(whole.column("structured_content"), whole.column("content"), out["content"])
-    for name, stored, wrap in (("arguments", "arguments", None), ("data", "data", None), ("server_logs", "logs", _logs),
-                               ("elicitations", "elicitations", tuple), ("samplings", "samplings", tuple),
-                               ("progress", "progress", _events), ("retry", "retry", None)):  # fmt: skip
+    # the nested columns stay JSON text, decoded when a value is looked at (records/lazy.py)
+    for name, stored, wrap in (("arguments", "arguments", "json"), ("structured_content", "structured", "json"),
+                               ("data", "data", "json"), ("server_logs", "logs", "logs"), ("elicitations", "elicitations", "tuple"),
+                               ("samplings", "samplings", "tuple"), ("progress", "progress", "events"), ("retry", "retry", "json")):  # fmt: skip
         if name in present:
-            out[stored] = _json(whole.column(name), wrap)
+            out[stored] = JsonArray.from_texts(whole.column(name), wrap)
     if fates and "server_fate" in present:
         _apply_fates(out, fates, vocab["session"])
     return Coded(out, vocab)
@@ -766,10 +763,18 @@ def _fixed(column, vocabulary: tuple[str, ...]) -> np.ndarray:
 
 
 def _strings(column) -> np.ndarray:
+    import numpy as np
     import pyarrow as pa
 
-    if pa.types.is_dictionary(column.type):
-        column = column.cast(pa.string())
+    if pa.types.is_dictionary(column.type):  # a few distinct texts (protocol versions): one str each, shared by their rows
+        chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+        out = np.empty(sum(map(len, chunks)), dtype=object)
+        at = 0
+        for chunk in chunks:
+            distinct = _objects([*chunk.dictionary.to_pylist(), None])
+            np.take(distinct, chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False), out=out[at : at + len(chunk)], mode="wrap")
+            at += len(chunk)
+        return out
     return column.to_numpy(zero_copy_only=False)  # None where missing, as the store keeps it; chunks converted in place
 
 
@@ -819,35 +824,12 @@ def _json(column, wrap: Callable[[Any], Any] | None = None) -> np.ndarray:
     return out
 
 
-def _structured(column, content_column, content: np.ndarray) -> np.ndarray:
-    """The structured results. A tool that returns a str has {"result": its text}: those rows are
-    found by comparing texts in Arrow and made from `content`, not decoded one by one."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if not len(column):
-        return _objects([])
-    plain = column.cast(pa.string()) if pa.types.is_dictionary(column.type) else column
-    text = content_column.cast(pa.string()) if pa.types.is_dictionary(content_column.type) else content_column
-    wrapped = pc.binary_join_element_wise('{"result":"', text, '"}', "")
-    same = pc.and_(pc.equal(plain, wrapped), pc.invert(pc.match_substring(text, "\\"))).fill_null(False)
-    out = np.empty(len(content), dtype=object)
-    if pc.all(same).as_py():
-        out[:] = [{"result": c} for c in content.tolist()]
-        return out
-    shortcut = same.to_numpy(zero_copy_only=False).astype(bool, copy=False)
-    out[shortcut] = [{"result": c} for c in content[shortcut].tolist()]
-    out[~shortcut] = _json(plain.filter(pc.invert(same)))  # the others, decoded, in their order
-    return out
-
-
-def _logs(records: list) -> tuple:
+def logs_of(records: list) -> tuple:
     return tuple(ServerLog(r.get("level", ""), r.get("logger", ""), r.get("message", ""), r.get("traceback"),
                            source=r.get("source", "logging"), at=r.get("at")) for r in records)  # fmt: skip
 
 
-def _events(events: list) -> tuple:
+def events_of(events: list) -> tuple:
     return tuple(ProgressEvent(e.get("progress"), e.get("total"), e.get("message"), e.get("seconds", 0.0)) for e in events)
 
 
@@ -873,5 +855,5 @@ def _decode_fates(part) -> list[tuple]:
         [str(s) for s in part.column("session").to_pylist()], part.column("seq").to_pylist(),
         _fixed(part.column("server_fate"), FATES), _fixed(part.column("fate_outcome"), OUTCOMES),
         _fixed(part.column("fate_cause"), CAUSES), part.column("fate_after_ms").to_pylist(),
-        _json(part.column("server_logs"), _logs), _json(part.column("progress"), _events),
+        _json(part.column("server_logs"), logs_of), _json(part.column("progress"), events_of),
     ))  # fmt: skip

@@ -56,8 +56,31 @@ def join(first: Coded, then: Coded) -> Coded:
         remapped[column] = mapping[first.columns[column]]  # -1 (missing) picks the last entry, -1
         names[column] = ours
     shared = [key for key in then.columns if key in first.columns]  # a file read for some columns only
-    columns = {key: np.concatenate([remapped[key], then.columns[key]]) for key in shared}
+    columns = {key: _concatenated(key, remapped[key], then.columns[key]) for key in shared}
     return Coded(columns, names)
+
+
+# The nested columns, by the name the store gives them, and what their JSON text is decoded into
+# (records/lazy.py): the file's half keeps them as text, memory's as the objects recorded.
+NESTED = {"arguments": "json", "structured": "json", "data": "json", "logs": "logs", "elicitations": "tuple",
+          "samplings": "tuple", "progress": "events", "retry": "json"}  # fmt: skip
+
+
+def _concatenated(key: str, first, then):
+    import numpy as np
+
+    if isinstance(first, np.ndarray) and isinstance(then, np.ndarray):
+        return np.concatenate([first, then])
+    from mcp_nb.records.lazy import JsonArray
+
+    return JsonArray._concat_same_type([lazy(first, NESTED[key]), lazy(then, NESTED[key])])
+
+
+def lazy(values, wrap: str):
+    """A nested column as a JsonArray: read from a file already, or memory's objects held as they are."""
+    from mcp_nb.records.lazy import JsonArray
+
+    return values if isinstance(values, JsonArray) else JsonArray.held(values, wrap)
 
 
 def overlay(coded: Coded, seqs: dict[int, Outcome]) -> None:
@@ -135,9 +158,10 @@ def build(coded: Coded, columns: tuple[str, ...] | list[str]) -> pd.DataFrame:
         "server": lambda v: category(v, names["server"]), "worker": lambda v: category(v, names["worker"]),
         "outcome": lambda v: category(v, OUTCOMES), "cause": lambda v: category(v, CAUSES),
         "content": objects, "message": objects, "protocol": objects, "is_error": flags,
-        # the nested values too: a column whose values all happen to be text stays object, never `str`
-        "arguments": objects, "structured_content": objects, "data": objects, "server_logs": objects,
-        "elicitations": objects, "samplings": objects, "retry": objects,
+        # the nested values: JSON text decoded when looked at (records/lazy.py)
+        "arguments": lambda v: lazy(v, "json"), "structured_content": lambda v: lazy(v, "json"),
+        "data": lambda v: lazy(v, "json"), "server_logs": lambda v: lazy(v, "logs"),
+        "elicitations": lambda v: lazy(v, "tuple"), "samplings": lambda v: lazy(v, "tuple"), "retry": lambda v: lazy(v, "json"),
         "code": codes,
         "started_at": utc, "recorded_at": utc,
         "server_fate": lambda v: category(v, FATES), "fate_outcome": lambda v: category(v, OUTCOMES),
@@ -145,7 +169,7 @@ def build(coded: Coded, columns: tuple[str, ...] | list[str]) -> pd.DataFrame:
         "via": lambda v: category(v, VIAS),
         "client": lambda v: category(v, names["client"]),  # -1 codes read as missing: mcp_nb's own calls
         "session": lambda v: category(v, names["session"]),
-        "progress": lambda v: np.fromiter(map(len, v), dtype=np.int64, count=len(v)),
+        "progress": lambda v: lazy(v, "events").lengths() if not isinstance(v, np.ndarray) else np.fromiter(map(len, v), dtype=np.int64, count=len(v)),
         "deadline_resets": lambda v: v.astype(np.int64, copy=False),
     }  # fmt: skip
     floats = ("duration_ms", "timeout_s", "backoff_s", "fate_after_ms", "max_timeout_s")

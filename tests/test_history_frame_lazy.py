@@ -1,0 +1,110 @@
+"""The frame's nested columns kept as JSON text and decoded when looked at (records/lazy.py): every
+value a user reads is the one the in-memory history gives, and pandas' operations on the column
+(iloc, iteration, map, equality, slicing, taking, concat, display) behave as on an object column."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from hypothesis import given, settings as hsettings, strategies as st
+
+from mcp_nb.records import disk
+from mcp_nb.records.history import History
+from mcp_nb.records.lazy import JsonArray, JsonDtype
+from mcp_nb.records.outcome import Outcome
+
+# JSON values as a tool's arguments and results hold them (floats without NaN: NaN != NaN)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def _as_file_column(values: list, dictionary: bool) -> JsonArray:
+    """The column as a history file holds it: encoded by the writer, read back as text (in two chunks)."""
+    objects = np.empty(len(values), dtype=object)
+    objects[:] = values
+    encoded = disk.json_column(objects, lambda t: t) if dictionary else disk.distinct_column(objects, lambda t: t)
+    half = len(values) // 2
+    return JsonArray.from_texts(pa.chunked_array([encoded.slice(0, half), encoded.slice(half)], type=encoded.type))
+
+
+@given(st.lists(JSON, max_size=20), st.booleans())
+@hsettings(max_examples=150, deadline=None)
+def test_a_lazily_decoded_column_gives_the_values_written(values, dictionary):
+    column = _as_file_column(values, dictionary)
+    assert len(column) == len(values)
+    assert column.tolist() == values
+    assert [column[i] for i in range(len(values))] == values
+    assert list(column) == values
+    assert list(column.isna()) == [v is None for v in values]
+    series = pd.Series(column)
+    plain = pd.Series(values, dtype=object)
+    assert series.map(repr).tolist() == list(map(repr, values))
+    assert series.map(lambda v: v).equals(plain.map(lambda v: v))  # pandas infers the same type from the values
+    assert series.astype(object).tolist() == values
+    if values:
+        assert series.iloc[-1] == values[-1]
+        assert series.iloc[::-1].tolist() == values[::-1]
+        assert series.iloc[1:].tolist() == values[1:]
+        assert series[series.index % 2 == 0].tolist() == values[::2]
+
+
+@given(st.lists(JSON, max_size=12), st.lists(JSON, max_size=12), st.booleans())
+@hsettings(max_examples=150, deadline=None)
+def test_the_file_half_and_the_memory_half_join_into_one_column(older, newer, dictionary):
+    # a kernel with a file: its oldest calls read back from the file, its latest still in memory
+    joined = JsonArray._concat_same_type([_as_file_column(older, dictionary), JsonArray.held(newer)])
+    assert joined.tolist() == older + newer
+    assert [joined[i] for i in range(len(joined))] == older + newer
+    order = np.arange(len(joined))[::-1]
+    assert joined.take(order).tolist() == (older + newer)[::-1]
+    both = pd.concat([pd.Series(_as_file_column(older, dictionary)), pd.Series(JsonArray.held(newer))], ignore_index=True)
+    assert str(both.dtype) == "json" and both.tolist() == older + newer
+
+
+def test_memory_rows_are_the_objects_recorded_not_a_json_round_trip():
+    kept = ({"a": (1, 2)}, {1: "x"})  # a tuple and an int key: JSON would make them a list and "1"
+    column = JsonArray.held(list(kept))
+    assert column[0] is kept[0] and column.tolist()[1] is kept[1]
+
+
+def test_equality_and_filling_behave_as_on_an_object_column():
+    values = [{"a": 1}, None, {"a": 2}, {"a": 1}]
+    lazy, plain = pd.Series(_as_file_column(values, False)), pd.Series(values, dtype=object)
+    assert (lazy == {"a": 1}).tolist() == (plain == {"a": 1}).tolist() == [True, False, False, True]
+    assert lazy.equals(pd.Series(_as_file_column(values, True)))
+    assert not lazy.equals(pd.Series(_as_file_column(values[::-1], False)))
+    assert lazy.isna().tolist() == plain.isna().tolist()
+    assert lazy.reindex([0, 5]).tolist() == [{"a": 1}, None]
+    column = _as_file_column(values, True)
+    column[1] = {"set": True}  # as a timed-out call's late fate is written into its row
+    assert column.tolist() == [{"a": 1}, {"set": True}, {"a": 2}, {"a": 1}]
+    assert "{'a': 2}" in repr(lazy.to_frame("arguments")) and "{'a': 2}" in lazy.to_frame("arguments")._repr_html_()
+
+
+def outcome(i: int) -> Outcome:
+    text = str(i)
+    return Outcome(i, "tool", "add", {"a": i, "nested": [i, {"b": None}]}, "result", "ok", text, {"result": text}, False,
+                   None, None, None, 1_750_000_000.0 + i, 1.0, 30.0)  # fmt: skip
+
+
+def test_a_reopened_frame_has_json_columns_equal_to_memory(tmp_path):
+    plain, kept = History(), History()
+    kept.keep(tmp_path / "calls.mcpnb", window=1024)
+    for i in range(3000):
+        plain.record(outcome(i))
+        kept.record(outcome(i))
+    assert kept.sync()
+    kept.kept(kept._keeper)
+    live, mixed, back = plain.to_frame(), kept.to_frame(), History.open(tmp_path / "calls.mcpnb").to_frame()
+    for column in ("arguments", "structured_content", "data", "retry"):
+        assert live[column].dtype == mixed[column].dtype == back[column].dtype == JsonDtype("json")
+        assert live[column].tolist() == mixed[column].tolist() == back[column].tolist(), column
+    assert str(back["server_logs"].dtype) == "json[logs]" and str(back["elicitations"].dtype) == "json[tuple]"
+    assert back["arguments"].iloc[2999] == {"a": 2999, "nested": [2999, {"b": None}]}
+    assert back["progress"].tolist() == [0] * 3000
+    both = pd.concat([back.iloc[:10], live.iloc[-10:]], ignore_index=True)
+    assert both["arguments"].tolist() == [outcome(i).arguments for i in [*range(10), *range(2990, 3000)]]

@@ -108,3 +108,23 @@ def test_a_reopened_frame_has_json_columns_equal_to_memory(tmp_path):
     assert back["progress"].tolist() == [0] * 3000
     both = pd.concat([back.iloc[:10], live.iloc[-10:]], ignore_index=True)
     assert both["arguments"].tolist() == [outcome(i).arguments for i in [*range(10), *range(2990, 3000)]]
+
+
+def test_a_frame_written_to_parquet_or_feather_reads_back_with_its_json_columns(tmp_path):
+    """pandas writes the type's name into the file's metadata and finds the type by it when reading:
+    the JSON columns come back as JSON columns with the same values (a held row written as the text
+    a history file holds)."""
+    kept = History()
+    kept.keep(tmp_path / "calls.mcpnb", window=1024)
+    for i in range(1100):
+        kept.record(outcome(i))
+    assert kept.sync()
+    kept.kept(kept._keeper)
+    frame = kept.to_frame()  # rows from the file, and the last ones still in memory
+    for write, read in ((frame.to_parquet, pd.read_parquet), (frame.to_feather, pd.read_feather)):
+        path = tmp_path / f"frame.{write.__name__}"
+        write(path)
+        back = read(path)
+        for column in ("arguments", "structured_content", "data", "retry", "elicitations"):
+            assert back[column].dtype == frame[column].dtype, (write.__name__, column)
+            assert back[column].tolist() == frame[column].tolist(), (write.__name__, column)

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from mcp_nb.history_file import FORMAT, KEY, MARKER, HistoryFileError, format_of, older_format, shown
 from mcp_nb.records.frame import VOCABULARIES, Coded
 from mcp_nb.records.outcome import CAUSES, FATES, OUTCOMES, TARGETS, VIAS
-from mcp_nb.records.trace import ProgressEvent, ServerLog
+from mcp_nb.records.json_text import CHUNKS, ENCODE, events_of, logs_of, plain
 
 if TYPE_CHECKING:
     import numpy as np
@@ -97,43 +97,6 @@ def scrubber(known: Callable[[], Iterable[str]]) -> Callable[[str], str]:
 # -- writing ------------------------------------------------------------------------------------
 
 
-def _encoder() -> tuple[Callable[[Any, int], Any] | None, Callable[[Any], str]]:
-    """JSON text of a value, compact, non-ASCII kept, anything without a JSON form as its str: the C
-    encoder's chunks (a third of `json.dumps`' cost on a small dict), and the whole text."""
-    try:
-        from json.encoder import c_make_encoder, encode_basestring  # the C encoder, where Python has it (CPython does)
-    except ImportError:  # pragma: no cover
-        c_make_encoder = None
-    if c_make_encoder is None:  # pragma: no cover
-        fast = None
-    else:
-        fast = c_make_encoder(None, str, encode_basestring, None, ":", ",", False, False, True)
-
-    def encode(value: Any) -> str:
-        try:
-            return "".join(fast(value, 0)) if fast is not None else json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-        except (TypeError, ValueError, RecursionError):  # a key no JSON object can have, a cycle, a value nested too deep...
-            try:
-                return json.dumps(repr(value), ensure_ascii=False)
-            except RecursionError:
-                return json.dumps(f"<{type(value).__name__} nested too deep to be written>")
-
-    return fast, encode
-
-
-CHUNKS, ENCODE = _encoder()
-
-
-def _plain(value: Any) -> Any:
-    """A value of a nested column as JSON can carry it: log records and progress events as dicts."""
-    if isinstance(value, tuple) and value and isinstance(value[0], (ServerLog, ProgressEvent)):
-        if isinstance(value[0], ServerLog):
-            return [{"level": r.level, "logger": r.logger, "message": r.message, "traceback": r.traceback,
-                     "source": r.source, "at": r.at} for r in value]  # fmt: skip
-        return [{"progress": e.progress, "total": e.total, "message": e.message, "seconds": e.seconds} for e in value]
-    return value
-
-
 def json_column(values: np.ndarray, scrub: Callable[[str], str]) -> pa.Array:
     """The JSON texts of a column whose rows mostly hold the same few objects (the same empty tuple,
     None): each distinct object encoded once, the rows coded by it, all in C loops."""
@@ -146,7 +109,7 @@ def json_column(values: np.ndarray, scrub: Callable[[str], str]) -> pa.Array:
     first = rows[0]
     if rows.count(first) == len(rows):  # every row the same (an identity check first, in C): one text
         codes = np.full(len(rows), -1 if first is None else 0, dtype=np.int32)
-        texts = [] if first is None else [ENCODE(_plain(first))]
+        texts = [] if first is None else [ENCODE(plain(first))]
     else:
         ids = list(map(id, rows))
         objects = dict(zip(ids, rows))  # id -> the object: alive while `rows` holds it
@@ -154,7 +117,7 @@ def json_column(values: np.ndarray, scrub: Callable[[str], str]) -> pa.Array:
             return distinct_column(values, scrub)
         position = {key: i for i, key in enumerate(objects)}
         codes = np.fromiter(map(position.__getitem__, ids), dtype=np.int32, count=len(ids))
-        texts = [ENCODE(_plain(value)) for value in objects.values()]
+        texts = [ENCODE(plain(value)) for value in objects.values()]
         if id(None) in position:
             codes[codes == position[id(None)]] = -1
     return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), pa.array(scrub_all(texts, scrub), type=pa.string()))
@@ -191,7 +154,7 @@ def distinct_column(values: np.ndarray, scrub: Callable[[str], str], content: np
         elif value is None:
             add(None)
         else:
-            add(ENCODE(_plain(value)))
+            add(ENCODE(plain(value)))
     return pa.array(scrub_all(texts, scrub), type=pa.string())
 
 
@@ -673,7 +636,7 @@ def _decode(whole: Opened | pa.Table | None, seqs: tuple[int, int] | None, fates
     import numpy as np
     import pyarrow as pa
 
-    from mcp_nb.records.lazy import JsonArray
+    from mcp_nb.records.lazy import JsonArray  # pandas: loaded when a file is first read back
 
     if whole is None:
         return Coded({"call_id": np.empty(0, dtype=np.int64)})
@@ -822,15 +785,6 @@ def _json(column, wrap: Callable[[Any], Any] | None = None) -> np.ndarray:
             np.take(distinct, indices, out=out[at : at + n], mode="wrap")  # -1 picks the None at the end
         at += n
     return out
-
-
-def logs_of(records: list) -> tuple:
-    return tuple(ServerLog(r.get("level", ""), r.get("logger", ""), r.get("message", ""), r.get("traceback"),
-                           source=r.get("source", "logging"), at=r.get("at")) for r in records)  # fmt: skip
-
-
-def events_of(events: list) -> tuple:
-    return tuple(ProgressEvent(e.get("progress"), e.get("total"), e.get("message"), e.get("seconds", 0.0)) for e in events)
 
 
 def _apply_fates(out: dict[str, np.ndarray], fates: list, sessions: list[str]) -> None:

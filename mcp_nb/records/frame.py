@@ -71,14 +71,13 @@ def _concatenated(key: str, first, then):
 
     if isinstance(first, np.ndarray) and isinstance(then, np.ndarray):
         return np.concatenate([first, then])
-    from mcp_nb.records.lazy import JsonArray
-
-    return JsonArray._concat_same_type([lazy(first, NESTED[key]), lazy(then, NESTED[key])])
+    first, then = lazy(first, NESTED[key]), lazy(then, NESTED[key])
+    return type(first)._concat_same_type([first, then])
 
 
 def lazy(values, wrap: str):
     """A nested column as a JsonArray: read from a file already, or memory's objects held as they are."""
-    from mcp_nb.records.lazy import JsonArray
+    from mcp_nb.records.lazy import JsonArray  # pandas: loaded when a frame is first built
 
     return values if isinstance(values, JsonArray) else JsonArray.held(values, wrap)
 

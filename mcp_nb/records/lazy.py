@@ -23,15 +23,19 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-from pandas.api.extensions import ExtensionArray, ExtensionDtype
+from pandas.api.extensions import ExtensionArray, ExtensionDtype, register_extension_dtype
 
-from mcp_nb.records.disk import events_of, logs_of
+from mcp_nb.records.json_text import ENCODE, events_of, logs_of, plain
 
 
 # What a decoded text becomes, by the kind of column: the values the in-memory history holds.
 WRAPS: dict[str, Callable[[Any], Any] | None] = {"json": None, "tuple": tuple, "logs": logs_of, "events": events_of}
 
 
+# Registered, as pandas' extension types are, so that its name reads back: a frame written with
+# `to_parquet` or `to_feather` names `json` in its metadata, and pandas finds the type by that name
+# when the file is read (then `__from_arrow__` makes the column from the JSON text written).
+@register_extension_dtype
 class JsonDtype(ExtensionDtype):
     """A nested column kept as JSON text until looked at; `kind` says what a value is made into
     (`json`: as decoded; `tuple`: a list decoded as a tuple; `logs`: the server's log records)."""
@@ -60,6 +64,9 @@ class JsonDtype(ExtensionDtype):
             if string == cls(wrap).name:
                 return cls(wrap)
         raise TypeError(f"Cannot construct a 'JsonDtype' from '{string}'")
+
+    def __from_arrow__(self, array: pa.Array | pa.ChunkedArray) -> JsonArray:
+        return JsonArray.from_texts(array, self.wrap)
 
     @property
     def _is_numeric(self) -> bool:
@@ -350,13 +357,11 @@ class JsonArray(ExtensionArray):
 
     def texts(self) -> pa.Array:
         """Every row as JSON text (null for None): the rows held encoded as the history file writes them."""
-        from mcp_nb.records.disk import ENCODE, _plain
-
         texts = self._texts.cast(pa.string()).combine_chunks()
         if not self._rows.size:
             return texts
         out = _objects(texts.to_pylist())
-        out[self._rows] = _objects([None if v is None else ENCODE(_plain(v)) for v in self._values])
+        out[self._rows] = _objects([None if v is None else ENCODE(plain(v)) for v in self._values])
         return pa.array(out.tolist(), type=pa.string())
 
     def __arrow_array__(self, type=None):

@@ -131,7 +131,6 @@ def _run(path: Path) -> dict[str, tuple[str, str]]:
     return {cell.id: (o.ename, o.evalue) for cell in notebook.cells for o in cell.get("outputs", []) if o.output_type == "error"}
 
 
-@pytest.mark.serial
 def test_the_first_lessons_exercise_passes_in_the_solution_version_and_fails_with_its_message_in_the_students(tmp_path):
     assert init_course("course", "--mcp-nb", PIN, cwd=tmp_path).returncode == 0
     root = tmp_path / "course"

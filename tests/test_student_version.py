@@ -68,7 +68,6 @@ def test_the_student_version_has_the_lesson_without_its_solutions_or_outputs(mad
     assert "        # YOUR CODE HERE\n        return message" in cells["ex-fix-string"] and "raise" not in cells["ex-fix-string"]
 
 
-@pytest.mark.serial
 def test_the_student_version_runs_and_only_the_unanswered_checks_fail(made):
     notebook = nbformat.read(made, as_version=4)
     client = NotebookClient(

@@ -4,6 +4,8 @@ value a user reads is the one the in-memory history gives, and pandas' operation
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -128,3 +130,42 @@ def test_a_frame_written_to_parquet_or_feather_reads_back_with_its_json_columns(
         for column in ("arguments", "structured_content", "data", "retry", "elicitations"):
             assert back[column].dtype == frame[column].dtype, (write.__name__, column)
             assert back[column].tolist() == frame[column].tolist(), (write.__name__, column)
+
+
+def test_a_writer_that_fell_behind_catches_up_a_bounded_part_at_a_time(tmp_path):
+    """Calls waiting for the writer (here: recorded before the file was set, written first) go into
+    parts of at most WRITE_MOST calls each, not one part of everything waiting: encoding one part of
+    millions took gigabytes while a loop recording Outcomes outran the writer."""
+    from mcp_nb.records.keeper import WRITE_MOST
+
+    history, n = History(), 2 * WRITE_MOST + 100
+    for i in range(n):
+        history.record(outcome(i))
+    history.keep(tmp_path / "calls.mcpnb", window=1024)
+    assert history.sync(60)
+    parts = disk.listing(tmp_path / "calls.mcpnb").parts
+    assert [p.rows for p in parts] == [WRITE_MOST, WRITE_MOST, 100]
+    assert history.in_memory < 1024 + 1024  # written, so memory keeps the window (and the chunk being filled)
+    back = History.open(tmp_path / "calls.mcpnb").to_frame(columns=["call_id", "arguments"])
+    assert back["call_id"].tolist() == list(range(n)) and back["arguments"].iloc[n - 1]["a"] == n - 1
+
+
+def test_whoever_records_faster_than_the_file_is_written_waits_for_the_writer(tmp_path, monkeypatch):
+    """No more than BEHIND_MOST calls are ever recorded and not written: past that, recording waits
+    until the writer is halfway back, so memory holds the window and a bounded backlog, whatever
+    the pace. The writer is slowed here (a part takes 20 ms more to encode)."""
+    from mcp_nb.records import keeper as keeping
+
+    slow_table = disk.table
+    monkeypatch.setattr(keeping.disk, "table", lambda *a: (time.sleep(0.02), slow_table(*a))[1])
+    history = History()
+    history.keep(tmp_path / "calls.mcpnb", window=1024)
+    writer = history._keeper  # read as the benchmark reads it: how far the writer is
+    behind = []
+    history.subscribe(lambda o: behind.append(len(history) - writer.written) if o is not None else None)
+    n = keeping.BEHIND_MOST + 20_000
+    for i in range(n):
+        history.record(outcome(i))
+    assert history.sync(60)
+    assert len(behind) == n and max(behind) <= keeping.BEHIND_MOST
+    assert History.open(tmp_path / "calls.mcpnb").to_frame(columns=["call_id"])["call_id"].tolist() == list(range(n))

@@ -26,7 +26,7 @@ from mcp_nb.config import DEFAULT_WINDOW, check_window, settings
 from mcp_nb.history_file import HistoryFileError, check_readable, check_writable, shown
 from mcp_nb.records import disk
 from mcp_nb.records.frame import Coded, build, fate_of, join, overlay
-from mcp_nb.records.keeper import Keeper, flush_all
+from mcp_nb.records.keeper import BEHIND_MOST, BEHIND_WAIT_S, Keeper, flush_all
 from mcp_nb.records.cases import CallsLeftOut, LeftOut, call_keys, from_frame, save
 from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.outcome import (
@@ -216,8 +216,9 @@ class _Store:
             return np.empty(0, dtype=dtype)
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
-    def tail(self, start: int) -> dict[str, np.ndarray]:
-        """Every column from row `start` on (rows still in memory), reading only the chunks it needs."""
+    def tail(self, start: int, most: int | None = None) -> dict[str, np.ndarray]:
+        """Every column from row `start` on (rows still in memory), at most `most` rows, reading only
+        the chunks it needs."""
         import numpy as np
 
         first, skip = len(self.sizes), self.rows - start
@@ -225,14 +226,20 @@ class _Store:
             first -= 1
             skip -= self.sizes[first]
         offset = -skip  # rows of chunk `first` before `start`
+        end = len(self.sizes)
+        if most is not None:  # the chunks that hold the first `most` rows from `start`
+            end, held = first, -offset
+            while end < len(self.sizes) and held < most:
+                held += self.sizes[end]
+                end += 1
         out = {}
         for name, parts in self.chunks.items():
-            picked = parts[first:]
+            picked = parts[first:end]
             if not picked:
                 out[name] = np.empty(0, dtype=_DTYPES.get(name, object))
                 continue
             whole = picked[0] if len(picked) == 1 else np.concatenate(picked)
-            out[name] = whole[offset:]
+            out[name] = whole[offset:] if most is None else whole[offset : offset + most]
         return out
 
     def drop_oldest(self) -> int:
@@ -362,14 +369,15 @@ class History:
 
     # What the keeper asks, on its own thread.
 
-    def unwritten(self, seq: int) -> disk.Batch:
-        """The calls from `seq` on, as the store keeps them, for the keeper to write."""
+    def unwritten(self, seq: int, most: int | None = None) -> disk.Batch:
+        """The calls from `seq` on (at most `most` of them), as the store keeps them, for the keeper to write."""
         with self._lock:
             store = self._store
             store.flush()
             start = max(seq - self._base, store.dropped)  # after clear(): from the new store's first call
-            columns = store.tail(start)
-            timeouts = {row - start: o for row, o in store.timeouts.items() if row >= start}
+            columns = store.tail(start, most)
+            end = start + len(columns["call_id"])
+            timeouts = {row - start: o for row, o in store.timeouts.items() if start <= row < end}
             batch = disk.Batch(columns, list(store.names), list(store.servers), list(store.workers), list(store.clients),
                                self._base + start)  # fmt: skip
         batch.fates = {row: fate_of(o) for row, o in timeouts.items()}
@@ -459,6 +467,9 @@ class History:
             keeper = self._keeper
             if keeper is not None:
                 keeper.recorded(waiting)  # two comparisons; it is woken at the first call waiting, and when many are
+                behind = self._base + store.rows + len(store.pending) - keeper.written
+        if keeper is not None and behind > BEHIND_MOST and keeper.failed is None:
+            keeper.flush(keeper.written + behind - BEHIND_MOST // 2, BEHIND_WAIT_S)  # outside the lock, which the writer takes
         if self._listeners:
             self._listeners(o)  # one that fails is logged: a broken view never loses a call or breaks the loop
 

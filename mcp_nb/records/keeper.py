@@ -33,8 +33,19 @@ if TYPE_CHECKING:
 
 LATENCY_S = 0.25  # the longest a recorded call waits before the write that keeps it begins
 WRITE_AT = 512  # or as soon as this many calls wait
+# The most calls one part takes. A writer that fell behind (calls recorded faster than it writes)
+# catches up a part of this size at a time: one part of everything waiting made each write longer
+# than the last, so the next batch was larger still; ten million calls recorded as fast as a loop
+# can went into three parts of millions, and the encoding of one took 3.8 GB.
+WRITE_MOST = 65_536
+# The most calls recorded and not yet written. Past it, whoever records waits (up to BEHIND_WAIT_S)
+# until the writer is halfway back: calls recorded faster than they can be written (tens of
+# thousands a second: Outcomes recorded in a loop, not calls) would otherwise pile up in memory
+# without a bound, beside the window. A call takes a millisecond or so: real calls never wait.
+BEHIND_MOST = 131_072
+BEHIND_WAIT_S = 10.0
 MERGE = 16  # parts of one size merged into one MERGE times larger
-KEPT_LEVELS = 2  # the tables of parts this small (512 and 8,192 calls) stay in memory for the merge that takes them
+KEPT_ROWS = 8192  # the tables of parts this small (a write's, a first merge's) stay in memory for the merge that takes them
 CLOSE_LIMIT_S = 30.0  # the longest `close()` waits for the last write (a disk that hangs)
 
 log = logging.getLogger(__name__)
@@ -138,20 +149,24 @@ class Keeper:
                 self._poke.set()
 
     def _write_due(self) -> None:
-        batch = self.history.unwritten(self.written)
-        written = batch.first + len(batch)
-        if len(batch):
-            first, last = batch.first, written - 1
-            table = disk.table(batch, self.session, self.scrub)
-            disk.write_part(self.folder, disk.part_name(self.session, self.stream, first, last), table)
-            self._parts.append((first, last, 0))
-            self._tables[(first, last)] = table
-            for row, fate in batch.fates.items():
-                self.fates_written[first + row] = fate
-            self._merge()
-        self._write_fates(written)
-        self.written = written  # last: whoever waits for it (`History.sync`) finds everything written
-        self.history.kept(self)
+        while True:
+            batch = self.history.unwritten(self.written, WRITE_MOST)
+            written = batch.first + len(batch)
+            if len(batch):
+                first, last = batch.first, written - 1
+                table = disk.table(batch, self.session, self.scrub)
+                disk.write_part(self.folder, disk.part_name(self.session, self.stream, first, last), table)
+                self._parts.append((first, last, 0))
+                if len(batch) <= KEPT_ROWS:
+                    self._tables[(first, last)] = table
+                for row, fate in batch.fates.items():
+                    self.fates_written[first + row] = fate
+                self._merge()
+            self._write_fates(written)
+            self.written = written  # last: whoever waits for it (`History.sync`) finds everything written
+            self.history.kept(self)
+            if len(batch) < WRITE_MOST:
+                return
 
     def _write_fates(self, upto: int) -> None:
         """A timed-out call's server side may end after its row was written: its fate, written again."""
@@ -182,7 +197,7 @@ class Keeper:
                                 None if any(t is None for t in held) else held)  # fmt: skip
             del parts[-MERGE:]
             parts.append((first, last, level + 1))
-            if level + 1 < KEPT_LEVELS:
+            if merged.num_rows <= KEPT_ROWS:
                 self._tables[(first, last)] = merged
 
     def _fail(self, why: str) -> None:

@@ -342,11 +342,13 @@ def _write_atomically(folder: Path, name: str, write: Callable[[Any], None], dur
         raise
 
 
-def write_part(folder: Path, name: str, part: pa.Table, merged: bool = False) -> None:
+def write_part(folder: Path, name: str, part: pa.Table, merged: bool = False,
+               between: Callable[[], None] = lambda: None) -> None:  # fmt: skip
     """Write a part, an Arrow IPC file. A fresh one is small and soon merged: written as it is,
     uncompressed, and not forced to the disk (a process killed loses nothing the system was handed;
     a power cut may cut it short, which a reader says and skips). A merged one replaces parts it then
-    removes: its buffers compressed (zstd), and made durable before they go."""
+    removes: its buffers compressed (zstd), and made durable before they go; `between` is called
+    after each of its batches."""
     import pyarrow.ipc as ipc
 
     options = ipc.IpcWriteOptions(compression="zstd" if merged else None)
@@ -362,22 +364,29 @@ def write_part(folder: Path, name: str, part: pa.Table, merged: bool = False) ->
             # setup per column and buffer, whatever its size (copied a slice at a time, not all at once)
             for start in range(0, part.num_rows, BATCH):
                 writer.write_table(part.slice(start, BATCH).combine_chunks())
+                between()
 
     _write_atomically(folder, name, write, durable=merged)
 
 
-def merge(folder: Path, names: list[str], into: str, tables: list | None = None) -> pa.Table:
+def merge(folder: Path, names: list[str], into: str, tables: list | None = None,
+          between: Callable[[], None] = lambda: None) -> pa.Table:  # fmt: skip
     """Write the parts `names` (whose tables the writer may still hold: `tables`) as one part `into`,
     then remove them; returns the merged table. A reader that comes in between sees `into` cover
-    them, and reads `into` alone."""
+    them, and reads `into` alone. `between` is called between the steps (the writer's other work)."""
     import pyarrow as pa
 
     if tables is None:  # the writer keeps the small ones; larger ones are read back
-        tables = [read_table(folder / name) for name in names]
+        tables = []
+        for name in names:
+            tables.append(read_table(folder / name))
+            between()
     # one dictionary per column for every batch: an IPC file cannot replace a dictionary midway
     merged = pa.concat_tables(tables, promote_options="permissive").unify_dictionaries()
-    write_part(folder, into, merged, merged=True)
+    between()
+    write_part(folder, into, merged, merged=True, between=between)
     for name in names:
+        between()
         try:
             os.unlink(folder / name)
         except FileNotFoundError:

@@ -467,9 +467,12 @@ class History:
             keeper = self._keeper
             if keeper is not None:
                 keeper.recorded(waiting)  # two comparisons; it is woken at the first call waiting, and when many are
-                behind = self._base + store.rows + len(store.pending) - keeper.written
-        if keeper is not None and behind > BEHIND_MOST and keeper.failed is None:
-            keeper.flush(keeper.written + behind - BEHIND_MOST // 2, BEHIND_WAIT_S)  # outside the lock, which the writer takes
+                recorded = self._base + store.rows + len(store.pending)
+                behind = recorded - keeper.written
+        if keeper is not None:  # outside the lock, which the writer takes
+            keeper.hand_over(waiting, recorded)
+            if behind > BEHIND_MOST and keeper.failed is None:
+                keeper.flush(keeper.written + behind - BEHIND_MOST // 2, BEHIND_WAIT_S)
         if self._listeners:
             self._listeners(o)  # one that fails is logged: a broken view never loses a call or breaks the loop
 

@@ -3,9 +3,11 @@
 A call is recorded in memory as before (a tuple appended under the history's lock); the
 keeper takes what was recorded since its last write, turns it into a part (an Arrow IPC
 file) and writes it (records/disk.py). It writes as soon as WRITE_AT calls wait, and at most
-LATENCY_S after the first of them was recorded, so a kernel killed at any moment loses at
-most the calls of the last fraction of a second (and never more than about a thousand),
-and what was written stays whole. Small parts are merged, MERGE at a time, into parts
+LATENCY_S after the first of them was recorded (QUIET_S when no call follows), so a kernel
+killed at any moment loses at most the calls of the last half second (and never more than
+WRITE_AT + GRACE, under 1,024), and what was written stays whole. A thread that records calls
+back to back hands the GIL over when a batch is late (`hand_over`): beside it, the writer
+would wait for the GIL for as long as it kept calling. Small parts are merged, MERGE at a time, into parts
 MERGE times larger, so that ten million calls are a few dozen files, not twenty thousand.
 
 A write that fails (a full disk, a removed folder, a permission taken away) is said once,
@@ -31,8 +33,9 @@ from mcp_nb.records import disk
 if TYPE_CHECKING:
     from mcp_nb.records.history import History
 
-LATENCY_S = 0.25  # the longest a recorded call waits before the write that keeps it begins
-WRITE_AT = 512  # or as soon as this many calls wait
+LATENCY_S = 0.25  # the longest a recorded call waits before the write that keeps it begins, while calls come
+QUIET_S = 0.5  # and when no call follows it (the writer's own clock; see `hand_over`)
+WRITE_AT = 960  # or as soon as this many calls wait (the crash bound is 1,024: a margin for the calls other threads record meanwhile)
 # The most calls one part takes. A writer that fell behind (calls recorded faster than it writes)
 # catches up a part of this size at a time: one part of everything waiting made each write longer
 # than the last, so the next batch was larger still; ten million calls recorded as fast as a loop
@@ -45,7 +48,10 @@ WRITE_MOST = 65_536
 BEHIND_MOST = 131_072
 BEHIND_WAIT_S = 10.0
 MERGE = 16  # parts of one size merged into one MERGE times larger
-KEPT_ROWS = 8192  # the tables of parts this small (a write's, a first merge's) stay in memory for the merge that takes them
+KEPT_ROWS = 16_384  # the tables of parts this small (a write's, a first merge's) stay in memory for the merge that takes them
+LEND_S = 0.05  # the longest the thread that filled a batch waits while the writer writes it (`hand_over`)
+GRACE = 32  # calls recorded after a batch is due before the recorder hands the GIL over (within the crash bound: 960 + 32 < 1,024)
+WAKE_S = 0.005  # the longest the first call after a quiet spell waits for the writer to wake
 CLOSE_LIMIT_S = 30.0  # the longest `close()` waits for the last write (a disk that hangs)
 
 log = logging.getLogger(__name__)
@@ -83,6 +89,7 @@ class Keeper:
         self.stream = next(_streams)
         self.start = start  # the seq of the first call this keeper writes
         self.written = start  # the seq of the next call to write
+        self._taken = start  # the seq of the next call to take: the calls between are written, and not yet said so
         self.scrub = scrub
         self.failed: str | None = None  # why writing stopped, once it has
         self.fates_written: dict[int, tuple] = {}  # seq -> the fate written for a timed-out call
@@ -90,6 +97,11 @@ class Keeper:
         self._tables: dict[tuple[int, int], Any] = {}  # (first, last) -> the table of a small part, until merged
         self._fates_parts = 0
         self.cpu_s = 0.0  # CPU seconds this thread spent writing (encoding, writing, merging): what the file costs the process
+        self._progress = threading.Condition()  # notified whenever `written` or `_idle` moves, or writing stops
+        self._idle = True  # no call waits to be written: the thread sleeps until one is recorded
+        self._due = start  # every call before it waits to be written now: a recorder waits for it
+        self._since = 0.0  # when the first call of the batch was recorded (time.monotonic)
+        self._due_at = WRITE_AT  # the batch is due when this many calls wait (fewer, once LATENCY_S passed)
         self._poke = threading.Event()
         self._full = threading.Event()
         self._stopping = False
@@ -125,17 +137,25 @@ class Keeper:
     # -- the thread -----------------------------------------------------------------------------------
 
     def _run(self) -> None:
+        idle = True
         while True:
-            self._poke.wait()
+            if idle:  # nothing was recorded since the last write: sleep until a call is
+                self._poke.wait()
+                with self._progress:
+                    self._idle = False  # the first call's recorder, handing the GIL over, goes on
+                    self._progress.notify_all()
             stopping = self._stopping  # read before the write: it is the last only if it began after close()
             if not stopping:
-                self._full.wait(LATENCY_S)
+                self._full.wait(QUIET_S)
             self._poke.clear()
             self._full.clear()
             if self.failed is None:
                 began = time.thread_time()
                 try:
-                    self._write_due()
+                    # Calls came since the last round: more are likely, so the next round waits for a
+                    # batch (or LATENCY_S) at once, not for the first call: a thread woken while the
+                    # loop calls back to back waits long for the GIL (`hand_over`), once a batch is enough.
+                    idle = not self._write_due()
                 except OSError as err:
                     self._fail(f"{err.strerror or err}" + (f": {shown(err.filename)}" if err.filename else ""))
                 except Exception:  # mcp_nb's own bug: its traceback, once, and the calls stay in memory
@@ -144,29 +164,55 @@ class Keeper:
                 self.cpu_s += time.thread_time() - began
             if stopping:
                 _writing.discard(self)
+                with self._progress:
+                    self._progress.notify_all()
                 return
             if self._stopping:  # close() came while this round was under way: one more round writes what it missed
                 self._poke.set()
+            self._idle = idle
 
-    def _write_due(self) -> None:
+    def _write_due(self) -> int:
+        """Write every call recorded and not written, merging parts as they come; how many."""
+        wrote = 0
         while True:
-            batch = self.history.unwritten(self.written, WRITE_MOST)
-            written = batch.first + len(batch)
-            if len(batch):
-                first, last = batch.first, written - 1
-                table = disk.table(batch, self.session, self.scrub)
-                disk.write_part(self.folder, disk.part_name(self.session, self.stream, first, last), table)
-                self._parts.append((first, last, 0))
-                if len(batch) <= KEPT_ROWS:
-                    self._tables[(first, last)] = table
-                for row, fate in batch.fates.items():
-                    self.fates_written[first + row] = fate
-                self._merge()
-            self._write_fates(written)
-            self.written = written  # last: whoever waits for it (`History.sync`) finds everything written
-            self.history.kept(self)
-            if len(batch) < WRITE_MOST:
-                return
+            n = self._write_batch()
+            if n:
+                self._merge()  # before the write is said done: in the time the recorder hands over
+            self._publish()
+            wrote += n
+            if n < WRITE_MOST:
+                return wrote
+
+    def _write_batch(self) -> int:
+        """Write the calls recorded and not yet taken (at most WRITE_MOST) as a part; how many."""
+        batch = self.history.unwritten(self._taken, WRITE_MOST)
+        if len(batch):
+            first, last = batch.first, batch.first + len(batch) - 1
+            table = disk.table(batch, self.session, self.scrub)
+            disk.write_part(self.folder, disk.part_name(self.session, self.stream, first, last), table)
+            self._parts.append((first, last, 0))
+            if len(batch) <= KEPT_ROWS:
+                self._tables[(first, last)] = table
+            for row, fate in batch.fates.items():
+                self.fates_written[first + row] = fate
+        self._taken = batch.first + len(batch)
+        return len(batch)
+
+    def _publish(self) -> None:
+        """Say that every call taken is written: to whoever waits, and to the history (its window)."""
+        self._write_fates(self._taken)
+        with self._progress:
+            self.written = self._taken  # whoever waits for it (`History.sync`, `hand_over`) finds everything before it written
+            self._progress.notify_all()
+        self.history.kept(self)
+
+    def _between(self) -> None:
+        """Between the steps of a merge: write the batch a recorder waits for (`hand_over`). A large
+        merge takes longer than a recorder waits; without this, calls went unwritten until it
+        ended (3,008 of them, for 0.9 s, at a merge of 245,000 calls in a loop calling back to back)."""
+        if self._due > self._taken:
+            self._write_batch()
+            self._publish()
 
     def _write_fates(self, upto: int) -> None:
         """A timed-out call's server side may end after its row was written: its fate, written again."""
@@ -194,14 +240,16 @@ class Keeper:
             names = [disk.part_name(self.session, self.stream, a, b) for a, b, _ in tail]
             held = [self._tables.pop((a, b), None) for a, b, _ in tail]
             merged = disk.merge(self.folder, names, disk.part_name(self.session, self.stream, first, last),
-                                None if any(t is None for t in held) else held)  # fmt: skip
-            del parts[-MERGE:]
-            parts.append((first, last, level + 1))
+                                None if any(t is None for t in held) else held, self._between)  # fmt: skip
+            at = len(parts) - parts[::-1].index(tail[-1]) - 1  # parts written meanwhile (`_between`) follow it
+            parts[at - MERGE + 1 : at + 1] = [(first, last, level + 1)]
             if merged.num_rows <= KEPT_ROWS:
                 self._tables[(first, last)] = merged
 
     def _fail(self, why: str) -> None:
-        self.failed = why
+        with self._progress:
+            self.failed = why
+            self._progress.notify_all()
         log.warning(
             "the history file %s cannot be written (%s): calls are kept in this kernel's memory only, none lost; "
             "set history_file again to retry", shown(self.folder), why,
@@ -210,14 +258,47 @@ class Keeper:
     def flush(self, seq: int, timeout: float) -> bool:
         """Write now, and wait until every call before `seq` is written; False if writing failed or
         took longer than `timeout` seconds."""
-        deadline = time.monotonic() + timeout
         self._full.set()
         self._poke.set()
-        while self.written < seq and self.failed is None and self._thread.is_alive():
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.005)
+        with self._progress:
+            self._progress.wait_for(lambda: self.written >= seq or self.failed is not None or not self._thread.is_alive(), timeout)
         return self.written >= seq
+
+    def hand_over(self, waiting: int, seq: int) -> None:
+        """Called by the thread that recorded a call (every call before `seq`), `waiting` calls now
+        unwritten, outside the history's lock: when the writer must run now (the first call after a
+        quiet spell starts its clock, a full batch is written), wait for it, giving up the GIL.
+
+        A thread that calls back to back (mcp_nb's loop running a sweep of an async tool) gives the
+        GIL up at every step of its loop and takes it back at once. Another thread, woken
+        meanwhile, is woken again at each of those moments and loses the race each time, as long as
+        the loop runs: in CPython 3.11 a thread waiting for the GIL asks for it only after a switch
+        interval (5 ms) in which nobody took it. Those futile wakes, hundreds a write, cost an
+        async call 16 - 24 % more than the writer's own work; a write was put off for seconds
+        (docs/performance.md). Waiting here, the recorder hands the GIL over: the writer runs at once,
+        and the calls pay for its work only. A disk slower than LEND_S is not waited for.
+        """
+        if self.failed is not None or self._thread is threading.current_thread():
+            return
+        if waiting == 1:
+            self._since, self._due_at = time.monotonic(), WRITE_AT
+            if self._idle:
+                with self._progress:
+                    self._progress.wait_for(lambda: not self._idle or self.failed is not None, WAKE_S)
+            return
+        if waiting < self._due_at and time.monotonic() - self._since >= LATENCY_S:
+            # The batch's first call waited LATENCY_S while calls kept coming (the writer's own
+            # clock, QUIET_S, is for when they stop: the recording thread then leaves the GIL free).
+            self._due_at = waiting
+            self._full.set()
+        if waiting == self._due_at:  # due: the writer may well take it by itself (a thread that waits for its calls leaves it the GIL)
+            self._due = max(self._due, seq)  # and a merge under way writes it between its steps (`_between`)
+        elif waiting == self._due_at + GRACE:  # it did not: hand the GIL over
+            self._due = max(self._due, seq)
+            self._full.set()
+            self._poke.set()
+            with self._progress:
+                self._progress.wait_for(lambda: self.written >= seq or self.failed is not None, LEND_S)
 
     def describe(self) -> dict[str, Any]:
         return {"folder": str(self.folder), "session": self.session, "stream": self.stream, "written": self.written - self.start,

@@ -97,10 +97,12 @@ COMPARED = ["case", "n", "attempt", "outcome", "cause", "content", "code", "mess
 
 def test_a_cluster_sweep_gives_the_outcomes_of_a_local_sweep(client):
     everything_tool()
-    local = mcp_nb.sweep("judge", EVERY_OUTCOME, timeout=1, progress=False)
+    # 2 s: `slow` (3 s) times out, and the others have room on a machine busy with the parallel pass
+    # (at 1 s, `busy` once timed out there instead of answering its protocol error)
+    local = mcp_nb.sweep("judge", EVERY_OUTCOME, timeout=2, progress=False)
     mcp_nb.reset()
     everything_tool()
-    remote = mcp_nb.sweep("judge", EVERY_OUTCOME, timeout=1, progress=False, cluster=client, partition_size=2)
+    remote = mcp_nb.sweep("judge", EVERY_OUTCOME, timeout=2, progress=False, cluster=client, partition_size=2)
 
     assert set(local["outcome"]) == {"result", "tool_error", "protocol_error", "timeout"}
     pd.testing.assert_frame_equal(remote[COMPARED], local[COMPARED])

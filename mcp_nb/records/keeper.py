@@ -137,9 +137,8 @@ class Keeper:
     # -- the thread -----------------------------------------------------------------------------------
 
     def _run(self) -> None:
-        idle = True
         while True:
-            if idle:  # nothing was recorded since the last write: sleep until a call is
+            if self._idle:  # nothing was recorded since the last write: sleep until a call is
                 self._poke.wait()
                 with self._progress:
                     self._idle = False  # the first call's recorder, handing the GIL over, goes on
@@ -155,7 +154,9 @@ class Keeper:
                     # Calls came since the last round: more are likely, so the next round waits for a
                     # batch (or LATENCY_S) at once, not for the first call: a thread woken while the
                     # loop calls back to back waits long for the GIL (`hand_over`), once a batch is enough.
-                    idle = not self._write_due()
+                    wrote = self._write_due()
+                    with self._progress:
+                        self._idle = not wrote
                 except OSError as err:
                     self._fail(f"{err.strerror or err}" + (f": {shown(err.filename)}" if err.filename else ""))
                 except Exception:  # mcp_nb's own bug: its traceback, once, and the calls stay in memory
@@ -169,7 +170,8 @@ class Keeper:
                 return
             if self._stopping:  # close() came while this round was under way: one more round writes what it missed
                 self._poke.set()
-            self._idle = idle
+            if self.failed is not None:
+                self._idle = True  # nothing more will be written: sleep until close() pokes
 
     def _write_due(self) -> int:
         """Write every call recorded and not written, merging parts as they come; how many."""
@@ -241,8 +243,8 @@ class Keeper:
             held = [self._tables.pop((a, b), None) for a, b, _ in tail]
             merged = disk.merge(self.folder, names, disk.part_name(self.session, self.stream, first, last),
                                 None if any(t is None for t in held) else held, self._between)  # fmt: skip
-            at = len(parts) - parts[::-1].index(tail[-1]) - 1  # parts written meanwhile (`_between`) follow it
-            parts[at - MERGE + 1 : at + 1] = [(first, last, level + 1)]
+            at = parts.index(tail[0])  # parts written meanwhile (`_between`) follow the merged ones
+            parts[at : at + MERGE] = [(first, last, level + 1)]
             if merged.num_rows <= KEPT_ROWS:
                 self._tables[(first, last)] = merged
 
@@ -267,7 +269,8 @@ class Keeper:
     def hand_over(self, waiting: int, seq: int) -> None:
         """Called by the thread that recorded a call (every call before `seq`), `waiting` calls now
         unwritten, outside the history's lock: when the writer must run now (the first call after a
-        quiet spell starts its clock, a full batch is written), wait for it, giving up the GIL.
+        quiet spell wakes it; a due batch it has not taken GRACE calls later is written), wait for
+        it, giving up the GIL.
 
         A thread that calls back to back (mcp_nb's loop running a sweep of an async tool) gives the
         GIL up at every step of its loop and takes it back at once. Another thread, woken

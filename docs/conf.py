@@ -102,7 +102,7 @@ def add_extra_pages(app, docname: str, source: list[str]) -> None:
 
 
 API_PLACEHOLDER = "more-api-here\n"
-NOT_API = {"load_ipython_extension"}  # what `%load_ext mcp_nb` calls, not for users
+NOT_API = {"load_ipython_extension", "unload_ipython_extension"}  # what `%load_ext mcp_nb` calls, not for users
 
 
 def more_api(api_source: str) -> str:

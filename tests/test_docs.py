@@ -75,7 +75,7 @@ def test_the_api_reference_documents_the_public_api(site):
                  "Outcome", "History", "ServerLog", "Registration"):  # fmt: skip
         assert f'id="mcp_nb.{name}"' in api, f"mcp_nb.{name} is not in the API reference"
     assert "Call a tool and wait for its Outcome" in api  # from the docstring
-    for name in set(mcp_nb.__all__) - {"load_ipython_extension"}:
+    for name in set(mcp_nb.__all__) - {"load_ipython_extension", "unload_ipython_extension"}:
         assert f'id="mcp_nb.{name}"' in api, f"mcp_nb.{name} is exported but not documented"
 
 

@@ -692,7 +692,8 @@ def _connect_line(line: str) -> tuple[str, str | list[str], dict]:
     return name, target, options
 
 
-def load(ipython) -> None:
+def load_ipython_extension(ipython) -> None:
+    """What `%load_ext mcp_nb` calls (through the package's name of the same name)."""
     magics = McpMagics(shell=ipython, config=ipython.config)
     ipython.register_magics(magics)
     if magics not in ipython.configurables:
@@ -701,7 +702,8 @@ def load(ipython) -> None:
     completion.install(ipython, api.engine)  # <TAB> on %mcp_call, %mcp_read, %mcp_get_prompt
 
 
-def unload(ipython) -> None:
+def unload_ipython_extension(ipython) -> None:
+    """What `%unload_ext mcp_nb` calls: the magics' links to the settings are undone."""
     for configurable in list(ipython.configurables):
         if isinstance(configurable, McpMagics):
             for each in configurable._links:

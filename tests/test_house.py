@@ -101,6 +101,44 @@ def test_imports_inside_functions_are_few_and_each_says_why():
         assert "#" in line, f"{path.relative_to(ROOT)}:{node.lineno}: say why this import waits (a comment on its line)"
 
 
+def _function_imports(path: Path) -> list[tuple[int, str]]:
+    """Every import written inside a function of `path`: its line and the module it imports."""
+    found: dict[int, str] = {}
+    for node in ast.walk(_tree(path)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.ImportFrom) and not inner.level:
+                    found[inner.lineno] = inner.module or ""
+                elif isinstance(inner, ast.Import):
+                    found[inner.lineno] = inner.names[0].name
+    return sorted(found.items())
+
+
+def _loaded_by(code: str) -> set[str]:
+    done = subprocess.run([sys.executable, "-c", f"import sys\n{code}\nprint(*sys.modules)"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return set(done.stdout.split())
+
+
+def test_an_import_inside_a_function_defers_a_load_the_api_would_not_make():
+    """A late import is worth its place only if it puts off loading something: what the API loads
+    anyway (the SDK, pydantic, the standard library it already uses) is imported at the top; IPython
+    is not among it (a script calls without it). The
+    modules the commands that need no MCP import (`diff`, `student-version`, `nbval-sanitize`)
+    measure against what those commands load, so that they keep not loading the SDK."""
+    api = _loaded_by("import mcp_nb.api")
+    light_code = "import mcp_nb.commands.diff, mcp_nb.commands.student, mcp_nb.notebook.nbval"
+    light = _loaded_by(light_code)
+    light_modules = {name for name in light if name.startswith("mcp_nb")}
+    needless = []
+    for path in SOURCES:
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        loaded = light if module in light_modules else api
+        needless += [f"{path.relative_to(ROOT)}:{line} {target}" for line, target in _function_imports(path) if target in loaded]
+    assert not needless, needless
+
+
 def test_no_module_imports_another_modules_private_names():
     borrowed = []
     for path in SOURCES:

@@ -27,12 +27,17 @@ import shutil
 import time
 from typing import Any, Callable
 from urllib.parse import urlsplit
+import json
+import sys
 
 import httpx2
 from mcp import Client, MCPError
 from mcp_types import METHOD_NOT_FOUND
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import ElicitResult, ErrorData, ListRootsResult, Root, RootsListChangedNotification, SamplingCapability, SamplingToolsCapability
 
 from mcp_nb import sdk_compat
 from mcp_nb.calling.current import CURRENT_CALL
@@ -178,8 +183,6 @@ class Connection:
         one waiting on this connection, the earliest sent when there are several (the request
         does not say which call it belongs to).
         """
-        from mcp_types import ElicitResult
-
         current = self._asking_call()
         message = getattr(params, "message", "") or ""
         url = getattr(params, "url", None)
@@ -271,8 +274,6 @@ class Connection:
                 trace.add(entry)
 
         if settings.show_server_logs:
-            import sys
-
             print(f"[{self.name}] {entry.level} {entry.message}", file=sys.stderr)
 
     # -- what the server offers ---------------------------------------------------------------
@@ -555,8 +556,6 @@ class RemoteConnection(Connection):
             "sampling_callback": self._sampled,
         }  # fmt: skip
         if self.sampling_tools:
-            from mcp_types import SamplingCapability, SamplingToolsCapability
-
             options["sampling_capabilities"] = SamplingCapability(tools=SamplingToolsCapability())
         if self.roots_source is not None:
             options["list_roots_callback"] = self._roots_listed
@@ -785,13 +784,9 @@ class RemoteConnection(Connection):
         return sdk_answer(sampled)
 
     async def _roots_listed(self, context: Any) -> Any:
-        from mcp_types import ListRootsResult, Root
-
         try:
             roots = current_roots(self.roots_source)
         except Exception as err:  # noqa: BLE001 - a broken roots function is the server's refusal, said
-            from mcp_types import ErrorData
-
             self.heard(ServerLog(level="WARNING", logger="mcp_nb.roots", message=f"the roots function failed: {err}", at=time.time()))
             return ErrorData(code=-32603, message=f"the client's roots could not be listed: {type(err).__name__}: {err}")
         return ListRootsResult(roots=[Root(uri=uri, name=name) for uri, name in roots])
@@ -822,8 +817,6 @@ class RemoteConnection(Connection):
             told.result(timeout=10)
 
     async def _tell_roots_changed(self, client: Client) -> None:
-        from mcp_types import RootsListChangedNotification
-
         try:
             # The notification itself, not the SDK's helper for it, which warns that roots are
             # deprecated at 2026-07-28: this is only sent on the handshake era, where they are not.
@@ -1031,8 +1024,6 @@ class _StdioTransport:
         self._group: _ServerGroup | None = None
 
     async def __aenter__(self):
-        from mcp.client.stdio import StdioServerParameters, stdio_client
-
         c = self.connection
         command, *args = c.command
         _check_runnable(c, command)
@@ -1265,8 +1256,6 @@ class _HttpTransport:
             log.debug("could not read the body of an HTTP %s answer", response.status_code, exc_info=True)
             body = ""
         try:
-            import json
-
             sent = json.loads(response.request.content or b"{}")
         except ValueError:
             sent = {}
@@ -1274,7 +1263,6 @@ class _HttpTransport:
         self.errors.append((sent.get("method", ""), sent.get("params") or {}, response.status_code, body))
 
     async def __aenter__(self):
-        from mcp.client.streamable_http import streamable_http_client
         self._stack = contextlib.AsyncExitStack()
         try:
             http = sdk_compat.http_client(self.headers, self.auth)

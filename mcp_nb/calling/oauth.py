@@ -39,6 +39,8 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import parse_qs, urlsplit
 
+from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+
 from mcp_nb.mistakes import BadType, BadValue
 
 log = logging.getLogger("mcp_nb")
@@ -97,8 +99,6 @@ class TokenFile:
         os.replace(partial, self.path)
 
     async def get_tokens(self) -> Any:
-        from mcp.shared.auth import OAuthToken
-
         saved = self._read().get("tokens")
         return OAuthToken.model_validate(saved) if saved else None
 
@@ -108,8 +108,6 @@ class TokenFile:
         self._write(data)
 
     async def get_client_info(self) -> Any:
-        from mcp.shared.auth import OAuthClientInformationFull
-
         saved = self._read().get("client_info")
         return OAuthClientInformationFull.model_validate(saved) if saved else None
 
@@ -196,7 +194,6 @@ class Flow:
     async def provider(self) -> Any:
         """The SDK's OAuthClientProvider for this flow (the loopback listener started first)."""
         from mcp.client.auth import OAuthClientProvider
-        from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
 
         if not self.pasted:
             self._listener = await asyncio.start_server(self._redirected, "127.0.0.1", 0)
@@ -236,8 +233,6 @@ class Flow:
 
     async def _answered(self) -> Any:
         """The SDK's callback handler: the code, once the redirect came (loopback) or was pasted."""
-        from mcp.shared.auth import AuthorizationCodeResult
-
         assert self._answer is not None
         try:
             query = await asyncio.wait_for(asyncio.shield(self._answer), self.oauth.timeout)

@@ -30,6 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mcp_types import CreateMessageResult, CreateMessageResultWithTools, ErrorData, TextContent, ToolUseContent
+
 from mcp_nb.mistakes import BadType
 
 MODEL = "mcp_nb"  # the model named in an answer that does not name its own
@@ -140,8 +142,6 @@ class Sampler:
 
 def sdk_answer(sampled: Sampling) -> Any:
     """What goes back to the server: the model's message, or a refusal with its reason."""
-    from mcp_types import CreateMessageResult, CreateMessageResultWithTools, ErrorData, TextContent, ToolUseContent
-
     if sampled.text is None:
         return ErrorData(code=REFUSED, message=f"sampling refused: {sampled.reason}")
     if sampled.tool_use is not None:

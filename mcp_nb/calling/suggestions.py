@@ -9,6 +9,8 @@ import asyncio
 import logging
 from typing import Any
 
+from mcp_types import PromptReference, ResourceTemplateReference
+
 log = logging.getLogger("mcp_nb")
 SUGGEST_WITHIN_S = 1.0  # the longest anyone typing waits for a server's suggestions
 
@@ -17,7 +19,6 @@ async def suggested(connection: Any, entry: Any, field: str, typed: str, context
     """The server's suggestions for `field` of `entry` (a prompt or a resource template)."""
     if entry.kind not in ("prompt", "resource") or not getattr(connection, "is_open", False):
         return []
-    from mcp_types import PromptReference, ResourceTemplateReference
 
     ref = PromptReference(type="ref/prompt", name=entry.name) if entry.kind == "prompt" else (
         ResourceTemplateReference(type="ref/resource", uri=entry.uri)

@@ -18,6 +18,8 @@ import logging
 import time
 from typing import Any, Callable
 
+from mcp_types import EmptyResult, SubscribeRequest, SubscribeRequestParams, UnsubscribeRequest, UnsubscribeRequestParams
+
 from mcp_nb.mistakes import BadValue
 
 log = logging.getLogger("mcp_nb")
@@ -47,8 +49,6 @@ class Watch:
             self._task = asyncio.get_running_loop().create_task(self._listen(client, acknowledged))
             await acknowledged  # the stream is open (or the server refused it: raised here)
         else:
-            from mcp_types import EmptyResult, SubscribeRequest, SubscribeRequestParams
-
             await client.session.send_request(SubscribeRequest(params=SubscribeRequestParams(uri=self.uri)), EmptyResult)
             self.connection.watches.append(self)
         self.state = "watching"
@@ -101,8 +101,6 @@ class Watch:
             self.connection.watches.remove(self)
         client = self.connection._client
         if client is not None:
-            from mcp_types import EmptyResult, UnsubscribeRequest, UnsubscribeRequestParams
-
             try:
                 await client.session.send_request(UnsubscribeRequest(params=UnsubscribeRequestParams(uri=self.uri)), EmptyResult)
             except Exception:  # noqa: BLE001 - the watch is stopped either way

@@ -11,14 +11,15 @@ from typing import Any, Callable
 
 from mcp_nb.records.trace import ProgressEvent, ServerLog
 
+try:  # the C encoder, where Python has it (CPython does)
+    from json.encoder import c_make_encoder, encode_basestring
+except ImportError:  # pragma: no cover
+    c_make_encoder = None
+
 
 def _encoder() -> tuple[Callable[[Any, int], Any] | None, Callable[[Any], str]]:
     """JSON text of a value, compact, non-ASCII kept, anything without a JSON form as its str: the C
     encoder's chunks (a third of `json.dumps`' cost on a small dict), and the whole text."""
-    try:
-        from json.encoder import c_make_encoder, encode_basestring  # the C encoder, where Python has it (CPython does)
-    except ImportError:  # pragma: no cover
-        c_make_encoder = None
     if c_make_encoder is None:  # pragma: no cover
         fast = None
     else:

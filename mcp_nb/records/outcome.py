@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import MISSING, dataclass, field, fields, make_dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from html import escape
 
 from mcp_nb.elicitation import recorded
 from mcp_nb.records.classify import late_outcome
@@ -64,8 +65,6 @@ class CauseDoc(dict):
         printer.text(repr(self))
 
     def _repr_html_(self) -> str:
-        from html import escape
-
         rows = "".join(f"<tr><td><code>{escape(cause)}</code></td><td style='text-align:left'>{escape(meaning)}</td></tr>" for cause, meaning in self.items())
         return f"<table><thead><tr><th>cause</th><th style='text-align:left'>what it means</th></tr></thead><tbody>{rows}</tbody></table>"
 

@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 from mcp.shared.exceptions import MCPDeprecationWarning
 from pydantic import PrivateAttr
+from mcp.server.mcpserver import Context
 
 from mcp_nb import sdk_compat
 from mcp_nb.config import settings
@@ -99,16 +100,12 @@ def _text(data: Any) -> str:
 
 def _show_live(entry: ServerLog) -> None:
     if settings.show_server_logs:  # as the server's other log records are, when asked for
-        import sys
-
         print(f"[mcp server] {entry}", file=sys.stderr)
 
 
 def _filed_class() -> type:
     global _filed
     if _filed is None:
-        from mcp.server.mcpserver import Context
-
         class FiledContext(Context):  # type: ignore[misc, valid-type]
             """The SDK's `Context`, whose log messages are filed under the call before they are sent."""
 
@@ -148,8 +145,6 @@ def filed(ctx: Any, handler: str) -> Any:
 
     Anything that is not exactly the SDK's `Context` (a subclass of the user's, None) is
     passed on unchanged."""
-    from mcp.server.mcpserver import Context
-
     if type(ctx) is not Context:
         return ctx
     twin = copy.copy(ctx)

@@ -25,6 +25,9 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from mcp import MCPError
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp_nb.mistakes import BadType, BadValue
 
 # "Busy, try again": mcp_nb's own convention, not the guides' (they name no busy code). It is an
@@ -158,12 +161,8 @@ def raise_fault(kind: str | None, tool: str) -> None:
     if kind is None:
         return
     if kind == "tool_error":
-        from mcp.server.mcpserver.exceptions import ToolError
-
         raise ToolError(f"injected tool error in {tool}")
     if kind == "protocol_error":
-        from mcp import MCPError
-
         raise MCPError(code=INJECTED_CODE, message=f"injected protocol error in {tool}: busy, try again")
     raise InjectedCrash(f"injected crash in {tool}")
 

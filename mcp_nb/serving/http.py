@@ -24,6 +24,7 @@ import time
 from typing import Any
 
 from mcp.server.transport_security import TransportSecuritySettings
+import uvicorn
 
 from mcp_nb.serving.configs import client_configs
 from mcp_nb.serving.events import RecentEvents
@@ -225,8 +226,6 @@ class Serving:
         self.engine = self.served = self._uvicorn = self._task = self._serving_task = None
 
     async def _serve(self, ready: threading.Event) -> None:
-        import uvicorn
-
         # Its own references: the handle lets go of them once stopped, perhaps before this task
         # has finished (a held loop the engine's close gave up on).
         engine, served = self.engine, self.served

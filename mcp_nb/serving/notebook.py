@@ -14,6 +14,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from IPython.core.interactiveshell import InteractiveShell
+from traitlets.config import Config
+
 SKIP_TAG = "mcp-skip"
 
 
@@ -56,9 +59,6 @@ def code_cells(path: Path) -> list[CodeCell]:
 
 def headless_shell():
     """An IPython shell with no terminal and no kernel, that keeps no history on disk."""
-    from IPython.core.interactiveshell import InteractiveShell
-    from traitlets.config import Config
-
     config = Config()
     config.HistoryManager.enabled = False
     return InteractiveShell.instance(config=config)

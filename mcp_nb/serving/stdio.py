@@ -14,6 +14,9 @@ import os
 import sys
 from typing import Any
 
+import anyio
+from mcp.server.stdio import stdio_server
+
 from mcp_nb import sdk_compat
 from mcp_nb.serving.served import Served
 
@@ -32,8 +35,6 @@ class Wire:
         sys.stdout = sys.stderr  # Python's prints too, in order with the rest of the log
 
     def streams(self):
-        import anyio
-
         reader = open(self.input, encoding="utf-8", errors="replace", closefd=True)  # noqa: SIM115 - the transport owns it
         writer = open(self.output, "w", encoding="utf-8", newline="\n", closefd=True)  # noqa: SIM115
         return anyio.wrap_file(reader), anyio.wrap_file(writer)
@@ -41,8 +42,6 @@ class Wire:
 
 async def serve_stdio(engine: Any, wire: Wire) -> None:
     """Serve `engine` on the wire until the client closes its end (runs on mcp_nb's loop)."""
-    from mcp.server.stdio import stdio_server
-
     served = Served(engine, "stdio")
     served.attach()
     try:

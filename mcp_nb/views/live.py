@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import math
 from typing import Any
+import sys
 
 log = logging.getLogger(__name__)
 
@@ -116,8 +117,6 @@ def watch(call: Any) -> ProgressView:
 def show(thing: Any) -> None:
     """Show `thing` now, before the running code goes on waiting: its card in a notebook, its
     text elsewhere (a script, a terminal)."""
-    import sys
-
     shell = None
     if "IPython" in sys.modules:  # never imported only to find there is no notebook
         from IPython import get_ipython
@@ -134,8 +133,6 @@ def show(thing: Any) -> None:
 def live(thing: Any) -> None:
     """In a running kernel, show `thing` (a `Watch`) now and again after each of its updates:
     the output updates in place, whichever thread the update comes on."""
-    import sys
-
     if "ipykernel" not in sys.modules:
         return
     from IPython import get_ipython

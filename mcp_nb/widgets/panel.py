@@ -36,6 +36,7 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 import ipywidgets as w
+from mcp.shared.uri_template import UriTemplate
 
 from mcp_nb.calling import default
 from mcp_nb.calling.call import CallDepthError
@@ -616,7 +617,6 @@ class Panel(w.VBox):
         registration = entry.registration
         if registration.input_schema is None:
             return registration.uri
-        from mcp.shared.uri_template import UriTemplate
 
         variables = entry.form.value()
         return UriTemplate.parse(registration.uri).expand({k: v for k, v in variables.items() if v is not None})

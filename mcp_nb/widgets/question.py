@@ -17,8 +17,10 @@ from __future__ import annotations
 import asyncio
 import html
 from typing import Any, Callable
+import contextvars
 
 import ipywidgets as w
+from IPython.display import display
 
 from mcp_nb.elicitation import Answer
 from mcp_nb.views.theme import BORDER, MUTED, SURFACE
@@ -160,8 +162,6 @@ def cell_asker() -> Asker | None:
     mcp_nb.acall` in a cell: ipykernel 7 handles a click while a cell awaits, measured; a
     blocking wait gets it only after the cell ends).
     """
-    import contextvars
-
     thread = KernelThread.of_kernel()
     if thread.loop is None or not thread.here() or not person_at_front_end():
         return None
@@ -174,8 +174,6 @@ def cell_asker() -> Asker | None:
 
     def place(widgets: list) -> None:
         if widgets and not boxes:
-            from IPython.display import display
-
             box = w.VBox()
             box.add_class("mcp-nb-question-box")
             boxes.append(box)

@@ -27,6 +27,7 @@ import threading
 import time
 import uuid
 from typing import Any
+import asyncio
 
 import pandas as pd
 
@@ -272,8 +273,6 @@ def _stop_on_workers(client, sweep: str) -> tuple[set[int], set[str]]:
 
 def _release_claims(client, names: list[str]) -> None:
     """Forget the partitions' claims on the scheduler, all in one round (a cleared dask Event is deleted)."""
-    import asyncio
-
     async def clear_all() -> None:
         await asyncio.gather(*(client.scheduler.event_clear(name=name) for name in names), return_exceptions=True)
 
@@ -325,8 +324,6 @@ def _unlisten(client, sweep: str) -> None:
 
 async def arun_cluster_sweep(engine, name, grid, **options) -> pd.DataFrame:
     """The async face: the sweep waits in a thread; cancelling the awaiting task stops it as an interrupt would."""
-    import asyncio
-
     stop = threading.Event()
     task = asyncio.ensure_future(asyncio.to_thread(run_cluster_sweep, engine, name, grid, progress=False, stop=stop, **options))
     try:

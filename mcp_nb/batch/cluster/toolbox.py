@@ -27,6 +27,7 @@ import hashlib
 import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
+import pickle
 
 from mcp_nb._version import __version__
 from mcp_nb.calling.engine import Engine
@@ -94,8 +95,6 @@ def pack(engine: Any, server: str | None) -> tuple[bytes, str]:
 
 
 def unpack(blob: bytes) -> Toolbox:
-    import pickle
-
     return pickle.loads(blob)
 
 

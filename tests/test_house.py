@@ -68,6 +68,8 @@ def test_the_package_face_only_names_the_api():
     # the stub names each public name once, each from the module it lives in, and that is __all__
     stub = _tree(PACKAGE / "__init__.pyi")
     named = [alias.name for node in stub.body if isinstance(node, ast.ImportFrom) for alias in node.names]
+    # `name as name`: what tells a type checker that a stub re-exports the name (PEP 484)
+    assert all(alias.asname == alias.name for node in stub.body if isinstance(node, ast.ImportFrom) for alias in node.names)
     assert sorted(named) == sorted(set(named)) == sorted(mcp_nb.__all__) == sorted(dir(mcp_nb))
     for node in (n for n in stub.body if isinstance(n, ast.ImportFrom)):
         module = importlib.import_module(f"mcp_nb.{node.module}")

@@ -192,10 +192,20 @@ def choose(page, select: str, text: str) -> None:
 
 
 def pick(page, entry: str) -> None:
+    """Choose an entry and wait until its form is the one shown.
+
+    The header changes as soon as its message arrives, the form a moment later (a widget's view
+    is made asynchronously), so the fields of the entry shown before must be gone too: two tools
+    with a field of the same name (`title`) once had the test type into the one on its way out
+    and call the new tool with the new form's empty value."""
+    name = entry.split()[-1]
+    shown = page.evaluate("() => document.querySelector('.mcp-nb-panel .mcp-nb-entry')?.textContent || ''")
+    fields = f"{PANEL} .mcp-nb-form-box input, {PANEL} .mcp-nb-form-box textarea"
+    before = [] if name in shown else page.locator(fields).element_handles()
     choose(page, f"{PANEL} .mcp-nb-picker", entry)
-    page.wait_for_function(
-        "name => document.querySelector('.mcp-nb-panel .mcp-nb-entry').textContent.includes(name)", arg=entry.split()[-1]
-    )
+    page.wait_for_function("name => document.querySelector('.mcp-nb-panel .mcp-nb-entry').textContent.includes(name)", arg=name)
+    for handle in before:
+        handle.wait_for_element_state("hidden")  # detached with the form it belonged to
 
 
 def field(page, path: str):

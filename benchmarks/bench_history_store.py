@@ -35,13 +35,14 @@ import numpy as np
 import pandas as pd
 
 from mcp_nb.records import disk
+from mcp_nb.records.redact import scrubber
 from mcp_nb.records.frame import Coded, build
 from mcp_nb.records.history import COLUMNS, History
 from _common import machine, write_json
 from bench_history import outcome
 
 WRITE = 512  # calls a write, as the keeper's WRITE_AT
-SCRUB = disk.scrubber(lambda: ())
+SCRUB = scrubber(lambda: ())
 
 
 # -- the rows, coded once ---------------------------------------------------------------------------

@@ -13,10 +13,15 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import time
 from pathlib import Path
 
 from mcp_nb.mistakes import BadValue
 
+# One id per kernel start: its time (so that sessions sort in the order they began) and a few
+# random hex digits (so that two kernels started in the same second differ).
+SESSION = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
 FORMAT = 2  # what a file of this version says it is; a later format gets a new number, and this one stays readable
 # 1: Parquet parts (read, never written to); 2: Arrow IPC parts, the merged ones' buffers compressed
 MARKER = "mcpnb.json"  # the folder's marker: {"mcp_nb_history": FORMAT}

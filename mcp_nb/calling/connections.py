@@ -48,6 +48,7 @@ from mcp_nb.calling.roots import current as current_roots
 from mcp_nb.calling.sampling import Sampler, sdk_answer
 from mcp_nb.config import settings
 from mcp_nb.records.listeners import Listeners
+from mcp_nb.records.redact import REDACTED
 from mcp_nb.records.structured import check_results_locally
 from mcp_nb.records.trace import ServerLog
 from mcp_nb.registering.registry import (
@@ -71,7 +72,6 @@ log = logging.getLogger(__name__)
 
 # A URL may carry a secret: a password (or a token in place of a user), or a query parameter
 # named like one. Shown or saved anywhere, the URL has them replaced; only the connection keeps them.
-REDACTED = "***"
 _SECRET_PARAMETER = re.compile(r"token|key|secret|pass|pwd|auth|sig|credential|session|code", re.I)
 
 

@@ -32,7 +32,7 @@ from mcp_nb.calling.loop import BLOCKS_OWN_LOOP, LoopThread
 from mcp_nb.calling.retry import Retry, check_idempotent, policy
 from mcp_nb.config import check_timeout, settings
 from mcp_nb.elicitation import check_elicit
-from mcp_nb.records.disk import scrubber
+from mcp_nb.records.redact import scrubber
 from mcp_nb.records.history import History
 from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.trace import CURRENT_TRACE

@@ -42,7 +42,7 @@ from mcp_nb.notebook import completion
 from mcp_nb.notebook.cells import defined_function, function_name, restoring
 from mcp_nb.notebook.lines import split
 from mcp_nb.notebook.warmup import open_session_early
-from mcp_nb.records.history import History, summarize
+from mcp_nb.records.history import History
 from mcp_nb.registering.faults import Faults
 from mcp_nb.registering.registry import check_tool_name, check_uri
 from mcp_nb.views.live import watch

@@ -18,34 +18,35 @@ so reading is copying (or, for a merged part, zstd-decompressing) them, not deco
 fresh part is written uncompressed (it is small and soon merged), a merged one compressed,
 which keeps a file about as small as Parquet's.
 
+numpy and pyarrow are imported with this module, and this module with the first history file set
+or read (records/history.py, `_file`): a history kept in memory never loads them.
+
 Reading takes a column at a time from every part (`Opened`), so that no more than one
 column's Arrow buffers are held beside the frame being built, and decodes each distinct JSON
 text once (the parts are dictionary-encoded, and most columns of a sweep hold few distinct
 values), in one `json.loads` per column and batch.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import re
 import secrets as random_hex
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.ipc as ipc
 
 from mcp_nb.history_file import FORMAT, KEY, MARKER, HistoryFileError, format_of, older_format, shown
-from mcp_nb.records.frame import VOCABULARIES, Coded
+from mcp_nb.records.frame import VOCABULARIES, Coded, nanoseconds
 from mcp_nb.records.outcome import CAUSES, FATES, OUTCOMES, TARGETS, VIAS
 from mcp_nb.records.json_text import CHUNKS, ENCODE, events_of, logs_of, plain
 
-if TYPE_CHECKING:
-    import numpy as np
-    import pyarrow as pa
-
-# One id per kernel start: its time (so that sessions sort in the order they began) and a few
-# random hex digits (so that two kernels started in the same second differ).
-SESSION = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + random_hex.token_hex(3)
 # A part is an Arrow IPC file (`.arrow`); a file of format 1 has Parquet parts (`.parquet`), read as they are.
 _PART = re.compile(r"^(?P<session>[0-9A-Za-z-]+)\.(?P<stream>\d+)\.(?P<first>\d{12})-(?P<last>\d{12})\.(?:arrow|parquet)$")
 _FATES = re.compile(r"^(?P<session>[0-9A-Za-z-]+)\.(?P<stream>\d+)\.fates(?P<number>\d{6})\.(?:arrow|parquet)$")
@@ -65,44 +66,12 @@ def fates_name(session: str, stream: int, number: int) -> str:
     return f"{session}.{stream}.fates{number:06d}{SUFFIX}"
 
 
-# -- what is never written ---------------------------------------------------------------------
-
-REDACTED = "***"
-# A URL's password, a bearer token, a query parameter named like a secret: replaced wherever they
-# appear in what is written (an error message quoting a URL, a log line, a result echoing a header).
-_URL_PASSWORD = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@\"'\x00]+:)[^@\s/\"'\x00]+@")
-_BEARER = re.compile(r"(\b[Bb]earer\s+)[A-Za-z0-9._~+/=-]{4,}")
-_QUERY_SECRET = re.compile(r"([?&][A-Za-z0-9_.-]*(?:token|key|secret|pass|pwd|auth|sig|credential)[A-Za-z0-9_.-]*=)[^&\s\"'#\x00]+", re.I)
-
-
-def scrubber(known: Callable[[], Iterable[str]]) -> Callable[[str], str]:
-    """`scrub(text)`: `text` without the secrets `known()` names (header values, tokens; four
-    characters or more), nor any URL password, bearer token or secret-named query parameter.
-    Returns `text` itself when there was nothing to take out (the writer checks for that)."""
-
-    def scrub(text: str) -> str:
-        out = text
-        for secret in known():
-            if secret and len(secret) >= 4 and secret in out:
-                out = out.replace(secret, REDACTED)
-        if "://" in out or "earer" in out:
-            out = _URL_PASSWORD.sub(rf"\g<1>{REDACTED}@", out)
-            out = _BEARER.sub(rf"\g<1>{REDACTED}", out)
-            out = _QUERY_SECRET.sub(rf"\g<1>{REDACTED}", out)
-        return text if out == text else out
-
-    return scrub
-
-
 # -- writing ------------------------------------------------------------------------------------
 
 
 def json_column(values: np.ndarray, scrub: Callable[[str], str]) -> pa.Array:
     """The JSON texts of a column whose rows mostly hold the same few objects (the same empty tuple,
     None): each distinct object encoded once, the rows coded by it, all in C loops."""
-    import numpy as np
-    import pyarrow as pa
-
     rows = values.tolist()
     if not rows:
         return pa.array([], type=pa.string()).dictionary_encode()
@@ -131,8 +100,6 @@ def distinct_column(values: np.ndarray, scrub: Callable[[str], str], content: np
     """The JSON texts of a column whose rows mostly differ (arguments, structured results), as plain
     text. A tool that returns a str has the structured result {"result": its content}: given
     `content`, that text is put together without the encoder (the reader takes the same shortcut)."""
-    import pyarrow as pa
-
     texts: list[str | None] = []
     add = texts.append
     escaped = _ESCAPED.search
@@ -169,28 +136,13 @@ def scrub_all(texts: list[str | None], scrub: Callable[[str], str]) -> list[str 
 
 
 def coded(codes: np.ndarray, names: list[str]) -> pa.Array:
-    import numpy as np
-    import pyarrow as pa
-
     indices = codes.astype(np.int32)
     return pa.DictionaryArray.from_arrays(pa.array(indices, mask=indices < 0), pa.array(names, type=pa.string()))
 
 
 def texts(values: np.ndarray, scrub: Callable[[str], str]) -> pa.Array:
-    import pyarrow as pa
-
     rows = values.tolist()
     return pa.array(scrub_all(rows, scrub), type=pa.string())
-
-
-def nanoseconds(seconds: np.ndarray) -> np.ndarray:
-    """Epoch seconds as int64 nanoseconds, rounded as pandas rounds them (`to_datetime(unit="s")`);
-    in numpy, as pandas' fixed cost is most of it on a few hundred rows."""
-    import numpy as np
-
-    seconds = seconds.astype(np.float64)
-    whole = seconds.astype(np.int64)
-    return whole * 1_000_000_000 + (np.round(seconds - whole, 9) * 1e9).astype(np.int64)
 
 
 @dataclass
@@ -211,9 +163,6 @@ class Batch:
 
 def table(batch: Batch, session: str, scrub: Callable[[str], str]) -> pa.Table:
     """The part's table: the tidy columns, their vocabularies as dictionaries, the nested as JSON text."""
-    import numpy as np
-    import pyarrow as pa
-
     c = batch.columns
     n = len(batch)
     logs, progress = c["logs"], c["progress"]
@@ -274,9 +223,6 @@ def table(batch: Batch, session: str, scrub: Callable[[str], str]) -> pa.Table:
 
 def fates_table(session: str, rows: list[tuple], scrub: Callable[[str], str]) -> pa.Table:
     """A fates part: for timed-out calls whose server side changed after they were written, (seq, fate...)."""
-    import numpy as np
-    import pyarrow as pa
-
     seqs, fate, fate_outcome, fate_cause, after, logs, progress = zip(*rows)
     logs, progress = _objects(list(logs)), _objects(list(progress))
 
@@ -293,12 +239,10 @@ def fates_table(session: str, rows: list[tuple], scrub: Callable[[str], str]) ->
 
 
 def load() -> None:
-    """Import what writing needs, now, on the thread that sets the file: a keeper's last write may
-    come at the interpreter's exit, when nothing can be imported any more (pandas, which pyarrow
-    loads on first use, starts a thread pool's exit hook)."""
+    """Import pandas now, on the thread that sets the file (numpy and pyarrow came with this module):
+    a keeper's last write may come at the interpreter's exit, when nothing can be imported any more
+    (pandas, which pyarrow loads on first use, starts a thread pool's exit hook)."""
     import pandas  # noqa: F401
-    import pyarrow.compute  # noqa: F401
-    import pyarrow.ipc  # noqa: F401
 
 
 def create(folder: Path) -> None:
@@ -349,8 +293,6 @@ def write_part(folder: Path, name: str, part: pa.Table, merged: bool = False,
     a power cut may cut it short, which a reader says and skips). A merged one replaces parts it then
     removes: its buffers compressed (zstd), and made durable before they go; `between` is called
     after each of its batches."""
-    import pyarrow.ipc as ipc
-
     options = ipc.IpcWriteOptions(compression="zstd" if merged else None)
     if merged:  # said in the schema, so that a reader knows before it reads a buffer
         part = part.replace_schema_metadata({**(part.schema.metadata or {}), COMPRESSED: b"zstd"})
@@ -374,8 +316,6 @@ def merge(folder: Path, names: list[str], into: str, tables: list | None = None,
     """Write the parts `names` (whose tables the writer may still hold: `tables`) as one part `into`,
     then remove them; returns the merged table. A reader that comes in between sees `into` cover
     them, and reads `into` alone. `between` is called between the steps (the writer's other work)."""
-    import pyarrow as pa
-
     if tables is None:  # the writer keeps the small ones; larger ones are read back
         tables = []
         for name in names:
@@ -396,13 +336,10 @@ def merge(folder: Path, names: list[str], into: str, tables: list | None = None,
 
 def read_table(path: Path) -> pa.Table:
     """A part's whole table, read into memory (a merge's inputs, a fates part)."""
-    import pyarrow as pa
-
     if path.suffix == ".parquet":  # a file of format 1
         import pyarrow.parquet as pq
 
         return pq.read_table(path)
-    import pyarrow.ipc as ipc
 
     with pa.OSFile(str(path)) as f:
         return ipc.open_file(f).read_all()
@@ -410,14 +347,11 @@ def read_table(path: Path) -> pa.Table:
 
 def check_part(path: Path) -> None:
     """Raise if the part cannot be read: its footer (at its end) is missing or broken."""
-    import pyarrow as pa
-
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
 
         pq.ParquetFile(path).metadata
         return
-    import pyarrow.ipc as ipc
 
     with pa.OSFile(str(path)) as f:
         ipc.open_file(f)
@@ -455,9 +389,11 @@ class Listing:
         return sum(p.rows for p in self.parts)
 
 
-def listing(folder: Path, footers: bool = True) -> Listing:
+def listing(folder: Path, footers: bool = True, again: int = 8) -> Listing:
     """What `folder` holds. Raises HistoryFileError (one line) for a folder that is no history file;
-    a part that cannot be read (cut short) is left out and said in `problems`."""
+    a part that cannot be read (cut short) is left out and said in `problems`. A part gone while its
+    end was checked was merged meanwhile by the kernel writing the file, whose merged part was in
+    place before it went: the folder is listed again (`again` times at most), never said cut short."""
     format_of(folder)
     try:
         names = sorted(entry.name for entry in os.scandir(folder))
@@ -478,6 +414,11 @@ def listing(folder: Path, footers: bool = True) -> Listing:
                 check_part(folder / name)
             except PermissionError:
                 raise HistoryFileError(f"cannot read {shown(folder / name)}: permission denied") from None
+            except FileNotFoundError as err:
+                if again > 0:
+                    return listing(folder, footers, again - 1)
+                problems.append(f"{name} ({_why(err)})")
+                continue
             except Exception as err:  # noqa: BLE001 - pyarrow says "cut short" in several ways
                 problems.append(f"{name} ({_why(err)})")
                 continue
@@ -508,8 +449,6 @@ def read(found: Listing, parts: list[Part] | None = None, seqs: tuple[int, int] 
     """The rows of `parts` (all of them when None), only those with `seqs[0] <= seq < seqs[1]` when
     given, with the fates parts applied; only the tidy `columns` named (all when None). A part that
     cannot be read is said in `found.problems` and skipped."""
-    import pyarrow as pa
-
     chosen = found.parts if parts is None else parts
     wanted = None
     if columns is not None:
@@ -550,8 +489,6 @@ class Opened:
         return list(self.types)
 
     def add(self, path: Path, rows: int) -> None:
-        import pyarrow as pa
-
         if path.suffix == ".parquet":  # a file of format 1
             import pyarrow.parquet as pq
 
@@ -563,8 +500,6 @@ class Opened:
                 raise
             schema, how = reader.schema_arrow, "parquet"
         else:
-            import pyarrow.ipc as ipc
-
             f = pa.memory_map(str(path))
             try:
                 reader = ipc.open_file(f)
@@ -583,9 +518,6 @@ class Opened:
 
     def column(self, name: str):
         """The column `name` of every part, as one chunked array (nulls for a part without it)."""
-        import pyarrow as pa
-        import pyarrow.ipc as ipc
-
         chunks = []
         for f, reader, how, rows in self.parts:
             names = reader.schema_arrow.names if how == "parquet" else reader.schema.names
@@ -642,9 +574,6 @@ class _Filtered:
 def _decode(whole: Opened | pa.Table | None, seqs: tuple[int, int] | None, fates: list) -> Coded:
     """The columns of `whole` (all a part has, or those asked for; read a column at a time) coded as
     the store codes them."""
-    import numpy as np
-    import pyarrow as pa
-
     from mcp_nb.records.lazy import JsonArray  # pandas: loaded when a file is first read back
 
     if whole is None:
@@ -695,16 +624,11 @@ def _decode(whole: Opened | pa.Table | None, seqs: tuple[int, int] | None, fates
 
 
 def _ns(column) -> np.ndarray:
-    import numpy as np
-    import pyarrow as pa
-
     return column.cast(pa.int64()).to_numpy().astype(np.int64, copy=False)
 
 
 def _combined(column):
     """One array from a column's chunks; a dictionary column's chunks first given one dictionary."""
-    import pyarrow as pa
-
     if isinstance(column, pa.ChunkedArray):
         if pa.types.is_dictionary(column.type):
             column = column.unify_dictionaries()
@@ -714,9 +638,6 @@ def _combined(column):
 
 def _codes(column) -> tuple[np.ndarray, list[str]]:
     """A dictionary column as int32 codes (-1 where missing) and its dictionary."""
-    import numpy as np
-    import pyarrow as pa
-
     array = _combined(column)
     if not pa.types.is_dictionary(array.type):
         array = array.dictionary_encode()
@@ -726,8 +647,6 @@ def _codes(column) -> tuple[np.ndarray, list[str]]:
 
 def _fixed(column, vocabulary: tuple[str, ...]) -> np.ndarray:
     """A dictionary column of a fixed vocabulary as the store's codes, int8 (-1: missing or unknown here)."""
-    import numpy as np
-
     indices, values = _codes(column)
     position = {name: i for i, name in enumerate(vocabulary)}
     mapping = np.array([position.get(v, -1) for v in values] + [-1], dtype=np.int8)
@@ -735,9 +654,6 @@ def _fixed(column, vocabulary: tuple[str, ...]) -> np.ndarray:
 
 
 def _strings(column) -> np.ndarray:
-    import numpy as np
-    import pyarrow as pa
-
     if pa.types.is_dictionary(column.type):  # a few distinct texts (protocol versions): one str each, shared by their rows
         chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
         out = np.empty(sum(map(len, chunks)), dtype=object)
@@ -751,8 +667,6 @@ def _strings(column) -> np.ndarray:
 
 
 def _objects(values: list) -> np.ndarray:
-    import numpy as np
-
     out = np.empty(len(values), dtype=object)
     out[:] = values
     return out
@@ -761,9 +675,6 @@ def _objects(values: list) -> np.ndarray:
 def _loads_all(texts) -> list:
     """Many JSON texts (an Arrow string array without nulls) decoded in one `json.loads`: joined
     by Arrow, so no Python string is made per text."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     if not len(texts):
         return []
     joined = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(texts)], type=pa.int32()), texts), ",")
@@ -773,10 +684,6 @@ def _loads_all(texts) -> list:
 def _json(column, wrap: Callable[[Any], Any] | None = None) -> np.ndarray:
     """A JSON column as Python values, each distinct text decoded once; None where missing. Decoded a
     chunk at a time into one array: no chunk's values are copied twice."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
     out = np.empty(sum(len(chunk) for chunk in chunks), dtype=object)
     at = 0
@@ -798,8 +705,6 @@ def _json(column, wrap: Callable[[Any], Any] | None = None) -> np.ndarray:
 
 def _apply_fates(out: dict[str, np.ndarray], fates: list, sessions: list[str]) -> None:
     """Rewrite the fate of each timed-out call a fates part names (the latest part wins)."""
-    import numpy as np
-
     timed_out = np.nonzero(out["fate"] >= 0)[0]  # only a timeout has a fate to rewrite
     position = {(sessions[out["session"][i]], int(out["seq"][i])): int(i) for i in timed_out}
     for part in fates:

@@ -23,10 +23,8 @@ from time import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from mcp_nb.config import DEFAULT_WINDOW, check_window, settings
-from mcp_nb.history_file import HistoryFileError, check_readable, check_writable, shown
-from mcp_nb.records import disk
-from mcp_nb.records.frame import Coded, build, fate_of, join, overlay
-from mcp_nb.records.keeper import BEHIND_MOST, BEHIND_WAIT_S, Keeper, flush_all
+from mcp_nb.history_file import SESSION, HistoryFileError, check_readable, check_writable, shown
+from mcp_nb.records.frame import Coded, build, fate_of, join, nanoseconds, overlay
 from mcp_nb.records.cases import CallsLeftOut, LeftOut, call_keys, from_frame, save
 from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.outcome import (
@@ -136,6 +134,18 @@ def _collector_paused() -> Iterator[None]:
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
+
+    from mcp_nb.records import disk
+    from mcp_nb.records.keeper import Keeper
+
+
+def _file():
+    """records/disk.py and records/keeper.py, which write and read a history file. They come with
+    the first file set or read, and numpy and pyarrow with them (0.15 s): a history kept in memory
+    never needs them."""
+    from mcp_nb.records import disk, keeper  # numpy and pyarrow: loaded with the first history file
+
+    return disk, keeper
 
 
 def _objects(values: list) -> np.ndarray:
@@ -294,7 +304,8 @@ class History:
         while it was written) is said in one line, as a `HistoryFileWarning`, and the calls
         before it are kept."""
         folder = check_readable(path)
-        flush_all(folder)  # this kernel's own calls, written up to now
+        disk, keeping = _file()
+        keeping.flush_all(folder)  # this kernel's own calls, written up to now
         found = disk.listing(folder)
         history = cls()
         history._opened = folder
@@ -334,7 +345,7 @@ class History:
         with self._lock:
             start = self._base + self._store.dropped  # the first call still in memory
         try:
-            keeper = Keeper(folder, self, start, scrub or _nothing_secret)
+            keeper = _file()[1].Keeper(folder, self, start, scrub or _nothing_secret)
         except OSError as err:
             raise HistoryFileError(f"cannot keep the history in {shown(folder)}: {err.strerror or err}") from None
         with self._lock:
@@ -378,7 +389,7 @@ class History:
             columns = store.tail(start, most)
             end = start + len(columns["call_id"])
             timeouts = {row - start: o for row, o in store.timeouts.items() if start <= row < end}
-            batch = disk.Batch(columns, list(store.names), list(store.servers), list(store.workers), list(store.clients),
+            batch = _file()[0].Batch(columns, list(store.names), list(store.servers), list(store.workers), list(store.clients),
                                self._base + start)  # fmt: skip
         batch.fates = {row: fate_of(o) for row, o in timeouts.items()}
         return batch
@@ -471,8 +482,7 @@ class History:
                 behind = recorded - keeper.written
         if keeper is not None:  # outside the lock, which the writer takes
             keeper.hand_over(waiting, recorded)
-            if behind > BEHIND_MOST and keeper.failed is None:
-                keeper.flush(keeper.written + behind - BEHIND_MOST // 2, BEHIND_WAIT_S)
+            keeper.hold_back(behind)
         if self._listeners:
             self._listeners(o)  # one that fails is logged: a broken view never loses a call or breaks the loop
 
@@ -491,7 +501,8 @@ class History:
     def __len__(self) -> int:
         self.settle()
         if self._opened is not None:
-            flush_all(self._opened)  # a file this kernel writes: every call made so far
+            disk, keeping = _file()
+            keeping.flush_all(self._opened)  # a file this kernel writes: every call made so far
             return disk.listing(self._opened, footers=False).rows
         with self._lock:  # a flush moves rows from `pending` to the chunks: never read halfway
             store = self._store
@@ -522,13 +533,13 @@ class History:
             s.flush()
             memory = s.tail(max(s.dropped, s.rows - last) if last is not None else s.dropped)
             names = {"name": list(s.names), "server": list(s.servers), "worker": list(s.workers),
-                     "client": list(s.clients), "session": [disk.SESSION]}  # fmt: skip
+                     "client": list(s.clients), "session": [SESSION]}  # fmt: skip
             base, first = self._base, self._base + s.rows - len(memory["call_id"])
             timeouts = {self._base + row: o for row, o in s.timeouts.items()}
             segments = [(g.folder, g.stream, max(g.first, base), g.last) for g in self._on_disk if g.last > base]
         n = len(memory["call_id"])
-        memory["started_ns"] = disk.nanoseconds(memory.pop("started"))
-        memory["recorded_ns"] = disk.nanoseconds(memory.pop("recorded"))
+        memory["started_ns"] = nanoseconds(memory.pop("started"))
+        memory["recorded_ns"] = nanoseconds(memory.pop("recorded"))
         memory["session"] = np.zeros(n, dtype=np.int64)
         memory["seq"] = np.arange(first, first + n, dtype=np.int64)
         for name in ("fate", "fate_outcome", "fate_cause"):
@@ -541,7 +552,7 @@ class History:
                 if wanted is not None and wanted <= 0:
                     break
                 lo = lo if wanted is None else max(lo, hi - wanted)
-                older = self._read(folder, lambda p, stream=stream: p.session == disk.SESSION and p.stream == stream, (lo, hi), columns)
+                older = self._read(folder, lambda p, stream=stream: p.session == SESSION and p.stream == stream, (lo, hi), columns)
                 coded = join(older, coded)
                 wanted = None if wanted is None else wanted - len(older)
             if self._opened is not None and (wanted is None or wanted > 0):
@@ -551,8 +562,9 @@ class History:
 
     def _read(self, folder: Path, chosen: Callable[[disk.Part], bool] | None, seqs: tuple[int, int] | None,
               columns: list[str] | None, last: int | None = None) -> Coded:  # fmt: skip
+        disk, keeping = _file()
         if chosen is None:
-            flush_all(folder)  # a reopened file this kernel writes: every call made so far
+            keeping.flush_all(folder)  # a reopened file this kernel writes: every call made so far
         found = disk.listing(folder, footers=False)
         parts = [p for p in found.parts if (chosen is None or chosen(p)) and (seqs is None or (p.last >= seqs[0] and p.first < seqs[1]))]
         if last is not None:  # the newest parts that hold the `last` calls

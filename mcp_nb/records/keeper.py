@@ -27,7 +27,7 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from mcp_nb.history_file import shown
+from mcp_nb.history_file import SESSION, shown
 from mcp_nb.records import disk
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ class Keeper:
         disk.create(folder)  # raises, in one line, before anything changes (the path was checked already)
         self.folder = folder
         self.history = history
-        self.session = disk.SESSION
+        self.session = SESSION
         self.stream = next(_streams)
         self.start = start  # the seq of the first call this keeper writes
         self.written = start  # the seq of the next call to write
@@ -265,6 +265,12 @@ class Keeper:
         with self._progress:
             self._progress.wait_for(lambda: self.written >= seq or self.failed is not None or not self._thread.is_alive(), timeout)
         return self.written >= seq
+
+    def hold_back(self, behind: int) -> None:
+        """Called by whoever recorded a call, `behind` calls ahead of what is written: past
+        BEHIND_MOST, it waits (up to BEHIND_WAIT_S) until the writer is halfway back."""
+        if behind > BEHIND_MOST and self.failed is None:
+            self.flush(self.written + behind - BEHIND_MOST // 2, BEHIND_WAIT_S)
 
     def hand_over(self, waiting: int, seq: int) -> None:
         """Called by the thread that recorded a call (every call before `seq`), `waiting` calls now

@@ -345,7 +345,8 @@ class History:
         with self._lock:
             start = self._base + self._store.dropped  # the first call still in memory
         try:
-            keeper = _file()[1].Keeper(folder, self, start, scrub or _nothing_secret)
+            _, keeping = _file()
+            keeper = keeping.Keeper(folder, self, start, scrub or _nothing_secret)
         except OSError as err:
             raise HistoryFileError(f"cannot keep the history in {shown(folder)}: {err.strerror or err}") from None
         with self._lock:
@@ -382,6 +383,7 @@ class History:
 
     def unwritten(self, seq: int, most: int | None = None) -> disk.Batch:
         """The calls from `seq` on (at most `most` of them), as the store keeps them, for the keeper to write."""
+        disk, _ = _file()
         with self._lock:
             store = self._store
             store.flush()
@@ -389,7 +391,7 @@ class History:
             columns = store.tail(start, most)
             end = start + len(columns["call_id"])
             timeouts = {row - start: o for row, o in store.timeouts.items() if start <= row < end}
-            batch = _file()[0].Batch(columns, list(store.names), list(store.servers), list(store.workers), list(store.clients),
+            batch = disk.Batch(columns, list(store.names), list(store.servers), list(store.workers), list(store.clients),
                                self._base + start)  # fmt: skip
         batch.fates = {row: fate_of(o) for row, o in timeouts.items()}
         return batch

@@ -1,9 +1,10 @@
-"""What is never written: the secrets a history file, a case file or a log must not hold.
+"""What is never written to a history file: the secrets a call's record may quote.
 
 A URL's password, a bearer token, a query parameter named like a secret, and every secret the
-engine knows (header values, tokens) are replaced by REDACTED wherever they appear in a text
-(an error message quoting a URL, a log line, a result echoing a header). Standard library only:
-the engine makes its scrubber at start, long before any history file is set.
+engine knows (header values, a served kernel's token) are replaced by REDACTED wherever they
+appear in a text (an error message quoting a URL, a log line, a result echoing a header); a
+connection shows its URL with the same mark. Standard library only: the engine makes its
+scrubber when it starts, long before any history file is set.
 """
 
 from __future__ import annotations

@@ -87,6 +87,24 @@ def test_import_mcp_nb_alone_imports_neither_the_sdk_nor_pandas():
         mcp_nb.nothing_here  # noqa: B018 - an attribute the package does not have is an AttributeError as usual
 
 
+def test_a_script_that_calls_and_sweeps_loads_no_notebook_library():
+    # A sweep's progress bar once imported tqdm's notebook bar to compare classes with, and with it
+    # IPython and ipywidgets, in a script where tqdm.auto had chosen its text bar.
+    code = """import sys, mcp_nb
+
+@mcp_nb.tool()
+def double(i: int) -> int:
+    return 2 * i
+
+frame = mcp_nb.sweep("double", {"i": [1, 2, 3]})
+outcome = mcp_nb.call("double", {"i": 4})
+print(len(frame), outcome.outcome, *sorted(m for m in ("IPython", "ipykernel", "ipywidgets", "tqdm.notebook") if m in sys.modules))
+"""
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["3", "result"], done.stdout
+
+
 def test_no_public_name_shadows_a_submodule():
     submodules = {info.name for info in pkgutil.iter_modules(mcp_nb.__path__)}
     public = set(mcp_nb.__all__) | {name for name in vars(mcp_nb) if not name.startswith("_")}

@@ -12,6 +12,7 @@ that has no JSON form is refused before anything is sent, in one line that names
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -122,7 +123,7 @@ def _from_numpy_or_pandas(value: Any, path: tuple) -> Any:
             "(a list of rows) or frame.to_dict('list') (a list per column)"
         )
     if name in ("datetime64", "timedelta64"):
-        import numpy as np  # numpy is loaded: this value is one of its own
+        np = sys.modules["numpy"]  # loaded: this value is one of its own
 
         if np.isnat(value):
             return None

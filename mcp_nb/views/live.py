@@ -21,23 +21,36 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any
+from typing import Any, Callable
 import sys
 
 log = logging.getLogger(__name__)
 
 
+# IPython is looked up, never imported: where it is not loaded there is no shell to show
+# anything in (a script), and importing it would cost that script 25 ms to learn so. A running
+# shell has loaded `IPython.display` with it (IPython.core.interactiveshell imports it).
+
+
+def _shell() -> Any:
+    """The running IPython shell (a kernel's, a terminal's), or None."""
+    ipython = sys.modules.get("IPython")
+    return None if ipython is None else ipython.get_ipython()
+
+
+def _ipython_display() -> Callable[..., Any]:
+    return sys.modules["IPython.display"].display
+
+
 def progress_bar(**options: Any) -> Any:
     """tqdm's bar (`tqdm.auto`: a widget in a notebook, text elsewhere); close it with `close_bar`."""
-    from tqdm.auto import tqdm
-    from tqdm.notebook import tqdm_notebook
+    from tqdm.auto import tqdm  # tqdm (in a kernel with ipywidgets): loaded with the first bar
 
-    if not issubclass(tqdm, tqdm_notebook):
+    notebook = sys.modules.get("tqdm.notebook")  # tqdm.auto loads it only where it chose it
+    if notebook is None or not issubclass(tqdm, notebook.tqdm_notebook):
         return tqdm(**options)
-    from IPython.display import display
-
     bar = tqdm(display=False, **options)
-    bar.mcp_nb_shown = display(bar.container, display_id=True)
+    bar.mcp_nb_shown = _ipython_display()(bar.container, display_id=True)
     return bar
 
 
@@ -117,15 +130,8 @@ def watch(call: Any) -> ProgressView:
 def show(thing: Any) -> None:
     """Show `thing` now, before the running code goes on waiting: its card in a notebook, its
     text elsewhere (a script, a terminal)."""
-    shell = None
-    if "IPython" in sys.modules:  # never imported only to find there is no notebook
-        from IPython import get_ipython
-
-        shell = get_ipython()
-    if shell is not None:
-        from IPython.display import display
-
-        display(thing)
+    if _shell() is not None:
+        _ipython_display()(thing)
     else:
         print(repr(thing), flush=True)
 
@@ -133,13 +139,7 @@ def show(thing: Any) -> None:
 def live(thing: Any) -> None:
     """In a running kernel, show `thing` (a `Watch`) now and again after each of its updates:
     the output updates in place, whichever thread the update comes on."""
-    if "ipykernel" not in sys.modules:
+    if getattr(_shell(), "kernel", None) is None:
         return
-    from IPython import get_ipython
-    from IPython.display import display
-
-    shell = get_ipython()
-    if shell is None or getattr(shell, "kernel", None) is None:
-        return
-    handle = display(thing, display_id=True)
+    handle = _ipython_display()(thing, display_id=True)
     thing.on_update(lambda updated: handle.update(updated))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import html
 import logging
+import sys
 import threading
 import traceback
 from typing import Any, Callable
@@ -27,16 +28,21 @@ from mcp_nb.widgets.style import PROBLEM_BOX
 log = logging.getLogger(__name__)
 
 
+def running_kernel() -> Any:
+    """The ipykernel kernel this process runs, or None (a script, pytest, a terminal IPython).
+
+    Looked up, not imported: a kernel has loaded ipykernel before any cell runs, and where it
+    has not there is no kernel to find (importing it would cost 70 ms to learn that)."""
+    kernelbase = sys.modules.get("ipykernel.kernelbase")
+    if kernelbase is None or not kernelbase.Kernel.initialized():
+        return None
+    return kernelbase.Kernel.instance()
+
+
 def _kernel_loop() -> asyncio.AbstractEventLoop | None:
     """The event loop of the kernel's main thread, where ipykernel runs every cell and every
     message from the front end; None outside a kernel."""
-    try:
-        from ipykernel.kernelbase import Kernel
-    except ImportError:
-        return None
-    if not Kernel.initialized():
-        return None
-    io_loop = getattr(Kernel.instance(), "io_loop", None)
+    io_loop = getattr(running_kernel(), "io_loop", None)
     return getattr(io_loop, "asyncio_loop", None)
 
 

@@ -24,7 +24,7 @@ from IPython.display import display
 
 from mcp_nb.elicitation import Answer
 from mcp_nb.views.theme import BORDER, MUTED, SURFACE
-from mcp_nb.widgets.callbacks import KernelThread
+from mcp_nb.widgets.callbacks import KernelThread, running_kernel
 from mcp_nb.widgets.form import Form, Invalid, close_tree, dotted
 from mcp_nb.widgets.style import problems_html
 
@@ -147,11 +147,7 @@ def person_at_front_end() -> bool:
     `allow_stdin`; nbval, nbconvert and `jupyter execute` (nbclient) send it without, and there
     nobody could click a form either.
     """
-    try:
-        from ipykernel.kernelbase import Kernel
-    except ImportError:
-        return False
-    return Kernel.initialized() and bool(getattr(Kernel.instance(), "_allow_stdin", False))
+    return bool(getattr(running_kernel(), "_allow_stdin", False))
 
 
 def cell_asker() -> Asker | None:

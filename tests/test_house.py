@@ -151,6 +151,15 @@ def _loaded_by(code: str) -> set[str]:
     return set(done.stdout.split())
 
 
+def test_every_import_inside_a_function_says_what_it_puts_off():
+    # Of a library as of mcp_nb's own modules: a reader sees on the line why it is not at the top.
+    silent = []
+    for path in SOURCES:
+        lines = path.read_text().splitlines()
+        silent += [f"{path.relative_to(ROOT)}:{line}" for line, _ in _function_imports(path) if "#" not in lines[line - 1]]
+    assert not silent, silent
+
+
 def test_an_import_inside_a_function_defers_a_load_the_api_would_not_make():
     """A late import is worth its place only if it puts off loading something: what the API loads
     anyway (the SDK, pydantic, the standard library it already uses) is imported at the top; IPython

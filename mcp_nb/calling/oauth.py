@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import parse_qs, urlsplit
 
+from mcp.client.auth import OAuthClientProvider, OAuthFlowError
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
 from mcp_nb.mistakes import BadType, BadValue
@@ -193,8 +194,6 @@ class Flow:
 
     async def provider(self) -> Any:
         """The SDK's OAuthClientProvider for this flow (the loopback listener started first)."""
-        from mcp.client.auth import OAuthClientProvider
-
         if not self.pasted:
             self._listener = await asyncio.start_server(self._redirected, "127.0.0.1", 0)
             port = self._listener.sockets[0].getsockname()[1]
@@ -242,9 +241,9 @@ class Flow:
             self.shown.clear()  # the listener stays: a step-up later in the session asks the person again
         if "error" in query:
             said = query["error"] + (f": {query['error_description']}" if query.get("error_description") else "")
-            raise _flow_error(f"the authorization server refused: {said}")
+            raise OAuthFlowError(f"the authorization server refused: {said}")
         if not query.get("code"):
-            raise _flow_error("the address given back holds no authorization code")
+            raise OAuthFlowError("the address given back holds no authorization code")
         self.said("authorization: the person approved; the code came back")
         return AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
 
@@ -304,10 +303,6 @@ def _query(url: str) -> dict[str, str]:
         raise BadValue("that is not the address of a page (paste the whole address you landed on)") from None
 
 
-def _flow_error(text: str) -> Exception:
-    from mcp.client.auth import OAuthFlowError
-
-    return OAuthFlowError(text)
 
 
 def _open_quietly(link: str, opener: Callable[[str], Any]) -> None:

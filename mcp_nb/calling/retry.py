@@ -126,8 +126,7 @@ def check_idempotent(target: str, name: str, annotations: Any, rule: Retry) -> N
 
 async def with_retries(attempt: Callable[[int, float], Awaitable[Outcome]], rule: Retry) -> Outcome:
     """Run `attempt(number, backoff)` until it is done: each attempt records its own row."""
-    # Imported here, at the first retried call: tenacity costs a kernel's start-up 13 ms.
-    from tenacity import (
+    from tenacity import (  # tenacity (13 ms of a kernel's start): loaded at the first retried call
         AsyncRetrying,
         retry_if_result,
         stop_after_attempt,

@@ -531,7 +531,7 @@ def _missing(value: Any) -> bool:
     """None, NaN or pandas' NA (a frame's empty cell); a container is never missing."""
     if value is None:
         return True
-    import pandas as pd
+    import pandas as pd  # pandas: loaded at the first check of a value that could be a frame's NA
 
     try:
         return bool(pd.isna(value))

@@ -337,7 +337,7 @@ def merge(folder: Path, names: list[str], into: str, tables: list | None = None,
 def read_table(path: Path) -> pa.Table:
     """A part's whole table, read into memory (a merge's inputs, a fates part)."""
     if path.suffix == ".parquet":  # a file of format 1
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # pyarrow's Parquet: only a format-1 file has parquet parts
 
         return pq.read_table(path)
 
@@ -348,7 +348,7 @@ def read_table(path: Path) -> pa.Table:
 def check_part(path: Path) -> None:
     """Raise if the part cannot be read: its footer (at its end) is missing or broken."""
     if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # pyarrow's Parquet: only a format-1 file has parquet parts
 
         pq.ParquetFile(path).metadata
         return
@@ -490,7 +490,7 @@ class Opened:
 
     def add(self, path: Path, rows: int) -> None:
         if path.suffix == ".parquet":  # a file of format 1
-            import pyarrow.parquet as pq
+            import pyarrow.parquet as pq  # pyarrow's Parquet: only a format-1 file has parquet parts
 
             f = pa.OSFile(str(path))
             try:

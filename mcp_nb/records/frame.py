@@ -45,7 +45,7 @@ def nanoseconds(seconds: np.ndarray) -> np.ndarray:
 
 def join(first: Coded, then: Coded) -> Coded:
     """`first`'s rows, then `then`'s, coded by one list of names per vocabulary."""
-    import numpy as np
+    import numpy as np  # numpy: loaded with the first frame or history file, never by a call
 
     if not len(first):
         return then
@@ -77,7 +77,7 @@ NESTED = {"arguments": "json", "structured": "json", "data": "json", "logs": "lo
 
 
 def _concatenated(key: str, first, then):
-    import numpy as np
+    import numpy as np  # numpy: loaded with the first frame or history file, never by a call
 
     if isinstance(first, np.ndarray) and isinstance(then, np.ndarray):
         return np.concatenate([first, then])
@@ -95,7 +95,7 @@ def lazy(values, wrap: str):
 def overlay(coded: Coded, seqs: dict[int, Outcome]) -> None:
     """Timed-out calls still watched (by seq): their server side may have logged, reported progress
     or ended since they were recorded, so their fate columns are read from them now."""
-    import numpy as np
+    import numpy as np  # numpy: loaded with the first frame or history file, never by a call
 
     columns = coded.columns
     if not seqs or not len(coded) or "seq" not in columns:
@@ -132,8 +132,8 @@ STORED_AS = {"structured_content": "structured", "server_logs": "logs", "server_
 
 def build(coded: Coded, columns: tuple[str, ...] | list[str]) -> pd.DataFrame:
     """The tidy frame: one row per call, the columns `columns` names (`mcp_nb.COLUMNS`, or some of them)."""
-    import numpy as np
-    import pandas as pd
+    import numpy as np  # numpy: loaded with the first frame or history file, never by a call
+    import pandas as pd  # pandas (0.3-1 s): loaded with the first frame, never by %load_ext
 
     c = coded.columns
     names = coded.names

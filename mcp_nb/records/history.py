@@ -149,7 +149,7 @@ def _file():
 
 
 def _objects(values: list) -> np.ndarray:
-    import numpy as np
+    import numpy as np  # numpy: loaded at the CHUNK-th call or the first frame, not by %load_ext
 
     out = np.empty(len(values), dtype=object)
     out[:] = values
@@ -209,7 +209,7 @@ class _Store:
         rows, self.pending = self.pending, []
         if not rows:
             return
-        import numpy as np
+        import numpy as np  # numpy: loaded at the CHUNK-th call or the first frame, not by %load_ext
 
         chunks = self.chunks
         for name, values in zip(_STORED, zip(*rows)):
@@ -219,7 +219,7 @@ class _Store:
         self.rows += len(rows)
 
     def column(self, name: str, dtype) -> np.ndarray:
-        import numpy as np
+        import numpy as np  # numpy: loaded at the CHUNK-th call or the first frame, not by %load_ext
 
         parts = self.chunks[name]
         if not parts:
@@ -229,7 +229,7 @@ class _Store:
     def tail(self, start: int, most: int | None = None) -> dict[str, np.ndarray]:
         """Every column from row `start` on (rows still in memory), at most `most` rows, reading only
         the chunks it needs."""
-        import numpy as np
+        import numpy as np  # numpy: loaded at the CHUNK-th call or the first frame, not by %load_ext
 
         first, skip = len(self.sizes), self.rows - start
         while first > 0 and skip > 0:
@@ -527,7 +527,7 @@ class History:
     def _coded(self, columns: list[str] | None = None, last: int | None = None) -> Coded:
         """Every call of this history (the `last` ones), coded (records/frame.py): those read back from
         the file, then those in memory; of the file, only the tidy `columns` named (all when None)."""
-        import numpy as np
+        import numpy as np  # numpy: loaded at the CHUNK-th call or the first frame, not by %load_ext
 
         self.settle()
         with self._lock:
@@ -610,7 +610,7 @@ class History:
         row = rows.iloc[-1]
         if row["outcome"] != "result":
             raise NotTabular(f"call #{row['call_id']} ended as {row['outcome']} ({row['cause']}): there is no result to tabulate")
-        import pandas as pd
+        import pandas as pd  # pandas (0.3-1 s): loaded with the first frame, never by %load_ext
 
         return pd.DataFrame.from_records(records(row["structured_content"], key))
 
@@ -698,7 +698,7 @@ class History:
         whole of it: every call's short columns (for the counts), and the texts of the latest only."""
         if self.file is None:
             return self.to_frame()
-        import numpy as np
+        import numpy as np  # numpy: loaded at the CHUNK-th call or the first frame, not by %load_ext
 
         frame = self.to_frame(columns=_SHORT)
         latest = min(len(frame), max(4 * settings.history_rows, 1000))  # the views show the latest by call id
@@ -721,7 +721,7 @@ class History:
 
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     """Counts per (server, target, name) × outcome, every outcome type a column, plus totals."""
-    import pandas as pd
+    import pandas as pd  # pandas (0.3-1 s): loaded with the first frame, never by %load_ext
 
     keys = ["server", "target", "name"]
     counts = (
@@ -741,7 +741,7 @@ def by_session(frame: pd.DataFrame) -> pd.DataFrame:
     """The sessions side by side: one row per (server, target, name), and for each session (in the
     order they began) its calls per outcome, their total, and the median and 90th-percentile
     duration in ms. A tool a session did not call has zeros and empty durations there."""
-    import pandas as pd
+    import pandas as pd  # pandas (0.3-1 s): loaded with the first frame, never by %load_ext
 
     keys = ["server", "target", "name"]
     measures = [*OUTCOMES, "total", "median_ms", "p90_ms"]
@@ -772,7 +772,7 @@ def health(frame: pd.DataFrame, last: int = 20) -> pd.DataFrame:
     is a success), and `attempts` counts the attempts those calls took. A failure is a call
     whose final attempt is anything but `result`.
     """
-    import pandas as pd
+    import pandas as pd  # pandas (0.3-1 s): loaded with the first frame, never by %load_ext
 
     if not isinstance(last, int) or isinstance(last, bool) or last < 1:
         raise BadValue(f"last must be a whole number >= 1, got {last!r}")

@@ -148,7 +148,7 @@ def load(source: str | Path | dict[str, Any]) -> dict[str, Any]:
         # may hold what JSON cannot: either way it was not written from a listing, and no
         # comparison of it could mean anything. The json module's C code checks it all at once.
         json.dumps(data, allow_nan=False)
-    except ValueError as err:
+    except ValueError:
         raise SurfaceError(f"{where} holds NaN or an infinity, which JSON has not") from None
     except TypeError as err:
         raise SurfaceError(f"{where} holds what is not JSON: {_reason(err)}") from None

@@ -489,7 +489,7 @@ def entries_frame(
 
     `listed`: the entries are an outside server's listing, whose `execution` and `_meta` (what the
     kernel's own entries never have) get two columns more, as compact JSON ("" where absent)."""
-    import pandas as pd
+    import pandas as pd  # pandas (0.3-1 s): loaded with the first frame, never by %load_ext
 
     faults = faults or {}
     rows = [

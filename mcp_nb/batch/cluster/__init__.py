@@ -16,7 +16,7 @@ EXTRA = "mcp-notebook[dask]"
 def require_distributed():
     """The `distributed` module, or an ImportError of one line that names the extra."""
     try:
-        import distributed
+        import distributed  # dask's distributed: an optional extra, loaded at the first cluster= sweep
     except ImportError:
         raise ImportError(f"cluster= needs dask.distributed: pip install '{EXTRA}'") from None
     return distributed

@@ -80,7 +80,7 @@ def pack(engine: Any, server: str | None) -> tuple[bytes, str]:
     """The toolbox for a sweep of `server` (None: the kernel's own), serialized, and its digest.
 
     Raises NotShippable, naming the registration and what in it could not be pickled."""
-    import cloudpickle
+    import cloudpickle  # comes with dask's extra: loaded at the first cluster= sweep
 
     connection = engine.connection_for(server)
     if server is None or connection is engine.connection:

@@ -122,7 +122,7 @@ def stop(sweep: str) -> list[int]:
 
 
 def run_partition(blob: bytes, digest: str, job: Job, k: int, positions: list[int], sets: list[dict]) -> Partition:
-    from distributed import Event, get_worker
+    from distributed import Event, get_worker  # loaded on a worker; the kernel imports this module before it checks for dask
 
     worker = get_worker()
     address = worker.address

@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping
 from mcp import MCPError
 from mcp.server import MCPServer
 
+from mcp_nb import libraries as lib
 from mcp_nb.batch.replays import run_replay
 from mcp_nb.batch.sweeps import arun_sweep, run_sweep
 from mcp_nb.calling import default
@@ -302,10 +303,7 @@ def sweep(
     """
     limits = {"reset_on_progress": reset_on_progress, "max_timeout": max_timeout, "elicit": elicit}
     if cluster is not None:
-        _no_limits_on_cluster(limits)
-        from mcp_nb.batch.cluster.sweep import run_cluster_sweep  # dask: loaded for a cluster's sweep
-
-        return run_cluster_sweep(
+        return _on_cluster(limits).run_cluster_sweep(
             engine(), name, grid, cluster=cluster, concurrency=concurrency, timeout=timeout, retry=retry,
             progress=progress, server=server, partition_size=partition_size,
         )  # fmt: skip
@@ -317,11 +315,15 @@ def sweep(
     )  # fmt: skip
 
 
-def _no_limits_on_cluster(limits: dict) -> None:
+def _on_cluster(limits: dict):
+    """batch/cluster/sweep.py, once the options a sweep on a cluster cannot take are refused."""
     if limits["reset_on_progress"] or limits["max_timeout"] is not None:
         raise BadValue("reset_on_progress and max_timeout are not available for a sweep on a cluster (cluster=...)")
     if limits["elicit"] is not None:
         raise BadValue("elicit= is for sweeps in the kernel; a cluster's workers answer with their own settings (none: cancelled)")
+    from mcp_nb.batch.cluster import sweep  # pandas and the cluster's modules: loaded for a cluster's sweep
+
+    return sweep
 
 
 async def asweep(
@@ -332,10 +334,7 @@ async def asweep(
     """`await` form of `sweep` (no progress bar)."""
     limits = {"reset_on_progress": reset_on_progress, "max_timeout": max_timeout, "elicit": elicit}
     if cluster is not None:
-        _no_limits_on_cluster(limits)
-        from mcp_nb.batch.cluster.sweep import arun_cluster_sweep  # dask: loaded for a cluster's sweep
-
-        return await arun_cluster_sweep(
+        return await _on_cluster(limits).arun_cluster_sweep(
             engine(), name, grid, cluster=cluster, concurrency=concurrency, timeout=timeout, retry=retry,
             server=server, partition_size=partition_size,
         )  # fmt: skip
@@ -555,10 +554,8 @@ def connect_config(
 
 def servers():
     """The connections, one row each: transport, state, the server's name and version, protocol, what it offers."""
-    import pandas as pd  # pandas, loaded with the first frame anyone asks for (import mcp_nb stays light)
-
     rows = [connection.describe() for connection in engine().connections.values()]
-    return pd.DataFrame(rows).set_index("server")
+    return lib.pandas.DataFrame(rows).set_index("server")
 
 
 def inject(name: str, faults: Faults | str | Mapping[str, Any] | None) -> Faults | None:

@@ -11,6 +11,10 @@ and tests/test_sdk_compat.py provokes every message the classifier matches.
 The texts of outside servers written with other SDKs (FastMCP, the TypeScript SDK) live here
 too, each with its source and the release it was read in; tests/test_other_sdks_causes.py
 provokes them from real servers of those SDKs, at the releases tests/peers.py pins.
+
+The commands that need no MCP (`python -m mcp_nb diff`) import this module for its texts, so it
+reaches the SDK's modules through `mcp_nb.libraries` (`lib.sdk_server.MCPServer`), each
+imported when a function here first needs it.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import re
 import threading
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Callable, Iterator
+
+from mcp_nb import libraries as lib
 
 SDK_VERSION = version("mcp")
 CHECKED = ("2.3",)  # the minor releases whose privates and texts were verified
@@ -230,8 +236,7 @@ def lighten_tool_calls(session: Any, reaches_request: Callable[[str], bool], dro
     about 2 % of a trivial call. A handler that cannot reach its request (`reaches_request(name)`
     is False) can use none of them. The SDK stamps every request with one dict (`_stamp`, set
     when the session adopts its era): the stamp is wrapped, the lighter dict made once."""
-    from mcp_types import CLIENT_CAPABILITIES_META_KEY as key  # the SDK's types: `mcp-nb diff` imports this module without them
-
+    key = lib.mcp_types.CLIENT_CAPABILITIES_META_KEY
     stamp = session._stamp
     lighter: dict[int, dict[str, Any]] = {}
 
@@ -283,9 +288,7 @@ def restrict_log_levels(session: Any, levels: frozenset[str]) -> None:
 
 def context_parameter(fn: Callable[..., Any]) -> str | None:
     """The parameter of `fn` the SDK fills with the request's `Context` (what the SDK itself looks for)."""
-    from mcp.server.mcpserver.utilities.context_injection import find_context_parameter  # the SDK: `mcp-nb diff` imports this module without it
-
-    return find_context_parameter(fn)
+    return lib.sdk_context_injection.find_context_parameter(fn)
 
 
 def uses_resolvers(fn: Callable[..., Any]) -> bool:
@@ -293,10 +296,8 @@ def uses_resolvers(fn: Callable[..., Any]) -> bool:
     resolver may take the request's Context, and ask the client a question, for a completion or
     for its roots, so a handler with one reaches its request even without a Context parameter.
     A signature the SDK cannot read counts as one that may."""
-    from mcp.server.mcpserver.resolve import find_resolved_parameters  # the SDK: `mcp-nb diff` imports this module without it
-
     try:
-        return bool(find_resolved_parameters(fn))
+        return bool(lib.sdk_resolve.find_resolved_parameters(fn))
     except Exception:  # noqa: BLE001 - the SDK refuses it at registration; assume the worst meanwhile
         return True
 
@@ -309,8 +310,7 @@ async def send_context_log(ctx: Any, level: Any, data: Any, logger: str | None) 
     at the levels this request opted in to (the session's `_allowed_log_levels`, as
     `send_log_message` checks it).
     """
-    from mcp import types  # the SDK: `mcp-nb diff` imports this module without it
-
+    types = lib.sdk_types
     request = getattr(ctx, "_request_context", None)
     session = getattr(request, "session", None)
     if session is None:  # outside a request: nobody to send it to
@@ -333,8 +333,7 @@ def _no_logging_setup() -> Iterator[None]:
     # `MCPServer()` calls `configure_logging`, which runs `logging.basicConfig` on the root
     # logger (and imports rich). The root logger is the user's: for mcp_nb's own servers
     # that call is skipped, and the root logger is never touched.
-    import mcp.server.mcpserver.server as module  # the SDK: `mcp-nb diff` imports this module without it
-
+    module = lib.sdk_server_module
     with _construct_lock:
         original = module.configure_logging
         module.configure_logging = lambda *args, **kwargs: None
@@ -345,11 +344,9 @@ def _no_logging_setup() -> Iterator[None]:
 
 
 def new_server(name: str):
-    from mcp.server import MCPServer  # the SDK: `mcp-nb diff` imports this module without it
-
     with _no_logging_setup():
         # Named with mcp_nb's version, which clients of a served kernel see as the server's.
-        return MCPServer(name, version=_own_version())
+        return lib.sdk_server.MCPServer(name, version=_own_version())
 
 
 def _own_version() -> str:
@@ -366,16 +363,14 @@ def http_client(headers: dict[str, str], auth: Any = None) -> Any:
     """An httpx client made as the SDK makes its own for streamable HTTP (its timeouts, redirects
     followed), for mcp_nb to hang its response hook on: the hook keeps an error status's body,
     which the SDK's transport drops. The factory is private to the SDK."""
-    from mcp.shared._httpx_utils import create_mcp_http_client  # the SDK: `mcp-nb diff` imports this module without it
-
-    return create_mcp_http_client(headers=headers, auth=auth)
+    return lib.sdk_httpx_utils.create_mcp_http_client(headers=headers, auth=auth)
 
 
 def problems() -> list[str]:
     """What moved in the installed SDK, one line each; empty when everything is where mcp_nb looks."""
     found: list[str] = []
     try:
-        import mcp.server.mcpserver.server as module  # the SDK: `mcp-nb diff` imports this module without it
+        module = lib.sdk_server_module
     except ImportError as err:
         return [f"mcp.server.mcpserver.server cannot be imported: {err}"]
     if not callable(getattr(module, "configure_logging", None)):
@@ -385,30 +380,25 @@ def problems() -> list[str]:
     except Exception as err:  # noqa: BLE001 - any failure here is the answer
         return found + [f"MCPServer(name) failed: {type(err).__name__}: {err}"]
     try:
-        from mcp.shared import _httpx_utils  # the SDK: `mcp-nb diff` imports this module without it
+        httpx_utils = lib.sdk_httpx_utils
     except ImportError:
-        _httpx_utils = None
-    if not callable(getattr(_httpx_utils, "create_mcp_http_client", None)):
+        httpx_utils = None
+    if not callable(getattr(httpx_utils, "create_mcp_http_client", None)):
         found.append("mcp.shared._httpx_utils.create_mcp_http_client is gone (mcp_nb's HTTP connections are made with it)")
-    from mcp.client.session import ClientSession  # the SDK: `mcp-nb diff` imports this module without it
-
+    ClientSession = lib.sdk_client_session.ClientSession
     if not callable(getattr(ClientSession, "validate_tool_result", None)):
         found.append("ClientSession.validate_tool_result is gone (mcp_nb checks structured results first)")
     if "_tool_output_schemas" not in ClientSession.__init__.__code__.co_names:
         found.append("ClientSession._tool_output_schemas is gone (the output schemas mcp_nb checks against)")
     if "_stamp" not in ClientSession.__init__.__code__.co_names:
         found.append("ClientSession._stamp is gone (mcp_nb sends lighter capabilities to tools that cannot use them)")
-    try:
-        from mcp_types import CLIENT_CAPABILITIES_META_KEY  # noqa: F401
-    except ImportError:
+    if not hasattr(lib.mcp_types, "CLIENT_CAPABILITIES_META_KEY"):
         found.append("mcp_types.CLIENT_CAPABILITIES_META_KEY is gone (where a request carries the client's capabilities)")
-    from mcp.server.session import ServerSession  # the SDK: `mcp-nb diff` imports this module without it
-
+    ServerSession = lib.sdk_server_session.ServerSession
     for attribute in ("_connection", "_allowed_log_levels"):
         if attribute not in ServerSession.__init__.__code__.co_names:
             found.append(f"ServerSession.{attribute} is gone (serving reaches a client's connection and log filter)")
-    from mcp.server.mcpserver import Context  # the SDK: `mcp-nb diff` imports this module without it
-
+    Context = lib.sdk_mcpserver.Context
     if "_request_context" not in getattr(Context, "__private_attributes__", {}):
         found.append("Context._request_context is gone (mcp_nb sends a handler's log messages through its session)")
     if not callable(getattr(ServerSession, "send_notification", None)):

@@ -21,7 +21,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 import mcp_nb
 from helpers import interrupted_when, wait_until
-from mcp_nb import Retry
+from mcp_nb import Retry, libraries
 
 import distributed  # the test extra brings it (mcp-notebook[dask])
 from mcp_nb.batch.cluster import worker
@@ -244,7 +244,8 @@ def test_without_distributed_cluster_says_which_extra_to_install(monkeypatch):
     def one(i: int) -> int:
         return i
 
-    monkeypatch.setitem(sys.modules, "distributed", None)  # as if it were not installed
+    monkeypatch.delattr(libraries, "distributed")  # not read yet in this process,
+    monkeypatch.setitem(sys.modules, "distributed", None)  # and as if it were not installed
     with pytest.raises(ImportError) as raised:
         mcp_nb.sweep("one", {"i": [1]}, cluster="tcp://127.0.0.1:8786")
     assert str(raised.value) == "cluster= needs dask.distributed: pip install 'mcp-notebook[dask]'"

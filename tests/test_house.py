@@ -24,7 +24,8 @@ import mcp_nb
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "mcp_nb"
 SOURCES = sorted(PACKAGE.rglob("*.py"))
-# An import inside a function is kept only to load a heavy dependency on first use.
+# An import inside a function is kept only to load a heavy dependency on first use (the libraries
+# in mcp_nb/libraries.py's table, or a module of mcp_nb's that brings one).
 MOST_LATE_IMPORTS = 10
 
 
@@ -114,12 +115,69 @@ def test_no_public_name_shadows_a_submodule():
     assert callable(mcp_nb.call) and callable(mcp_nb.history) and callable(mcp_nb.engine)
 
 
+def _imports_by_name(path: Path) -> list[int]:
+    """The lines of `path` that import a module named by a string (importlib.import_module, __import__)."""
+    found = []
+    for node in ast.walk(_tree(path)):
+        if isinstance(node, ast.Call):
+            called = node.func
+            name = called.attr if isinstance(called, ast.Attribute) else getattr(called, "id", "")
+            if name in ("import_module", "__import__"):
+                found.append(node.lineno)
+    return found
+
+
 def test_imports_inside_functions_are_few_and_each_says_why():
     late = [(path, node) for path in SOURCES for node in _late_imports(path)]
-    assert len(late) <= MOST_LATE_IMPORTS, [f"{p.relative_to(ROOT)}:{n.lineno}" for p, n in late]
     for path, node in late:
         line = path.read_text().splitlines()[node.lineno - 1]
         assert "#" in line, f"{path.relative_to(ROOT)}:{node.lineno}: say why this import waits (a comment on its line)"
+    # Every place where an import waits for a function to run, of a library or of mcp_nb's own
+    # modules, written as a statement or by a module's name: libraries.py's table is one of them.
+    places = [f"{path.relative_to(ROOT)}:{line}" for path in SOURCES for line, _ in _function_imports(path)]
+    places += [f"{path.relative_to(ROOT)}:{line}" for path in SOURCES for line in _imports_by_name(path)]
+    assert len(places) <= MOST_LATE_IMPORTS, places
+    # by name: the commands' dispatcher (python -m mcp_nb NAME) and the libraries' table, nowhere else
+    by_name = sorted(path.relative_to(ROOT).as_posix() for path in SOURCES if _imports_by_name(path))
+    assert by_name == ["mcp_nb/commands/__init__.py", "mcp_nb/libraries.py"], by_name
+
+
+def _library_uses() -> dict[str, set[str]]:
+    """Each name read from mcp_nb.libraries (`lib.pandas`), and the modules that read it."""
+    uses: dict[str, set[str]] = {}
+    for path in SOURCES:
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.walk(_tree(path)):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "lib":
+                uses.setdefault(node.attr, set()).add(module)
+    return uses
+
+
+def test_the_libraries_table_loads_nothing_until_read_and_each_entry_is_used():
+    from mcp_nb import libraries
+
+    loaded = _loaded_by("import mcp_nb.libraries")
+    assert not {path for path in libraries.DEFERRED.values() if path in loaded}
+    uses = _library_uses()
+    assert set(uses) == set(libraries.DEFERRED), set(uses) ^ set(libraries.DEFERRED)
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        libraries.nothing_here  # noqa: B018
+
+
+def test_each_library_of_the_table_puts_off_a_load_its_readers_would_not_make():
+    """As for an import inside a function: what `import mcp_nb.api` loads anyway (or, for the
+    modules of the commands that need no MCP, what those commands load) has no place in the table."""
+    from mcp_nb import libraries
+
+    api = _loaded_by("import mcp_nb.api")
+    light = _loaded_by("import mcp_nb.commands.diff, mcp_nb.commands.student, mcp_nb.notebook.nbval")
+    needless = []
+    for name, readers in _library_uses().items():
+        for reader in readers:
+            loaded = light if reader in light else api
+            if libraries.DEFERRED[name] in loaded:
+                needless.append(f"{reader}: lib.{name}")
+    assert not needless, needless
 
 
 def _function_imports(path: Path) -> list[tuple[int, list[str]]]:

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mcp_nb import libraries as lib
 from mcp_nb.calling.loop import BLOCKS_OWN_LOOP
 from mcp_nb.mistakes import BadValue
 from mcp_nb.views.live import close_bar, progress_bar
@@ -192,8 +193,6 @@ def result_frame(
     """One row per call that was made (an Outcome; None: never made), in input order: the
     arguments, then RESULT_COLUMNS (with PROGRESS_COLUMNS when a call reported progress), then
     the `extra` fields of the Outcomes. `attrs` go to the frame's attrs."""
-    import pandas as pd  # pandas: loaded with the first frame, so `import mcp_nb` stays light
-
     made = [(arguments, outcome) for arguments, outcome in zip(sets, outcomes, strict=True) if outcome is not None]
     shown = list(RESULT_COLUMNS)
     if any(outcome.progress for _, outcome in made):
@@ -207,7 +206,7 @@ def result_frame(
             row[column] = len(outcome.progress) if column == "progress" else getattr(outcome, column)
         rows.append(row)
     keys = list(dict.fromkeys(k for arguments in sets for k in arguments))
-    frame = pd.DataFrame(rows, columns=[k for k in keys if k not in shown] + shown)
+    frame = lib.pandas.DataFrame(rows, columns=[k for k in keys if k not in shown] + shown)
     frame["code"] = frame["code"].astype("Int64")
     frame.attrs.update(attrs)
     return frame

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+from mcp_nb import libraries as lib
 from mcp_nb.batch.core import Lanes, check_concurrency, wait
 from mcp_nb.calling.connections import ConnectError
 from mcp_nb.calling.era import check_eras
@@ -112,9 +113,7 @@ class Replay:
 
 
 def _framed(rows: list[dict[str, Any]], columns: list[str], cases: int, interrupted: bool, **attrs: Any) -> pd.DataFrame:
-    import pandas as pd  # pandas: loaded with the first frame, so `import mcp_nb` stays light
-
-    frame = pd.DataFrame(rows, columns=columns)
+    frame = lib.pandas.DataFrame(rows, columns=columns)
     frame["passed"] = frame["passed"].astype(bool)
     if frame["call_id"].isna().any():
         frame["call_id"] = frame["call_id"].astype("Int64")  # a case that made no call has none

@@ -17,6 +17,7 @@ from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 
+from mcp_nb import libraries as lib
 from mcp_nb import sdk_compat
 from mcp_nb.calling.call import Call, CallDepthError
 from mcp_nb.calling.connections import (
@@ -508,7 +509,7 @@ def _ready_to_check(connection: Connection) -> None:
     second in a Jupyter environment), so a fast answer was recorded as a timeout. Imported
     here instead, on the thread that connects, before any call."""
     if any(entry.output_schema for entry in connection.entries()):
-        import jsonschema  # noqa: F401 - loaded on first use: only a server with output schemas needs it
+        lib.jsonschema  # noqa: B018 - imported now: only a server with output schemas needs it
 
 
 def check_server_name(name: object) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any, Awaitable, Callable
 
+from mcp_nb import libraries as lib
 from mcp_nb.records.outcome import Outcome
 from mcp_nb.mistakes import BadType, BadValue
 
@@ -126,14 +127,7 @@ def check_idempotent(target: str, name: str, annotations: Any, rule: Retry) -> N
 
 async def with_retries(attempt: Callable[[int, float], Awaitable[Outcome]], rule: Retry) -> Outcome:
     """Run `attempt(number, backoff)` until it is done: each attempt records its own row."""
-    from tenacity import (  # tenacity (13 ms of a kernel's start): loaded at the first retried call
-        AsyncRetrying,
-        retry_if_result,
-        stop_after_attempt,
-        wait_exponential,
-        wait_random,
-    )
-
+    tenacity = lib.tenacity
     progress = {"number": 0, "wait": 0.0, "idle": 0.0}
 
     def before(retry_state) -> None:
@@ -147,14 +141,14 @@ async def with_retries(attempt: Callable[[int, float], Awaitable[Outcome]], rule
 
     # wait_exponential(multiplier=m) waits m * factor**(n-1) after attempt n: with m = 0.1
     # and factor 2, the C++ SDK guide's 100 ms, 200 ms, 400 ms.
-    wait = wait_exponential(multiplier=rule.backoff, exp_base=rule.factor, min=0, max=rule.max_backoff)
+    wait = tenacity.wait_exponential(multiplier=rule.backoff, exp_base=rule.factor, min=0, max=rule.max_backoff)
     if rule.jitter:
-        wait = wait + wait_random(0, rule.jitter)
+        wait = wait + tenacity.wait_random(0, rule.jitter)
     options: dict[str, Any] = {} if rule.sleep is None else {"sleep": rule.sleep}
-    retrying = AsyncRetrying(
-        stop=stop_after_attempt(rule.retries + 1),
+    retrying = tenacity.AsyncRetrying(
+        stop=tenacity.stop_after_attempt(rule.retries + 1),
         wait=wait,
-        retry=retry_if_result(rule.wants_another),
+        retry=tenacity.retry_if_result(rule.wants_another),
         before=before,
         # Out of attempts: the last Outcome is the answer, not an exception.
         retry_error_callback=lambda retry_state: retry_state.outcome.result(),

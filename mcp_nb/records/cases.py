@@ -42,6 +42,7 @@ from pydantic import (
     model_validator,
 )
 
+from mcp_nb import libraries as lib
 from mcp_nb.elicitation import ACTIONS, Answer, is_secret
 from mcp_nb.records.compare import same_content
 from mcp_nb.records.outcome import CAUSES, OUTCOMES, TARGETS
@@ -531,10 +532,8 @@ def _missing(value: Any) -> bool:
     """None, NaN or pandas' NA (a frame's empty cell); a container is never missing."""
     if value is None:
         return True
-    import pandas as pd  # pandas: loaded at the first check of a value that could be a frame's NA
-
     try:
-        return bool(pd.isna(value))
+        return bool(lib.pandas.isna(value))
     except (TypeError, ValueError):
         return False
 

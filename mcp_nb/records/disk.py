@@ -42,6 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
+from mcp_nb import libraries as lib
 from mcp_nb.history_file import FORMAT, KEY, MARKER, HistoryFileError, format_of, older_format, shown
 from mcp_nb.records.frame import VOCABULARIES, Coded, nanoseconds
 from mcp_nb.records.outcome import CAUSES, FATES, OUTCOMES, TARGETS, VIAS
@@ -242,7 +243,7 @@ def load() -> None:
     """Import pandas now, on the thread that sets the file (numpy and pyarrow came with this module):
     a keeper's last write may come at the interpreter's exit, when nothing can be imported any more
     (pandas, which pyarrow loads on first use, starts a thread pool's exit hook)."""
-    import pandas  # noqa: F401
+    lib.pandas  # noqa: B018 - imported here, not at the exit
 
 
 def create(folder: Path) -> None:
@@ -337,9 +338,7 @@ def merge(folder: Path, names: list[str], into: str, tables: list | None = None,
 def read_table(path: Path) -> pa.Table:
     """A part's whole table, read into memory (a merge's inputs, a fates part)."""
     if path.suffix == ".parquet":  # a file of format 1
-        import pyarrow.parquet as pq  # pyarrow's Parquet: only a format-1 file has parquet parts
-
-        return pq.read_table(path)
+        return lib.parquet.read_table(path)
 
     with pa.OSFile(str(path)) as f:
         return ipc.open_file(f).read_all()
@@ -348,9 +347,7 @@ def read_table(path: Path) -> pa.Table:
 def check_part(path: Path) -> None:
     """Raise if the part cannot be read: its footer (at its end) is missing or broken."""
     if path.suffix == ".parquet":
-        import pyarrow.parquet as pq  # pyarrow's Parquet: only a format-1 file has parquet parts
-
-        pq.ParquetFile(path).metadata
+        lib.parquet.ParquetFile(path).metadata
         return
 
     with pa.OSFile(str(path)) as f:
@@ -490,11 +487,9 @@ class Opened:
 
     def add(self, path: Path, rows: int) -> None:
         if path.suffix == ".parquet":  # a file of format 1
-            import pyarrow.parquet as pq  # pyarrow's Parquet: only a format-1 file has parquet parts
-
             f = pa.OSFile(str(path))
             try:
-                reader: Any = pq.ParquetFile(f)
+                reader: Any = lib.parquet.ParquetFile(f)
             except BaseException:
                 f.close()
                 raise
@@ -511,9 +506,9 @@ class Opened:
             except BaseException:
                 f.close()
                 raise
-        for field in schema:
-            if self.wanted is None or field.name in self.wanted:
-                self.types.setdefault(field.name, field.type)
+        for column in schema:
+            if self.wanted is None or column.name in self.wanted:
+                self.types.setdefault(column.name, column.type)
         self.parts.append((f, reader, how, rows))
 
     def column(self, name: str):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mcp_nb import libraries as lib
 from mcp_nb.records.outcome import CAUSES, FATES, OUTCOMES, TARGETS, VIAS, Outcome
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ class Coded:
 def nanoseconds(seconds: np.ndarray) -> np.ndarray:
     """Epoch seconds as int64 nanoseconds, rounded as pandas rounds them (`to_datetime(unit="s")`);
     in numpy, as pandas' fixed cost is most of it on a few hundred rows."""
-    import numpy as np  # numpy: loaded with the first frame or history file, never by a call
+    np = lib.numpy
 
     seconds = seconds.astype(np.float64)
     whole = seconds.astype(np.int64)
@@ -45,8 +46,6 @@ def nanoseconds(seconds: np.ndarray) -> np.ndarray:
 
 def join(first: Coded, then: Coded) -> Coded:
     """`first`'s rows, then `then`'s, coded by one list of names per vocabulary."""
-    import numpy as np  # numpy: loaded with the first frame or history file, never by a call
-
     if not len(first):
         return then
     if not len(then):
@@ -62,7 +61,7 @@ def join(first: Coded, then: Coded) -> Coded:
             if name not in position:
                 position[name] = len(ours)
                 ours.append(name)
-        mapping = np.array([position[name] for name in first.names[column]] + [-1], dtype=np.int64)
+        mapping = lib.numpy.array([position[name] for name in first.names[column]] + [-1], dtype=lib.numpy.int64)
         remapped[column] = mapping[first.columns[column]]  # -1 (missing) picks the last entry, -1
         names[column] = ours
     shared = [key for key in then.columns if key in first.columns]  # a file read for some columns only
@@ -77,7 +76,7 @@ NESTED = {"arguments": "json", "structured": "json", "data": "json", "logs": "lo
 
 
 def _concatenated(key: str, first, then):
-    import numpy as np  # numpy: loaded with the first frame or history file, never by a call
+    np = lib.numpy
 
     if isinstance(first, np.ndarray) and isinstance(then, np.ndarray):
         return np.concatenate([first, then])
@@ -95,19 +94,17 @@ def lazy(values, wrap: str):
 def overlay(coded: Coded, seqs: dict[int, Outcome]) -> None:
     """Timed-out calls still watched (by seq): their server side may have logged, reported progress
     or ended since they were recorded, so their fate columns are read from them now."""
-    import numpy as np  # numpy: loaded with the first frame or history file, never by a call
-
     columns = coded.columns
     if not seqs or not len(coded) or "seq" not in columns:
         return
     now = {"logs": lambda o: tuple(o.server_logs), "progress": lambda o: o.progress,
            "fate": lambda o: _code(FATES, o.server_fate), "fate_outcome": lambda o: _code(OUTCOMES, o.fate_outcome),
            "fate_cause": lambda o: _code(CAUSES, o.fate_cause),
-           "fate_after": lambda o: np.nan if o.fate_after_ms is None else o.fate_after_ms}  # fmt: skip
+           "fate_after": lambda o: lib.numpy.nan if o.fate_after_ms is None else o.fate_after_ms}  # fmt: skip
     now = {name: read for name, read in now.items() if name in columns}
     for name in now:
         columns[name] = columns[name].copy()  # never write into an array the store keeps
-    where = np.searchsorted(columns["seq"], list(seqs))
+    where = lib.numpy.searchsorted(columns["seq"], list(seqs))
     for row, (seq, o) in zip(where.tolist(), seqs.items()):
         if row >= len(columns["seq"]) or columns["seq"][row] != seq:
             continue
@@ -132,8 +129,8 @@ STORED_AS = {"structured_content": "structured", "server_logs": "logs", "server_
 
 def build(coded: Coded, columns: tuple[str, ...] | list[str]) -> pd.DataFrame:
     """The tidy frame: one row per call, the columns `columns` names (`mcp_nb.COLUMNS`, or some of them)."""
-    import numpy as np  # numpy: loaded with the first frame or history file, never by a call
-    import pandas as pd  # pandas (0.3-1 s): loaded with the first frame, never by %load_ext
+    np = lib.numpy
+    pd = lib.pandas
 
     c = coded.columns
     names = coded.names

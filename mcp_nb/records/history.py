@@ -22,6 +22,7 @@ from pathlib import Path
 from time import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from mcp_nb import libraries as lib
 from mcp_nb.config import DEFAULT_WINDOW, check_window, settings
 from mcp_nb.history_file import SESSION, HistoryFileError, check_readable, check_writable, shown
 from mcp_nb.records.frame import Coded, build, fate_of, join, nanoseconds, overlay
@@ -149,9 +150,7 @@ def _file():
 
 
 def _objects(values: list) -> np.ndarray:
-    import numpy as np  # numpy: loaded at the CHUNK-th call or the first frame, not by %load_ext
-
-    out = np.empty(len(values), dtype=object)
+    out = lib.numpy.empty(len(values), dtype=object)
     out[:] = values
     return out
 
@@ -209,28 +208,22 @@ class _Store:
         rows, self.pending = self.pending, []
         if not rows:
             return
-        import numpy as np  # numpy: loaded at the CHUNK-th call or the first frame, not by %load_ext
-
         chunks = self.chunks
         for name, values in zip(_STORED, zip(*rows)):
             dtype = _DTYPES.get(name)
-            chunks[name].append(_objects(values) if dtype is None else np.array(values, dtype=dtype))
+            chunks[name].append(_objects(values) if dtype is None else lib.numpy.array(values, dtype=dtype))
         self.sizes.append(len(rows))
         self.rows += len(rows)
 
     def column(self, name: str, dtype) -> np.ndarray:
-        import numpy as np  # numpy: loaded at the CHUNK-th call or the first frame, not by %load_ext
-
         parts = self.chunks[name]
         if not parts:
-            return np.empty(0, dtype=dtype)
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+            return lib.numpy.empty(0, dtype=dtype)
+        return parts[0] if len(parts) == 1 else lib.numpy.concatenate(parts)
 
     def tail(self, start: int, most: int | None = None) -> dict[str, np.ndarray]:
         """Every column from row `start` on (rows still in memory), at most `most` rows, reading only
         the chunks it needs."""
-        import numpy as np  # numpy: loaded at the CHUNK-th call or the first frame, not by %load_ext
-
         first, skip = len(self.sizes), self.rows - start
         while first > 0 and skip > 0:
             first -= 1
@@ -246,9 +239,9 @@ class _Store:
         for name, parts in self.chunks.items():
             picked = parts[first:end]
             if not picked:
-                out[name] = np.empty(0, dtype=_DTYPES.get(name, object))
+                out[name] = lib.numpy.empty(0, dtype=_DTYPES.get(name, object))
                 continue
-            whole = picked[0] if len(picked) == 1 else np.concatenate(picked)
+            whole = picked[0] if len(picked) == 1 else lib.numpy.concatenate(picked)
             out[name] = whole[offset:] if most is None else whole[offset : offset + most]
         return out
 
@@ -527,7 +520,7 @@ class History:
     def _coded(self, columns: list[str] | None = None, last: int | None = None) -> Coded:
         """Every call of this history (the `last` ones), coded (records/frame.py): those read back from
         the file, then those in memory; of the file, only the tidy `columns` named (all when None)."""
-        import numpy as np  # numpy: loaded at the CHUNK-th call or the first frame, not by %load_ext
+        np = lib.numpy
 
         self.settle()
         with self._lock:
@@ -610,9 +603,7 @@ class History:
         row = rows.iloc[-1]
         if row["outcome"] != "result":
             raise NotTabular(f"call #{row['call_id']} ended as {row['outcome']} ({row['cause']}): there is no result to tabulate")
-        import pandas as pd  # pandas (0.3-1 s): loaded with the first frame, never by %load_ext
-
-        return pd.DataFrame.from_records(records(row["structured_content"], key))
+        return lib.pandas.DataFrame.from_records(records(row["structured_content"], key))
 
     def progress(self, call_id: int | None = None) -> pd.DataFrame:
         """The progress events of a call (every attempt of it), or of every call when `call_id` is None:
@@ -698,13 +689,11 @@ class History:
         whole of it: every call's short columns (for the counts), and the texts of the latest only."""
         if self.file is None:
             return self.to_frame()
-        import numpy as np  # numpy: loaded at the CHUNK-th call or the first frame, not by %load_ext
-
         frame = self.to_frame(columns=_SHORT)
         latest = min(len(frame), max(4 * settings.history_rows, 1000))  # the views show the latest by call id
         texts = self.to_frame(last=latest, columns=["content", "message"])
         for column in ("content", "message"):
-            values = np.full(len(frame), None, dtype=object)
+            values = lib.numpy.full(len(frame), None, dtype=object)
             values[len(frame) - len(texts):] = texts[column].to_numpy(dtype=object)
             frame[column] = values
         return frame
@@ -721,7 +710,7 @@ class History:
 
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     """Counts per (server, target, name) × outcome, every outcome type a column, plus totals."""
-    import pandas as pd  # pandas (0.3-1 s): loaded with the first frame, never by %load_ext
+    pd = lib.pandas
 
     keys = ["server", "target", "name"]
     counts = (
@@ -741,7 +730,7 @@ def by_session(frame: pd.DataFrame) -> pd.DataFrame:
     """The sessions side by side: one row per (server, target, name), and for each session (in the
     order they began) its calls per outcome, their total, and the median and 90th-percentile
     duration in ms. A tool a session did not call has zeros and empty durations there."""
-    import pandas as pd  # pandas (0.3-1 s): loaded with the first frame, never by %load_ext
+    pd = lib.pandas
 
     keys = ["server", "target", "name"]
     measures = [*OUTCOMES, "total", "median_ms", "p90_ms"]
@@ -772,7 +761,7 @@ def health(frame: pd.DataFrame, last: int = 20) -> pd.DataFrame:
     is a success), and `attempts` counts the attempts those calls took. A failure is a call
     whose final attempt is anything but `result`.
     """
-    import pandas as pd  # pandas (0.3-1 s): loaded with the first frame, never by %load_ext
+    pd = lib.pandas
 
     if not isinstance(last, int) or isinstance(last, bool) or last < 1:
         raise BadValue(f"last must be a whole number >= 1, got {last!r}")

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from html import escape
 
+from mcp_nb import libraries as lib
 from mcp_nb.elicitation import recorded
 from mcp_nb.records.classify import late_outcome
 from mcp_nb.records.structured import NotTabular, records
@@ -217,11 +218,9 @@ class Outcome:
         """The structured result as a DataFrame, one row per record (`-> list[Book]` gives a row per
         Book). `key` picks the field when the result holds more than one list of records. A result
         that is not a list of records raises ValueError saying what it is."""
-        import pandas as pd  # pandas (0.3-1 s): loaded with the first frame, never by %load_ext
-
         if self.outcome != "result":
             raise NotTabular(f"call #{self.call_id} ended as {self.outcome} ({self.cause}): there is no result to tabulate")
-        return pd.DataFrame.from_records(records(self.structured_content, key))
+        return lib.pandas.DataFrame.from_records(records(self.structured_content, key))
 
     def _repr_html_(self) -> str:
         return outcome_html(self)
@@ -260,12 +259,10 @@ PROGRESS_COLUMNS = ("call_id", "attempt", "progress", "total", "message", "secon
 
 def progress_frame(calls: Iterable[tuple[int, int, Iterable[ProgressEvent]]]) -> pd.DataFrame:
     """One row per progress event of the given (call_id, attempt, events), in the order they came."""
-    import pandas as pd  # pandas (0.3-1 s): loaded with the first frame, never by %load_ext
-
     rows = [
         (call_id, attempt, e.progress, e.total, e.message, e.seconds)
         for call_id, attempt, events in calls
         for e in events
     ]
-    frame = pd.DataFrame(rows, columns=list(PROGRESS_COLUMNS))
+    frame = lib.pandas.DataFrame(rows, columns=list(PROGRESS_COLUMNS))
     return frame.astype({"call_id": "int64", "attempt": "int32", "progress": "float64", "total": "float64", "seconds": "float64"})

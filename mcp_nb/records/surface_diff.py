@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from mcp_nb import libraries as lib
 from mcp_nb.records.compare import json_path as where
 from mcp_nb.records.structured import json_equal
 from mcp_nb.records.surface import SECTIONS
@@ -773,11 +774,9 @@ def _variables(template: str) -> list[str]:
 
 def frame(rows: list[Change]) -> pd.DataFrame:
     """The changes as a DataFrame, one row each, columns `COLUMNS`; attrs count them."""
-    import pandas as pd  # pandas: loaded with the first frame, so `import mcp_nb` stays light
-
     # Object columns: a value before or after is any JSON (None stays None, never NaN), and
     # `breaking` is True, False or "unknown".
-    table = pd.DataFrame({column: pd.Series([getattr(row, column) for row in rows], dtype=object) for column in COLUMNS})
+    table = lib.pandas.DataFrame({column: lib.pandas.Series([getattr(row, column) for row in rows], dtype=object) for column in COLUMNS})
     table.attrs.update(counts(rows))
     return table
 

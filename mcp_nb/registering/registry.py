@@ -29,6 +29,7 @@ from mcp_types import ResourceTemplate as ListedTemplate
 from mcp_types import Tool as ListedTool
 from mcp_types import ToolAnnotations
 
+from mcp_nb import libraries as lib
 from mcp_nb import sdk_compat
 from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.surface import entry as surface_entry
@@ -489,8 +490,6 @@ def entries_frame(
 
     `listed`: the entries are an outside server's listing, whose `execution` and `_meta` (what the
     kernel's own entries never have) get two columns more, as compact JSON ("" where absent)."""
-    import pandas as pd  # pandas (0.3-1 s): loaded with the first frame, never by %load_ext
-
     faults = faults or {}
     rows = [
         {
@@ -512,7 +511,7 @@ def entries_frame(
             row["execution"] = _compact(e.execution)
             row["meta"] = _compact(e.meta)
         columns += ["execution", "meta"]
-    return pd.DataFrame(rows, columns=columns)
+    return lib.pandas.DataFrame(rows, columns=columns)
 
 
 def _compact(value: Any) -> str:

@@ -24,6 +24,8 @@ import math
 from typing import Any, Callable
 import sys
 
+from mcp_nb import libraries as lib
+
 log = logging.getLogger(__name__)
 
 
@@ -44,8 +46,7 @@ def _ipython_display() -> Callable[..., Any]:
 
 def progress_bar(**options: Any) -> Any:
     """tqdm's bar (`tqdm.auto`: a widget in a notebook, text elsewhere); close it with `close_bar`."""
-    from tqdm.auto import tqdm  # tqdm (in a kernel with ipywidgets): loaded with the first bar
-
+    tqdm = lib.tqdm.tqdm
     notebook = sys.modules.get("tqdm.notebook")  # tqdm.auto loads it only where it chose it
     if notebook is None or not issubclass(tqdm, notebook.tqdm_notebook):
         return tqdm(**options)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 import ipywidgets as w
 
+from mcp_nb import libraries as lib
 from mcp_nb.records.cases import CasesError, from_frame, save
 from mcp_nb.records.compare import outcome_differences
 from mcp_nb.records.outcome import OUTCOMES, Outcome
@@ -249,10 +250,8 @@ def pinned_rows(frame: pd.DataFrame, pinned: dict) -> Any:
     keys = list(pinned)
     if not several_sessions(frame):
         return frame["call_id"].isin([k[1] if isinstance(k, tuple) else k for k in keys])
-    import pandas as pd  # loaded already: the frame is pandas'
-
-    wanted = pd.MultiIndex.from_tuples([k if isinstance(k, tuple) else (None, k) for k in keys] or [(None, -1)])
-    return pd.MultiIndex.from_arrays([frame["session"].astype(str), frame["call_id"]]).isin(wanted)
+    wanted = lib.pandas.MultiIndex.from_tuples([k if isinstance(k, tuple) else (None, k) for k in keys] or [(None, -1)])
+    return lib.pandas.MultiIndex.from_arrays([frame["session"].astype(str), frame["call_id"]]).isin(wanted)
 
 
 def save_cases(frame: pd.DataFrame, path: str, left_out: list | None = None) -> list:
@@ -269,9 +268,7 @@ def call_label(r) -> str:
     The columns of fixed width come first; the name and the arguments, as long as they
     are, come last, so a narrow list cuts off only the end of the arguments.
     """
-    import pandas as pd  # loaded already: a row of the history's frame is what it reads
-
-    when = r.started_at.tz_convert(None).strftime("%H:%M:%S") if pd.notna(r.started_at) else "--:--:--"
+    when = r.started_at.tz_convert(None).strftime("%H:%M:%S") if lib.pandas.notna(r.started_at) else "--:--:--"
     args = "" if r.target == "resource" or r.arguments is None else compact_json(r.arguments, 48)
     what = f"{r.outcome} ({r.cause})"
     attempt = getattr(r, "attempt", 1)
@@ -287,10 +284,8 @@ def call_label(r) -> str:
 
 
 def _na(value: Any) -> Any:
-    import pandas as pd  # loaded already: a value of the history's frame is what it reads
-
     try:
-        return None if value is None or pd.isna(value) else value
+        return None if value is None or lib.pandas.isna(value) else value
     except (TypeError, ValueError):  # containers: pd.isna answers element-wise
         return value
 

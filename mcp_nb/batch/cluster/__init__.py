@@ -10,13 +10,14 @@ dask.distributed is an optional dependency (`pip install 'mcp-notebook[dask]'`);
 is imported by `import mcp_nb`.
 """
 
+from mcp_nb import libraries as lib
+
 EXTRA = "mcp-notebook[dask]"
 
 
 def require_distributed():
     """The `distributed` module, or an ImportError of one line that names the extra."""
     try:
-        import distributed  # dask's distributed: an optional extra, loaded at the first cluster= sweep
+        return lib.distributed
     except ImportError:
         raise ImportError(f"cluster= needs dask.distributed: pip install '{EXTRA}'") from None
-    return distributed

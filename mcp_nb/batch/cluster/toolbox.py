@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 import pickle
 
+from mcp_nb import libraries as lib
 from mcp_nb._version import __version__
 from mcp_nb.calling.engine import Engine
 from mcp_nb.registering.faults import Faults
@@ -80,8 +81,7 @@ def pack(engine: Any, server: str | None) -> tuple[bytes, str]:
     """The toolbox for a sweep of `server` (None: the kernel's own), serialized, and its digest.
 
     Raises NotShippable, naming the registration and what in it could not be pickled."""
-    import cloudpickle  # comes with dask's extra: loaded at the first cluster= sweep
-
+    cloudpickle = lib.cloudpickle
     connection = engine.connection_for(server)
     if server is None or connection is engine.connection:
         registrations = tuple(_shipped(entry, engine.registry.faults.get(entry.name)) for entry in engine.registry.entries())

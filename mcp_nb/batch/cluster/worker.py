@@ -26,6 +26,7 @@ import sys
 import threading
 from typing import Any
 
+from mcp_nb import libraries as lib
 from mcp_nb._version import __version__
 from mcp_nb.batch.cluster.toolbox import build, faults_fields, unpack
 from mcp_nb.batch.core import STOP_WAIT_S, Lanes
@@ -122,9 +123,7 @@ def stop(sweep: str) -> list[int]:
 
 
 def run_partition(blob: bytes, digest: str, job: Job, k: int, positions: list[int], sets: list[dict]) -> Partition:
-    from distributed import Event, get_worker  # loaded on a worker; the kernel imports this module before it checks for dask
-
-    worker = get_worker()
+    worker = lib.distributed.get_worker()
     address = worker.address
     run = _Run()
     with _lock:
@@ -134,7 +133,7 @@ def run_partition(blob: bytes, digest: str, job: Job, k: int, positions: list[in
     try:
         # Not atomic, and need not be: dask runs a task again only once its first run was
         # given up for lost, and by then that run had claimed it before its first call.
-        claim = Event(f"{job.sweep}-{k}")
+        claim = lib.distributed.Event(f"{job.sweep}-{k}")
         if claim.is_set():
             return Partition(k, address, rerun=True)
         claim.set()

@@ -158,9 +158,19 @@ class Panel(w.VBox):
         self.failure = w.HTML()
         self.failure.add_class("mcp-nb-failure")
         self._guard = Guard(self._thread, FailureView(self.failure), self._recover, lambda: self._closed)
-        on = self._guard
+        call_page = w.HBox(
+            [self._build_picker(), self._build_call_box()],
+            layout=w.Layout(width="100%", flex_flow="row wrap", padding="6px 2px"),
+        )
+        self._build_tabs(call_page)
+        self._wire()
+        self.refresh()
 
-        # -- the picker
+    # -- the panel's parts, built once ----------------------------------------------------------------
+
+    def _build_picker(self) -> w.VBox:
+        """The left column: the server (and its authorization link while one waits), the filter, the entries."""
+        engine = self.engine
         self.servers = w.Dropdown(
             options=list(engine.connections),
             value=self.server,
@@ -181,8 +191,10 @@ class Panel(w.VBox):
             [w.HTML(section("server")), self.servers, self.authorize.widget, w.HTML(section("on the server")), self.filter, self.picker],
             layout=w.Layout(width="auto", min_width="250px", max_width="45%", flex="0 1 auto", margin="0 14px 0 0"),
         )
+        return self.picker_box
 
-        # -- the call
+    def _build_call_box(self) -> w.VBox:
+        """The right column: the chosen entry, its form or raw JSON, the controls, and what came back."""
         self.header = w.HTML()
         self.header.add_class("mcp-nb-entry")
         self.mode = w.ToggleButtons(options=[FORM, RAW], value=FORM, style={"button_width": "88px"})
@@ -199,6 +211,25 @@ class Panel(w.VBox):
         self.uri.add_class("mcp-nb-uri")
         self.problems = w.HTML()
         self.problems.add_class("mcp-nb-problems")
+        controls = self._build_controls()
+        self.outcome = w.HTML()
+        self.outcome.add_class("mcp-nb-outcome-view")
+        # A question the server asks during a call (elicitation) shows here, between the
+        # controls and the outcome, until it is answered or the call ends.
+        self.question = w.VBox(layout=w.Layout(width="100%", display="none"))
+        self.question.add_class("mcp-nb-question-box")
+        self.asker = Asker(self._guard.enter, self._place_question, lambda: self._closed)
+        # What could not be sent shows under the controls, where an outcome would: above them,
+        # its box appearing (on Call) and going (on the next keystroke) moved the Call button
+        # under a pointer on its way to it.
+        call_box = w.VBox(
+            [self.header, self.mode, self.form_box, self.raw, self.uri, controls, self.problems, self.question, self.outcome],
+            layout=w.Layout(flex="1 1 420px", min_width="0", grid_gap="6px"),
+        )
+        return call_box
+
+    def _build_controls(self) -> w.HBox:
+        """The timeout, the Call and Cancel buttons, and the running call's status and progress."""
         self.timeout = w.Text(value=_seconds(settings.timeout), layout=w.Layout(width="70px"))
         self.timeout.add_class("mcp-nb-timeout")
         self.reset_on_progress = w.Checkbox(
@@ -233,23 +264,11 @@ class Panel(w.VBox):
             layout=w.Layout(align_items="center", grid_gap="8px", flex_flow="row wrap"),
         )
         controls.add_class("mcp-nb-controls")
-        self.outcome = w.HTML()
-        self.outcome.add_class("mcp-nb-outcome-view")
-        # A question the server asks during a call (elicitation) shows here, between the
-        # controls and the outcome, until it is answered or the call ends.
-        self.question = w.VBox(layout=w.Layout(width="100%", display="none"))
-        self.question.add_class("mcp-nb-question-box")
-        self.asker = Asker(self._guard.enter, self._place_question, lambda: self._closed)
-        # What could not be sent shows under the controls, where an outcome would: above them,
-        # its box appearing (on Call) and going (on the next keystroke) moved the Call button
-        # under a pointer on its way to it.
-        call_box = w.VBox(
-            [self.header, self.mode, self.form_box, self.raw, self.uri, controls, self.problems, self.question, self.outcome],
-            layout=w.Layout(flex="1 1 420px", min_width="0", grid_gap="6px"),
-        )
-        call_page = w.HBox([self.picker_box, call_box], layout=w.Layout(width="100%", flex_flow="row wrap", padding="6px 2px"))
+        return controls
 
-        # -- the history
+    def _build_tabs(self, call_page: w.HBox) -> None:
+        """The Call, History and Changes tabs, under the panel's title and its failure line."""
+        engine = self.engine
         self.history_tab = HistoryTab(self.history, self._load_call, self._guard)
         self.history_tab.on_count = self._count_calls
         # -- what changed for clients since each entry's first version (widgets/changes_tab.py)
@@ -259,13 +278,16 @@ class Panel(w.VBox):
             titles=["Call", self._history_title(len(self.history)), "Changes"],
         )
         self.tabs.add_class("mcp-nb-tabs")
-        self.tabs.observe(on("switching tabs", self._tab_changed), "selected_index")
+        self.tabs.observe(self._guard("switching tabs", self._tab_changed), "selected_index")
 
         self.title = w.HTML()
         self.children = [w.HTML(STYLESHEET), self.title, self.failure, self.tabs]
 
-        # -- wiring: every callback and listener through the guard (the two call listeners,
-        # `_finished` and `_recorded`, hand over to it themselves)
+    def _wire(self) -> None:
+        """Every callback and listener, through the guard (the two call listeners, `_finished` and
+        `_recorded`, hand over to it themselves)."""
+        engine = self.engine
+        on = self._guard
         self.servers.observe(on("choosing a server", self._server_chosen), "value")
         self.filter.observe(on("filtering the list", lambda _: self._show_choices()), "value")
         self.picker.observe(on("choosing an entry", self._picked), "value")
@@ -285,7 +307,6 @@ class Panel(w.VBox):
         engine.on_close(self._closed_heard)
         self._forgetting = weakref.finalize(self, _forget, self._weak)
         self._forgetting.atexit = False  # nothing to take back from an interpreter that is ending
-        self.refresh()
 
     # -- what the panel listens to: each hands over to the kernel's thread, guarded -------------
 

@@ -4,6 +4,7 @@ import asyncio
 import collections
 import dataclasses
 import threading
+import time
 
 import pandas as pd
 import pytest
@@ -14,6 +15,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 import mcp_nb
 from helpers import FakeClock, interrupted_when, wait_until
 from mcp_nb import Faults, Retry
+from mcp_nb.batch import core
 from mcp_nb.batch.sweeps import argument_sets
 from mcp_nb.registering import faults as faults_module
 
@@ -156,6 +158,32 @@ def test_interrupting_a_sweep_returns_what_finished_and_records_the_calls_in_fli
     assert (history.loc[history["cause"] == "cancelled", "code"] == -32800).all()
     # The handlers in flight were cancelled too, not left running.
     assert wait_until(lambda: set(mcp_nb.history().to_frame()["server_fate"].dropna()) == {"cancelled"})
+
+
+@pytest.mark.filterwarnings("ignore::mcp_nb.registering.loop_watch.LoopBlockedWarning")  # the tool holds the loop on purpose
+def test_a_stopped_sweep_whose_calls_cannot_record_in_time_says_so_and_the_history_still_gets_them(capsys, caplog, monkeypatch):
+    # The wait for the calls in flight is bounded: a handler holding mcp_nb's loop keeps its call
+    # from recording its cancellation. The frame is returned without that row, the log says why,
+    # and the call reaches the history once the loop is free.
+    monkeypatch.setattr(core, "STOP_WAIT_S", 0.3)
+    holding = threading.Event()
+
+    @mcp_nb.tool()
+    async def hold(i: int) -> int:
+        if i == 1:
+            holding.set()
+            time.sleep(1.5)  # noqa: ASYNC251 - holds the loop on purpose
+            await asyncio.sleep(30)
+        return i
+
+    with interrupted_when(holding.is_set):
+        frame = mcp_nb.sweep("hold", {"i": [0, 1]}, concurrency=1, progress=False)
+
+    assert "sweep of 'hold' interrupted: 1 of 2 calls finished" in capsys.readouterr().out
+    assert frame["i"].tolist() == [0]
+    assert "stopped batch: 1 call(s) in flight had not recorded themselves after 0.3 s" in caplog.text
+    assert wait_until(lambda: len(mcp_nb.history()) == 2)
+    assert mcp_nb.history().to_frame()["cause"].astype(str).tolist() == ["ok", "cancelled"]
 
 
 def test_progress_bar_counts_every_call(capsys):

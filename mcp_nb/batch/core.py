@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -25,6 +26,8 @@ from mcp_nb.views.live import close_bar, progress_bar
 
 if TYPE_CHECKING:
     import pandas as pd
+
+log = logging.getLogger(__name__)
 
 RESULT_COLUMNS = ["call_id", "attempt", "outcome", "cause", "duration_ms", "content", "code", "message"]
 # Shown only when some call reported progress: how much each reported, and how often that moved
@@ -132,7 +135,14 @@ class Lanes:
             return  # stopped before it started: nothing was sent
         if cancel:
             self._future.cancel()
-        self.finished.wait(timeout=STOP_WAIT_S)
+        if not self.finished.wait(timeout=STOP_WAIT_S):
+            # The frame has no row for these yet; the history gets theirs when they end. Said,
+            # so that a frame shorter than the calls made is never a silent mystery.
+            unrecorded = sum(1 for call in self.calls if call.task is not None and call.outcome is None)
+            log.warning(
+                "stopped batch: %d call(s) in flight had not recorded themselves after %g s (no row in its frame; "
+                "the history gets them when they end)", unrecorded, STOP_WAIT_S,
+            )  # fmt: skip
 
 
 class Stopped(Exception):

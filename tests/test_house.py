@@ -8,6 +8,7 @@ contract cannot say.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import importlib.util
 import pkgutil
@@ -33,17 +34,9 @@ def _tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(), str(path))
 
 
-def _late_imports(path: Path) -> list[ast.ImportFrom | ast.Import]:
-    """The imports of mcp_nb's own modules written inside a function of `path`."""
-    found: dict[int, ast.ImportFrom | ast.Import] = {}
-    for node in ast.walk(_tree(path)):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for inner in ast.walk(node):
-                if isinstance(inner, ast.ImportFrom) and (inner.level or (inner.module or "").startswith("mcp_nb")):
-                    found[id(inner)] = inner
-                elif isinstance(inner, ast.Import) and any(a.name.split(".")[0] == "mcp_nb" for a in inner.names):
-                    found[id(inner)] = inner
-    return list(found.values())
+def _module(path: Path) -> str:
+    """The dotted name of the module at `path` (a package's `__init__.py`: the package)."""
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
 
 
 def test_the_layers_and_the_absence_of_circles_hold():
@@ -127,11 +120,7 @@ def _imports_by_name(path: Path) -> list[int]:
     return found
 
 
-def test_imports_inside_functions_are_few_and_each_says_why():
-    late = [(path, node) for path in SOURCES for node in _late_imports(path)]
-    for path, node in late:
-        line = path.read_text().splitlines()[node.lineno - 1]
-        assert "#" in line, f"{path.relative_to(ROOT)}:{node.lineno}: say why this import waits (a comment on its line)"
+def test_few_places_import_late():
     # Every place where an import waits for a function to run, of a library or of mcp_nb's own
     # modules, written as a statement or by a module's name: libraries.py's table is one of them.
     places = [f"{path.relative_to(ROOT)}:{line}" for path in SOURCES for line, _ in _function_imports(path)]
@@ -146,10 +135,9 @@ def _library_uses() -> dict[str, set[str]]:
     """Each name read from mcp_nb.libraries (`lib.pandas`), and the modules that read it."""
     uses: dict[str, set[str]] = {}
     for path in SOURCES:
-        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
         for node in ast.walk(_tree(path)):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "lib":
-                uses.setdefault(node.attr, set()).add(module)
+                uses.setdefault(node.attr, set()).add(_module(path))
     return uses
 
 
@@ -169,14 +157,9 @@ def test_each_library_of_the_table_puts_off_a_load_its_readers_would_not_make():
     modules of the commands that need no MCP, what those commands load) has no place in the table."""
     from mcp_nb import libraries
 
-    api = _loaded_by("import mcp_nb.api")
-    light = _loaded_by("import mcp_nb.commands.diff, mcp_nb.commands.student, mcp_nb.notebook.nbval")
     needless = []
     for name, readers in _library_uses().items():
-        for reader in readers:
-            loaded = light if reader in light else api
-            if libraries.DEFERRED[name] in loaded:
-                needless.append(f"{reader}: lib.{name}")
+        needless += [f"{reader}: lib.{name}" for reader in readers if libraries.DEFERRED[name] in _loaded_anyway(reader)]
     assert not needless, needless
 
 
@@ -187,12 +170,23 @@ def _function_imports(path: Path) -> list[tuple[int, list[str]]]:
     for node in ast.walk(_tree(path)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for inner in ast.walk(node):
-                if isinstance(inner, ast.ImportFrom) and not inner.level:
-                    module = inner.module or ""
+                if isinstance(inner, ast.ImportFrom):
+                    module = _absolute(path, inner)
                     found[inner.lineno] = [module, *(f"{module}.{alias.name}" for alias in inner.names if _is_module(f"{module}.{alias.name}"))]
                 elif isinstance(inner, ast.Import):
                     found[inner.lineno] = [alias.name for alias in inner.names]
     return sorted(found.items())
+
+
+def _absolute(path: Path, node: ast.ImportFrom) -> str:
+    """The module a `from ... import` names, a relative one resolved against `path`'s package."""
+    if not node.level:
+        return node.module or ""
+    package = _module(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
 
 
 def _is_module(name: str) -> bool:
@@ -207,6 +201,23 @@ def _loaded_by(code: str) -> set[str]:
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     return set(done.stdout.split())
+
+
+# What the commands that need no MCP (`diff`, `student-version`, `nbval-sanitize`) import.
+LIGHT_COMMANDS = "import mcp_nb.commands.diff, mcp_nb.commands.student, mcp_nb.notebook.nbval"
+
+
+@functools.cache
+def _loads() -> tuple[set[str], set[str]]:
+    """What `import mcp_nb.api` loads, and what the commands that need no MCP load."""
+    return _loaded_by("import mcp_nb.api"), _loaded_by(LIGHT_COMMANDS)
+
+
+def _loaded_anyway(module: str) -> set[str]:
+    """What is loaded wherever `module` runs: the light commands' set for one of their modules
+    (so that they keep not loading the SDK), the API's for any other."""
+    api, light = _loads()
+    return light if module in light else api
 
 
 def test_every_import_inside_a_function_says_what_it_puts_off():
@@ -224,14 +235,9 @@ def test_an_import_inside_a_function_defers_a_load_the_api_would_not_make():
     is not among it (a script calls without it). The
     modules the commands that need no MCP import (`diff`, `student-version`, `nbval-sanitize`)
     measure against what those commands load, so that they keep not loading the SDK."""
-    api = _loaded_by("import mcp_nb.api")
-    light_code = "import mcp_nb.commands.diff, mcp_nb.commands.student, mcp_nb.notebook.nbval"
-    light = _loaded_by(light_code)
-    light_modules = {name for name in light if name.startswith("mcp_nb")}
     needless = []
     for path in SOURCES:
-        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-        loaded = light if module in light_modules else api
+        loaded = _loaded_anyway(_module(path))
         needless += [f"{path.relative_to(ROOT)}:{line} {targets[0]}" for line, targets in _function_imports(path) if set(targets) <= loaded]
     assert not needless, needless
 

@@ -303,8 +303,6 @@ def _query(url: str) -> dict[str, str]:
         raise BadValue("that is not the address of a page (paste the whole address you landed on)") from None
 
 
-
-
 def _open_quietly(link: str, opener: Callable[[str], Any]) -> None:
     try:
         opener(link)

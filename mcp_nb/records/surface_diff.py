@@ -774,9 +774,10 @@ def _variables(template: str) -> list[str]:
 
 def frame(rows: list[Change]) -> pd.DataFrame:
     """The changes as a DataFrame, one row each, columns `COLUMNS`; attrs count them."""
+    pd = lib.pandas
     # Object columns: a value before or after is any JSON (None stays None, never NaN), and
     # `breaking` is True, False or "unknown".
-    table = lib.pandas.DataFrame({column: lib.pandas.Series([getattr(row, column) for row in rows], dtype=object) for column in COLUMNS})
+    table = pd.DataFrame({column: pd.Series([getattr(row, column) for row in rows], dtype=object) for column in COLUMNS})
     table.attrs.update(counts(rows))
     return table
 

@@ -96,7 +96,7 @@ def venv_version(name: str) -> str | None:
     return None
 
 
-# What the notebooks talk to (notebook 07): Binder's postBuild and the README's first command
+# What the notebooks talk to (notebook 13): Binder's postBuild and the README's first command
 # install only this; the test command installs every peer.
 FOR_NOTEBOOKS = {"@modelcontextprotocol/server-everything": PINS["@modelcontextprotocol/server-everything"]}
 

@@ -113,9 +113,9 @@ def test_the_kernel_runs_in_the_binder_environment(binder_env):
 
 
 def test_notebooks_are_found():
-    # The primer sorts first (its "0-" prefix is no notebook number: docs/rules.md names cells
-    # by two digits, and a letter for a notebook split in two, as 01b), then the quickstart.
-    assert [nb.name for nb in NOTEBOOKS][:2] == ["0-primer.ipynb", "00-quickstart.ipynb"]
+    # The file names sort in the course's order (docs/rules.md names cells by the two digits a
+    # name starts with): the primer first, then the quickstart.
+    assert [nb.name for nb in NOTEBOOKS][:2] == ["00-primer.ipynb", "01-quickstart.ipynb"]
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[nb.name for nb in NOTEBOOKS])
@@ -144,7 +144,7 @@ def test_binder_opens_the_student_versions(binder_env):
     for other in (ROOT / "notebooks").rglob("*"):
         if other.is_file() and other.suffix != ".ipynb" and "__pycache__" not in other.parts:
             assert (opened / other.relative_to(ROOT / "notebooks")).read_bytes() == other.read_bytes(), other.name
-    assert (opened / "0-primer.ipynb").exists()  # the README's and docs/course.md's launch link
+    assert (opened / "00-primer.ipynb").exists()  # the README's and docs/course.md's launch link
 
 
 def test_binder_reads_only_what_it_should():
@@ -154,5 +154,5 @@ def test_binder_reads_only_what_it_should():
     assert os.access(BINDER / "postBuild", os.X_OK), "repo2docker runs binder/postBuild only when it is executable"
     lines = [line.strip() for line in (BINDER / "requirements.txt").read_text().splitlines()]
     assert any(line.split("[")[0] == "-e ." for line in lines), "binder/requirements.txt must install the checkout (-e .)"
-    assert (ROOT / "notebooks" / "00-quickstart.ipynb").exists()  # ?urlpath=lab/tree/notebooks/00-quickstart.ipynb
-    assert json.loads((ROOT / "notebooks" / "00-quickstart.ipynb").read_text())["metadata"]["kernelspec"]["name"] == "python3"
+    assert (ROOT / "notebooks" / "01-quickstart.ipynb").exists()  # ?urlpath=lab/tree/notebooks/01-quickstart.ipynb
+    assert json.loads((ROOT / "notebooks" / "01-quickstart.ipynb").read_text())["metadata"]["kernelspec"]["name"] == "python3"

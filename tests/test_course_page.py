@@ -124,10 +124,10 @@ def test_no_binder_link_a_reader_can_click_names_a_placeholder_or_another_reposi
 
 def test_the_check_rejects_the_placeholder_badge():
     # The README's badge as it was: clickable, with OWNER for the account.
-    old = "[![Launch on Binder](https://mybinder.org/badge_logo.svg)](https://mybinder.org/v2/gh/OWNER/mcp_nb/HEAD?urlpath=lab/tree/notebooks/00-quickstart.ipynb)"
+    old = "[![Launch on Binder](https://mybinder.org/badge_logo.svg)](https://mybinder.org/v2/gh/OWNER/mcp_nb/HEAD?urlpath=lab/tree/notebooks/01-quickstart.ipynb)"
     assert "placeholder" in " ".join(wrong_binder_links(old, "someone/mcp_nb"))
     assert "placeholder" in " ".join(wrong_binder_links("https://mybinder.org/v2/gh/ACCOUNT/REPOSITORY/HEAD", None))
-    real = "https://mybinder.org/v2/gh/someone/mcp_nb/HEAD?urlpath=lab/tree/notebooks/0-primer.ipynb"
+    real = "https://mybinder.org/v2/gh/someone/mcp_nb/HEAD?urlpath=lab/tree/notebooks/00-primer.ipynb"
     assert wrong_binder_links(real, "someone/mcp_nb") == []
     assert "origin is other/mcp_nb" in " ".join(wrong_binder_links(real, "other/mcp_nb"))
     assert wrong_binder_links(f"`{real.replace('someone/mcp_nb', 'ACCOUNT/REPOSITORY')}`", None) == []  # a template, in code
@@ -170,11 +170,11 @@ def test_the_readme_says_in_one_line_how_to_make_the_binder_link():
 # What each notebook says of itself, in its first cell and its summary, as the primer does.
 OPENING_BLOCKS = ("**You will be able to**", "**Before you start**:", "**Time**: about ")
 TIME = re.compile(r"\*\*Time\*\*: about (\d+) minutes")
-NOTEBOOK_NAMED = re.compile(r"\b(0-primer|\d\d)\b")
+NOTEBOOK_NAMED = re.compile(r"\b(00-primer|\d\d)\b")
 
 
 def course_minutes() -> dict[str, int]:
-    """Each notebook's minutes on the course page: its core row, else its lab row (05's core part)."""
+    """Each notebook's minutes on the course page: its core row, else its lab row (08's core part)."""
     core, _ = syllabus(section(course(), "The core path"))
     labs, _ = syllabus(section(course(), "Optional labs"))
     minutes = dict(labs)

@@ -46,12 +46,12 @@ def test_every_notebook_is_rendered_with_its_stored_outputs(site):
         html = page(site, f"notebooks/{notebook.stem}.html")
         assert f'href="notebooks/{notebook.stem}.html"' in listing
         assert "cell_output" in html, f"{notebook.name} is rendered without outputs"
-    tool_errors = page(site, "notebooks/01-tool-errors.html")
+    tool_errors = page(site, "notebooks/02-tool-errors.html")
     assert 'class="mcp-nb-outcome"' in tool_errors  # the Outcome cards, as stored
     assert "all 10 calls are as described" in tool_errors
-    choosing = page(site, "notebooks/01b-choosing-the-error.html")
+    choosing = page(site, "notebooks/03-choosing-the-error.html")
     assert 'class="mcp-nb-outcome"' in choosing and "all 8 calls are as described" in choosing
-    analytics = page(site, "notebooks/06-analytics.html")
+    analytics = page(site, "notebooks/12-analytics.html")
     assert re.search(r'<img [^>]*src="\.\./_images/[^"]+\.png"', analytics), "the plots are missing"
 
 

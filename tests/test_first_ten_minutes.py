@@ -106,7 +106,7 @@ def test_the_readme_has_its_two_commands_and_what_they_name_exists():
     assert setup.startswith(
         "python3 -m venv .venv && .venv/bin/pip install -e \".[lab]\" && .venv/bin/python tests/peers.py install --notebooks && .venv/bin/jupyter lab "
     )
-    assert (ROOT / "tests" / "peers.py").exists()  # it installs Node's peers for notebook 07
+    assert (ROOT / "tests" / "peers.py").exists()  # it installs Node's peers for notebook 13
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert any(req.startswith("jupyterlab") for req in extras["lab"])
     assert (ROOT / shlex.split(setup)[-1]).is_dir()  # the folder JupyterLab opens on

@@ -1,7 +1,7 @@
 """docs/rules.md against the notebooks: every rule of both guides is shown in a cell and checked by an assert.
 
-The map names cells as `NN:id` (the notebook's number, the cell's id; a notebook split in two
-has a letter after its number, `01b`). A check is an assert under a
+The map names cells as `NN:id` (the notebook's number, the two digits its file name starts with,
+and the cell's id). A check is an assert under a
 comment carrying the rule's tag (`# [C07]`), in a cell the map names. nbval runs the asserts; this
 test makes sure the map and the notebooks point at each other, and that every tagged block asserts
 something the notebook's run produced, not only constants it wrote itself (see `Observations`).
@@ -21,7 +21,7 @@ from IPython.core.inputtransformer2 import TransformerManager
 
 ROOT = Path(__file__).resolve().parent.parent
 MAP = ROOT / "docs" / "rules.md"
-NOTEBOOKS = {path.name.split("-", 1)[0]: path for path in sorted((ROOT / "notebooks").glob("*.ipynb"))}  # "01", "01b", ...
+NOTEBOOKS = {path.name.split("-", 1)[0]: path for path in sorted((ROOT / "notebooks").glob("*.ipynb"))}  # "00", "01", ...
 
 ROW = re.compile(r"^\| (?P<rule>[CP]\d\d) \| (?P<says>[^|]+) \| (?P<differs>[^|]+) \| (?P<shown>[^|]+) \| (?P<checked>[^|]+) \|$")
 CELL = re.compile(r"`(\d\d[a-z]?):([A-Za-z0-9_-]+)`")
@@ -283,7 +283,7 @@ def test_every_tagged_block_reads_what_a_run_produced(rule):
 
 
 def test_a_block_that_reads_only_the_notebooks_own_constants_is_rejected():
-    """The rule on a small notebook: the weak blocks are those 04:c40 (C19, C21) and 11:rules (P24) held before."""
+    """The rule on a small notebook: the weak blocks are those 06:c40 (C19, C21) and 09:rules (P24) held before."""
     notebook = Observations([
         "%load_ext mcp_nb\nimport mcp_nb\nfrom pathlib import Path\nCATALOG = {'Dune': 'Frank Herbert'}",
         "%%mcp_tool\nRUNS = []\n\ndef get_author(title: str) -> str:\n    RUNS.append(title)\n    return CATALOG[title]",

@@ -1,4 +1,4 @@
-"""The student version of notebook 01 (`python -m mcp_nb student-version`): its exercises' solutions
+"""The student version of notebook 02 (`python -m mcp_nb student-version`): its exercises' solutions
 stripped, it runs in a kernel, every unanswered exercise's check fails with its helpful message,
 and no other cell fails; and the same of every other notebook with exercises. The solution version
 is the notebook itself, which nbval runs (tests/test_binder.py)."""
@@ -18,7 +18,7 @@ from nbclient import NotebookClient
 from mcp_nb.commands import student
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCE = ROOT / "notebooks" / "01-tool-errors.ipynb"
+SOURCE = ROOT / "notebooks" / "02-tool-errors.ipynb"
 # Each exercise's check cell, and what its failure must say when the exercise is not answered.
 CHECKS = {
     "ex-predict-check": ["not answered yet: replace the ... given as outcome with your answer, one of result, tool_error"],
@@ -41,7 +41,7 @@ def make_student_version(source: Path, target: Path) -> subprocess.CompletedProc
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory):
-    target = tmp_path_factory.mktemp("student") / "01-tool-errors.ipynb"
+    target = tmp_path_factory.mktemp("student") / "02-tool-errors.ipynb"
     done = make_student_version(SOURCE, target)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"{target}: 2 solution cells stripped, outputs cleared"
@@ -168,9 +168,9 @@ def exercises(path: Path) -> tuple[set[str], set[str]]:
 
 
 OTHERS = [p for p in sorted((ROOT / "notebooks").glob("*.ipynb")) if p != SOURCE and exercises(p)[0]]
-# What some of their checks must say when the exercise is not answered, beyond a hint (docs/course.md quotes 01b's).
+# What some of their checks must say when the exercise is not answered, beyond a hint (docs/course.md quotes 03's).
 SAYS = {
-    "01b-choosing-the-error.ipynb": {
+    "03-choosing-the-error.ipynb": {
         "ex-reserve-check": [
             'the call of tool reserve {"title": "Solaris"} ended tool_error / crash, not tool_error / raised',
             "its cause, crash: the handler (or the server's middleware) raised another exception",
@@ -185,7 +185,7 @@ SAYS = {
 
 
 def test_other_notebooks_have_exercises_too():
-    assert {p.name for p in OTHERS} >= {"01b-choosing-the-error.ipynb", "02-resources-and-prompts.ipynb", "03-bad-arguments.ipynb"}
+    assert {p.name for p in OTHERS} >= {"03-choosing-the-error.ipynb", "05-resources-and-prompts.ipynb", "04-bad-arguments.ipynb"}
     assert set(SAYS) <= {p.name for p in OTHERS}
 
 

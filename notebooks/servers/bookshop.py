@@ -1,6 +1,6 @@
 """A Python MCP server on the official SDK, run as a separate process: `bookshop.py stdio` or `bookshop.py http PORT`.
 
-The error model's cases, raised the way a server a user writes would raise them. Notebook 07
+The error model's cases, raised the way a server a user writes would raise them. Notebook 13
 and the tests connect to it as mcp_nb connects to any outside server. Its log goes to stderr,
 as a stdio server's must.
 """
@@ -28,7 +28,7 @@ CATALOG = {"Dune": "Frank Herbert", "Neuromancer": "William Gibson"}
 
 # The SDK's own logging set-up draws the log with `rich` where rich is installed (boxed
 # tracebacks, lines wrapped at 80 columns). This server logs the plain way the SDK does without
-# it, so its stderr, which notebook 07 reads, says the same wherever it runs. (The SDK's set-up
+# it, so its stderr, which notebook 13 reads, says the same wherever it runs. (The SDK's set-up
 # then finds the root logger configured and leaves it.)
 logging.basicConfig(level="INFO", format="%(message)s", handlers=[logging.StreamHandler()])
 

@@ -201,7 +201,7 @@ def test_the_docs_site_reads_in_furo_light_and_dark(page, docs_site, artifacts, 
 
 def test_progress_bars_show_on_the_docs_site_offline(page, docs_site, artifacts):
     # Every request but the page's own files is refused, as offline: no widget script loads.
-    page.goto((docs_site / "notebooks" / "05-retries-and-degradation.html").as_uri())
+    page.goto((docs_site / "notebooks" / "08-retries-and-degradation.html").as_uri())
     bars = page.locator(".cell_output .widget-snapshot")
     assert bars.count() >= 1
     for i in range(bars.count()):

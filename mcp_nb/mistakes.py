@@ -17,6 +17,8 @@ A leaf module: every layer's checks raise these.
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from typing import Any
 
 
@@ -69,3 +71,36 @@ def first_line(err: BaseException, named: bool = False) -> str:
     if named:
         return f"{type(err).__name__}: {line}" if line else type(err).__name__
     return line or type(err).__name__
+
+
+# What a peer wrote (a server's error message, an HTTP body, a stderr line, an OAuth error page) is
+# shown in one line of at most this many characters: a message holds its cause, not the page.
+LINE_LIMIT = 300
+# Where a line ends, as str.splitlines() has it.
+_LINE_BREAK = re.compile(r"[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+# A terminal's colours (SGR): formatting, not text, so taken out rather than shown escaped.
+_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+_TEXT = re.compile(r"\S")
+
+
+def one_line(text: Any, limit: int = LINE_LIMIT) -> str:
+    """What someone else wrote, safe to put in a one-line message: its first line that is not
+    blank, at most `limit` characters (then "…"; also when lines were left out), and every
+    control or format character shown as its escape (`\\x1b`, `\\u202e`), so that nothing it
+    holds can break a line, fake a traceback under the message, recolour a terminal or
+    reorder what is read. Linear in `limit`, not in the text: an 8 MB body costs a slice.
+    """
+    text = str(text)
+    first = _TEXT.search(text)
+    start = first.start() if first is not None else len(text)
+    head = text[start : start + 4 * limit + 2]  # enough for `limit` characters once colours are gone
+    broken = _LINE_BREAK.search(head)
+    line = (head[: broken.start()] if broken else head).rstrip()
+    rest = start + (broken.start() if broken else len(head))
+    cut = _TEXT.search(text, rest) is not None  # anything but blanks left out
+    line = _COLOUR.sub("", line)
+    if not line.isprintable():
+        line = "".join(c if c.isprintable() or unicodedata.category(c) == "Zs" else repr(c)[1:-1] for c in line)
+    if len(line) > limit:
+        line, cut = line[:limit].rstrip(), True
+    return line + " …" if cut else line

@@ -113,10 +113,11 @@ def test_a_refused_connection_says_401_whatever_the_sdk_tried_next(served, mode)
         with pytest.raises(mcp_nb.ConnectError) as raised:
             mcp_nb.connect("me", served.url, mode=mode, **options)
         said = str(raised.value)
-        assert "HTTP 401" in said and "the server refused the request's credentials" in said, said
+        assert "HTTP 401: " in said and "the server said: Missing or invalid bearer token" in said, said
         # "HTTP 400", not a bare "400": the server's port may hold those digits (127.0.0.1:44003)
         assert "MCP-Protocol-Version" not in said and "HTTP 400" not in said and "400 Bad" not in said
-        assert ("connect with auth=" in said) == ("auth" not in options)
+        assert ("the credentials were refused" in said) == ("auth" in options)
+        assert ("none were sent (connect with headers=" in said) == ("auth" not in options)
         assert "wrong" not in said
     assert list(mcp_nb.servers().index) == ["kernel"]
 

@@ -24,6 +24,8 @@ import re
 import shlex
 import signal
 import shutil
+import socket
+import ssl
 import time
 from typing import Any, Callable
 from urllib.parse import urlsplit
@@ -42,7 +44,7 @@ from mcp_types import ElicitResult, ErrorData, ListRootsResult, Root, RootsListC
 from mcp_nb import sdk_compat
 from mcp_nb.calling.current import CURRENT_CALL
 from mcp_nb.calling.era import check_mode, sdk_mode
-from mcp_nb.calling.oauth import AuthorizationPending, Flow, OAuth, step_of
+from mcp_nb.calling.oauth import Flow, OAuth, answer_text, find, flow_failure, step_of
 from mcp_nb.calling.roots import check_roots
 from mcp_nb.calling.roots import current as current_roots
 from mcp_nb.calling.sampling import Sampler, sdk_answer
@@ -59,7 +61,7 @@ from mcp_nb.registering.registry import (
     template_schema,
 )
 from mcp_nb.views.cards import connection_html, connection_text
-from mcp_nb.mistakes import BadValue, first_line
+from mcp_nb.mistakes import LINE_LIMIT, BadValue, first_line, one_line
 
 METHODS = {"tool": "tools/call", "resource": "resources/read", "prompt": "prompts/get"}
 KERNEL = "kernel"  # the name of the kernel's own server among the connections
@@ -524,22 +526,23 @@ class RemoteConnection(Connection):
 
     def secret_values(self) -> list[str]:
         """What this connection holds that no record may: its headers' values (an Authorization
-        header's token, an API key), its URL's password and secret query values, its stdio
-        server's environment values named like secrets."""
+        header's token, an API key), its URL's password and secret query values, an OAuth
+        provider's tokens and client secret once it has them, its stdio server's environment
+        values named like secrets."""
         if self.transport == "http":
             values = [value for value in self.headers.values() if value]
             values += [part for value in values for part in value.split() if len(part) >= 8]  # "Bearer TOKEN": the token alone too
-            return values + _without_secrets(self.url)[1]
+            return values + _without_secrets(self.url)[1] + _auth_secrets(self.auth, self.oauth)
         return [value for key, value in self.env.items() if value and _SECRET_PARAMETER.search(key)]
 
     def redacted(self, text: str) -> str:
-        """`text` (an error's, say) with this connection's URL as `shown_url` shows it, and
-        any secret of the URL's left in it replaced."""
-        if self.transport != "http":
-            return text
-        shown, secrets = _without_secrets(self.url)
-        text = text.replace(self.url, shown)
-        for secret in secrets:
+        """`text` (an error's, say) with this connection's URL as `shown_url` shows it, and every
+        secret it holds (`secret_values`) left in it replaced: a server that echoes the request's
+        credentials in its error, or a stdio server that prints its API key on stderr, puts none
+        of them in a message. (Only what it holds: a pattern would take "bearer token" for one.)"""
+        if self.transport == "http":
+            text = text.replace(self.url, shown_url(self.url))
+        for secret in sorted(set(self.secret_values()), key=len, reverse=True):  # a secret inside another goes with it
             if len(secret) >= 4:  # a shorter one would mangle the text, and guards little
                 text = text.replace(secret, REDACTED)
         return text
@@ -644,26 +647,50 @@ class RemoteConnection(Connection):
             await self._abandon()
             raise
         except BaseException as err:  # noqa: BLE001 - whatever went wrong, said in one line
-            log.debug("connecting to %r failed: %s", self.name, self.redacted(repr(err)))  # not its traceback: it may hold the URL's secrets
+            # Not its traceback, nor the whole of what a peer sent (an 8 MB error page): one bounded
+            # line, without the connection's secrets.
+            log.debug("connecting to %r failed: %s", self.name, self.redacted(one_line(repr(err), 2000)))
             with contextlib.suppress(Exception):
                 await self.heard_all()  # a server that exits at once says why on stderr, first
             said = [entry.message for entry in self.logs if entry.source == "stderr" and entry.message.strip()]
             await self._abandon()
             reason = _reason(err)
             if said:  # "unknown time zone", "not a git repository": the reason, in the server's words
-                reason += "; its stderr ended with: " + " | ".join(line.strip()[:200] for line in said[-3:])
-            refused = _oauth_failure(err)
+                reason += "; its stderr ended with: " + " | ".join(one_line(line, 200) for line in said[-3:])
+            refused = flow_failure(err)
             if refused is not None:  # the SDK's OAuth flow gave up: its reason, not the 401 that started it
                 reason = refused
             elif self.http_errors:
                 _, _, status, body = self._refusal() or self.http_errors[-1]
-                reason = f"HTTP {status}" + (f" {body[:200]}" if body else "")
-                if status in (401, 403):
-                    given = self.auth is not None or self.oauth is not None
-                    reason += " (the server refused the request's credentials" + ("" if given else "; connect with auth=") + ")"
+                reason = self._http_reason(status, body)
             if self._flow is not None:
                 self._oauth_step(f"failed: {reason}")
             raise ConnectError(f"could not connect to {self.name!r} ({self.target_text()}): {self.redacted(reason)}") from None
+
+    def _http_reason(self, status: int, body: str) -> str:
+        """An HTTP error answer at connect, said as what it means here, then in the server's
+        words (`answer_text`): `HTTP 401: the token was refused; the server said: ...`."""
+        headers = {key.lower(): value for key, value in self.headers.items()}
+        bearer = self.oauth is not None or headers.get("authorization", "").lower().startswith("bearer ")
+        given = bearer or self.auth is not None or "authorization" in headers or bool(_without_secrets(self.url)[1])
+        if status == 401:
+            meaning = (
+                ("the token was refused" if bearer else "the credentials were refused") if given else
+                "the server asks for credentials and none were sent (connect with headers={'Authorization': "
+                "'Bearer ...'} or auth=)"
+            )  # fmt: skip
+        elif status == 403:
+            meaning = "the server refused the request" + (" with these credentials" if given else "")
+        elif status == 404:
+            meaning = "nothing answers at this path (a server's MCP endpoint is often .../mcp)"
+        elif status == 405:
+            meaning = "this URL does not take MCP's requests (is it the server's MCP endpoint?)"
+        elif status >= 500:
+            meaning = "the server failed"
+        else:
+            meaning = "the server refused the request"
+        words = answer_text(body) if body else ""
+        return f"HTTP {status}: {meaning}" + (f"; the server said: {words}" if words else "")
 
     def _refusal(self) -> tuple | None:
         """The last 401 or 403 answer, when nothing succeeded after it: the server refused the
@@ -882,6 +909,16 @@ def _sent(model: Any) -> dict[str, Any] | None:
     return None if model is None else model.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
+def _auth_secrets(auth: Any, oauth: OAuth | None) -> list[str]:
+    """The secrets an OAuth provider holds once it has them (its tokens, its client's secret),
+    and the client secret an `OAuth` was given."""
+    context = getattr(auth, "context", None)  # the SDK's OAuthClientProvider keeps its state there
+    tokens, client = getattr(context, "current_tokens", None), getattr(context, "client_info", None)
+    found = [getattr(tokens, "access_token", None), getattr(tokens, "refresh_token", None), getattr(client, "client_secret", None)]
+    found.append(oauth._client_secret if oauth is not None else None)
+    return [value for value in found if isinstance(value, str) and value]
+
+
 def _checked_auth(auth: Any) -> Any:
     """`auth` when the SDK's HTTP transport can authenticate requests with it: an `httpx2.Auth`
     (the SDK's OAuth providers are ones; the SDK's transport is built on httpx2)."""
@@ -898,47 +935,6 @@ def _checked_auth(auth: Any) -> Any:
     )
 
 
-# What an OAuth failure of the SDK's flow says, by the step it names (mcp.client.auth raises
-# OAuthRegistrationError, OAuthTokenError, and OAuthFlowError for the rest).
-_OAUTH_STEPS = (
-    ("OAuthRegistrationError", "", "registration"),
-    ("OAuthTokenError", "", "token"),
-    ("OAuthFlowError", "protected resource", "discovery"),
-    ("OAuthFlowError", "metadata", "discovery"),
-    ("OAuthFlowError", "", "authorization"),
-)
-
-
-def _oauth_failure(err: BaseException) -> str | None:
-    """The step and the reason of an OAuth flow that failed somewhere in `err`, or None."""
-    late = _find(err, lambda e: isinstance(e, AuthorizationPending))
-    if late is not None:
-        return f"authorization failed at the authorization step: {late}"
-    found = _find(err, lambda e: any(c.__name__ == "OAuthFlowError" and c.__module__.startswith("mcp.client.auth") for c in type(e).__mro__))
-    if found is None:
-        return None
-    names = {c.__name__ for c in type(found).__mro__}
-    text = str(found).strip()
-    step = next(step for name, words, step in _OAUTH_STEPS if name in names and words in text.lower())
-    return f"authorization failed at the {step} step: {text}"
-
-
-def _find(err: BaseException, match: Callable[[BaseException], bool]) -> BaseException | None:
-    """The first exception in `err`, its groups and its causes, that `match`es."""
-    seen: set[int] = set()
-    todo = [err]
-    while todo:
-        e = todo.pop(0)
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        if match(e):
-            return e
-        todo.extend(getattr(e, "exceptions", ()) or ())
-        todo.extend(x for x in (e.__cause__, e.__context__) if x is not None)
-    return None
-
-
 def _on(loop: asyncio.AbstractEventLoop) -> bool:
     """Whether this thread runs `loop`."""
     try:
@@ -952,9 +948,9 @@ async def _called(function: Callable[[str], None], value: str) -> None:
 
 
 def _first_problem(err: ValidationError) -> str:
-    problem = err.errors()[0]
+    problem = err.errors(include_url=False)[0]
     where = ".".join(str(part) for part in problem.get("loc", ())) or "the answer"
-    return f"{where}: {problem.get('msg', '')}"
+    return one_line(f"{where}: {problem.get('msg', '')}")  # the places are the server's keys: any text at all
 
 
 def _scheme(target: str) -> str:
@@ -982,12 +978,34 @@ async def _left_by(owner: asyncio.Task[None], timeout: float, what: str) -> None
 
 
 def _reason(err: BaseException) -> str:
-    """The innermost useful message of an exception (anyio wraps failures in groups)."""
+    """The innermost useful message of an exception, in one bounded line: anyio's groups
+    ("unhandled errors in a TaskGroup") opened, what the transport met said as what it means,
+    and a peer's words (a server's error message) made safe (`one_line`)."""
     while isinstance(err, BaseExceptionGroup) and len(err.exceptions) == 1:
         err = err.exceptions[0]
     if isinstance(err, BaseExceptionGroup):
-        return "; ".join(_reason(e) for e in err.exceptions)
-    return first_line(err, named=True)
+        return one_line("; ".join(_reason(e) for e in err.exceptions), 2 * LINE_LIMIT)
+    met = _met(err)
+    if met is not None:
+        return met
+    line = one_line(err)
+    return f"{type(err).__name__}: {line}" if line else type(err).__name__
+
+
+def _met(err: BaseException) -> str | None:
+    """What the network said when nothing MCP could answer: nobody listening, a TLS handshake
+    with a plain server, a name that does not resolve."""
+    refused = find(err, lambda e: isinstance(e, ConnectionRefusedError))
+    if refused is not None:
+        return "nothing is listening there (connection refused)"
+    tls = find(err, lambda e: isinstance(e, ssl.SSLError))
+    if tls is not None:
+        plain = any(words in str(tls) for words in ("WRONG_VERSION_NUMBER", "record layer failure", "http request"))
+        return f"the TLS handshake failed ({one_line(tls)})" + ("; the server speaks plain HTTP: connect with http://" if plain else "")
+    unknown = find(err, lambda e: isinstance(e, socket.gaierror))
+    if unknown is not None:
+        return f"the server's host name does not resolve ({one_line(unknown)})"
+    return None
 
 
 # -- the transports ---------------------------------------------------------------------------------

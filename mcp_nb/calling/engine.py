@@ -32,11 +32,12 @@ from mcp_nb.calling.era import check_era
 from mcp_nb.calling.loop import BLOCKS_OWN_LOOP, LoopThread
 from mcp_nb.calling.retry import Retry, check_idempotent, policy
 from mcp_nb.config import check_timeout, settings
-from mcp_nb.elicitation import check_elicit
+from mcp_nb.elicitation import check_elicit, is_secret
 from mcp_nb.records.redact import scrubber
 from mcp_nb.records.history import History
 from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.trace import CURRENT_TRACE
+from mcp_nb.registering import log_secrets
 from mcp_nb.registering.logs import install_log_capture
 from mcp_nb.registering.registry import Registry
 from mcp_nb.mistakes import BadValue
@@ -86,6 +87,7 @@ class Engine:
         # (`scrub`): the bearer token of a kernel being served, say.
         self.secrets: set[str] = set()
         self._scrubber = scrubber(self.known_secrets)
+        log_secrets.watch(self.known_secrets)  # nor to a log record, whoever makes it
 
     # -- the loop -------------------------------------------------------------------------------
 
@@ -249,7 +251,9 @@ class Engine:
         if self._closed:
             raise RuntimeError(CLOSED)
         check_server_name(name)
-        return RemoteConnection(name, target, **options)
+        connection = RemoteConnection(name, target, **options)
+        log_secrets.watch(connection.secret_values)  # from its first request on, kept or not
+        return connection
 
     def open(self, connection: RemoteConnection, seconds: float) -> RemoteConnection:
         """Open a `checked` connection and keep it under its name (see `connect`)."""
@@ -408,11 +412,19 @@ class Engine:
                 self._close_listeners()  # a broken view, logged, does not stop a reset
 
     def known_secrets(self) -> list[str]:
-        """The secrets this engine holds: its connections' header values and URL credentials, and
-        `secrets` (a served kernel's token). A history file never holds them (`scrub`)."""
+        """The secrets this engine holds: its connections' header values, URL credentials and
+        OAuth tokens, `secrets` (a served kernel's token), and the secret fields of the answers
+        its calls in flight are sending (`is_secret`). A history file never holds them (`scrub`),
+        nor a log record (`registering.log_secrets`)."""
         found = set(self.secrets)
         for connection in list(self.connections.values()):
             found.update(getattr(connection, "secret_values", lambda: ())())
+        for call in list(self.calls):
+            for asked in call.elicitations:
+                found.update(
+                    str(value) for field, value in (asked.content or {}).items()
+                    if is_secret(field, asked.schema) and isinstance(value, (str, int, float)) and not isinstance(value, bool)
+                )  # fmt: skip
         return sorted(found, key=len, reverse=True)  # the longest first: a secret inside another goes with it
 
     def scrub(self, text: str) -> str:

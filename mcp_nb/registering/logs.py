@@ -9,6 +9,8 @@ from typing import Any, Callable
 
 from mcp_nb.config import settings
 from mcp_nb.records.trace import CURRENT_TRACE, log_from_record
+from mcp_nb.registering.log_secrets import hide
+from mcp_nb.registering.log_secrets import install as hide_in_traffic_loggers
 from mcp_nb.sdk_compat import SDK_LOGGER
 
 # The SDK's INFO records carry half of the error model (a ToolError's "Tool 'x' failed"),
@@ -65,7 +67,7 @@ class _RecordFiler:
         self.inner = inner
 
     def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
-        record = self.inner(*args, **kwargs)
+        record = hide(self.inner(*args, **kwargs))  # no secret in it, before anyone reads it (log_secrets.py)
         trace = CURRENT_TRACE.get()
         if trace is not None:
             trace.add(log_from_record(record))
@@ -99,4 +101,5 @@ def install_log_capture() -> None:
         # in the cell by logging's last-resort handler.
         if not any(isinstance(h, logging.NullHandler) for h in sdk.handlers):
             sdk.addHandler(logging.NullHandler())
+        hide_in_traffic_loggers()
         _installed = True

@@ -11,13 +11,10 @@ calls all read.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Iterable, NamedTuple
 
-from mcp_nb.records.structured import json_equal
+from mcp_nb.records.structured import json_equal, json_path
 from mcp_nb.mistakes import BadJson, read_json
-
-_PLAIN_KEY = re.compile(r"[A-Za-z_][\w-]*")
 
 
 class _Absent:
@@ -30,21 +27,6 @@ class _Absent:
 
 
 _MISSING = _Absent()
-
-
-def json_path(steps: Iterable[str | int]) -> str:
-    """A JSON path of the simple kind the cases' checks read (`$.a.b`, `$.items[0]`, `$['$defs']`)."""
-    out = "$"
-    for step in steps:
-        if isinstance(step, int):
-            out += f"[{step}]"
-        elif _PLAIN_KEY.fullmatch(step):
-            out += f".{step}"
-        elif "'" not in step:
-            out += f"['{step}']"
-        else:
-            out += f'["{step}"]'
-    return out
 
 
 class Difference(NamedTuple):

@@ -32,7 +32,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from mcp_nb import libraries as lib
-from mcp_nb.records.compare import json_path as where
+from mcp_nb.records.structured import json_path as where
 from mcp_nb.records.structured import json_equal
 from mcp_nb.records.surface import SECTIONS
 from mcp_nb.mistakes import BadValue

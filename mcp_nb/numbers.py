@@ -72,11 +72,23 @@ def non_finite_at(value: Any) -> tuple[tuple[str | int, ...], Any] | None:
     `value` itself). A loop, not recursion: a value may nest as deep as Python allows; a value that
     holds itself is walked once.
     """
-    if type(value) in _NOT_NUMBERS:
+    kind = type(value)
+    if kind in _NOT_NUMBERS:
         return None  # the common case, in a few tens of nanoseconds
+    if (kind is dict or kind is list) and _flat_and_finite(value.values() if kind is dict else value):
+        return None  # the next most common: `{"result": 5}`, a row of plain values
     if not _holds_non_finite(value):
         return None
     return _first(value)
+
+
+def _flat_and_finite(items: Any) -> bool:
+    for item in items:
+        kind = type(item)
+        if kind in _NOT_NUMBERS or (kind is float and math.isfinite(item)):
+            continue
+        return False  # a container, or a number of another kind: the whole walk decides
+    return True
 
 
 def _fields(item: Any) -> list[tuple[str, Any]] | None:

@@ -329,13 +329,43 @@ def json_equal(a: Any, b: Any) -> bool:
     if a is b:
         return True
     ta, tb = type(a), type(b)  # exact types: a bool is never taken for an int here
-    if ta in (int, float) and tb in (int, float):
+    if ta in _NUMBERS and tb in _NUMBERS:
         return a == b
-    if ta is list and tb is list:
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
-    if ta is dict and tb is dict:
-        return len(a) == len(b) and all(key in b and json_equal(item, b[key]) for key, item in a.items())
+    if (ta is list and tb is list) or (ta is dict and tb is dict):
+        return _containers_equal(a, b)
     return ta is str and tb is str and a == b
+
+
+_NUMBERS = (int, float)
+
+
+def _containers_equal(a: list | dict, b: list | dict) -> bool:
+    # A loop, not recursion: the values may come from a file or a peer nested as deep as a JSON
+    # reader takes (Python's, to its recursion limit), and a comparison must not fail where the
+    # reading did not.
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if x is y:
+            continue
+        tx, ty = type(x), type(y)
+        if tx in _NUMBERS and ty in _NUMBERS:
+            if x != y:
+                return False
+        elif tx is list and ty is list:
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y))
+        elif tx is dict and ty is dict:
+            if len(x) != len(y):
+                return False
+            for key, item in x.items():
+                if key not in y:
+                    return False
+                stack.append((item, y[key]))
+        elif not (tx is str and ty is str and x == y):
+            return False
+    return True
 
 
 def _distinct(items: list) -> bool:

@@ -815,12 +815,13 @@ class Call(CallRecord):
             future.set_result(outcome)
 
     def settle_cancelled(self) -> Outcome | None:
-        """A batch stopped while this call was in flight, and builds its frame now: unless the call
+        """A batch that started this call was stopped, and builds its frame now: unless the call
         has recorded an Outcome already, record it as cancelled from here (any thread), as its own
-        task would, and return that Outcome (None for a call never started). The call's own record
-        of that attempt, when its task gets there, is then dropped (`_record`): recorded once."""
+        task would (unsent, if its request has not gone out: it then never does), and return the
+        call's Outcome. Its own record of that attempt, when its task gets there, is dropped
+        (`_record`): recorded once."""
         with self._lock:
-            if self.outcome is not None or self._settled or self._ended or self.task is None:
+            if self.outcome is not None or self._settled or self._ended:
                 return self.outcome
             self._settled = True
             outcome = self.outcome = self._cancelled() if self.t0 is not None else self._unsent(max(self.attempt, 1))

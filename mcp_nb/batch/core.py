@@ -125,9 +125,10 @@ class Lanes:
                     self._started.append(i)
                 finished = False
                 try:
-                    await self.calls[i].run()
-                    finished = True
-                    self.done += 1
+                    outcome = await self.calls[i].run()
+                    # A call the batch settled as cancelled before it took a step returns that Outcome.
+                    finished = outcome.cause != "cancelled"
+                    self.done += finished
                 finally:
                     if self._ended is not None:
                         self._ended(i, finished)

@@ -253,3 +253,11 @@ def test_is_number_takes_numpy_and_long_ints_and_no_bools():
     looped: list = []
     looped.append(looped)
     assert non_finite_at(looped) is None  # a value that holds itself is walked once
+
+
+def test_an_output_schema_bound_beyond_a_float_s_range_is_checked_not_a_client_error():
+    # JSON's numbers have no range: an outside server may bound a count by 10**400. mcp_nb's own
+    # check of structured results asked math.isfinite of the bound, which raised OverflowError.
+    mcp_nb.connect("nan", NAN_SERVER)
+    huge = mcp_nb.call("huge", server="nan")
+    assert (huge.outcome, huge.cause, huge.structured_content) == ("result", "ok", {"n": 10**401})

@@ -20,13 +20,12 @@ check; nothing global changes.
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any, Callable
 
 from mcp_nb import sdk_compat
 from mcp_nb.mistakes import BadValue
-from mcp_nb.numbers import non_finite_at, spelled
+from mcp_nb.numbers import is_number, non_finite_at, spelled
 
 TYPES = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
 JSON_VALUES = frozenset({type(None), bool, int, float, str, list, dict})
@@ -94,10 +93,10 @@ def _supported(node: Any, defs: dict) -> bool:
             if type(value) is not int or value < 0:
                 return False
         elif key in _BOUNDS:
-            if type(value) not in (int, float) or not math.isfinite(value):
+            if type(value) not in (int, float) or not is_number(value):  # an int beyond a float's range is one too
                 return False
         elif key == "multipleOf":
-            if type(value) not in (int, float) or not math.isfinite(value) or value <= 0:
+            if type(value) not in (int, float) or not is_number(value) or value <= 0:
                 return False
         elif key == "uniqueItems":
             if not isinstance(value, bool):

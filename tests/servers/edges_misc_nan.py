@@ -2,7 +2,8 @@
 NaN and the infinities as the literals `NaN`, `Infinity` and `-Infinity` (no SDK would): its tool
 `mean` answers with a structured result whose mean is NaN, `spread` with one whose high end is
 Infinity (it declares no output schema), and `count` with an ordinary result. JSON has no such
-numbers: a strict client cannot read these answers."""
+numbers: a strict client cannot read these answers. And `huge`, whose output schema bounds its
+count beyond a float's range (JSON's numbers have no range), with a result inside the bound."""
 
 from __future__ import annotations
 
@@ -14,11 +15,14 @@ TOOLS = [
     {"name": "mean", "inputSchema": {"type": "object"}, "outputSchema": NUMBER},
     {"name": "spread", "inputSchema": {"type": "object"}},
     {"name": "count", "inputSchema": {"type": "object"}, "outputSchema": NUMBER},
+    {"name": "huge", "inputSchema": {"type": "object"},
+     "outputSchema": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 10**400, "multipleOf": 10**399}}}},
 ]
 ANSWERS = {
     "mean": {"value": float("nan")},
     "spread": {"low": 0, "high": [1, float("inf")]},
     "count": {"value": 3},
+    "huge": {"n": 10**401},
 }
 
 

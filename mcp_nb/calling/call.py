@@ -814,6 +814,26 @@ class Call(CallRecord):
         if not future.done():
             future.set_result(outcome)
 
+    def settle_cancelled(self) -> Outcome | None:
+        """A batch that started this call was stopped, and builds its frame now: unless the call
+        has recorded an Outcome already, record it as cancelled from here (any thread), as its own
+        task would (unsent, if its request has not gone out: it then never does), and return the
+        call's Outcome. Its own record of that attempt, when its task gets there, is dropped
+        (`_record`): recorded once."""
+        with self._lock:
+            if self.outcome is not None or self._settled or self._ended:
+                return self.outcome
+            self._settled = True
+            outcome = self.outcome = self._cancelled() if self.t0 is not None else self._unsent(max(self.attempt, 1))
+        self.engine.history.record(outcome)
+        future = self.future
+        if not future.done():
+            try:
+                future.set_result(outcome)
+            except concurrent.futures.InvalidStateError:
+                pass
+        return outcome
+
     def cancel_soon(self) -> None:
         try:
             self.engine.loop.call_soon(self._cancel_here)

@@ -22,7 +22,6 @@ import logging
 import os
 import re
 import shlex
-import signal
 import shutil
 import time
 from typing import Any, Callable
@@ -35,7 +34,6 @@ from mcp import Client, MCPError
 from mcp_types import METHOD_NOT_FOUND
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import ElicitResult, ErrorData, ListRootsResult, Root, RootsListChangedNotification, SamplingCapability, SamplingToolsCapability
 
@@ -46,6 +44,7 @@ from mcp_nb.calling.oauth import AuthorizationPending, Flow, OAuth, step_of
 from mcp_nb.calling.roots import check_roots
 from mcp_nb.calling.roots import current as current_roots
 from mcp_nb.calling.sampling import Sampler, sdk_answer
+from mcp_nb.calling.stdio import ServerProcess, StdioStreams
 from mcp_nb.config import settings
 from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.redact import REDACTED
@@ -1009,136 +1008,45 @@ def _check_runnable(connection: RemoteConnection, command: str) -> None:
 
 
 class _StdioTransport:
-    """The SDK's stdio transport, with the server's stderr read line by line into the connection.
+    """A stdio server's process, started by mcp_nb (`stdio.ServerProcess`), its stdout and stdin
+    the session's streams, its stderr read line by line into the connection.
 
-    The SDK hands `errlog` to the process as its stderr; in Jupyter `sys.stderr` is not a
-    file (the crash users of notebook clients report), and a server's diagnostics would
-    print into whatever cell runs. Here stderr is a pipe that a thread reads: every line
-    goes on the connection and on the calls waiting on it, and end-of-file says the
-    process (and whatever it started) is gone.
+    The SDK hands `errlog` to the process as its stderr; in Jupyter `sys.stderr` is not a file
+    (the crash users of notebook clients report), and a server's diagnostics would print into
+    whatever cell runs. Here stderr is a pipe the loop reads: every line goes on the connection
+    and on the calls waiting on it. The process's own exit is watched, whatever holds its pipes
+    (a helper it started): the connection is lost at once, and its group ended.
     """
 
     def __init__(self, connection: RemoteConnection) -> None:
         self.connection = connection
-        self._stack: contextlib.AsyncExitStack | None = None
-        self._group: _ServerGroup | None = None
+        self._streams: StdioStreams | None = None
 
     async def __aenter__(self):
         c = self.connection
-        command, *args = c.command
-        _check_runnable(c, command)
+        _check_runnable(c, c.command[0])
         read_end, write_end = os.pipe()
-        errlog = os.fdopen(write_end, "w")
-        before = _children()
-        params = StdioServerParameters(command=command, args=args, env=c.env or None, cwd=c.cwd)
-        self._stack = contextlib.AsyncExitStack()
         try:
-            streams = await self._stack.enter_async_context(stdio_client(params, errlog=errlog))
+            process = ServerProcess(c.command, c.env or None, c.cwd, stderr=write_end)
         except BaseException:
-            errlog.close()
             os.close(read_end)
-            await self._stack.aclose()
             raise
         finally:
-            errlog.close()  # the process has its own copy: end-of-file comes when it is gone
-        started = _children() - before
-        c.pid = min(started) if started else None
+            os.close(write_end)  # the process has its own copy: end-of-file comes when it is gone
+        c.pid = process.pid
         c._stderr = _StderrReader(c, read_end)
-        self._group = _ServerGroup(c) if c.pid is not None else None
-        return streams
+        process.watch_exit(lambda: c.lost("the server's process exited"))
+        self._streams = StdioStreams(process)
+        try:
+            return await self._streams.open()
+        except BaseException:
+            await self._streams.close()
+            raise
 
     async def __aexit__(self, *exc: Any) -> bool | None:
-        try:
-            if self._stack is not None:
-                return await self._stack.__aexit__(*exc)
-            return None
-        finally:
-            if self._group is not None:
-                await self._group.end()
-
-
-class _ServerGroup:
-    """The stdio server's process and whatever it started, watched and ended together.
-
-    The SDK starts the server in a session (and so a process group) of its own, and ends the
-    group only when the server outlives two seconds of being asked to stop; a helper it started
-    (a language server, a browser, a `sh -c` child) otherwise lives on, with parent 1. And a
-    helper that holds the server's pipes hides its exit: no end-of-file ever comes, so calls
-    waited for their deadline and the connection still said `connected`. So the server's own
-    exit is watched (Linux's pidfd: the loop wakes when the process ends; elsewhere a poll),
-    and then, or when the connection closes, the whole group is ended: the pipes close, and
-    the SDK fails the calls in flight as `disconnected`, at once.
-    """
-
-    POLL_S = 0.5  # where there is no pidfd
-    GRACE_S = 1.0  # between asking the group to stop and killing it
-
-    def __init__(self, connection: RemoteConnection) -> None:
-        self.connection, self.pid = connection, connection.pid
-        self._loop = asyncio.get_running_loop()
-        self._fd: int | None = None
-        self._poll: asyncio.Task | None = None
-        self._ending: asyncio.Task | None = None
-        try:
-            self._fd = os.pidfd_open(self.pid)
-            self._loop.add_reader(self._fd, self._exited)
-        except (AttributeError, OSError):  # no pidfd here: poll for the exit instead, where one can
-            self._fd = None
-            if hasattr(os, "waitid"):
-                self._poll = self._loop.create_task(self._polling())
-
-    def _has_exited(self) -> bool:
-        try:  # WNOWAIT: the SDK, whose child it is, still reaps it
-            found = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        except ChildProcessError:
-            return True  # reaped already
-        return found is not None
-
-    async def _polling(self) -> None:
-        while not self._has_exited():
-            await asyncio.sleep(self.POLL_S)
-        self._exited()
-
-    def _exited(self) -> None:
-        self._unwatch()
-        if self._ending is None:
-            self.connection.lost("the server's process exited")
-            self._ending = self._loop.create_task(self._end_group())
-
-    def _unwatch(self) -> None:
-        if self._fd is not None:
-            with contextlib.suppress(Exception):
-                self._loop.remove_reader(self._fd)
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
-            self._fd = None
-        if self._poll is not None and self._poll is not asyncio.current_task():
-            self._poll.cancel()
-        self._poll = None
-
-    async def end(self) -> None:
-        """The connection closes: end what is left of the group (and stop watching it)."""
-        self._unwatch()
-        if self._ending is None:
-            self._ending = self._loop.create_task(self._end_group())
-        await asyncio.shield(self._ending)
-
-    async def _end_group(self) -> None:
-        if not hasattr(os, "killpg") or self.pid == os.getpgrp():
-            return  # no process groups here; and never our own (the server was to have one of its own)
-        for sig, wait in ((signal.SIGTERM, self.GRACE_S), (signal.SIGKILL, 0.0)):
-            try:
-                os.killpg(self.pid, sig)
-            except (ProcessLookupError, PermissionError):
-                return  # nothing of the group is left
-            waited = 0.0
-            while waited < wait:
-                await asyncio.sleep(0.05)
-                waited += 0.05
-                try:
-                    os.killpg(self.pid, 0)
-                except (ProcessLookupError, PermissionError):
-                    return
+        if self._streams is not None:
+            await self._streams.close()
+        return None
 
 
 class _StderrReader:
@@ -1206,23 +1114,6 @@ class _StderrReader:
             os.close(self.fd)
         except OSError:
             log.debug("could not close the stderr pipe of %r", self.connection.name, exc_info=True)
-
-
-def _children() -> set[int]:
-    """The ids of this process's child processes (Linux's /proc; empty elsewhere)."""
-    me = str(os.getpid())
-    found: set[int] = set()
-    try:
-        tasks = os.listdir(f"/proc/{me}/task")
-    except OSError:
-        return found
-    for task in tasks:
-        try:
-            with open(f"/proc/{me}/task/{task}/children") as children:
-                found.update(int(pid) for pid in children.read().split())
-        except OSError:
-            continue
-    return found
 
 
 class _HttpTransport:

@@ -18,6 +18,7 @@ import asyncio
 import codecs
 import collections
 import contextlib
+import contextvars
 import logging
 import os
 import re
@@ -43,13 +44,13 @@ from mcp_nb.calling.era import check_mode, sdk_mode
 from mcp_nb.calling.oauth import AuthorizationPending, Flow, OAuth, step_of
 from mcp_nb.calling.roots import check_roots
 from mcp_nb.calling.roots import current as current_roots
-from mcp_nb.calling.sampling import Sampler, sdk_answer
+from mcp_nb.calling.sampling import REFUSED, Sampler, sdk_answer
 from mcp_nb.calling.stdio import ServerProcess, StdioStreams
 from mcp_nb.config import settings
 from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.redact import REDACTED
 from mcp_nb.records.structured import check_results_locally
-from mcp_nb.records.trace import ServerLog
+from mcp_nb.records.trace import CURRENT_TRACE, ServerLog
 from mcp_nb.registering.registry import (
     ANNOTATION_FLAGS,
     Registration,
@@ -174,32 +175,46 @@ class Connection:
         raise NotImplementedError
 
     async def _elicited(self, context: Any, params: Any) -> Any:
-        """The SDK's elicitation callback: find the call the question belongs to, and let it answer.
-
-        On protocol 2026-07-28 the question comes back inside the call's own result
-        (input-required), so this runs in the call's task and the call is the current one. On
-        2025-11-25 it is a request of its own, read by the session's reader: the call is then the
-        one waiting on this connection, the earliest sent when there are several (the request
-        does not say which call it belongs to).
-        """
-        current = self._asking_call()
+        """The SDK's elicitation callback: the call the question belongs to answers it and
+        records it (`_asking_call`); a question no call can be named for is refused, with why."""
+        current, why = self._asking_call()
         message = getattr(params, "message", "") or ""
-        url = getattr(params, "url", None)
         if current is None or not hasattr(current, "elicited"):
-            note = f"cancelled an elicitation no call was waiting for: {message}"
-            self.logs.append(ServerLog(level="WARNING", logger="mcp_nb.elicitation", message=note))
-            return ElicitResult(action="cancel")
-        asked = await current.elicited(message, getattr(params, "requested_schema", None), url)
+            return self._refused("elicitation", f"the question {message[:200]!r}", why)
+        asked = await current.elicited(message, getattr(params, "requested_schema", None), getattr(params, "url", None))
         return ElicitResult(action=asked.action, content=dict(asked.content) if asked.action == "accept" else None)
 
-    def _asking_call(self) -> Any:
-        """The call a server's request to the client belongs to: the current one, or else the
-        earliest still waiting on this connection (see `_elicited`)."""
+    def _asking_call(self) -> tuple[Any, str]:
+        """The call a server's request to the client belongs to, or None and why none can be named.
+
+        A request that came in a call's own context is that call's: at 2026-07-28 it comes back
+        inside the call's result and is answered in the call's task; over streamable HTTP it
+        comes on the stream of the call's own POST, which the SDK's transport reads in the
+        call's context; in-process the SDK carries the caller's context with each message.
+        Otherwise (stdio at 2025-11-25, or HTTP's standalone stream) nothing says whose it is:
+        it is the call's waiting on this connection when one alone is; with several, none is
+        guessed (a question answered with another call's answers, or a model run for the
+        wrong call, is worse than a refusal the server is told the reason of).
+        """
         current = CURRENT_CALL.get()
-        if current is None or current not in self.sending:
-            waiting = sorted((c for c in self.sending if c.t0 is not None), key=lambda c: c.t0)
-            current = waiting[0] if waiting else None
-        return current
+        if current is not None and current in self.sending:
+            return current, ""
+        waiting = sorted((c for c in self.sending if c.t0 is not None), key=lambda c: c.t0)
+        if len(waiting) == 1:
+            return waiting[0], ""
+        if not waiting:
+            return None, "it came during no call of mcp_nb's on this connection"
+        calls = ", ".join(f"#{c.id} {c.name}" for c in waiting[:5]) + (", ..." if len(waiting) > 5 else "")
+        return None, (
+            f"{len(waiting)} calls were waiting on this connection ({calls}), and the request does not say which "
+            "it belongs to"
+        )  # fmt: skip
+
+    def _refused(self, kind: str, what: str, why: str) -> ErrorData:
+        """Refuse a server's request no call can answer: said on the connection (and on every call
+        waiting on it), and to the server. No user code runs for it."""
+        self.heard(ServerLog(level="WARNING", logger=f"mcp_nb.{kind}", message=f"refused {what}: {why}", at=time.time()))
+        return ErrorData(code=REFUSED, message=f"{kind} refused: {why}")
 
     async def _open(self) -> Client:
         if self._opening is None:
@@ -209,7 +224,7 @@ class Connection:
             # more (a connect that timed out), asyncio must not report it as never retrieved.
             self._opening.add_done_callback(lambda f: f.cancelled() or f.exception())
             self._closing = asyncio.Event()
-            self._owner = loop.create_task(self._own(self._opening, self._closing))
+            self._owner = loop.create_task(self._own(self._opening, self._closing), context=_outside_calls())
         return await asyncio.shield(self._opening)
 
     async def _own(self, ready: asyncio.Future[Client], closing: asyncio.Event) -> None:
@@ -771,16 +786,13 @@ class RemoteConnection(Connection):
         return []
 
     async def _sampled(self, context: Any, params: Any) -> Any:
-        """The SDK's sampling callback: the call the request came during answers it and records
-        it (found as a question's call is, `_elicited`); one that came during no call is refused."""
-        current = self._asking_call()
+        """The SDK's sampling callback: the call the request belongs to (found as a question's
+        call is, `_asking_call`) answers it and records it. One no call can be named for is
+        refused, and the model is not asked: nobody would see its reply, and it may cost money."""
+        current, why = self._asking_call()
         if current is None or not hasattr(current, "sampled"):
-            sampled = await self.sampler.answer(params)
-            note = f"a sampling request came during no call of mcp_nb's; {'answered' if sampled.text is not None else 'refused'}"
-            self.heard(ServerLog(level="WARNING", logger="mcp_nb.sampling", message=note, at=time.time()))
-        else:
-            sampled = await current.sampled(self.sampler, params)
-        return sdk_answer(sampled)
+            return self._refused("sampling", "a sampling request", why)
+        return sdk_answer(await current.sampled(self.sampler, params))
 
     async def _roots_listed(self, context: Any) -> Any:
         try:
@@ -936,6 +948,17 @@ def _find(err: BaseException, match: Callable[[BaseException], bool]) -> BaseExc
         todo.extend(getattr(e, "exceptions", ()) or ())
         todo.extend(x for x in (e.__cause__, e.__context__) if x is not None)
     return None
+
+
+def _outside_calls() -> contextvars.Context:
+    """A copy of this context in which no call runs. A session's owner task starts in it, and so
+    do the tasks the SDK starts for the session (its reader, the stdio pipes, HTTP's standalone
+    stream): a server's request that comes with no call's context of its own must not find the
+    call that happened to open the session (`_asking_call`), nor its trace."""
+    context = contextvars.copy_context()
+    context.run(CURRENT_CALL.set, None)
+    context.run(CURRENT_TRACE.set, None)
+    return context
 
 
 def _on(loop: asyncio.AbstractEventLoop) -> bool:

@@ -3,9 +3,11 @@
 
 - `whoami`: the server's own process id, to tell which process answers;
 - `exit_soon(delay)`: answers, then the process exits `delay` seconds later;
-- `ask(label, wait)` / `sample(label, wait)`: wait, then ask the client a question (`ctx.elicit`)
-  or its model for a completion (`create_message`) on the handshake era's back-channel, and say
-  what came back, named by `label`;
+- `ask(label, until)` / `sample(label, until, related)`: wait until the file `until` exists (if one is
+  named), then ask the client a question (`ctx.elicit`) or its model for a completion
+  (`create_message`) on the handshake era's back-channel, and say what came back, named by `label`;
+- `ask_later(delay)` / `sample_later(delay)`: answer at once, and ask `delay` seconds later,
+  during no call; what came back is written on stderr;
 - `nap(seconds)`: answers after `seconds`;
 - `touch(uri, times)`: says `uri` changed `times` times (`notifications/resources/updated`,
   to the clients that subscribed), for the watches; `memo://counter` counts its reads.
@@ -18,6 +20,7 @@ import os
 import sys
 import threading
 import warnings
+from typing import Any
 
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
@@ -44,9 +47,14 @@ def exit_soon(delay: float) -> str:
     return "bye"
 
 
-@server.tool()
-async def ask(label: str, wait: float, ctx: Context) -> str:
-    await asyncio.sleep(wait)
+async def _until(path: str) -> None:
+    for _ in range(3000):
+        if not path or os.path.exists(path):
+            return
+        await asyncio.sleep(0.02)
+
+
+async def _asked(ctx: Context, label: str) -> str:
     try:
         answer = await ctx.elicit(f"the question of {label}", Name)
     except Exception as err:  # noqa: BLE001 - the client's refusal, said back
@@ -55,15 +63,60 @@ async def ask(label: str, wait: float, ctx: Context) -> str:
     return f"{label}: {answer.action} {name}".strip()
 
 
-@server.tool()
-async def sample(label: str, wait: float, ctx: Context) -> str:
-    await asyncio.sleep(wait)
+async def _sampled(session, label: str, related: Any = None) -> str:
     message = types.SamplingMessage(role="user", content=types.TextContent(type="text", text=f"the prompt of {label}"))
     try:
-        answer = await ctx.session.create_message([message], max_tokens=16)
+        answer = await session.create_message([message], max_tokens=16, related_request_id=related)
     except Exception as err:  # noqa: BLE001 - the client's refusal, said back
         return f"{label}: refused: {err}"
     return f"{label}: {answer.content.text}"
+
+
+@server.tool()
+async def ask(label: str, ctx: Context, until: str = "") -> str:
+    await _until(until)
+    return await _asked(ctx, label)
+
+
+@server.tool()
+async def sample(label: str, ctx: Context, until: str = "", related: bool = True) -> str:
+    """`related`: sent as a request of this call's (over HTTP, on its POST's stream), as `ctx.elicit`
+    sends a question; else as one of the session's own (over HTTP, on the standalone stream)."""
+    await _until(until)
+    return await _sampled(ctx.session, label, ctx.request_id if related else None)
+
+
+LATER: set = set()  # the questions asked after their call, held until done
+
+
+@server.tool()
+async def ask_later(delay: float, ctx: Context) -> str:
+    session = ctx.session
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+    async def later():
+        await asyncio.sleep(delay)
+        try:  # the session's own request: the call's context has closed by then
+            answer = await session.elicit_form("the question of later", schema)
+            said = f"{answer.action} {answer.content}"
+        except Exception as err:  # noqa: BLE001 - the client's refusal, said back
+            said = f"refused: {err}"
+        print("asked later:", said, file=sys.stderr, flush=True)
+
+    LATER.add(asyncio.get_running_loop().create_task(later()))
+    return "will ask"
+
+
+@server.tool()
+async def sample_later(delay: float, ctx: Context) -> str:
+    session = ctx.session
+
+    async def later():
+        await asyncio.sleep(delay)
+        print("sampled later:", await _sampled(session, "later"), file=sys.stderr, flush=True)
+
+    LATER.add(asyncio.get_running_loop().create_task(later()))
+    return "will sample"
 
 
 @server.tool()

@@ -47,9 +47,10 @@ def connect(transport: str, url: str | None = None, **options):
 
 
 def two_calls_at_once(tool: str, flag: Path, connection, extra: dict | None = None, **per_call) -> dict:
-    """Calls `tool` as "a" and "b" at once on the connection; both are in flight (waiting on the
-    server) before either asks, and then both ask together. `per_call[label]` holds each call's
-    own options. Returns each call's Outcome by label."""
+    """Calls `tool` as "a" and "b" at once on the connection: both are in flight (waiting on the
+    server) before either asks, and both still are when each asks (the server answers neither
+    until both have asked). `per_call[label]` holds each call's own options. Returns each call's
+    Outcome by label."""
     outcomes: dict = {}
 
     def run(label: str) -> None:
@@ -61,8 +62,12 @@ def two_calls_at_once(tool: str, flag: Path, connection, extra: dict | None = No
         thread.start()
     try:
         assert wait_until(lambda: len(connection.sending) == 2, 30), "the two calls were never in flight together"
-    finally:
         flag.touch()  # both ask now
+        asked = [Path(f"{flag}.asked.{label}") for label in ("a", "b")]
+        assert wait_until(lambda: all(path.exists() for path in asked), 30), "the server did not ask for both calls"
+    finally:
+        flag.touch()
+        Path(f"{flag}.done").touch()  # both answer now
         for thread in threads:
             thread.join(90)
     return outcomes

@@ -5,12 +5,16 @@
 - `exit_soon(delay)`: answers, then the process exits `delay` seconds later;
 - `ask(label, until)` / `sample(label, until, related)`: wait until the file `until` exists (if one is
   named), then ask the client a question (`ctx.elicit`) or its model for a completion
-  (`create_message`) on the handshake era's back-channel, and say what came back, named by `label`;
+  (`create_message`) on the handshake era's back-channel, say so in the file `until.asked.LABEL`,
+  and once `until.done` exists answer what came back, named by `label`;
 - `ask_later(delay)` / `sample_later(delay)`: answer at once, and ask `delay` seconds later,
   during no call; what came back is written on stderr;
+- `roots()`: the client's roots (`roots/list`), their URIs;
 - `nap(seconds)`: answers after `seconds`;
 - `touch(uri, times)`: says `uri` changed `times` times (`notifications/resources/updated`,
-  to the clients that subscribed), for the watches; `memo://counter` counts its reads.
+  to the clients that subscribed), for the watches; `memo://counter` counts its reads;
+- `bump(times)`: changes `memo://version` `times` times, saying so each time on both eras;
+  `version_reads()`: how often it was read, and the most reads at once.
 """
 
 from __future__ import annotations
@@ -54,6 +58,17 @@ async def _until(path: str) -> None:
         await asyncio.sleep(0.02)
 
 
+async def _asked_then_held(until: str, label: str, asking) -> str:
+    """Wait for `until`, ask, say so (the file `until.asked.LABEL`), and answer only once
+    `until.done` exists: every call asks while all of them are still in flight."""
+    await _until(until)
+    said = await asking
+    if until:
+        open(f"{until}.asked.{label}", "w").close()
+        await _until(f"{until}.done")
+    return said
+
+
 async def _asked(ctx: Context, label: str) -> str:
     try:
         answer = await ctx.elicit(f"the question of {label}", Name)
@@ -74,16 +89,14 @@ async def _sampled(session, label: str, related: Any = None) -> str:
 
 @server.tool()
 async def ask(label: str, ctx: Context, until: str = "") -> str:
-    await _until(until)
-    return await _asked(ctx, label)
+    return await _asked_then_held(until, label, _asked(ctx, label))
 
 
 @server.tool()
 async def sample(label: str, ctx: Context, until: str = "", related: bool = True) -> str:
     """`related`: sent as a request of this call's (over HTTP, on its POST's stream), as `ctx.elicit`
     sends a question; else as one of the session's own (over HTTP, on the standalone stream)."""
-    await _until(until)
-    return await _sampled(ctx.session, label, ctx.request_id if related else None)
+    return await _asked_then_held(until, label, _sampled(ctx.session, label, ctx.request_id if related else None))
 
 
 LATER: set = set()  # the questions asked after their call, held until done
@@ -120,6 +133,12 @@ async def sample_later(delay: float, ctx: Context) -> str:
 
 
 @server.tool()
+async def roots(ctx: Context) -> str:
+    listed = await ctx.session.list_roots()
+    return " ".join(str(root.uri) for root in listed.roots)
+
+
+@server.tool()
 async def nap(seconds: float) -> str:
     await asyncio.sleep(seconds)
     return f"slept {seconds}"
@@ -136,6 +155,40 @@ async def touch(uri: str, times: int, ctx: Context) -> str:
     for _ in range(times):
         await ctx.session.send_resource_updated(uri)
     return f"touched {times}"
+
+
+VERSION = {"now": 0, "reads": 0, "reading": 0, "most": 0}
+
+
+@server.resource("memo://version")
+async def version() -> str:
+    """The version `bump` set last; each read takes a moment, and the most read at once is kept."""
+    VERSION["reads"] += 1
+    VERSION["reading"] += 1
+    VERSION["most"] = max(VERSION["most"], VERSION["reading"])
+    try:
+        await asyncio.sleep(0.005)
+        return f"version {VERSION['now']}"
+    finally:
+        VERSION["reading"] -= 1
+
+
+@server.tool()
+async def bump(times: int, ctx: Context) -> str:
+    """Change memo://version `times` times, saying so each time (on both eras)."""
+    for _ in range(times):
+        VERSION["now"] += 1
+        try:
+            await ctx.session.send_resource_updated("memo://version")  # the handshake era's subscribers
+        except Exception:  # noqa: BLE001 - no back-channel at 2026-07-28
+            pass
+        await ctx.notify_resource_updated("memo://version")  # 2026-07-28's listen streams
+    return f"version {VERSION['now']}"
+
+
+@server.tool()
+def version_reads() -> dict:
+    return {"reads": VERSION["reads"], "most_at_once": VERSION["most"]}
 
 
 async def _subscribed(ctx, params) -> types.EmptyResult:

@@ -42,6 +42,7 @@ from mcp_nb import sdk_compat
 from mcp_nb.calling.current import CURRENT_CALL
 from mcp_nb.calling.era import check_mode, sdk_mode
 from mcp_nb.calling.oauth import AuthorizationPending, Flow, OAuth, step_of
+from mcp_nb.calling.roots import asked as asked_roots
 from mcp_nb.calling.roots import check_roots
 from mcp_nb.calling.roots import current as current_roots
 from mcp_nb.calling.sampling import REFUSED, Sampler, sdk_answer
@@ -796,10 +797,11 @@ class RemoteConnection(Connection):
 
     async def _roots_listed(self, context: Any) -> Any:
         try:
-            roots = current_roots(self.roots_source)
+            roots = await asked_roots(self.roots_source)
         except Exception as err:  # noqa: BLE001 - a broken roots function is the server's refusal, said
-            self.heard(ServerLog(level="WARNING", logger="mcp_nb.roots", message=f"the roots function failed: {err}", at=time.time()))
-            return ErrorData(code=-32603, message=f"the client's roots could not be listed: {type(err).__name__}: {err}")
+            why = str(err) if isinstance(err, TimeoutError) else f"the roots function failed: {type(err).__name__}: {err}"
+            self.heard(ServerLog(level="WARNING", logger="mcp_nb.roots", message=why, at=time.time()))
+            return ErrorData(code=-32603, message=f"the client's roots could not be listed: {why}")
         return ListRootsResult(roots=[Root(uri=uri, name=name) for uri, name in roots])
 
     @property

@@ -108,6 +108,18 @@ def test_a_sync_roots_function_runs_off_the_loop_while_other_calls_go_on(kernel_
     assert done["outcome"].content == tmp_path.resolve().as_uri()
 
 
+def test_a_watch_listener_runs_off_the_loop_while_other_calls_go_on(kernel_tool):
+    held = Held()
+    mcp_nb.connect("x", CROSSINGS, mode="2025-11-25", timeout=60)
+    watched = mcp_nb.watch("memo://counter", server="x")
+    heard: list = []
+    watched.on_update(lambda watch: heard.append(held(len(watch.updates))))
+    assert mcp_nb.call("touch", {"uri": "memo://counter", "times": 1}, server="x").content == "touched 1"
+    an_unrelated_call_ends_while(held)
+    assert wait_until(lambda: heard == [1])
+    watched.stop()
+
+
 NEVER = {
     "sampling": ("sampling=never", "sample", "{'label': 'a'}", ""),
     "elicit": ("", "ask", "{'label': 'a'}", "elicit=never, "),

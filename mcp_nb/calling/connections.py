@@ -135,7 +135,7 @@ class Connection:
         self.unavailable: dict[str, str] = {}  # a kind whose listing failed -> why (`RemoteConnection._listed`)
         self._session_loop: asyncio.AbstractEventLoop | None = None  # the loop the session lives on, once opened
         self.protocol: str | None = None  # the version the open session speaks
-        self.watches: list[Any] = []  # the resources watched on a handshake-era session (`watching.Watch`)
+        self.watches: list[Any] = []  # the resources watched on this session (`watching.Watch`), told when it ends
         self.sending: set[Any] = set()  # the calls waiting for an answer on this connection now
         self._listeners = Listeners("connection listener")
 
@@ -253,6 +253,7 @@ class Connection:
                 self.lost(f"the session ended: {_reason(exc)}")
         finally:
             self._client = None
+            self._end_watches(f"the session ended ({self.reason or self.state})")
             self._left()
 
     async def _prepare(self) -> None:
@@ -268,6 +269,7 @@ class Connection:
         """Leave the session in its owner task (for a stdio server: end its process)."""
         if self.state != "lost":
             self.state, self.reason = "closed", self.reason or "disconnected"
+        self._end_watches(f"the connection was closed ({self.reason})")
         if self._closing is not None:
             self._closing.set()
         if self._owner is not None:
@@ -277,6 +279,12 @@ class Connection:
         """The server went away under us (its process exited, the stream closed)."""
         if self.state == "connected":
             self.state, self.reason = "lost", reason
+        self._end_watches(f"the connection was lost: {reason}")
+
+    def _end_watches(self, reason: str) -> None:
+        """No change can be said on this session any more: each watch on it is lost, and why."""
+        for watch in list(self.watches):
+            watch.ended(reason)
 
     # -- what the server said outside its answers -------------------------------------------------
 
@@ -843,7 +851,7 @@ class RemoteConnection(Connection):
         if method == "notifications/resources/updated":
             uri = str(getattr(getattr(message, "params", None), "uri", ""))
             for watch in list(self.watches):
-                if watch.uri == uri:
+                if watch.uri == uri and watch.era < "2026":  # at 2026-07-28 a watch hears its listen stream
                     watch.updated()
             return
         # The server says what it offers changed: read it again (off the receive path).

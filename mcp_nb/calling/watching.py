@@ -46,8 +46,7 @@ class Watch:
 
     def __init__(self, engine: Any, connection: Any, uri: str) -> None:
         self.engine, self.connection, self.uri = engine, connection, uri
-        # The Outcome of each read a change caused, oldest first: the latest KEPT of them.
-        self.updates: collections.deque[Any] = collections.deque(maxlen=KEPT)
+        self._updates: collections.deque[Any] = collections.deque(maxlen=KEPT)
         self.reads = 0  # every read a change caused (each in the history)
         self.notices = 0  # every change the server said
         self.state = "starting"  # starting | watching | stopped | lost
@@ -58,6 +57,12 @@ class Watch:
         self._reading: asyncio.Task | None = None  # the read in flight (one at a time)
         self._pinging: asyncio.Task | None = None  # the handshake era over HTTP: is the server still there
         self._again = False  # the server said it changed while that read ran
+
+    @property
+    def updates(self) -> list[Any]:
+        """The Outcome of each read a change caused, oldest first: the latest KEPT of them (the
+        history has every one). A copy: the loop goes on adding while you look."""
+        return list(self._updates)
 
     # -- on mcp_nb's loop ------------------------------------------------------------------
 
@@ -141,7 +146,7 @@ class Watch:
                 log.exception("reading %s after its update failed", self.uri)
             return
         self.reads += 1
-        self.updates.append(outcome)
+        self._updates.append(outcome)
         if self._listeners:
             await self._tell()
 
@@ -199,7 +204,8 @@ class Watch:
         self._listeners.append(listener)
 
     def describe(self) -> dict[str, Any]:
-        last = self.updates[-1] if self.updates else None
+        kept = self._updates
+        last = kept[-1] if kept else None
         return {
             "uri": self.uri, "server": self.connection.name, "state": self.state, "reason": self.reason or "",
             "protocol": self.era or "", "updates": self.reads, "notices": self.notices,
@@ -208,7 +214,7 @@ class Watch:
 
     def __repr__(self) -> str:
         row = self.describe()
-        kept = f" (the last {len(self.updates)} kept)" if row["updates"] > len(self.updates) else ""
+        kept = f" (the last {len(self._updates)} kept)" if row["updates"] > len(self._updates) else ""
         lines = [f"watching {row['uri']} on {row['server']} ({row['state']}{', ' + row['reason'] if row['reason'] else ''}): "
                  f"{row['updates']} update{'s' if row['updates'] != 1 else ''}{kept}"]  # fmt: skip
         if row["last"] is not None:

@@ -90,6 +90,7 @@ def test_two_connects_at_once_each_know_their_own_server_and_disconnect_ends_onl
         assert wait_until(lambda: not alive(b.pid), 10)
 
 
+@pytest.mark.serial  # starts processes as fast as it can
 def test_a_tools_subprocesses_started_during_a_connect_are_neither_taken_nor_killed():
     started, start = sleepers_in_sessions_of_their_own(seconds=0.3)  # short: a few hundred at most alive at once
     stop = threading.Event()

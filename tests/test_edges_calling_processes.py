@@ -181,3 +181,13 @@ def test_a_server_that_exited_is_never_signalled_once_its_id_is_given_to_another
         if stranger is not None:
             stranger.kill()
             stranger.wait()
+
+
+def test_a_line_on_stdout_that_is_no_message_is_said_on_the_call_and_the_call_goes_on():
+    mcp_nb.connect("w", WHOAMI, mode="2025-11-25", timeout=60)
+    outcome = mcp_nb.call("stray", server="w", timeout=30)
+    assert (outcome.outcome, outcome.content) == ("result", "answered")
+    said = [log.message for log in outcome.server_logs if log.logger == "mcp_nb.connection"]
+    assert said == ["the server wrote a line on stdout that is no JSON-RPC message: 'loading the model... done'"], outcome.server_logs
+    connection = mcp_nb.servers().loc["w"]
+    assert connection["state"] == "connected" and own_pid("w") > 0

@@ -1069,7 +1069,7 @@ class _StdioTransport:
         c.pid = process.pid
         c._stderr = _StderrReader(c, read_end)
         process.watch_exit(lambda: c.lost("the server's process exited"))
-        self._streams = StdioStreams(process)
+        self._streams = StdioStreams(process, self._not_a_message)
         try:
             return await self._streams.open()
         except BaseException:
@@ -1080,6 +1080,13 @@ class _StdioTransport:
         if self._streams is not None:
             await self._streams.close()
         return None
+
+    def _not_a_message(self, line: str) -> None:
+        """A line of the server's stdout that is no JSON-RPC message (a stray print): said on
+        the connection, and on the calls waiting on it."""
+        c = self.connection
+        message = f"the server wrote a line on stdout that is no JSON-RPC message: {line[:500]!r}"
+        c.heard(ServerLog(level="WARNING", logger="mcp_nb.connection", message=message, at=time.time()))
 
 
 class _StderrReader:

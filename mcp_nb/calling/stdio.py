@@ -193,10 +193,11 @@ class ServerProcess:
 
 class StdioStreams:
     """The server's stdout and stdin as the session's read and write streams (what the SDK's
-    stdio transport yields): a line of stdout is one message, each message sent is one line."""
+    stdio transport yields): a line of stdout is one message, each message sent is one line.
+    A line that is no message is said (`said(line)`: on the connection, and the calls waiting)."""
 
-    def __init__(self, process: ServerProcess) -> None:
-        self.process = process
+    def __init__(self, process: ServerProcess, said: Callable[[str], None]) -> None:
+        self.process, self.said = process, said
         self._loop = asyncio.get_running_loop()
         # The session's ends, as the SDK's transports make them (unbuffered: a slow session
         # holds the reader, and a full pipe holds the server, rather than memory growing).
@@ -218,7 +219,7 @@ class StdioStreams:
 
     async def _read(self) -> None:
         """Each line of the server's stdout, parsed, to the session; a line that is no message
-        goes as the error it is (the session logs it), as the SDK's transport sends it."""
+        goes as the error it is, as the SDK's transport sends it, and is said."""
         assert self._stdout is not None
         adapter = mcp_types.jsonrpc_message_adapter
         parts: list[bytes] = []
@@ -236,6 +237,7 @@ class StdioStreams:
                             item: Any = SessionMessage(adapter.validate_json(line, by_name=False))
                         except ValueError as err:
                             item = err
+                            self.said(line.decode("utf-8", errors="replace"))
                         await self._to_session.send(item)
                     if start < len(chunk):
                         parts.append(chunk[start:])

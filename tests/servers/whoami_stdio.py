@@ -1,12 +1,17 @@
 """The smallest outside server over stdio, written against the protocol (2025-11-25) with the
-standard library only, so that it starts in milliseconds: one tool, `whoami`, answers the
-server's own process id. For the tests that connect many times while something else races."""
+standard library only, so that it starts in milliseconds: `whoami` answers the server's own
+process id (for the tests that connect many times while something else races); `stray` prints a
+line that is no JSON-RPC message on stdout before it answers, as a stray `print` in a server does."""
 
 import json
 import os
 import sys
 
-TOOL = {"name": "whoami", "description": "this process's id", "inputSchema": {"type": "object", "properties": {}}}
+NO_ARGUMENTS = {"type": "object", "properties": {}}
+TOOLS = [
+    {"name": "whoami", "description": "this process's id", "inputSchema": NO_ARGUMENTS},
+    {"name": "stray", "description": "a stray print on stdout, then an answer", "inputSchema": NO_ARGUMENTS},
+]
 
 
 def answer(message: dict) -> dict | None:
@@ -20,9 +25,12 @@ def answer(message: dict) -> dict | None:
             "serverInfo": {"name": "whoami", "version": "1.0.0"},
         }
     elif method == "tools/list":
-        result = {"tools": [TOOL]}
+        result = {"tools": TOOLS}
     elif method == "tools/call" and message["params"].get("name") == "whoami":
         result = {"content": [{"type": "text", "text": str(os.getpid())}], "isError": False}
+    elif method == "tools/call" and message["params"].get("name") == "stray":
+        sys.stdout.write("loading the model... done\n")
+        result = {"content": [{"type": "text", "text": "answered"}], "isError": False}
     elif method == "ping":
         result = {}
     else:

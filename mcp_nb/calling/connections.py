@@ -193,9 +193,9 @@ class Connection:
         comes on the stream of the call's own POST, which the SDK's transport reads in the
         call's context; in-process the SDK carries the caller's context with each message.
         Otherwise (stdio at 2025-11-25, or HTTP's standalone stream) nothing says whose it is:
-        it is the call's waiting on this connection when one alone is; with several, none is
-        guessed (a question answered with another call's answers, or a model run for the
-        wrong call, is worse than a refusal the server is told the reason of).
+        it goes to the call waiting on this connection when only one waits; with several, none
+        is guessed (a question answered with another call's answers, or a model run for the
+        wrong call, is worse than a refusal whose reason the server is told).
         """
         current = CURRENT_CALL.get()
         if current is not None and current in self.sending:
@@ -1044,11 +1044,11 @@ class _StdioTransport:
     """A stdio server's process, started by mcp_nb (`stdio.ServerProcess`), its stdout and stdin
     the session's streams, its stderr read line by line into the connection.
 
-    The SDK hands `errlog` to the process as its stderr; in Jupyter `sys.stderr` is not a file
-    (the crash users of notebook clients report), and a server's diagnostics would print into
-    whatever cell runs. Here stderr is a pipe the loop reads: every line goes on the connection
-    and on the calls waiting on it. The process's own exit is watched, whatever holds its pipes
-    (a helper it started): the connection is lost at once, and its group ended.
+    The server's stderr is not the kernel's: in Jupyter `sys.stderr` is not a file (the crash
+    users of notebook clients report with the SDK's `errlog`), and a server's diagnostics would
+    print into whatever cell runs. Here stderr is a pipe the loop reads: every line goes on the
+    connection and on the calls waiting on it. The process's own exit is watched, whatever
+    holds its pipes (a helper it started): the connection is lost at once, and its group ended.
     """
 
     def __init__(self, connection: RemoteConnection) -> None:

@@ -11,7 +11,6 @@ noticed late had its id signalled after another process had been given it.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import threading

@@ -265,9 +265,8 @@ class StdioStreams:
         and end the process (see `ServerProcess.end`)."""
         self.read_stream.close()  # a reader blocked on the session goes on to the end of stdout
         self.write_stream.close()
-        reader, writer = self._tasks or (None, None)
-        if writer is not None:
-            await asyncio.wait({writer}, timeout=FLUSH_S)
+        if self._tasks:
+            await asyncio.wait({self._tasks[1]}, timeout=FLUSH_S)  # the writer
         if self._stdin is not None:
             self._stdin.close()  # the server's stdin ends: it is asked to exit
         try:

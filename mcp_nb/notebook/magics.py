@@ -23,7 +23,7 @@ from IPython.core.magic import (
     magics_class,
     no_var_expand,
 )
-from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.core.magic_arguments import argument, kwds, magic_arguments
 from traitlets import link
 
 from mcp_nb import api
@@ -33,14 +33,15 @@ from mcp_nb.calling.retry import Retry
 from mcp_nb.config import CONFIGURABLE, SharedTraits, settings
 from mcp_nb.notebook.arguments import (
     ArgumentsError,
-    parse_call_line,
     parse_count,
     parse_pairs,
     parse_seconds,
+    read_call_line,
 )
 from mcp_nb.notebook import completion
 from mcp_nb.notebook.cells import defined_function, function_name, restoring
 from mcp_nb.notebook.lines import split
+from mcp_nb.notebook.options import read, read_with_tail
 from mcp_nb.notebook.warmup import open_session_early
 from mcp_nb.records.history import History
 from mcp_nb.registering.faults import Faults
@@ -51,9 +52,15 @@ from mcp_nb.views.replay import ReplayReport
 from mcp_nb.views.surface import DiffReport
 from mcp_nb.mistakes import BadJson, BadValue, Mistake, first_line, read_json
 
-CALL_OPTIONS = ("timeout", "retries", "backoff", "server", "elicit")
-TOOL_OPTIONS = (*CALL_OPTIONS, "max-timeout")
-TOOL_FLAGS = ("reset-on-progress",)
+# The options every calling magic takes (a tool's call takes two more of its own).
+TIMEOUT = argument("--timeout", metavar="S", help="seconds the answer may take (default: %%config McpMagics.timeout)")
+RETRIES = argument("--retries", metavar="N", help="retry a timeout up to N times; only tools annotated --idempotent or --read-only")
+BACKOFF = argument("--backoff", metavar="S", help="with --retries: wait S, 2S, 4S... between attempts (default: 0.1)")
+SERVER = argument("--server", metavar="NAME", help="a connected server (default: the kernel's own)")
+ELICIT = argument(
+    "--elicit", metavar="VAR",
+    help="answers to the server's questions while the call runs: decline, cancel, or a variable holding a function (message, schema) -> answer or a list of answers",
+)  # fmt: skip
 # The cell magics' --quiet: a dashboard (Voila) shows what a cell displays, and its readers
 # have no use for a registration card.
 QUIET = argument("--quiet", action="store_true", help="register without showing the card (for dashboards such as Voila)")
@@ -75,10 +82,9 @@ def usage_errors() -> Iterator[None]:
 
 def _parse(magic, line: str):
     """The magic's options from its line, split by the rules every mcp_nb magic shares
-    (`lines.split`: shell quoting, a trailing `# comment` dropped)."""
+    (`lines.split`: shell quoting, JSON kept as typed, a trailing `# comment` dropped)."""
     with usage_errors():
-        words = split(line)
-    return magic.parser.parse_args(words)  # its errors are UsageErrors already
+        return read(magic.parser, line)
 
 
 def _no_arguments(magic: str, line: str) -> None:
@@ -282,36 +288,34 @@ class McpMagics(Magics, SharedTraits):
 
     # -- calling --------------------------------------------------------------------------------
 
-    def _call(self, target: str, line: str, takes_arguments: bool = True):
+    def _call(self, target: str, magic, line: str):
         engine = api.engine()
+        tool, takes_arguments = target == "tool", target != "resource"
         with usage_errors():
-            tool = target == "tool"
-            name, payload, options = parse_call_line(
-                line, TOOL_OPTIONS if tool else CALL_OPTIONS, takes_arguments=takes_arguments, flags=TOOL_FLAGS if tool else ()
-            )
+            name, payload, args = read_call_line(magic.parser, line, takes_arguments)
             if isinstance(payload, dict):
                 arguments = payload  # verbatim: wrong types can be sent on purpose
             elif payload:
-                schema = engine.connection_for(options.get("server")).input_schema(target, name)
+                schema = engine.connection_for(args.server).input_schema(target, name)
                 arguments = parse_pairs(payload, schema, f"{target} {name!r}")
             else:
                 arguments = None
-            timeout = parse_seconds(options["timeout"]) if "timeout" in options else None
+            timeout = parse_seconds(args.timeout) if args.timeout is not None else None
             retry = None
-            if "retries" in options or "backoff" in options:
-                retries = parse_count(options.get("retries", "3"), "--retries")
-                backoff = parse_seconds(options["backoff"], "--backoff") if "backoff" in options else 0.1
+            if args.retries is not None or args.backoff is not None:
+                retries = parse_count(args.retries if args.retries is not None else "3", "--retries")
+                backoff = parse_seconds(args.backoff, "--backoff") if args.backoff is not None else 0.1
                 retry = Retry(retries=retries, backoff=backoff)
             limits = {}
             if tool:
-                limits["reset_on_progress"] = "reset-on-progress" in options
-                if "max-timeout" in options:
-                    limits["max_timeout"] = parse_seconds(options["max-timeout"], "--max-timeout")
-            if "elicit" in options:
-                limits["elicit"] = self._answers(options["elicit"])
+                limits["reset_on_progress"] = args.reset_on_progress
+                if args.max_timeout is not None:
+                    limits["max_timeout"] = parse_seconds(args.max_timeout, "--max-timeout")
+            if args.elicit is not None:
+                limits["elicit"] = self._answers(args.elicit)
             # Engine.run, the sync face's one path: its checks raise Mistakes (said in one line
             # here), and a call's outcome, whatever it is, is returned, never raised.
-            return engine.run(target, name, arguments, timeout, retry, options.get("server"), watch if tool else None, **limits)
+            return engine.run(target, name, arguments, timeout, retry, args.server, watch if tool else None, **limits)
 
     def _answers(self, text: str):
         """`--elicit`: decline or cancel, or the name of a variable holding a function or a list of answers."""
@@ -325,57 +329,84 @@ class McpMagics(Magics, SharedTraits):
 
     @no_var_expand
     @line_magic
+    @magic_arguments()
+    @argument("name", metavar="NAME", help="the tool's name")
+    @argument("arguments", nargs="*", metavar="ARGUMENT", help="a JSON object, sent verbatim; or key=value pairs, coerced with the tool's input schema")
+    @TIMEOUT
+    @RETRIES
+    @BACKOFF
+    @SERVER
+    @argument("--reset-on-progress", action="store_true", help="restart the deadline at each progress event the tool sends")
+    @argument("--max-timeout", metavar="S", help="with --reset-on-progress: the deadline is never past S seconds (default: 10 timeouts)")
+    @ELICIT
     def mcp_call(self, line: str):
         """Call a tool; returns its Outcome.
 
-            %mcp_call NAME [JSON-object | key=value ...] [--timeout S] [--retries N [--backoff S]] [--server NAME]
-                      [--reset-on-progress [--max-timeout S]] [--elicit VAR]
-
-        --reset-on-progress restarts the deadline at each progress event the tool sends, never
-        past --max-timeout seconds (default: 10 timeouts); the progress shows live as a bar.
-        --elicit VAR answers the questions the tool asks while it runs from the variable VAR (a
-        function (message, schema) -> answer, or a list of answers used in order), or with
-        decline / cancel. --retries N retries a timeout up to N times, waiting S, 2S, 4S... (default 0.1 s); only
-        for tools annotated --idempotent or --read-only. key=value strings are coerced with the tool's input schema (count=3 sends 3);
-        a JSON object is sent verbatim, so wrong types can be sent on purpose:
+        key=value strings are coerced with the tool's input schema (count=3 sends 3); a JSON
+        object is sent verbatim, so wrong types can be sent on purpose. Words after `--` are
+        arguments whatever they look like. The progress a tool reports shows live as a bar.
 
             %mcp_call get_author title=Dune
             %mcp_call get_author {"title": 42} --timeout 5
+            %mcp_call lookup isbn=978-0441013593 --retries 3 --backoff 0.1
         """
-        return self._call("tool", line)
+        return self._call("tool", self.mcp_call, line)
 
     @no_var_expand
     @line_magic
+    @magic_arguments()
+    @argument("name", metavar="URI", help="the resource's URI")
+    @TIMEOUT
+    @RETRIES
+    @BACKOFF
+    @SERVER
+    @ELICIT
     def mcp_read(self, line: str):
         """Read a resource; returns its Outcome.
 
-            %mcp_read URI [--timeout S] [--retries N [--backoff S]] [--server NAME] [--elicit VAR]
+            %mcp_read books://catalog
+            %mcp_read books://Dune --server bookshop
         """
-        return self._call("resource", line, takes_arguments=False)
+        return self._call("resource", self.mcp_read, line)
 
     @no_var_expand
     @line_magic
+    @magic_arguments()
+    @argument("name", metavar="NAME", help="the prompt's name")
+    @argument("arguments", nargs="*", metavar="ARGUMENT", help="a JSON object, sent verbatim; or key=value pairs")
+    @TIMEOUT
+    @RETRIES
+    @BACKOFF
+    @SERVER
+    @ELICIT
     def mcp_get_prompt(self, line: str):
         """Get a prompt; returns its Outcome.
 
-            %mcp_get_prompt NAME [JSON-object | key=value ...] [--timeout S] [--retries N [--backoff S]] [--server NAME] [--elicit VAR]
+            %mcp_get_prompt review title=Dune
         """
-        return self._call("prompt", line)
+        return self._call("prompt", self.mcp_get_prompt, line)
 
     # -- other servers --------------------------------------------------------------------------
 
     @no_var_expand
     @line_magic
+    @magic_arguments()
+    @kwds(usage="%(prog)s NAME URL [options]\n  %%%(prog)s NAME [options] -- COMMAND [ARGUMENT ...]")
+    @argument("name", nargs="?", metavar="NAME", help="the connection's name; then --server NAME on the other magics talks to it")
+    @argument("url", nargs="?", metavar="URL", help="a streamable HTTP server's address")
+    @argument("command", nargs="*", metavar="-- COMMAND", help="a stdio server: after --, the command that starts it, with its arguments, as typed")
+    @argument("--header", action="append", default=[], metavar="'NAME: VALUE'", help="an HTTP header sent with every request (repeat it for each)")
+    @argument("--auth", metavar="VAR", help="a variable holding an httpx2 Auth, such as mcp_nb.OAuth(...) or the SDK's OAuth providers")
+    @argument("--mode", metavar="M", help="the protocol era: auto (the default), 2025-11-25 or 2026-07-28")
+    @argument("--sampling", metavar="VAR", help="a variable holding what answers the server's sampling requests: a function or a list of replies")
+    @argument("--root", action="append", dest="roots", metavar="R", help="a folder (a path or a URI) offered to the server as a root (repeat it for each)")
+    @argument("--env", action="append", default=[], metavar="KEY=VALUE", help="a stdio server's environment variable (repeat it for each)")
+    @argument("--cwd", metavar="DIR", help="the folder a stdio server starts in")
+    @argument("--timeout", metavar="S", help="seconds connecting may take (default: %%config McpMagics.timeout)")
     def mcp_connect(self, line: str):
         """Connect to an outside MCP server, over streamable HTTP or as a stdio process.
 
-            %mcp_connect NAME URL [--header 'Name: value' ...] [--auth VAR] [--mode M] [--sampling VAR] [--root R ...] [--timeout S]
-            %mcp_connect NAME [--env KEY=VALUE ...] [--cwd DIR] [--mode M] [--sampling VAR] [--root R ...] [--timeout S] -- COMMAND ARGS...
-
-        Everything after `--` is the command, as typed. `--auth VAR` names a variable holding an
-        httpx2 Auth (the SDK's OAuth providers); `--mode` is the protocol era: auto (the default),
-        2025-11-25 or 2026-07-28; `--sampling VAR` answers the server's sampling requests (a
-        function or a list of replies); each `--root PATH` (or URI) is offered as a root. Connecting again under a name replaces
+        Everything after `--` is the command, as typed. Connecting again under a name replaces
         that connection once the new one is up. Then `--server NAME` on %mcp_call, %mcp_read,
         %mcp_get_prompt and %mcp_list (or `server=NAME` in Python) talks to it:
 
@@ -383,14 +414,15 @@ class McpMagics(Magics, SharedTraits):
             %mcp_connect weather https://example.com/mcp --header "Authorization: Bearer ..."
         """
         with usage_errors():  # said in one line: nothing was connected
-            name, target, options = _connect_line(line)
+            args, command = read_with_tail(self.mcp_connect.parser, line)
+            target, options = _connect_options(args, command)
             for option, what in (("auth", "an httpx2 Auth"), ("sampling", "a function or a list of replies")):
                 if option in options:
                     var = options[option]
                     if var not in self.shell.user_ns:
                         raise ArgumentsError(f"--{option} {var}: no variable of that name ({what})")
                     options[option] = self.shell.user_ns[var]
-            return api.connect(name, target, **options)
+            return api.connect(args.name, target, **options)
 
     @no_var_expand
     @line_magic
@@ -614,82 +646,41 @@ class McpMagics(Magics, SharedTraits):
         return DiffReport(frame)
 
 
-class _Named(str):
-    """A variable's name given on a magic line, to be looked up in the user's namespace."""
-
-
-def _connect_line(line: str) -> tuple[str, str | list[str], dict]:
-    """`NAME URL [--header H]... [--auth VAR] [--mode M] [--sampling VAR] [--root R]... [--timeout S]` or
-    `NAME [--env K=V]... [--cwd D] [--mode M] [--sampling VAR] [--root R]... [--timeout S] -- COMMAND...`."""
-    head, sep, command = line.partition(" -- ")
-    if not sep and line.rstrip().endswith(" --"):
-        head, sep, command = line.rstrip()[:-3], " -- ", ""
-    words = split(head)
-    if not words or words[0].startswith("-"):
+def _connect_options(args, command: list[str] | None) -> tuple[str | list[str], dict]:
+    """`%mcp_connect`'s server (its URL, or the command after `--`) and the options for `connect`."""
+    if args.name is None:
         raise ArgumentsError("the connection's name comes first: %mcp_connect NAME URL, or %mcp_connect NAME -- COMMAND")
-    name, rest = words[0], words[1:]
-    options: dict = {}
-    target: str | list[str] | None = None
-    headers: dict[str, str] = {}
-    env: dict[str, str] = {}
-    i = 0
-    while i < len(rest):
-        word = rest[i]
-        key, eq, inline = word.partition("=") if word.startswith("--") else (word, "", "")
-        if key in ("--header", "--env", "--cwd", "--timeout", "--mode", "--auth", "--sampling", "--root"):
-            if eq:
-                value = inline
-            elif i + 1 < len(rest):
-                value, i = rest[i + 1], i + 1
-            else:
-                raise ArgumentsError(f"{key} needs a value")
-            if key == "--header":
-                field, colon, text = value.partition(":")
-                if not colon or not field.strip():
-                    raise ArgumentsError(f"--header takes 'Name: value', got {value!r}")
-                headers[field.strip()] = text.strip()
-            elif key == "--env":
-                var, equals, text = value.partition("=")
-                if not equals or not var:
-                    raise ArgumentsError(f"--env takes KEY=VALUE, got {value!r}")
-                env[var] = text
-            elif key == "--cwd":
-                options["cwd"] = value
-            elif key == "--mode":
-                options["mode"] = value  # checked by connect, which says which modes there are
-            elif key == "--auth":
-                if not value.isidentifier():
-                    raise ArgumentsError(f"--auth takes the name of a variable holding an httpx Auth (mcp_nb.OAuth(...)), got {value!r}")
-                options["auth"] = _Named(value)
-            elif key == "--sampling":
-                if not value.isidentifier():
-                    raise ArgumentsError(f"--sampling takes the name of a variable holding a function or a list of replies, got {value!r}")
-                options["sampling"] = _Named(value)
-            elif key == "--root":
-                options.setdefault("roots", []).append(value)
-            else:
-                options["timeout"] = parse_seconds(value)
-        elif word.startswith("-"):
-            raise ArgumentsError(f"unknown option {word} (known: --header, --auth, --mode, --sampling, --root, --env, --cwd, --timeout; the command goes after --)")
-        elif target is None:
-            target = word
-        else:
-            raise ArgumentsError(f"unexpected {word!r}: a command with arguments goes after --")
-        i += 1
-    if sep:
-        if target is not None:
-            raise ArgumentsError("give a URL or a command after --, not both")
-        command_words = split(command)
-        if not command_words:
-            raise ArgumentsError("nothing after --: give the command that starts the server")
-        target = command_words
-    if target is None:
+    if args.command:
+        raise ArgumentsError(f"unexpected {args.command[0]!r}: a command and its arguments go after --")
+    if args.url is not None and command:
+        raise ArgumentsError("give a URL or a command after --, not both")
+    if command == []:
+        raise ArgumentsError("nothing after --: give the command that starts the server")
+    if args.url is None and command is None:
         raise ArgumentsError("missing the server: a URL, or -- and the command that starts it")
-    if headers:
-        options["headers"] = headers
-    if env:
-        options["env"] = env
-    return name, target, options
+    options: dict = {}
+    headers, env = {}, {}
+    for value in args.header:
+        field, colon, text = value.partition(":")
+        if not colon or not field.strip():
+            raise ArgumentsError(f"--header takes 'Name: value', got {value!r}")
+        headers[field.strip()] = text.strip()
+    for value in args.env:
+        var, equals, text = value.partition("=")
+        if not equals or not var:
+            raise ArgumentsError(f"--env takes KEY=VALUE, got {value!r}")
+        env[var] = text
+    for option, what in (("auth", "an httpx Auth (mcp_nb.OAuth(...))"), ("sampling", "a function or a list of replies")):
+        var = getattr(args, option)
+        if var is not None:
+            if not var.isidentifier():
+                raise ArgumentsError(f"--{option} takes the name of a variable holding {what}, got {var!r}")
+            options[option] = var  # looked up in the user's namespace by the magic
+    if args.timeout is not None:
+        options["timeout"] = parse_seconds(args.timeout)
+    given = {"headers": headers or None, "env": env or None, "cwd": args.cwd, "mode": args.mode, "roots": args.roots}
+    options.update((name, value) for name, value in given.items() if value is not None)
+    return args.url if args.url is not None else command, options
 
 
 def load_ipython_extension(ipython) -> None:

@@ -163,7 +163,7 @@ def test_json_typed_into_a_connect_line_is_kept_as_typed(shell, held_back):
         ("srv --header '-X' http://127.0.0.1:9/mcp", "a value that starts with - is written --header=VALUE"),
         ("srv --header=X http://127.0.0.1:9/mcp", "--header takes 'Name: value', got 'X'"),
         ("srv --env=K -- python x.py", "--env takes KEY=VALUE, got 'K'"),
-        ("srv --bogus -- python x.py", "unknown option --bogus (known: --header, --auth, --mode, --sampling, --root, --env, --cwd, --timeout)"),
+        ("srv --bogus -- python x.py", "unknown option --bogus; known: --header, --auth, --mode, --sampling, --root, --env, --cwd, --timeout"),
         ("--header X:1", "the connection's name comes first"),
         ("", "the connection's name comes first"),
     ],

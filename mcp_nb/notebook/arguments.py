@@ -34,7 +34,7 @@ def read_call_line(
     arguments whatever they look like (`-- -x=1`)."""
     options, tail = read_with_tail(parser, line, arguments=takes_arguments)
     if tail and not takes_arguments:
-        raise ArgumentsError(f"unexpected {tail[0]!r}")
+        raise ArgumentsError(f"unrecognized arguments: {' '.join(tail)} (%{parser.prog} takes no arguments)")
     if options.name.startswith(("{", "[")):
         raise ArgumentsError("the name comes first, then the JSON arguments")
     return options.name, read_payload([*getattr(options, "arguments", ()), *(tail or ())]), options

@@ -6,8 +6,8 @@ is an argparse parser whose `error()` raises a one-line `UsageError` (IPython's
 writes. The words come split by the shell's rules, quotes read, before argparse sees them: a
 quoted value holds any text, ` -- ` and `#` included.
 
-argparse before Python 3.13 drops an option's value when it is `--` (`--title=--` gives `[]`,
-cpython gh-53780): such a value reaches the parser as a stand-in and is put back after.
+argparse before Python 3.13 can drop an option's value when it is `--` (`--title=--` gives
+`[]`): such a value reaches the parser as a stand-in and is put back after.
 
 Two magics take free text after their options, `%mcp_connect` the command that starts a server
 and the calling magics a call's arguments. There the first `--` word ends the options, as for any
@@ -63,21 +63,35 @@ def read_with_tail(
     return _put_back(options, stand_in), tail
 
 
+def actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    """What `parser` knows, each option and positional as declared (argparse keeps them in
+    `_actions`, which argcomplete and sphinx-argparse read too: it has no public accessor)."""
+    return list(parser._actions)
+
+
 def option_names(parser: argparse.ArgumentParser) -> list[str]:
-    """Every option `parser` knows, as declared (argparse lists its actions in `_actions`, which
-    argcomplete and sphinx-argparse read too; there is no public accessor)."""
-    return [name for action in parser._actions for name in action.option_strings]
+    """Every option `parser` knows."""
+    return [name for action in actions(parser) for name in action.option_strings]
+
+
+def takes_value(parser: argparse.ArgumentParser) -> dict[str, bool]:
+    """Each option `parser` knows, and whether a value follows it (`--timeout 5`, not `--quiet`)."""
+    return {name: action.nargs != 0 for action in actions(parser) for name in action.option_strings}
 
 
 def _refuse(parser: argparse.ArgumentParser, extras: list[str]) -> None:
-    """What the parser did not take: an unknown option, named with the known ones; or a word too many."""
+    """What the parser did not take, as argparse says it, and what is known instead."""
     if not extras:
         return
     first = extras[0]
     if first.startswith("-") and first != "-" and " " not in first and not _NUMBER.fullmatch(first):
         known = ", ".join(option_names(parser)) or "none"
-        raise UsageError(f"unknown option {first.partition('=')[0]} (known: {known})")
-    raise UsageError(f"unexpected {first!r}")
+        why = f"unknown option {first.partition('=')[0]}; known: {known}"
+    elif not any(not action.option_strings for action in actions(parser)):
+        why = f"%{parser.prog} takes no arguments"
+    else:
+        why = None
+    raise UsageError(f"unrecognized arguments: {' '.join(extras)}" + (f" ({why})" if why else ""))
 
 
 def _stand_in(words: list[str]) -> str:
@@ -107,10 +121,10 @@ def _put_back(options: argparse.Namespace, stand_in: str) -> argparse.Namespace:
 
 @contextmanager
 def _explained(parser: argparse.ArgumentParser, stand_in: str) -> Iterator[None]:
-    """argparse's own message, with a `--` value as typed; for an option whose value is missing,
-    how to give one that starts with `-` (which argparse reads as another option); for a flag
-    given a value, that it takes none; and of the missing positionals, only those that may not be
-    left out (argparse's intermixed reading names the optional ones too)."""
+    """argparse's own message, with a `--` value as typed, and what to do: for an option whose
+    value is missing, how to give one that starts with `-` (which argparse reads as another
+    option); for a flag given a value, that it takes none. Of the missing positionals, only those
+    that may not be left out are named (argparse's intermixed reading names the optional ones too)."""
     try:
         yield
     except UsageError as err:
@@ -118,8 +132,8 @@ def _explained(parser: argparse.ArgumentParser, stand_in: str) -> Iterator[None]
         if found := _NO_VALUE.fullmatch(text):
             text += f" (a value that starts with - is written {found.group(1)}=VALUE)"
         elif found := _A_VALUE.fullmatch(text):
-            text = f"{found.group(1)} takes no value, got {found.group(2)}"
+            text += f" ({found.group(1)} takes no value)"
         elif text.startswith(_REQUIRED):
-            optional = {action.metavar or action.dest for action in parser._actions if not action.option_strings and action.nargs in ("?", "*")}
+            optional = {action.metavar or action.dest for action in actions(parser) if not action.option_strings and action.nargs in ("?", "*")}
             text = _REQUIRED + ", ".join(name for name in text[len(_REQUIRED) :].split(", ") if name not in optional)
         raise UsageError(text) from None

@@ -14,18 +14,16 @@ from typing import Any, Iterator, Mapping
 
 from IPython.core.error import UsageError
 
-from mcp_nb.calling.call import CallDepthError
-from mcp_nb.calling.connections import ConnectError
-from mcp_nb.mistakes import Mistake, first_line
+from mcp_nb.mistakes import McpNbError, first_line
 from mcp_nb.notebook.arguments import ArgumentsError
 from mcp_nb.notebook.options import read
 
 def said_in_one_line(err: BaseException) -> bool:
-    """Whether a magic says `err` in one line: a `Mistake` (what mcp_nb's checks raise for bad
-    input: a cell that defines no function, a line that does not split, a cases file that cannot
-    be read...), a server that cannot be connected, calls nested past the limit. Anything else is
-    mcp_nb's own bug, or a library's, and keeps its traceback."""
-    return isinstance(err, (Mistake, ConnectError, CallDepthError))
+    """Whether a magic says `err` in one line: whatever mcp_nb raises on purpose (`McpNbError`:
+    the user's mistakes, a server that cannot be connected, calls nested past the limit...; the
+    tree is in `mcp_nb/mistakes.py`). Anything else is mcp_nb's own bug, or a library's, and
+    keeps its traceback."""
+    return isinstance(err, McpNbError)
 
 
 @contextmanager

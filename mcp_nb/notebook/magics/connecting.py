@@ -80,7 +80,8 @@ class ConnectingMagics(Magics):
             %mcp_servers
         """
         parse(self.mcp_servers, line)
-        return api.servers()
+        with usage_errors():
+            return api.servers()
 
 
 def connect_options(args: argparse.Namespace, command: list[str] | None) -> tuple[str | list[str], dict]:

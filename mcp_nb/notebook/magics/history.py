@@ -44,7 +44,8 @@ class HistoryMagics(Magics):
             history = api.history()
         if args.clear:
             forgotten = len(history)
-            history.clear()
+            with usage_errors():
+                history.clear()
             kept = f"; {history.file} keeps them" if history.file is not None else ""
             print(f"history cleared ({forgotten} calls forgotten{kept})")
             return None

@@ -50,7 +50,8 @@ class ServingMagics(Magics):
         if args.stop:
             from mcp_nb.serving import stop  # starlette and uvicorn: loaded when the kernel first serves
 
-            stopped = stop(api.engine())
+            with usage_errors():
+                stopped = stop(api.engine())
             print(f"stopped serving at {stopped.url}" if stopped is not None else "not serving")
             return None
         with usage_errors():

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_nb import libraries as lib
 from mcp_nb.calling.loop import BLOCKS_OWN_LOOP
-from mcp_nb.mistakes import BadValue
+from mcp_nb.mistakes import BadValue, McpNbError
 from mcp_nb.views.live import close_bar, progress_bar
 
 if TYPE_CHECKING:
@@ -178,7 +178,7 @@ class Lanes:
             )  # fmt: skip
 
 
-class Stopped(Exception):
+class Stopped(McpNbError):
     """`wait`'s `stop` event was set (the async face's waiter was cancelled): stop as an interrupt would."""
 
 

@@ -38,6 +38,7 @@ from mcp_nb.calling.sampling import Sampler, Sampling
 from mcp_nb.calling.sent import sent_arguments
 from mcp_nb.config import settings
 from mcp_nb.elicitation import Answerer, Ask, Elicitation, answerer, elicit
+from mcp_nb.mistakes import Mistake
 from mcp_nb.records import classify
 from mcp_nb.records.outcome import REQUEST_CANCELLED, REQUEST_TIMEOUT, Outcome, OutcomeDraft, seal
 from mcp_nb.records.trace import CURRENT_TRACE, ServerTrace
@@ -74,7 +75,7 @@ _NOT_SWALLOWED = (GeneratorExit,)
 _NO_CHILDREN: list = []  # shared by every Call that started none; never appended to (`adopt` makes a new list)
 
 
-class CallDepthError(RuntimeError):
+class CallDepthError(Mistake, RuntimeError):
     """Calls nested deeper than `settings.max_depth` (a tool that calls tools that call tools...)."""
 
 

@@ -62,7 +62,7 @@ from mcp_nb.registering.registry import (
     template_schema,
 )
 from mcp_nb.views.cards import connection_html, connection_text
-from mcp_nb.mistakes import LINE_LIMIT, BadValue, first_line, one_line
+from mcp_nb.mistakes import LINE_LIMIT, BadValue, Failure, first_line, one_line
 
 METHODS = {"tool": "tools/call", "resource": "resources/read", "prompt": "prompts/get"}
 KERNEL = "kernel"  # the name of the kernel's own server among the connections
@@ -109,13 +109,13 @@ def shown_url(url: str) -> str:
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
-class ConnectError(RuntimeError):
+class ConnectError(Failure, RuntimeError):
     """A server could not be connected (`mcp_nb.connect`): the message is one line, and says
     why in the terms of the step that failed: the command that is not there, the HTTP status
     the server refused with, the OAuth step that gave up. Nothing was kept."""
 
 
-class ConnectionLost(RuntimeError):
+class ConnectionLost(Failure, RuntimeError):
     """The connection is gone (the process exited, the stream closed); calls are recorded as `disconnected`."""
 
 

@@ -24,7 +24,7 @@ import re
 from typing import Any, Callable
 
 from mcp_nb import sdk_compat
-from mcp_nb.mistakes import BadValue
+from mcp_nb.mistakes import BadValue, Failure
 from mcp_nb.numbers import is_number, non_finite_at, spelled
 
 TYPES = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
@@ -440,7 +440,7 @@ NOT_JSON_TEXT = re.compile(
 RETURN_INSTEAD = ": return None, or the number as a string, where that is what it means"
 
 
-class NonJsonNumber(ValueError):
+class NonJsonNumber(Failure, ValueError):
     """An answer that holds a number JSON cannot carry: NaN, Infinity, -Infinity (a strict
     client cannot read it; mcp_nb's client refuses it, as its classification says)."""
 

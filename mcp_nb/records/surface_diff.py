@@ -38,7 +38,7 @@ from mcp_nb.records.schema_compat import shown as _shown
 from mcp_nb.records.structured import json_equal
 from mcp_nb.records.structured import json_path as where
 from mcp_nb.records.surface import MAX_DEPTH, SECTIONS, too_deep
-from mcp_nb.mistakes import BadValue
+from mcp_nb.mistakes import BadValue, Failure
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -407,7 +407,7 @@ def failing(rows: Iterable[Change], fail_on: str) -> list[Change]:
     return [r for r in rows if fail_on == "any" or r.breaking is True or (fail_on == "unknown" and r.breaking == UNKNOWN)]
 
 
-class BreakingChanges(AssertionError):
+class BreakingChanges(Failure, AssertionError):
     """A diff that reached the level it was told to fail on (`mcp_nb.diff(..., fail_on=)`); `.frame`
     is the diff, and the message names each failing change."""
 

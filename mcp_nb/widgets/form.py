@@ -75,7 +75,7 @@ _NOTHING = type("Nothing", (), {"__repr__": lambda self: "NOTHING"})()
 Path = tuple  # keys and item indices from the arguments object down to a value
 
 
-class Invalid(ValueError):
+class Invalid(BadValue):
     """What keeps the form from being sent: (path, message) pairs, every problem at once."""
 
     def __init__(self, problems: list[tuple[Path, str]]) -> None:

@@ -17,7 +17,8 @@ layers that each do one job:
   value to send, and `load(value)` to put a value back (a call from the history).
 
 A schema with no builder becomes a JSON field for that one value, so every schema gets a
-form; so does an object nested deeper than `MAX_DEPTH` levels (a recursive model).
+form; so does anything nested deeper than `MAX_DEPTH` levels (a recursive model, a list of
+lists), which also bounds every walk down a schema or a value the form makes.
 
 Three rules hold for every field (docs/panel.md has the full table):
 
@@ -106,6 +107,7 @@ __all__ = [
     "Callback",
     "ChoiceField",
     "Context",
+    "DeepField",
     "Field",
     "Form",
     "Invalid",
@@ -478,8 +480,12 @@ def field_for(
     inner, nullable = split_nullable(resolved, ctx, followed)
     kind = kind_of(inner, ctx)
     inside_itself = not followed.isdisjoint(ctx.expanding)
-    if kind == "object" and (depth >= MAX_DEPTH or (inside_itself and required and not nullable)):
-        kind = "json"  # too deep, or an object that must hold itself: no finite form, a JSON value
+    if kind in ("object", "array") and depth >= MAX_DEPTH:
+        # A recursive model, lists of lists: the rest is one JSON value, so that neither a schema
+        # nor a value (loaded from the history) walks the form down to Python's recursion limit.
+        return _with_null(DeepField(inner, ctx, path, required, depth), nullable, [])
+    if kind == "object" and inside_itself and required and not nullable:
+        kind = "json"  # an object that must hold itself: no finite form, a JSON value
     if kind == "object":  # objects say null and "not sent" with their own switch
         with ctx.chain(ctx.expanding | followed):
             return ObjectField(inner, ctx, path, required, depth, nullable=nullable, lazy=inside_itself)
@@ -495,6 +501,11 @@ def _with_null(field: Field, nullable: bool, toggles: list[Toggle]) -> Field:
         return NullableField(field, toggles)
     return ToggledField(field, toggles) if toggles else field
 
+
+class DeepField(JsonField):
+    """A list or an object nested deeper than the form builds fields for, typed as JSON."""
+
+    hint = f"JSON value (nested more than {MAX_DEPTH} levels deep)"
 
 
 # -- the form ------------------------------------------------------------------------------------

@@ -383,11 +383,12 @@ class JsonField(Field):
     """Any value the form has no widget for, typed as JSON (`"text"`, `3`, `{"a": 1}`, `null`)."""
 
     kind = "json"
+    hint = "JSON value"  # what the empty box says
 
     def __init__(self, schema, ctx, path, required, depth=0) -> None:
         super().__init__(schema, ctx, path, required, depth)
         self.widget = w.Textarea(
-            placeholder=_placeholder(schema, "JSON value"), rows=1, layout=ctx.looks.input_layout(), style=ctx.looks.text_style()
+            placeholder=_placeholder(schema, self.hint), rows=1, layout=ctx.looks.input_layout(), style=ctx.looks.text_style()
         )
         self.widget.add_class(css_name(path)).add_class("mcp-nb-json")
         default = self._start()

@@ -95,7 +95,7 @@ from mcp_nb.widgets.form_fields import (
 )
 from mcp_nb.widgets.form_toggles import NULL, NullableField, Toggle, ToggledField, hole_toggle
 
-_Omit = type(OMIT)
+_Omit = type(OMIT)  # the sentinel's class, by the name it had here
 
 # What `field_for` builds for when no value is known yet (OMIT is a value to show: "not sent").
 _NOTHING = type("Nothing", (), {"__repr__": lambda self: "NOTHING"})()
@@ -144,6 +144,8 @@ def _icon_button(icon: str, tooltip: str, css: str, looks: Looks) -> w.Button:
     button.add_class(css)
     return button
 
+
+# -- the fields that hold fields (built through `field_for`) -------------------------------------
 
 
 class ArrayField(Field):
@@ -465,6 +467,12 @@ MAPPERS: dict[str, Callable[[dict[str, Any], Context, Path, bool, int], Field]] 
 }
 
 
+class DeepField(JsonField):
+    """A list or an object nested deeper than the form builds fields for, typed as JSON."""
+
+    hint = f"JSON value (nested more than {MAX_DEPTH} levels deep)"
+
+
 def field_for(
     schema: Mapping[str, Any], ctx: Context, path: Path, required: bool, depth: int = 0, showing: Any = _NOTHING
 ) -> Field:
@@ -500,12 +508,6 @@ def _with_null(field: Field, nullable: bool, toggles: list[Toggle]) -> Field:
     if nullable:
         return NullableField(field, toggles)
     return ToggledField(field, toggles) if toggles else field
-
-
-class DeepField(JsonField):
-    """A list or an object nested deeper than the form builds fields for, typed as JSON."""
-
-    hint = f"JSON value (nested more than {MAX_DEPTH} levels deep)"
 
 
 # -- the form ------------------------------------------------------------------------------------

@@ -72,8 +72,10 @@ scalars = st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.floats(a
 any_json = st.recursive(
     scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3), max_leaves=12
 )
-KEYWORDS = ["type", "properties", "required", "items", "prefixItems", "anyOf", "oneOf", "allOf", "enum", "const", "$ref",
-            "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxItems", "title"]  # fmt: skip
+KEYWORDS = (
+    "type properties required items prefixItems anyOf oneOf allOf enum const $ref minimum maximum exclusiveMinimum"
+    " exclusiveMaximum multipleOf minLength maxItems title"
+).split()
 odd_schemas = st.recursive(
     scalars | st.dictionaries(st.sampled_from(KEYWORDS), scalars | st.lists(scalars, max_size=2), max_size=4),
     lambda inner: st.dictionaries(st.sampled_from(KEYWORDS), inner | st.lists(inner, max_size=3), max_size=4),

@@ -146,9 +146,12 @@ class TextField(Field):
         if self._suggesting:
             # A box that offers what the server suggests as the user types, and takes any text.
             self.widget = w.Combobox(
-                placeholder=_placeholder(schema, hint), options=(), ensure_option=False, layout=looks.input_layout(),
+                placeholder=_placeholder(schema, hint),
+                options=(),
+                ensure_option=False,
+                layout=looks.input_layout(),
                 style=looks.text_style(),
-            )  # fmt: skip
+            )
             self.widget.observe(self.callback("asking for suggestions", self._ask), "value")
         elif short:
             box = w.Password if secret else w.Text

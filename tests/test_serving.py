@@ -499,7 +499,8 @@ def test_stopping_answers_a_2026_request_in_flight_and_records_its_call_as_cance
     handle.stop()
     caller.join(10)
     assert time.monotonic() - begun < 10
-    assert got == {"status": 503, "text": "Serving stopped"}, got
+    assert got["status"] == 503, got
+    assert json.loads(got["text"])["error"]["message"] == "Service Unavailable: serving was stopped"
     (row,) = mcp_nb.history().to_frame().itertuples()
     assert (row.outcome, row.cause, row.via) == ("timeout", "cancelled", "http")
     assert "serving was stopped" in row.message

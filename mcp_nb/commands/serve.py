@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 
 from mcp_nb import api
-from mcp_nb.serving.limits import DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, check_limits
+from mcp_nb.serving.limits import DEFAULT_HEADER_TIMEOUT, check_limits
 from mcp_nb.serving.notebook import NotebookError, run_notebook
 from mcp_nb.serving.policy import DEFAULT_MAX_BODY, check_address
 from mcp_nb.serving.stdio import Wire, serve_stdio
@@ -36,19 +36,19 @@ def arguments(parser: argparse.ArgumentParser) -> None:
         help="with --http on 127.0.0.1: accept requests without the bearer token",
     )  # fmt: skip
     parser.add_argument(
-        "--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS, metavar="N",
-        help=f"with --http: connections open at once; past them, 503 (default: {DEFAULT_MAX_CONNECTIONS})",
+        "--max-connections", type=int, default=None, metavar="N",
+        help="with --http: connections open at once; past them, a client waits its turn (default: half the descriptor limit, 1024 at most)",
     )  # fmt: skip
     parser.add_argument(
         "--header-timeout", type=float, default=DEFAULT_HEADER_TIMEOUT, metavar="S",
-        help=f"with --http: seconds a client has to send a request's head (default: {DEFAULT_HEADER_TIMEOUT:g})",
+        help=f"with --http: seconds the server waits on a client for a request's head, its body, or to read its answer (default: {DEFAULT_HEADER_TIMEOUT:g})",
     )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
     if not args.http and (args.port or args.host != "127.0.0.1" or args.dangerously_no_auth):
         args.parser.error("--port, --host and --dangerously-no-auth go with --http")
-    limited = (args.max_connections, args.header_timeout) != (DEFAULT_MAX_CONNECTIONS, DEFAULT_HEADER_TIMEOUT)
+    limited = (args.max_connections, args.header_timeout) != (None, DEFAULT_HEADER_TIMEOUT)
     if not args.http and limited:
         args.parser.error("--max-connections and --header-timeout go with --http")
     if args.http:

@@ -6,8 +6,8 @@ the reason. An MCP client reads that body: the SDK's client raises the error it 
 its message, where a body of plain text leaves it only "Server returned an error response".
 The id is null: the request's own id was never read.
 
-A refusal that arrives while the client may still be sending says `Connection: close`, so the
-rest of what it sends is not read, waited for, or counted against anybody.
+A refusal closes its connection (`Connection: close`): the rest of what its client sends is
+not read or waited for, and a refused client keeps no connection open.
 """
 
 from __future__ import annotations
@@ -23,10 +23,9 @@ def error_body(text: str, code: int = INVALID_REQUEST) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": text}}).encode()
 
 
-def headers(body: bytes, *extra: tuple[bytes, bytes], close: bool = True) -> list[tuple[bytes, bytes]]:
-    """The headers of a refusal carrying `body` (ASGI's raw form)."""
-    said = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra]
-    return said + [(b"connection", b"close")] if close else said
+def headers(body: bytes, *extra: tuple[bytes, bytes]) -> list[tuple[bytes, bytes]]:
+    """The headers of a refusal carrying `body` (ASGI's raw form); it closes the connection."""
+    return [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra, (b"connection", b"close")]
 
 
 def raw(status: int, text: str, *extra: tuple[bytes, bytes]) -> bytes:

@@ -7,8 +7,9 @@ SDK's transport, so no tool runs and no call is recorded; it is counted in `Refu
 which the serving handle shows. Its answer is a JSON-RPC error naming the reason
 (`answers`), which an MCP client shows its user; the 401 also says, in `WWW-Authenticate`,
 what RFC 6750 has it say (`error="invalid_token"` when a token was sent and refused). A
-refusal says `Connection: close` when a body may follow, so that a body sent after it is
-neither read nor waited for.
+refusal closes the connection (`Connection: close`): a body sent after it is neither read
+nor waited for, and a client refused holds no connection open between requests (where it
+would keep a place of `limits.Limits` that only a slow client's gives up).
 
 Then the door reads the body itself, whole, before the SDK sees the request: within
 `body_timeout` seconds, plus a second for every `MIN_BODY_RATE` bytes it brings (408
@@ -98,7 +99,7 @@ class Guard:
             return
         reason = self.refusal(scope["headers"])
         if reason is not None:
-            await self.refuse(reason, send, body_may_follow=_body_may_follow(scope["headers"]))
+            await self.refuse(reason, send)
             return
         await self._admitted(scope, receive, send)
 
@@ -127,7 +128,7 @@ class Guard:
         matches = hmac.compare_digest(presented.strip(), self._token)
         return scheme.lower() == b"bearer" and matches
 
-    async def refuse(self, reason: str, send: Send, *, body_may_follow: bool = True) -> None:
+    async def refuse(self, reason: str, send: Send) -> None:
         """Answer a refused request: its status, and a JSON-RPC error saying why."""
         self.refusals.add("token" if reason == "wrong token" else reason)
         status, text = REFUSED[reason]
@@ -137,7 +138,7 @@ class Guard:
             # RFC 6750, 3.1: no error code when no credentials were sent; invalid_token when they were refused.
             challenge = REALM + (b', error="invalid_token", error_description="the bearer token was refused"' if reason == "wrong token" else b"")
             extra.append((b"www-authenticate", challenge))
-        headers = answers.headers(body, *extra, close=body_may_follow)
+        headers = answers.headers(body, *extra)
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body, "more_body": False})
 

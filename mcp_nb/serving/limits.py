@@ -17,10 +17,13 @@ uvicorn's HTTP/1.1 protocol for one connection, within it.
 - **Who makes room**: when a connection waits to be taken and the others fill every place,
   the one that has kept the server waiting longest gives its place, once that wait has lasted
   `EVICT_AFTER_S`: a wait for a request's head (a connection that sent nothing, a half-sent
-  head, a kept-alive connection between requests), for its body, or for its client to read
-  what it was sent. A connection whose request is being served (a tool running, an answer or
-  an event stream flowing) never gives its place. So however many slow clients there are,
-  each newcomer takes one's place: they delay nobody by more than that.
+  head), for its body, or for its client to read what it was sent. A connection whose
+  request is being served (a tool running, an answer or an event stream flowing) never gives
+  its place, nor does a kept-alive one between two requests: its client may be sending the
+  next one as it closes, and would get no answer (the SDK's client does not send a request
+  again). uvicorn closes those after 5 s idle, and only a client whose request was let in
+  keeps one (a refusal closes its connection). So however many slow clients there are, each
+  newcomer takes one's place: they delay nobody by more than that.
 - **How long** (`header_timeout`, seconds), whatever the load: from the moment a connection
   opens, and on a kept-alive connection from the first byte of its next request, the head
   must arrive whole within it, or the connection is closed (`408 Request Timeout` first if a
@@ -33,8 +36,7 @@ uvicorn's HTTP/1.1 protocol for one connection, within it.
   were parsed and served.
 
 Every connection let go for one of these counts in the handle's `refused` (`slow`, `head`);
-none reaches a tool. An idle kept-alive connection that gives its place is not counted: its
-client did nothing wrong, and opens another when it next calls.
+none reaches a tool.
 """
 
 from __future__ import annotations
@@ -161,7 +163,7 @@ class Limits:
                 now = loop.time()
                 since, slowest = self._slowest(now)
                 if slowest is not None and now - since >= EVICT_AFTER_S:
-                    slowest.let_go(evicted=True)
+                    slowest.let_go()
                 else:  # look again once the slowest has waited long enough, or another may have begun to
                     wait = EVICT_AFTER_S - (now - since) if slowest is not None else EVICT_AFTER_S
             try:
@@ -170,7 +172,8 @@ class Limits:
                 pass
 
     def _slowest(self, now: float) -> tuple[float, BoundedH11 | None]:
-        """The connection that has kept the server waiting longest, and since when."""
+        """The connection that has kept the server waiting longest, and since when (an idle one,
+        kept alive between requests, is not waiting: the server is not owed anything)."""
         since, slowest = now, None
         for connection in self.open:
             waiting = connection.waiting_since()
@@ -201,7 +204,7 @@ class BoundedH11(H11Protocol):
 
     def waiting_since(self) -> float | None:
         """Since when the server has been waiting on this client (None: it is not)."""
-        waits = [t for t in (self._since if self.phase is not None else None, self._stalled_since) if t is not None]
+        waits = [t for t in (self._since if self.phase in ("head", "body") else None, self._stalled_since) if t is not None]
         return min(waits) if waits else None
 
     # -- its place ----------------------------------------------------------------------------------
@@ -219,23 +222,21 @@ class BoundedH11(H11Protocol):
         self.limits.ended(self)
         super().connection_lost(exc)
 
-    def let_go(self, *, evicted: bool = False) -> None:
-        """Close the connection for keeping the server waiting (`evicted`: for a newcomer), saying
-        why when a request was begun."""
+    def let_go(self) -> None:
+        """Close the connection for keeping the server waiting, saying why when a request was begun."""
         transport = self.transport
         if transport is None or self in self.limits.leaving:
             return
         self.limits.leaving.add(self)
         self._disarm()
+        self.limits.refused("slow")
         stalled = self._stalled_since is not None
-        if stalled or not (evicted and self.phase == "idle"):  # an idle one did nothing wrong
-            self.limits.refused("slow")
         if stalled:
             transport.abort()  # it reads nothing: nothing more can be said, and nothing would leave
             return
         if self.phase == "head":
             begun = bool(self.conn.trailing_data[0])
-        else:  # its body is being read (the request's cycle has answered nothing yet), or it is idle
+        else:  # its body is being read (the request's cycle has answered nothing yet)
             begun = self.phase == "body" and not self.cycle.response_started
         if begun:
             transport.write(self.limits.head_late)

@@ -19,6 +19,7 @@ way out.
 from __future__ import annotations
 
 import asyncio
+import math
 import socket
 import threading
 import time
@@ -70,7 +71,7 @@ class Serving:
             host, dangerously_no_auth, tuple(allowed_hosts), tuple(allowed_origins), max_body, max_connections,
             float(header_timeout),
         )  # fmt: skip  (as asked: None, the default, is the same as None again)
-        self._socket = _listen(host, port)
+        self._socket = _listen(host, port, self.limits.header_timeout)
         try:
             self.policy: Policy = decide(
                 host, self._socket.getsockname()[1], dangerously_no_auth=dangerously_no_auth,
@@ -279,6 +280,7 @@ class Serving:
                     if taking is not None:
                         taking.cancel()
                     self._socket.close()
+                    self.limits.cut_off_stalled()
                     door.end_requests()
             server.should_exit = True
             if serving is not None:
@@ -295,19 +297,27 @@ class Serving:
             self._stopped.set()
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def _listen(host: str, port: int, header_timeout: float) -> socket.socket:
     """A socket bound to `host`:`port`, or a one-line error naming what is in the way.
 
     Made with the protocol named (IPPROTO_TCP), as asyncio's own listeners are: the
     connections accepted on it inherit it, and only then does asyncio turn Nagle's algorithm
     off on them. Without that, every answer after a keep-alive connection's first took about
     40 ms: its body waited for the client's delayed ACK of its headers.
+
+    Where the system can (Linux: TCP_DEFER_ACCEPT), a connection is handed over only once its
+    first bytes have come, or `header_timeout` has passed: until then it waits in the system,
+    holding no descriptor and no place of the kernel's, and its head's deadline starts when
+    its client begins. A client too busy to send at once (two hundred of them in one process)
+    was otherwise timed out, or let go for a newcomer, before it had begun.
     """
     address = "127.0.0.1" if host == "localhost" else host.strip("[]")
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if hasattr(socket, "TCP_DEFER_ACCEPT"):
+            listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_DEFER_ACCEPT, max(1, math.ceil(header_timeout)))
         listener.bind((address, port))
         listener.listen(socket.SOMAXCONN)
     except OSError as err:

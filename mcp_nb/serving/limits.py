@@ -181,6 +181,13 @@ class Limits:
                 since, slowest = waiting, connection
         return since, slowest
 
+    def cut_off_stalled(self) -> None:
+        """Cut off every connection whose client reads nothing (when serving stops: its request's
+        task would wait on it until uvicorn's grace ran out, and be cancelled with a traceback)."""
+        for connection in list(self.open):
+            if connection.stalled:
+                connection.let_go()
+
     def ended(self, connection: BoundedH11) -> None:
         self.open.pop(connection, None)
         self.leaving.discard(connection)
@@ -201,6 +208,10 @@ class BoundedH11(H11Protocol):
         self._stalled_since: float | None = None  # when its client stopped reading what it is sent
         self._head_timer: asyncio.TimerHandle | None = None
         self._stall_timer: asyncio.TimerHandle | None = None
+
+    @property
+    def stalled(self) -> bool:
+        return self._stalled_since is not None
 
     def waiting_since(self) -> float | None:
         """Since when the server has been waiting on this client (None: it is not)."""

@@ -234,7 +234,7 @@ def trickle(handle, socks: list[socket.socket], bodies: list[bytes], for_s: floa
         sent += 1
 
 
-def test_bodies_trickled_a_byte_at_a_time_are_answered_408_and_keep_no_one_out(tools):
+def test_bodies_trickled_a_byte_at_a_time_are_answered_408_and_keep_no_one_out_for_long(tools):
     handle = mcp_nb.serve(max_connections=3, header_timeout=2.0)
     head, body = request(handle, "add", {"a": 5, "b": 5})
     slow = [connect(handle) for _ in range(3)]
@@ -242,7 +242,8 @@ def test_bodies_trickled_a_byte_at_a_time_are_answered_408_and_keep_no_one_out(t
         sock.sendall(head + body[:1])
     try:
         trickle(handle, slow, [body] * 3, for_s=1.0)
-        # Every place is held by a trickled body, and each has kept the server waiting a second.
+        # Every place is held by a trickled body: the honest client waits its turn (in the
+        # listen backlog), which comes at their deadline.
         honest = connect(handle)
         honest.sendall(b"".join(request(handle, "add", {"a": 1, "b": 1})))
         said = answer(honest)
@@ -370,8 +371,8 @@ def test_a_client_that_never_reads_its_answer_is_cut_off_and_keeps_no_one_out(to
     try:
         time.sleep(1.0)
         assert asyncio.run(sdk_add(handle, 1, 2)) == "3"  # was 503, then their places, forever
-        # One gave its place to that client; the other is cut off once it has read nothing for
-        # header_timeout. Read then: each answer ends short, where it would come whole.
+        # Each is cut off once it has read nothing for header_timeout, and that client took a
+        # place. Read then: each answer ends short, where it would come whole.
         assert wait_until(lambda: handle.refused.get("slow", 0) == 2, 60.0), handle.refused
         got = [read_all(sock, 30.0) for sock in deaf]
     finally:

@@ -15,15 +15,16 @@ uvicorn's HTTP/1.1 protocol for one connection, within it.
   answers where the SDK's own app under uvicorn answers all 200, and 150 clients holding
   half-sent heads made an honest client's call fail at once.
 - **Who makes room**: when a connection waits to be taken and the others fill every place,
-  the one that has kept the server waiting longest gives its place, once that wait has lasted
-  `EVICT_AFTER_S`: a wait for a request's head (a connection that sent nothing, a half-sent
-  head), for its body, or for its client to read what it was sent. A connection whose
-  request is being served (a tool running, an answer or an event stream flowing) never gives
-  its place, nor does a kept-alive one between two requests: its client may be sending the
-  next one as it closes, and would get no answer (the SDK's client does not send a request
-  again). uvicorn closes those after 5 s idle, and only a client whose request was let in
-  keeps one (a refusal closes its connection). So however many slow clients there are, each
-  newcomer takes one's place: they delay nobody by more than that.
+  the one whose request head has been awaited longest gives its place, once that wait has
+  lasted `EVICT_AFTER_S`: a half-sent head (an honest client sends its head in one write), or
+  a connection that sent nothing in the time the system held it back (TCP_DEFER_ACCEPT, where
+  there is one: http.py). Nothing else gives its place early: not a request being served (a
+  tool running, an answer or an event stream flowing), nor a connection kept alive between two
+  requests (its client may be sending the next one as it closes, and would get no answer: the
+  SDK's client does not send a request again), nor a body on its way, nor a client slow to read
+  (a client of a busy process can be all of these for a while, and was let go for another just
+  like it). Those go at their deadlines, below, and uvicorn closes an idle one after 5 s. So
+  however many slow heads there are, each newcomer takes one's place.
 - **How long** (`header_timeout`, seconds), whatever the load: from the moment a connection
   opens, and on a kept-alive connection from the first byte of its next request, the head
   must arrive whole within it, or the connection is closed (`408 Request Timeout` first if a
@@ -110,7 +111,9 @@ class Limits:
         self.open: dict[BoundedH11, None] = {}  # in the order they were taken
         self.leaving: set[BoundedH11] = set()  # let go, and not yet gone
         self._freed: asyncio.Event | None = None  # set when a connection ends (made on the loop)
-        self.head_late = answers.raw(408, f"Request Timeout: the request was not received within {self.header_timeout:g} s")
+        self.head_late = answers.raw(
+            408, f"Request Timeout: the request's head did not come whole in time ({self.header_timeout:g} s, less while other clients wait)"
+        )
         self.head_large = answers.raw(431, f"Request Header Fields Too Large: a request's head may be {MAX_HEAD} bytes at most")
 
     def protocol(self) -> Callable[..., asyncio.Protocol]:
@@ -147,10 +150,13 @@ class Limits:
                 continue
             try:
                 await self._room()
-                await loop.connect_accepted_socket(make, connection)
             except BaseException:
                 connection.close()
                 raise
+            try:
+                await loop.connect_accepted_socket(make, connection)
+            except OSError:  # its client went away before it was served: the next one
+                connection.close()
 
     async def _room(self) -> None:
         """Return once fewer than `max_connections` are open, letting the slowest go if it must."""
@@ -172,8 +178,7 @@ class Limits:
                 pass
 
     def _slowest(self, now: float) -> tuple[float, BoundedH11 | None]:
-        """The connection that has kept the server waiting longest, and since when (an idle one,
-        kept alive between requests, is not waiting: the server is not owed anything)."""
+        """The connection whose request head has been awaited longest, and since when."""
         since, slowest = now, None
         for connection in self.open:
             waiting = connection.waiting_since()
@@ -214,9 +219,8 @@ class BoundedH11(H11Protocol):
         return self._stalled_since is not None
 
     def waiting_since(self) -> float | None:
-        """Since when the server has been waiting on this client (None: it is not)."""
-        waits = [t for t in (self._since if self.phase in ("head", "body") else None, self._stalled_since) if t is not None]
-        return min(waits) if waits else None
+        """Since when the server has been waiting for this connection's request head (None: it is not)."""
+        return self._since if self.phase == "head" and self._stalled_since is None else None
 
     # -- its place ----------------------------------------------------------------------------------
 
@@ -234,22 +238,18 @@ class BoundedH11(H11Protocol):
         super().connection_lost(exc)
 
     def let_go(self) -> None:
-        """Close the connection for keeping the server waiting, saying why when a request was begun."""
+        """Close the connection for keeping the server waiting: for its head (408 if it began one),
+        or for reading nothing (cut off: nothing more can be said to it)."""
         transport = self.transport
         if transport is None or self in self.limits.leaving:
             return
         self.limits.leaving.add(self)
         self._disarm()
         self.limits.refused("slow")
-        stalled = self._stalled_since is not None
-        if stalled:
-            transport.abort()  # it reads nothing: nothing more can be said, and nothing would leave
+        if self._stalled_since is not None:
+            transport.abort()  # a close would wait for it to read, and nothing would leave
             return
-        if self.phase == "head":
-            begun = bool(self.conn.trailing_data[0])
-        else:  # its body is being read (the request's cycle has answered nothing yet)
-            begun = self.phase == "body" and not self.cycle.response_started
-        if begun:
+        if self.phase == "head" and self.conn.trailing_data[0]:
             transport.write(self.limits.head_late)
         transport.close()
         self.loop.call_later(CUT_OFF_S, transport.abort)  # should its client not take even that

@@ -501,7 +501,7 @@ def test_stopping_answers_a_2026_request_in_flight_and_records_its_call_as_cance
     caller.join(10)
     assert time.monotonic() - begun < 10
     assert got["status"] == 503, got
-    assert json.loads(got["text"])["error"]["message"] == "Service Unavailable: serving was stopped"
+    assert json.loads(got["text"]) == {"error": "serving_stopped", "error_description": "serving was stopped"}
     (row,) = mcp_nb.history().to_frame().itertuples()
     assert (row.outcome, row.cause, row.via) == ("timeout", "cancelled", "http")
     assert "serving was stopped" in row.message

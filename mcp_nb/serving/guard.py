@@ -4,9 +4,9 @@ In order: the Host header (421 when it names another server: DNS rebinding), the
 header (403 when a web page of another origin sent it), the bearer token (401, compared
 in constant time), the body's declared size (413). A refused request never reaches the
 SDK's transport, so no tool runs and no call is recorded; it is counted in `Refusals`,
-which the serving handle shows. Its answer is a JSON-RPC error naming the reason
-(`answers`), which an MCP client shows its user; the 401 also says, in `WWW-Authenticate`,
-what RFC 6750 has it say (`error="invalid_token"` when a token was sent and refused). A
+which the serving handle shows. Its answer's body is JSON naming the reason (`answers`);
+the 401 also says, in `WWW-Authenticate`, what RFC 6750 has it say (`error="invalid_token"`
+when a token was sent and refused, no error code when none was). A
 refusal closes the connection (`Connection: close`): a body sent after it is neither read
 nor waited for, and a client refused holds no connection open between requests (where it
 would keep a place of `limits.Limits` that only a slow client's gives up).
@@ -40,17 +40,17 @@ from mcp_nb.serving import answers
 from mcp_nb.serving.limits import DEFAULT_HEADER_TIMEOUT, MIN_BODY_RATE
 from mcp_nb.serving.policy import Policy
 
-# reason -> (status, what the client is told); the reasons are the keys of `Refusals`
+# reason -> (status, error code, what the client is told); the reasons are the keys of `Refusals`
 REFUSED = {
-    "host": (421, "Misdirected Request: the Host header does not name this server"),
-    "origin": (403, "Forbidden: the Origin header names another site"),
-    "token": (401, "Unauthorized: a bearer token is required (Authorization: Bearer <token>); none was sent"),
-    "wrong token": (401, "Unauthorized: the bearer token sent is not this server's (it changes every time the server starts)"),
-    "body": (413, "Content Too Large: the request body is over this server's limit"),
-    "slow": (408, "Request Timeout: the request body was not received in time"),
+    "host": (421, "misdirected_request", "the Host header does not name this server"),
+    "origin": (403, "forbidden_origin", "the Origin header names another site"),
+    "token": (401, "invalid_token", "a bearer token is required (Authorization: Bearer <token>); none was sent"),
+    "wrong token": (401, "invalid_token", "the bearer token sent is not this server's (it changes every time the server starts)"),
+    "body": (413, "body_too_large", "the request body is over this server's limit"),
+    "slow": (408, "request_timeout", "the request body was not received in time"),
 }
 REALM = b'Bearer realm="mcp_nb"'
-STOPPED = "Service Unavailable: serving was stopped"
+STOPPED = ("serving_stopped", "serving was stopped")
 
 
 class Refusals:
@@ -131,8 +131,8 @@ class Guard:
     async def refuse(self, reason: str, send: Send) -> None:
         """Answer a refused request: its status, and a JSON-RPC error saying why."""
         self.refusals.add("token" if reason == "wrong token" else reason)
-        status, text = REFUSED[reason]
-        body = answers.error_body(text)
+        status, code, text = REFUSED[reason]
+        body = answers.error_body(code, text)
         extra = []
         if status == 401:
             # RFC 6750, 3.1: no error code when no credentials were sent; invalid_token when they were refused.
@@ -221,7 +221,7 @@ class Guard:
             raise
         # Ended by end_requests(): answer, or close what was begun.
         if not started:
-            body = answers.error_body(STOPPED, answers.CONNECTION_CLOSED)
+            body = answers.error_body(*STOPPED)
             await send({"type": "http.response.start", "status": 503, "headers": answers.headers(body)})
             await send({"type": "http.response.body", "body": body, "more_body": False})
         elif not finished:

@@ -112,9 +112,9 @@ class Limits:
         self.leaving: set[BoundedH11] = set()  # let go, and not yet gone
         self._freed: asyncio.Event | None = None  # set when a connection ends (made on the loop)
         self.head_late = answers.raw(
-            408, f"Request Timeout: the request's head did not come whole in time ({self.header_timeout:g} s, less while other clients wait)"
+            408, "request_timeout", f"the request's head did not come whole in time ({self.header_timeout:g} s, less while other clients wait)"
         )
-        self.head_large = answers.raw(431, f"Request Header Fields Too Large: a request's head may be {MAX_HEAD} bytes at most")
+        self.head_large = answers.raw(431, "head_too_large", f"a request's head (its line and headers) may be {MAX_HEAD} bytes at most")
 
     def protocol(self) -> Callable[..., asyncio.Protocol]:
         """What uvicorn's `Config(http=...)` takes: it makes each connection's protocol."""

@@ -261,6 +261,24 @@ def test_bodies_trickled_a_byte_at_a_time_are_answered_408_and_keep_no_one_out_f
     assert RAN == [(1, 1)] and handle.refused == {"slow": 3}
 
 
+@pytest.mark.parametrize("sent", [0, 1], ids=["no byte of it", "one byte of it"])
+def test_a_body_that_stops_coming_is_answered_408_at_its_deadline(tools, sent):
+    handle = mcp_nb.serve(header_timeout=1.0)
+    head, body = request(handle, "add", {"a": 1, "b": 2})
+    sock = connect(handle)
+    try:
+        sock.sendall(head + body[:sent])
+        said, at = until_closed(sock, 30.0)  # held for as long as its client liked, before
+    finally:
+        sock.close()
+        handle.stop()
+    assert status_of(said) == 408 and at is not None
+    assert json.loads(said.partition(b"\r\n\r\n")[2]) == {
+        "error": "request_timeout", "error_description": "the request body was not received in time"
+    }
+    assert RAN == [] and handle.refused == {"slow": 1}
+
+
 def test_a_body_that_comes_at_a_fair_rate_may_take_longer_than_the_deadline(tools):
     # The deadline grows with what a body brings: a megabyte in 64 KiB pieces, five a second,
     # takes three seconds against a deadline of one, and is served.

@@ -129,7 +129,7 @@ class Guard:
         return scheme.lower() == b"bearer" and matches
 
     async def refuse(self, reason: str, send: Send) -> None:
-        """Answer a refused request: its status, and a JSON-RPC error saying why."""
+        """Answer a refused request: its status, and a JSON body saying why; the connection closes."""
         self.refusals.add("token" if reason == "wrong token" else reason)
         status, code, text = REFUSED[reason]
         body = answers.error_body(code, text)
@@ -151,7 +151,7 @@ class Guard:
         started = loop.time()
         chunks, size = [], 0
         try:
-            async with asyncio.timeout(started + self.body_timeout) as deadline:
+            async with asyncio.timeout_at(started + self.body_timeout) as deadline:
                 while True:
                     message = await receive()
                     if message["type"] != "http.request":

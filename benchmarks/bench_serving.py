@@ -37,15 +37,33 @@ mcp_nb servers measured against one plain server here came out at 0.94, 0.98 and
 its rate; pinned, at 0.91, 0.93 and 0.95 (all three on the same client, in one run).
 `--no-pin` measures without it.
 
+With `--load`, it measures instead what many and slow clients get, from mcp_nb (default
+settings, and `max_connections=64`, the old cap, fewer places than slow clients) and from the
+plain SDK app under uvicorn, in the same run, with the SDK's own client:
+
+  at once      200 SDK clients each connect and call at the same moment: how many are answered
+               (the plain app answers all 200; mcp_nb refused 108 to 121 of them with 503 when
+               it capped connections at 64), and how long the last one took
+  slow heads   an honest client's call while 150 connections each hold half a request head:
+               its time less the same call's time with nobody slow (target: at most 1 s), and
+               how many of the 150 the server still holds 15 s later. With 64 places, fewer than
+               the slow clients, slow heads give theirs up; slow bodies (which need the token)
+               keep theirs until their deadline, so there the call waits for that
+  slow bodies  the same, the 150 sending their bodies a byte every half second (with the token)
+  both         the 200 clients at once while the 150 slow heads are held
+
 Usage: python benchmarks/bench_serving.py [--rounds 5] [--calls 1000] [--chunk 25] [--no-pin]
+       python benchmarks/bench_serving.py --load [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import http.client
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -53,7 +71,10 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import httpx2
 from _common import machine, median, write_json
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = 0.9
@@ -81,7 +102,7 @@ def triv() -> str:
 async def atriv() -> str:
     return "x"
 
-handle = mcp_nb.serve()
+handle = mcp_nb.serve(__SERVE__)
 print(handle.url, handle.token, flush=True)
 sys.stdin.read()  # until the benchmark closes it
 handle.stop()
@@ -141,6 +162,11 @@ while not uv.should_exit:
     time.sleep(0.1)
 time.sleep(1)
 """
+
+
+def ours(**settings) -> str:
+    """mcp_nb's server's source, served with these settings of `mcp_nb.serve`."""
+    return MCP_NB_SERVER.replace("__SERVE__", ", ".join(f"{k}={v!r}" for k, v in settings.items()))
 
 
 def plain(resumable: bool) -> str:
@@ -257,20 +283,201 @@ def paired_rates(servers: dict[str, Server], tool: str, era: str, in_flight: int
                 caller.close()
 
 
+# -- many and slow clients (--load) ---------------------------------------------------------------
+
+LOAD_CLIENTS = 200
+SLOW_CLIENTS = 150
+DELAY_TARGET_S = 1.0
+HELD_AFTER_S = 15.0
+
+
+async def sdk_call(server: Server) -> float:
+    """One honest client's whole call (connect, initialize or discover, call): its seconds."""
+    headers = {"Authorization": f"Bearer {server.token}"} if server.token else {}
+    started = time.perf_counter()
+    async with httpx2.AsyncClient(headers=headers, timeout=120) as http:
+        async with Client(streamable_http_client(server.url, http_client=http)) as client:
+            result = await client.call_tool("triv", {})
+    assert result.content[0].text == "x", result
+    return time.perf_counter() - started
+
+
+def _innermost(error: BaseException) -> str:
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return f"{type(error).__name__}: {error}"[:160]
+
+
+async def at_once(server: Server, how_many: int, failures: dict[str, int]) -> tuple[int, float]:
+    """`how_many` SDK clients calling at the same moment: (how many were answered, seconds until
+    the last was); what the others raised is counted in `failures`."""
+
+    async def one() -> bool:
+        try:
+            await sdk_call(server)
+            return True
+        except Exception as err:  # noqa: BLE001 - a refused client is what is counted
+            failures[_innermost(err)] = failures.get(_innermost(err), 0) + 1
+            return False
+
+    started = time.perf_counter()
+    answered = await asyncio.gather(*(one() for _ in range(how_many)))
+    return sum(answered), time.perf_counter() - started
+
+
+def slow_clients(server: Server, how_many: int, kind: str) -> list[socket.socket]:
+    """`how_many` connections holding half a head ("heads"), or a head and one byte of a body
+    they go on trickling ("bodies", see `trickle`)."""
+    parts = urlsplit(server.url)
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "triv", "arguments": {}}}).encode()
+    head = (f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\nAuthorization: Bearer {server.token or '-'}\r\n"
+            f"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: triv\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode()  # fmt: skip
+    sent = head[: len(head) // 2] if kind == "heads" else head + body[:1]
+    socks = []
+    for _ in range(how_many):
+        sock = socket.create_connection((parts.hostname, parts.port), timeout=30)
+        sock.sendall(sent)
+        socks.append(sock)
+    return socks
+
+
+def trickle(socks: list[socket.socket], stop: threading.Event) -> None:
+    while not stop.wait(0.5):
+        for sock in socks:
+            try:
+                sock.send(b" ")  # whitespace: the JSON stays JSON, and the body never ends
+            except OSError:
+                pass
+
+
+def still_held(socks: list[socket.socket]) -> int:
+    """How many of `socks` the server has not closed (nothing to read, no end of stream)."""
+    held = 0
+    for sock in socks:
+        sock.setblocking(False)
+        try:
+            while sock.recv(65536):
+                pass
+        except BlockingIOError:
+            held += 1
+        except OSError:
+            pass
+    return held
+
+
+def load_round(server: Server) -> dict:
+    """Every load figure of one server, once."""
+    figures: dict = {"failures": {}}
+    figures["answered"], figures["at_once_s"] = asyncio.run(at_once(server, LOAD_CLIENTS, figures["failures"]))
+    alone = [asyncio.run(sdk_call(server)) for _ in range(5)]
+    figures["alone_s"] = median(alone)
+    for kind in ("heads", "bodies"):
+        stop = threading.Event()
+        socks = slow_clients(server, SLOW_CLIENTS, kind)
+        trickler = threading.Thread(target=trickle, args=(socks, stop), daemon=True)
+        if kind == "bodies":
+            trickler.start()
+        try:
+            time.sleep(1.0)  # they have kept the server waiting a while
+            try:
+                # The first honest call meets the slow clients as they are; later ones may find
+                # them gone (cut off at their deadline, as the first waited).
+                figures[f"delay_{kind}_s"] = asyncio.run(sdk_call(server)) - figures["alone_s"]
+            except Exception as err:  # noqa: BLE001 - refused: no delay to measure
+                figures[f"delay_{kind}_s"] = None
+                figures[f"refused_{kind}"] = repr(err)[:200]
+            if kind == "heads":  # and 200 clients at once while they are held
+                figures["answered_with_slow"], _ = asyncio.run(at_once(server, LOAD_CLIENTS, figures["failures"]))
+            time.sleep(max(0.0, HELD_AFTER_S - 1.0))
+            figures[f"held_{kind}"] = still_held(socks)
+        finally:
+            stop.set()
+            if trickler.is_alive():
+                trickler.join()
+            for sock in socks:
+                sock.close()
+        time.sleep(1.0)
+    return figures
+
+
+def load(rounds: int) -> None:
+    servers = {
+        "mcp_nb": Server("mcp_nb", ours()),
+        "mcp_nb 64": Server("mcp_nb 64", ours(max_connections=64)),
+        "plain": Server("plain", plain(False)),
+    }
+    measured: dict[str, list[dict]] = {name: [] for name in servers}
+    try:
+        for round_ in range(rounds):
+            for name, server in servers.items():
+                measured[name].append(load_round(server))
+            print(f"round {round_ + 1}/{rounds} done", flush=True)
+    finally:
+        for server in servers.values():
+            server.close()
+
+    def shown(name: str, key: str, unit: str = "") -> str:
+        values = [r.get(key) for r in measured[name]]
+        if any(v is None for v in values):
+            return "refused"
+        return f"{median(values):.2f}{unit}" if isinstance(values[0], float) else f"{min(values)}-{max(values)}"
+
+    print(f"\n{'server':<10} {'answered/200':>13} {'last at':>8} {'alone':>7} {'+slow heads':>12} {'+slow bodies':>13}"
+          f" {'answered/200 +heads':>20} {'heads held 15 s':>16} {'bodies held':>12}")  # fmt: skip
+    for name in servers:
+        print(f"{name:<10} {shown(name, 'answered'):>13} {shown(name, 'at_once_s', 's'):>8} {shown(name, 'alone_s', 's'):>7}"
+              f" {shown(name, 'delay_heads_s', 's'):>12} {shown(name, 'delay_bodies_s', 's'):>13}"
+              f" {shown(name, 'answered_with_slow'):>20} {shown(name, 'held_heads'):>16} {shown(name, 'held_bodies'):>12}")  # fmt: skip
+    print("(answered: the range over rounds; times: medians; +slow: the first honest call's time less a call's time alone)")
+    print("(mcp_nb 64: sixty-four places, fewer than the slow clients: informational)")
+    for name in servers:
+        failed: dict[str, int] = {}
+        for r in measured[name]:
+            for what, n in r["failures"].items():
+                failed[what] = failed.get(what, 0) + n
+        for what, n in sorted(failed.items(), key=lambda item: -item[1])[:3]:
+            print(f"  {name}: {n} clients raised {what}")
+    verdicts = []
+    for name in ("mcp_nb", "mcp_nb 64"):
+        judged = name == "mcp_nb"
+        rows = measured[name]
+        all_answered = all(r["answered"] == LOAD_CLIENTS and r["answered_with_slow"] == LOAD_CLIENTS for r in rows)
+        verdicts.append((f"{name}: all {LOAD_CLIENTS} answered, with and without {SLOW_CLIENTS} slow heads", all_answered, judged))
+        for kind in ("heads", "bodies"):
+            delays = [r[f"delay_{kind}_s"] for r in rows]
+            ok = all(d is not None and d <= DELAY_TARGET_S for d in delays)
+            worst = "refused" if any(d is None for d in delays) else f"{max(delays):.2f} s"
+            verdicts.append((f"{name}: {SLOW_CLIENTS} slow {kind} delay an honest call by <= {DELAY_TARGET_S:g} s (worst {worst})", ok, judged))
+            verdicts.append((f"{name}: none of the slow {kind} held {HELD_AFTER_S:g} s", all(r[f"held_{kind}"] == 0 for r in rows), judged))
+    print()
+    for text, passed, judged in verdicts:
+        print(("PASS " if passed else "FAIL ") if judged else "INFO ", text, sep="")
+    path = write_json("serving_load.json", {"machine": machine(), "rounds": rounds, "clients": LOAD_CLIENTS, "slow": SLOW_CLIENTS,
+                                            "measured": measured})  # fmt: skip
+    print(f"\nfigures: {path}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--load", action="store_true", help="many and slow clients instead of calls per second")
+    parser.add_argument("--rounds", type=int, default=None, help="rounds (default: 5; with --load, 3)")
     parser.add_argument("--calls", type=int, default=1000, help="calls per server, tool and variant in each round")
     parser.add_argument("--chunk", type=int, default=25, help="calls per connection in each phase")
     parser.add_argument("--no-pin", action="store_true", help="leave the processes where the scheduler puts them")
     args = parser.parse_args()
+    if args.load:
+        load(args.rounds or 3)
+        return
+    args.rounds = args.rounds or 5
 
     client_cpus, server_cpus = placement(not args.no_pin)
     if client_cpus is not None:
         os.sched_setaffinity(0, client_cpus)
     print(f"client on CPU {sorted(client_cpus)}, servers on CPU {sorted(server_cpus)}" if client_cpus else "not pinned")
     servers = {
-        "mcp_nb": Server("mcp_nb", MCP_NB_SERVER, server_cpus),
+        "mcp_nb": Server("mcp_nb", ours(), server_cpus),
         "plain": Server("plain", plain(False), server_cpus),
         "resumable": Server("resumable", plain(True), server_cpus),
     }

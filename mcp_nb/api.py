@@ -576,7 +576,7 @@ def serve(
     allowed_hosts: tuple[str, ...] = (),
     allowed_origins: tuple[str, ...] = (),
     max_body: int = 4 * 1024 * 1024,
-    max_connections: int = 64,
+    max_connections: int | None = None,
     header_timeout: float = 10.0,
 ):
     """Serve the kernel's tools, resources and prompts to outside clients over streamable HTTP.
@@ -589,9 +589,11 @@ def serve(
 
     `host` other than loopback reaches other machines: the token cannot be turned off there.
     `dangerously_no_auth=True` (loopback only) is for clients that cannot send a header.
-    `allowed_hosts` / `allowed_origins` add names this server may be reached by. A client has
-    `header_timeout` seconds to send a request's head; connections past `max_connections` open
-    at once get 503 (docs/serving.md, "Slow and numerous clients"). Serving
+    `allowed_hosts` / `allowed_origins` add names this server may be reached by. The server
+    waits `header_timeout` seconds at most on a client (for a request's head, its body, or to
+    read its answer); past `max_connections` open at once (default: half the process's descriptor
+    limit, 1024 at most) a connection waits its turn, and the slowest gives its place
+    (docs/serving.md, "Slow and numerous clients"). Serving
     again with the same settings returns the running handle; other settings raise ValueError
     until it is stopped. `mcp_nb.reset()`, kernel shutdown and interpreter exit stop it.
     """

@@ -94,7 +94,8 @@ def write_notebook(folder: Path, *cells) -> Path:
 
 
 def served_at(process) -> tuple[str, str, str]:
-    """What `mcp-nb serve --http` said on stderr until it serves: (its URL, its token, all it said)."""
+    """What `mcp-nb serve --http` said on stderr until it serves (its URL, all it said), and the token
+    from the file it named: (its URL, its token, all it said)."""
     import re
 
     said = ""
@@ -103,7 +104,9 @@ def served_at(process) -> tuple[str, str, str]:
         assert line, f"the server ended early: {said}"
         said += line
     url = re.search(r"serving at (http://127\.0\.0\.1:\d+/mcp)", said).group(1)
-    token = re.search(r"^token: (\S+)$", said, re.MULTILINE).group(1)
+    # Not a terminal: the token is in a file only its user can read, never on stderr (a log).
+    token_file = re.search(r"^token file: (\S+) ", said, re.MULTILINE).group(1)
+    token = Path(token_file).read_text().strip()
     return url, token, said
 
 

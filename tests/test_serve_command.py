@@ -98,7 +98,7 @@ def test_options_of_http_alone_are_refused_without_it(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["serve", str(tmp_path / "shop.ipynb"), "--port", "8000"])
     assert exit_.value.code == 2
-    assert "--port, --host and --dangerously-no-auth go with --http" in capsys.readouterr().err
+    assert "--port, --host, --dangerously-no-auth and --token-file go with --http" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("options", "said"), [

@@ -397,8 +397,9 @@ def test_connections_are_accepted_with_nagles_algorithm_off():
     handle = mcp_nb.serve()
     try:
         with socket.create_connection(("127.0.0.1", handle.port)) as connection:
-            connection.sendall(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{handle.port}\r\n\r\n".encode())
-            assert connection.recv(100).startswith(b"HTTP/1.1 401")
+            # With the token, so that the connection stays (a refused one is closed after its answer).
+            connection.sendall(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{handle.port}\r\nAuthorization: Bearer {handle.token}\r\n\r\n".encode())
+            assert connection.recv(100).startswith(b"HTTP/1.1 4")  # the SDK's answer: no session
             (accepted,) = handle._uvicorn.server_state.connections
             server_side = accepted.transport.get_extra_info("socket")
             assert server_side.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
@@ -499,7 +500,8 @@ def test_stopping_answers_a_2026_request_in_flight_and_records_its_call_as_cance
     handle.stop()
     caller.join(10)
     assert time.monotonic() - begun < 10
-    assert got == {"status": 503, "text": "Serving stopped"}, got
+    assert got["status"] == 503, got
+    assert json.loads(got["text"]) == {"error": "serving_stopped", "error_description": "serving was stopped"}
     (row,) = mcp_nb.history().to_frame().itertuples()
     assert (row.outcome, row.cause, row.via) == ("timeout", "cancelled", "http")
     assert "serving was stopped" in row.message

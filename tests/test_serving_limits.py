@@ -1,14 +1,17 @@
 """A served kernel bounds what slow and numerous clients can hold: a connection that does not send
-its request head within `header_timeout` is closed, connections past `max_connections` are refused
-with 503, and none of it leaks the kernel's file descriptors (which it shares with them) or stops
-a well-behaved client, or the kernel's own calls, from being answered."""
+its request head within `header_timeout` is closed, at most `max_connections` are open at once
+(those past them wait their turn in the listen backlog, and the slowest open one gives its place),
+and none of it leaks the kernel's file descriptors (which it shares with them) or stops a
+well-behaved client, or the kernel's own calls, from being answered."""
 
 import asyncio
+import json
 import os
 import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 from urllib.parse import urlsplit
 
@@ -83,7 +86,7 @@ async def call_add(handle) -> str:
 
 
 def answered_soon(handle, within: float = 5.0) -> str:
-    """`call_add` once the server has seen the connections the test closed go (503 until then)."""
+    """`call_add`, tried again until `within` seconds pass should it fail."""
     deadline = time.monotonic() + within
     while True:
         try:
@@ -132,13 +135,28 @@ def read_response(sock: socket.socket) -> bytes:
     return head + b"\r\n\r\n" + body
 
 
-def test_a_kept_alive_connection_that_half_sends_its_next_request_is_closed_too():
+def answered_call(handle, sock: socket.socket) -> bytes:
+    """A whole 2026-07-28 call of `add` on `sock`, and its answer (the connection kept alive)."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "add", "arguments": {"a": 1, "b": 2}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}}}}).encode()  # fmt: skip
+    sock.sendall(
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{handle.port}\r\nAuthorization: Bearer {handle.token}\r\n"
+        "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+        f"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: add\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    return read_response(sock)
+
+
+def test_a_kept_alive_connection_that_half_sends_its_next_request_is_closed_too(add):
     handle = mcp_nb.serve(header_timeout=1.0)
     sock = connect(handle)
-    # A whole request (refused at the door: no token), answered, the connection kept alive...
-    sock.sendall(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{handle.port}\r\n\r\n".encode())
-    answer = read_response(sock)
-    assert answer.startswith(b"HTTP/1.1 401 ") and b"connection: close" not in answer.lower()
+    # A whole request, answered, the connection kept alive...
+    answer = answered_call(handle, sock)
+    assert answer.startswith(b"HTTP/1.1 200 ") and b"connection: close" not in answer.lower()
     # ...then half of the next one: the keep-alive timer stops at its first byte, this one does not.
     sock.sendall(b"GET /mcp HTTP/1.1\r\nHo")
     started = time.monotonic()
@@ -149,20 +167,40 @@ def test_a_kept_alive_connection_that_half_sends_its_next_request_is_closed_too(
     handle.stop()
 
 
-def test_connections_past_the_limit_are_refused_with_503_and_the_kernel_is_unharmed(add):
+def test_a_refused_client_keeps_no_connection_and_the_kernel_is_unharmed(add):
     handle = mcp_nb.serve(max_connections=4, header_timeout=30.0)
-    held = [half_sent(handle) for _ in range(4)]
-    time.sleep(0.2)
-    status, headers, text = post(handle.url, b"{}", {"Authorization": f"Bearer {handle.token}"})
-    assert status == 503 and "4" in text and headers.get("connection") == "close"
-    assert headers.get("retry-after")
-    assert handle.token not in text
-    assert mcp_nb.call("add", {"a": 2, "b": 2}).content == "4"  # the kernel's own calls go on
-    assert handle.refused == {"connections": 1}
-    for sock in held:
+    refused = []
+    for _ in range(4):  # each asks once, without the token: 401, and its connection closes
+        sock = connect(handle)
+        sock.sendall(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{handle.port}\r\n\r\n".encode())
+        refused.append(until_closed(sock, time.monotonic() + 10.0))
         sock.close()
-    assert answered_soon(handle) == "3"  # slots free again: answered
-    assert len(mcp_nb.history()) == 2  # the refused request reached no tool
+    assert all(said.startswith(b"HTTP/1.1 401 ") and at is not None for said, at in refused)
+    assert asyncio.run(call_add(handle)) == "3"  # no place is held by them
+    assert mcp_nb.call("add", {"a": 2, "b": 2}).content == "4"  # the kernel's own calls go on
+    assert handle.refused == {"token": 4}
+    assert len(mcp_nb.history()) == 2  # the refused requests reached no tool
+    handle.stop()
+
+
+def test_kept_alive_connections_between_requests_keep_their_places_and_a_newcomer_waits_its_turn(add):
+    # An idle kept-alive connection is not let go for a newcomer (its client may be sending its
+    # next request as it closes): the newcomer waits until one ends, then is answered.
+    handle = mcp_nb.serve(max_connections=2, header_timeout=30.0)
+    idle = [connect(handle) for _ in range(2)]
+    for sock in idle:
+        assert answered_call(handle, sock).startswith(b"HTTP/1.1 200 ")
+    waiting = threading.Thread(target=lambda: got.append(asyncio.run(call_add(handle))))
+    got: list[str] = []
+    waiting.start()
+    time.sleep(2.0)
+    assert got == []  # still waiting: both places are held by connections owing nothing
+    assert answered_call(handle, idle[0]).startswith(b"HTTP/1.1 200 ")  # and they are served as ever
+    idle[0].close()  # one ends: the newcomer takes its place
+    waiting.join(60)
+    assert got == ["3"]
+    idle[1].close()
+    assert handle.refused == {}
     handle.stop()
 
 
@@ -171,16 +209,18 @@ def test_a_flood_of_connections_holds_a_bounded_number_of_descriptors_and_leaks_
     handle = mcp_nb.serve(max_connections=10, header_timeout=1.0)
     served = open_fds()
     flood = [connect(handle) for _ in range(300)]
-    # Those past both caps are let go at once; those waiting for their 503 stay a second:
-    # measured before then.
+    # The server takes ten, and one more waits to be given a place; the others wait in the listen
+    # backlog, which costs the kernel no descriptor. Measured while it lets them go one by one.
+    highest = 0
     flooded = time.monotonic()
-    while (held_by_server := open_fds() - served - len(flood)) > 2 * 10 + 2 and time.monotonic() - flooded < 0.8:
+    while time.monotonic() - flooded < 3.0:
+        highest = max(highest, open_fds() - served - len(flood))
         time.sleep(0.02)
-    assert held_by_server <= 2 * 10 + 2, f"the server holds {held_by_server} descriptors for 300 connections"
+    assert highest <= 10 + 1, f"the server held {highest} descriptors for 300 connections"
     assert mcp_nb.call("add", {"a": 2, "b": 2}).content == "4"  # the kernel can still open what it needs
     for sock in flood:
         sock.close()
-    assert settle_fds(served) == served
+    assert settle_fds(served, within=30.0) == served
     assert answered_soon(handle) == "3"
     handle.stop()
     assert settle_fds(before) == before
@@ -211,13 +251,11 @@ def test_serving_again_with_other_limits_is_refused_and_the_same_returns_the_han
     handle.stop()
 
 
-def test_the_magic_takes_the_limits(shell):
+def test_the_magic_takes_the_limits(shell, add):
     handle = shell.run_line_magic("mcp_serve", "--max-connections 3 --header-timeout 1")
     try:
+        assert (handle.limits.max_connections, handle.limits.header_timeout) == (3, 1.0)
         held = [half_sent(handle) for _ in range(3)]
-        time.sleep(0.2)
-        status, _, _ = post(handle.url, b"{}", {"Authorization": f"Bearer {handle.token}"})
-        assert status == 503
         said, at = until_closed(held[0], time.monotonic() + 4.0)
         assert at is not None and said.startswith(b"HTTP/1.1 408 ")
         for sock in held:
@@ -229,7 +267,9 @@ def test_the_magic_takes_the_limits(shell):
 
 
 def test_the_command_takes_the_limits(tmp_path):
-    notebook = write_notebook(tmp_path, new_code_cell("%load_ext mcp_nb"))
+    notebook = write_notebook(
+        tmp_path, new_code_cell("%load_ext mcp_nb"), new_code_cell("%%mcp_tool\ndef add(a: int, b: int) -> int:\n    return a + b")
+    )
     process = subprocess.Popen(
         [sys.executable, "-m", "mcp_nb", "serve", str(notebook), "--http", "--max-connections", "2",
          "--header-timeout", "1"],
@@ -245,11 +285,10 @@ def test_the_command_takes_the_limits(tmp_path):
         at = At()
         at.port, at.url, at.token = port, url, token
         held = [half_sent(at) for _ in range(2)]
-        time.sleep(0.2)
-        status, _, _ = post(at.url, b"{}", {"Authorization": f"Bearer {token}"})
-        assert status == 503
         answer, closed = until_closed(held[0], time.monotonic() + 4.0)
         assert closed is not None and answer.startswith(b"HTTP/1.1 408 ")
+        # Two places, both held by a slow head a moment ago: the client is answered all the same.
+        assert asyncio.run(call_add(at)) == "3"
         for sock in held:
             sock.close()
         process.terminate()
@@ -267,16 +306,33 @@ def test_every_face_has_the_same_defaults(shell):
 
     from mcp_nb.serving import limits
 
-    defaults = inspect.signature(mcp_nb.serve).parameters
-    assert defaults["max_connections"].default == limits.DEFAULT_MAX_CONNECTIONS
-    assert defaults["header_timeout"].default == limits.DEFAULT_HEADER_TIMEOUT
+    assert inspect.signature(mcp_nb.serve).parameters["max_connections"].default is None
+    assert inspect.signature(mcp_nb.serve).parameters["header_timeout"].default == limits.DEFAULT_HEADER_TIMEOUT
     handle = shell.run_line_magic("mcp_serve", "")
     try:
-        assert handle.limits.max_connections == limits.DEFAULT_MAX_CONNECTIONS
+        assert handle.limits.max_connections == limits.default_max_connections()
         assert handle.limits.header_timeout == limits.DEFAULT_HEADER_TIMEOUT
         assert mcp_nb.serve() is handle  # the magic's defaults are the function's
     finally:
         handle.stop()
+
+
+@pytest.mark.parametrize(("soft", "places"), [(256, 128), (1024, 512), (100_000, 1024)])
+def test_by_default_it_takes_half_the_descriptors_the_process_may_open_and_1024_at_most(soft, places):
+    # In a process of its own: the limit is the process's, and the test's must stay as it is.
+    script = (
+        "import resource, mcp_nb\n"
+        "hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]\n"
+        f"soft = {soft} if hard == resource.RLIM_INFINITY else min({soft}, hard)\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))\n"
+        "handle = mcp_nb.serve()\n"
+        "print(soft, handle.limits.max_connections)\n"
+        "handle.stop()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], env=checkout_env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    soft_set, taken = map(int, done.stdout.split())
+    assert taken == min(places, soft_set // 2)
 
 
 def test_the_commands_limits_go_with_http(tmp_path, capsys):

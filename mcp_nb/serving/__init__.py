@@ -19,7 +19,7 @@ import weakref
 from typing import Any
 
 from mcp_nb.serving.http import Serving
-from mcp_nb.serving.limits import DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, check_limits
+from mcp_nb.serving.limits import DEFAULT_HEADER_TIMEOUT, check_limits
 from mcp_nb.serving.policy import DEFAULT_MAX_BODY, check_address
 from mcp_nb.mistakes import BadValue
 
@@ -48,10 +48,12 @@ def serve(
     allowed_hosts: tuple[str, ...] = (),
     allowed_origins: tuple[str, ...] = (),
     max_body: int = DEFAULT_MAX_BODY,
-    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    max_connections: int | None = None,
     header_timeout: float = DEFAULT_HEADER_TIMEOUT,
 ) -> Serving:
     """Serve `engine` over streamable HTTP; returns the running handle.
+
+    `max_connections` None: half the process's descriptor limit, 1024 at most (`limits`).
 
     Serving again with the same settings returns the handle already running (same URL,
     same token, clients stay connected); other settings while serving raise ValueError.

@@ -11,10 +11,19 @@ changes on a `subscriptions/listen` stream it opened, fed by the server's event 
 answers their `resources/subscribe`, `resources/unsubscribe` and `logging/setLevel`, and
 watches the registry: after every registration or removal it works out what changed
 and tells everyone, on mcp_nb's loop, never raising into the cell that registered.
+
+Each 2025-era client is told by a sender of its own, from what it is owed: which lists
+changed, which subscribed resources were updated. A client that stops reading its event
+stream blocks only its own sender (until the connection's limits cut it off), never the
+others' news; and what it is owed meanwhile is a set, not a queue: a cell re-run four
+hundred times while it does not read leaves it owed one `tools/list_changed`, not four
+hundred notifications and as many waiting tasks. The notifications say "look again", so
+one said after the last change tells as much as one per change.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from typing import Any
@@ -49,6 +58,10 @@ class Clients:
         self.engine = engine
         self._connections: dict[int, Any] = {}  # id -> Connection, the 2025-era sessions open now
         self._lock = threading.Lock()
+        # id -> what that connection is yet to be told: the kinds whose lists changed, and the
+        # subscribed URIs updated (on the loop only); a connection in it has its sender running.
+        self._owed: dict[int, tuple[set[str], set[str]]] = {}
+        self._senders: set[asyncio.Task] = set()
         self._registered = self._snapshot()
         self._bus = sdk_compat.subscription_bus(engine.server)
 
@@ -91,6 +104,8 @@ class Clients:
         self.engine.registry.unsubscribe(self.registry_changed)
         with self._lock:
             self._connections.clear()
+        for sender in list(self._senders):  # one may wait on a client that reads nothing
+            sender.get_loop().call_soon_threadsafe(sender.cancel)
 
     async def _subscribe(self, ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
         connection = sdk_compat.connection_of(ctx.session)
@@ -125,21 +140,21 @@ class Clients:
             pass
 
     async def announce(self, changed: set[tuple[str, str]]) -> None:
-        """Send what `changed` (kind, key) pairs mean to every client; a client that is gone is skipped."""
+        """Tell every client what `changed` (kind, key) pairs mean; a client that is gone is skipped."""
         kinds = {kind for kind, _ in changed}
         resources = {key for kind, key in changed if kind == "resource"}
         for connection in self.connections():
-            try:
-                if "tool" in kinds:
-                    await connection.send_tool_list_changed()
-                if "prompt" in kinds:
-                    await connection.send_prompt_list_changed()
-                if "resource" in kinds:
-                    await connection.send_resource_list_changed()
-                for uri in sorted(_updated(resources, connection.state.get(SUBSCRIBED, ()))):
-                    await connection.send_resource_updated(uri)
-            except Exception:  # noqa: BLE001 - one broken client must not keep the others uninformed
-                log.debug("could not tell a client what changed", exc_info=True)
+            updated = _updated(resources, connection.state.get(SUBSCRIBED, ()))
+            key = id(connection)
+            owed = self._owed.get(key)
+            if owed is not None:  # its sender is at work: it will tell this too
+                owed[0].update(kinds)
+                owed[1].update(updated)
+                continue
+            self._owed[key] = (set(kinds), set(updated))
+            sender = asyncio.get_running_loop().create_task(self._tell(key, connection))
+            self._senders.add(sender)
+            sender.add_done_callback(self._senders.discard)
         events = [event for kind, event in (("tool", ToolsListChanged()), ("prompt", PromptsListChanged()),
                                              ("resource", ResourcesListChanged())) if kind in kinds]  # fmt: skip
         events += [ResourceUpdated(uri=uri) for uri in sorted(resources) if "{" not in uri]
@@ -148,6 +163,29 @@ class Clients:
                 await self._bus.publish(event)
             except Exception:  # noqa: BLE001
                 log.debug("could not publish %r", event, exc_info=True)
+
+    async def _tell(self, key: int, connection: Any) -> None:
+        """Send `connection` what it is owed, until it is owed nothing more."""
+        try:
+            while True:
+                kinds, uris = self._owed[key]
+                if not kinds and not uris:
+                    return
+                self._owed[key] = (set(), set())
+                try:
+                    if "tool" in kinds:
+                        await connection.send_tool_list_changed()
+                    if "prompt" in kinds:
+                        await connection.send_prompt_list_changed()
+                    if "resource" in kinds:
+                        await connection.send_resource_list_changed()
+                    for uri in sorted(uris):
+                        await connection.send_resource_updated(uri)
+                except Exception:  # noqa: BLE001 - one broken client must not keep the others uninformed
+                    log.debug("could not tell a client what changed", exc_info=True)
+                    return
+        finally:
+            self._owed.pop(key, None)
 
 
 def _updated(changed: set[str], subscribed) -> set[str]:

@@ -4,12 +4,20 @@ In order: the Host header (421 when it names another server: DNS rebinding), the
 header (403 when a web page of another origin sent it), the bearer token (401, compared
 in constant time), the body's declared size (413). A refused request never reaches the
 SDK's transport, so no tool runs and no call is recorded; it is counted in `Refusals`,
-which the serving handle shows.
+which the serving handle shows. Its answer's body is JSON naming the reason (`answers`);
+the 401 also says, in `WWW-Authenticate`, what RFC 6750 has it say (`error="invalid_token"`
+when a token was sent and refused, no error code when none was). A
+refusal closes the connection (`Connection: close`): a body sent after it is neither read
+nor waited for, and a client refused holds no connection open between requests (where it
+would keep a place of `limits.Limits` that only a slow client's gives up).
 
-Behind this door the SDK's transport checks Host and Origin again, with the same lists,
-and caps the body it reads at the same size: a body sent without a declared size (chunked)
-that grows past it gets the SDK's 413 before anything parses it, and is counted too (the
-SDK answers 413 for nothing else).
+Then the door reads the body itself, whole, before the SDK sees the request: within
+`body_timeout` seconds, plus a second for every `MIN_BODY_RATE` bytes it brings (408
+otherwise: a body trickled a byte at a time would hold its connection, and a task, as long
+as its client liked), and at most `max_body` bytes however it is sent (413: a chunked body
+declares no size). The SDK then reads what the door read; a client that goes away in the
+middle has nothing sent to it and runs nothing. Behind the door the SDK's transport checks
+Host and Origin again, with the same lists, and caps the body again.
 
 After every response has left, the door calls `answered` (the history records the calls
 it answered then, off the answer's path). The door also knows the requests it let in:
@@ -26,18 +34,23 @@ import threading
 from collections import Counter
 from typing import Callable
 
-from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mcp_nb.serving import answers
+from mcp_nb.serving.limits import DEFAULT_HEADER_TIMEOUT, MIN_BODY_RATE
 from mcp_nb.serving.policy import Policy
 
-# reason -> (status, body); the reasons are the keys of `Refusals`
+# reason -> (status, error code, what the client is told); the reasons are the keys of `Refusals`
 REFUSED = {
-    "host": (421, "Invalid Host header"),
-    "origin": (403, "Invalid Origin header"),
-    "token": (401, "Missing or invalid bearer token"),
-    "body": (413, "Request body too large"),
+    "host": (421, "misdirected_request", "the Host header does not name this server"),
+    "origin": (403, "forbidden_origin", "the Origin header names another site"),
+    "token": (401, "invalid_token", "a bearer token is required (Authorization: Bearer <token>); none was sent"),
+    "wrong token": (401, "invalid_token", "the bearer token sent is not this server's (it changes every time the server starts)"),
+    "body": (413, "body_too_large", "the request body is over this server's limit"),
+    "slow": (408, "request_timeout", "the request body was not received in time"),
 }
+REALM = b'Bearer realm="mcp_nb"'
+STOPPED = ("serving_stopped", "serving was stopped")
 
 
 class Refusals:
@@ -64,11 +77,15 @@ class Refusals:
 class Guard:
     """An ASGI app: `policy`'s checks in front of `app`."""
 
-    def __init__(self, app: ASGIApp, policy: Policy, refusals: Refusals, answered: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, app: ASGIApp, policy: Policy, refusals: Refusals, answered: Callable[[], None] | None = None,
+        body_timeout: float = DEFAULT_HEADER_TIMEOUT,
+    ) -> None:  # fmt: skip
         self.app = app
         self.policy = policy
         self.refusals = refusals
         self.answered = answered  # called after every response has left (the history settles then)
+        self.body_timeout = body_timeout
         self._token = policy.token.encode() if policy.token is not None else None
         # The requests let in and still running: each one's task (uvicorn runs a request in a task
         # of its own), and whether `end_requests` has cancelled it. A task, not an anyio cancel
@@ -82,7 +99,7 @@ class Guard:
             return
         reason = self.refusal(scope["headers"])
         if reason is not None:
-            await self.refuse(reason, scope, receive, send)
+            await self.refuse(reason, send)
             return
         await self._admitted(scope, receive, send)
 
@@ -99,7 +116,7 @@ class Guard:
         if origin is not None and origin.decode("latin-1") not in self.policy.origins:
             return "origin"
         if self._token is not None and not self._authorized(authorization or b""):
-            return "token"
+            return "token" if not authorization else "wrong token"
         if length is not None and length.isdigit() and int(length) > self.policy.max_body:
             return "body"
         return None
@@ -111,11 +128,52 @@ class Guard:
         matches = hmac.compare_digest(presented.strip(), self._token)
         return scheme.lower() == b"bearer" and matches
 
-    async def refuse(self, reason: str, scope: Scope, receive: Receive, send: Send) -> None:
-        self.refusals.add(reason)
-        status, text = REFUSED[reason]
-        headers = {"WWW-Authenticate": 'Bearer realm="mcp_nb"'} if reason == "token" else None
-        await Response(text, status_code=status, headers=headers, media_type="text/plain")(scope, receive, send)
+    async def refuse(self, reason: str, send: Send) -> None:
+        """Answer a refused request: its status, and a JSON body saying why; the connection closes."""
+        self.refusals.add("token" if reason == "wrong token" else reason)
+        status, code, text = REFUSED[reason]
+        body = answers.error_body(code, text)
+        extra = []
+        if status == 401:
+            # RFC 6750, 3.1: no error code when no credentials were sent; invalid_token when they were refused.
+            challenge = REALM + (b', error="invalid_token", error_description="the bearer token was refused"' if reason == "wrong token" else b"")
+            extra.append((b"www-authenticate", challenge))
+        headers = answers.headers(body, *extra)
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+
+    async def _body(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
+        """Read the request's body whole within its time and size; returns what the app is to
+        receive instead of `receive` (None: refused, or its client went away)."""
+        if not _body_may_follow(scope["headers"]):
+            return receive
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        chunks, size = [], 0
+        try:
+            async with asyncio.timeout_at(started + self.body_timeout) as deadline:
+                while True:
+                    message = await receive()
+                    if message["type"] != "http.request":
+                        return None  # http.disconnect: nobody is left to answer
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > self.policy.max_body:
+                        await self.refuse("body", send)
+                        return None
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        break
+                    deadline.reschedule(started + self.body_timeout + size / MIN_BODY_RATE)
+        except TimeoutError:
+            await self.refuse("slow", send)
+            return None
+        whole: list[dict] = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+
+        async def replay():
+            return whole.pop() if whole else await receive()
+
+        return replay
 
     def end_requests(self) -> None:
         """End every request still running (on the loop, when serving stops)."""
@@ -144,6 +202,10 @@ class Guard:
         in_flight = self._in_flight
         in_flight[task] = False
         try:
+            receive = await self._body(scope, receive, send)
+            if receive is None:
+                in_flight.pop(task)
+                return
             await self.app(scope, receive, watch)
             ended = in_flight.pop(task)
             if ended:  # cancelled by end_requests(), but the app answered anyway: the count stays even
@@ -159,6 +221,16 @@ class Guard:
             raise
         # Ended by end_requests(): answer, or close what was begun.
         if not started:
-            await Response("Serving stopped", status_code=503, media_type="text/plain")(scope, receive, send)
+            body = answers.error_body(*STOPPED)
+            await send({"type": "http.response.start", "status": 503, "headers": answers.headers(body)})
+            await send({"type": "http.response.body", "body": body, "more_body": False})
         elif not finished:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _body_may_follow(headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether a request with these headers may carry a body (a size other than 0, or chunks)."""
+    for name, value in headers:
+        if name == b"transfer-encoding" or (name == b"content-length" and value.strip() != b"0"):
+            return True
+    return False

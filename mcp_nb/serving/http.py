@@ -2,8 +2,9 @@
 
 The SDK builds the transport (`MCPServer.streamable_http_app`: sessions, SSE streams,
 both protocol eras, its own Host and Origin checks); uvicorn runs it, each connection
-within `limits.Limits` (a deadline for its request head, a cap on connections open at
-once); `guard.Guard` stands in front of it. Everything runs as tasks on mcp_nb's loop
+within `limits.Limits` (which takes connections from the socket while there is room, and
+bounds how long each may keep the server waiting and how large a head may be);
+`guard.Guard` stands in front of it. Everything runs as tasks on mcp_nb's loop
 thread, where the kernel's own calls run: an async tool always runs on that one loop,
 whoever called it, and the kernel's thread stays free for cells.
 
@@ -18,6 +19,7 @@ way out.
 from __future__ import annotations
 
 import asyncio
+import math
 import socket
 import threading
 import time
@@ -29,7 +31,7 @@ import uvicorn
 from mcp_nb.serving.configs import client_configs
 from mcp_nb.serving.events import RecentEvents
 from mcp_nb.serving.guard import Guard, Refusals
-from mcp_nb.serving.limits import DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, Limits, check_limits
+from mcp_nb.serving.limits import DEFAULT_HEADER_TIMEOUT, Limits, check_limits
 from mcp_nb.serving.policy import DEFAULT_MAX_BODY, Policy, check_address, decide
 from mcp_nb.serving.served import Served
 from mcp_nb.serving.view import serving_html, serving_text
@@ -53,7 +55,7 @@ class Serving:
         allowed_hosts: tuple[str, ...] = (),
         allowed_origins: tuple[str, ...] = (),
         max_body: int = DEFAULT_MAX_BODY,
-        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        max_connections: int | None = None,
         header_timeout: float = DEFAULT_HEADER_TIMEOUT,
     ) -> None:
         check_address(host, port, dangerously_no_auth, max_body)
@@ -63,13 +65,13 @@ class Serving:
         self.engine: Any = engine
         self._name = engine.server.name
         self._calls = 0  # what `calls` said when the handle let go of its engine
+        self.refusals = Refusals()
+        self.limits = Limits(max_connections, header_timeout, self.refusals.add)
         self.settings = (
             host, dangerously_no_auth, tuple(allowed_hosts), tuple(allowed_origins), max_body, max_connections,
             float(header_timeout),
-        )  # fmt: skip
-        self.refusals = Refusals()
-        self.limits = Limits(max_connections, header_timeout, self.refusals.add)
-        self._socket = _listen(host, port)
+        )  # fmt: skip  (as asked: None, the default, is the same as None again)
+        self._socket = _listen(host, port, self.limits.header_timeout)
         try:
             self.policy: Policy = decide(
                 host, self._socket.getsockname()[1], dangerously_no_auth=dangerously_no_auth,
@@ -108,9 +110,9 @@ class Serving:
 
     @property
     def refused(self) -> dict[str, int]:
-        """Requests refused at the door, by reason (host, origin, token, body), and connections
-        refused past `max_connections` (connections) or closed at `header_timeout` (slow); none
-        reached a tool."""
+        """Requests refused at the door, by reason (host, origin, token, body), and connections let
+        go for keeping the server waiting past `header_timeout` or a newcomer's place (slow), or
+        for a head over 16 KiB (head); none reached a tool."""
         return self.refusals.counts()
 
     @property
@@ -132,7 +134,7 @@ class Serving:
 
     def same(
         self, port: int, host: str, dangerously_no_auth: bool, allowed_hosts, allowed_origins, max_body,
-        max_connections: int = DEFAULT_MAX_CONNECTIONS, header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+        max_connections: int | None = None, header_timeout: float = DEFAULT_HEADER_TIMEOUT,
     ) -> bool:  # fmt: skip
         """Whether serving with these settings is what is already running (port 0: any port)."""
         asked = (
@@ -242,40 +244,51 @@ class Serving:
         sessions = engine.server.session_manager
         # The user's logging is theirs: no logging configuration, and access lines only where
         # their handlers would show uvicorn's records anyway.
-        door = Guard(app, policy, self.refusals, answered=engine.history.settle)
+        door = Guard(app, policy, self.refusals, answered=engine.history.settle, body_timeout=self.limits.header_timeout)
         config = uvicorn.Config(
             door, http=self.limits.protocol(), lifespan="off", log_config=None, ws="none", server_header=False,
             proxy_headers=False, timeout_graceful_shutdown=STOP_GRACE_S,
         )  # fmt: skip
         server = self._uvicorn = uvicorn.Server(config)
-        serving = None
+        serving = taking = None
         try:
             async with sessions.run():
                 try:
-                    serving = asyncio.ensure_future(server.serve(sockets=[self._socket]))
+                    # uvicorn listens on nothing itself (sockets=[]): `Limits.take` takes each
+                    # connection from the socket when there is room, and gives it uvicorn's protocol.
+                    serving = asyncio.ensure_future(server.serve(sockets=[]))
                     while not server.started:
                         if serving.done():
                             serving.result()
                             return
                         await asyncio.sleep(0.005)
+
+                    def make() -> asyncio.Protocol:  # what uvicorn's own listener would give a connection
+                        return config.http_protocol_class(config=config, server_state=server.server_state, app_state=server.lifespan.state)
+
+                    taking = asyncio.ensure_future(self.limits.take(self._socket, make))
                     ready.set()
                     stop = asyncio.ensure_future(self._stopping.wait())
-                    await asyncio.wait([stop, serving], return_when=asyncio.FIRST_COMPLETED)
+                    await asyncio.wait([stop, serving, taking], return_when=asyncio.FIRST_COMPLETED)
                     stop.cancel()
+                    if taking.done() and not taking.cancelled():
+                        taking.result()  # raises what stopped it
                 finally:
                     # First no new connections, then the requests in flight end (their calls are
                     # recorded as cancelled); leaving this block then ends every SDK session.
                     served.recorder.stopping = True
-                    for listener in server.servers:
-                        listener.close()
+                    if taking is not None:
+                        taking.cancel()
+                    self._socket.close()
+                    self.limits.cut_off_stalled()
                     door.end_requests()
             server.should_exit = True
             if serving is not None:
                 await serving
         finally:
             server.should_exit = True
-            for listener in server.servers:
-                listener.close()
+            if taking is not None:
+                taking.cancel()
             for connection in list(server.server_state.connections):
                 connection.shutdown()
             self._socket.close()
@@ -284,19 +297,27 @@ class Serving:
             self._stopped.set()
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def _listen(host: str, port: int, header_timeout: float) -> socket.socket:
     """A socket bound to `host`:`port`, or a one-line error naming what is in the way.
 
     Made with the protocol named (IPPROTO_TCP), as asyncio's own listeners are: the
     connections accepted on it inherit it, and only then does asyncio turn Nagle's algorithm
     off on them. Without that, every answer after a keep-alive connection's first took about
     40 ms: its body waited for the client's delayed ACK of its headers.
+
+    Where the system can (Linux: TCP_DEFER_ACCEPT), a connection is handed over only once its
+    first bytes have come, or `header_timeout` has passed: until then it waits in the system,
+    holding no descriptor and no place of the kernel's, and its head's deadline starts when
+    its client begins. A client too busy to send at once (two hundred of them in one process)
+    was otherwise timed out, or let go for a newcomer, before it had begun.
     """
     address = "127.0.0.1" if host == "localhost" else host.strip("[]")
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if hasattr(socket, "TCP_DEFER_ACCEPT"):
+            listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_DEFER_ACCEPT, max(1, math.ceil(header_timeout)))
         listener.bind((address, port))
         listener.listen(socket.SOMAXCONN)
     except OSError as err:

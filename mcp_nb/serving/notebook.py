@@ -60,9 +60,12 @@ def code_cells(path: Path) -> list[CodeCell]:
 
 
 def headless_shell():
-    """An IPython shell with no terminal and no kernel, that keeps no history on disk."""
+    """An IPython shell with no terminal and no kernel, that keeps no history on disk, and shows
+    no cell's value: run as a script is, not as a notebook (an `Out[0]:` before each registration
+    card is not what a terminal's user reads). What the cells print is printed."""
     config = Config()
     config.HistoryManager.enabled = False
+    config.InteractiveShell.ast_node_interactivity = "none"
     return InteractiveShell.instance(config=config)
 
 

@@ -25,12 +25,12 @@ class ServingMagics(Magics):
         help="accept requests without the bearer token (127.0.0.1 only; for clients that cannot send a header)",
     )  # fmt: skip
     @argument(
-        "--max-connections", type=int, default=64, metavar="N",
-        help="connections open at once; past them, 503 (default: 64)",
+        "--max-connections", type=int, default=None, metavar="N",
+        help="connections open at once; past them, a client waits its turn (default: half the descriptor limit, 1024 at most)",
     )  # fmt: skip
     @argument(
         "--header-timeout", type=float, default=10.0, metavar="S",
-        help="seconds a client has to send a request's head, or its connection is closed (default: 10)",
+        help="seconds the server waits on a client for a request's head, its body, or to read its answer (default: 10)",
     )  # fmt: skip
     @argument("--stop", action="store_true", help="stop serving")
     def mcp_serve(self, line: str):

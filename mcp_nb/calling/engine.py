@@ -10,6 +10,7 @@ history, whatever happens.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Mapping
@@ -20,12 +21,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_nb import libraries as lib
 from mcp_nb import sdk_compat
 from mcp_nb.calling.call import Call, CallDepthError
-from mcp_nb.calling.connections import (
-    KERNEL,
-    Connection,
-    KernelConnection,
-    RemoteConnection,
-)
+from mcp_nb.calling.connections import KERNEL, Connection, KernelConnection, RemoteConnection, ServerSpec
 from mcp_nb.calling.current import CURRENT_CALL
 from mcp_nb.calling.deadline import Deadlines
 from mcp_nb.calling.era import check_era
@@ -217,41 +213,21 @@ class Engine:
             raise BadValue(f"no server named {server!r} is connected (connected: {known})")
         return connection
 
-    def connect(
-        self,
-        name: str,
-        target: str | list[str],
-        *,
-        args: list[str] | None = None,
-        env: dict[str, str] | None = None,
-        cwd: str | None = None,
-        headers: dict[str, str] | None = None,
-        timeout: float | None = None,
-        auth: Any = None,
-        mode: str = "auto",
-        sampling: Any = None,
-        roots: Any = None,
-        sampling_tools: bool = False,
-    ) -> RemoteConnection:
-        """Connect to an outside server and keep the connection under `name`.
+    def connect(self, spec: ServerSpec, timeout: float | None = None) -> RemoteConnection:
+        """Connect to the outside server `spec` names and keep the connection under its name.
 
         A connection already under that name is replaced once the new one is connected;
         if the new one fails, the old one stays as it was.
         """
         seconds = settings.timeout if timeout is None else check_timeout(timeout, "the connect timeout")
-        checked = self.checked(
-            name, target, args=args, env=env, cwd=cwd, headers=headers, auth=auth, mode=mode, sampling=sampling, roots=roots,
-            sampling_tools=sampling_tools,
-        )
-        return self.open(checked, seconds)
+        return self.open(self.checked(spec), seconds)
 
-    def checked(self, name: str, target: str | list[str], **options: Any) -> RemoteConnection:
-        """A connection to an outside server, checked as `connect` checks it, not yet opened
-        (so a configuration's entries are all checked before any is connected)."""
+    def checked(self, spec: ServerSpec) -> RemoteConnection:
+        """A connection to the outside server `spec` names, not yet opened (so a configuration's
+        entries are all made before any is connected)."""
         if self._closed:
             raise RuntimeError(CLOSED)
-        check_server_name(name)
-        connection = RemoteConnection(name, target, **options)
+        connection = RemoteConnection(spec)
         log_secrets.watch(connection.secret_values)  # from its first request on, kept or not
         return connection
 
@@ -315,8 +291,7 @@ class Engine:
         old = self.connection_for(name)
         if not isinstance(old, RemoteConnection):
             raise BadValue("the kernel's own server needs no reconnecting")
-        target, options = old.recipe()
-        return self.connect(name, target, timeout=timeout, **options)
+        return self.connect(old.spec, timeout)
 
     def at_era(self, server: str | None, mode: str, timeout: float | None = None) -> Connection:
         """A connection to the server `server` names (None: the kernel's own) that speaks the
@@ -334,9 +309,7 @@ class Engine:
         elif base.mode == mode or (base.mode == "auto" and base.state == "connected" and base.protocol == mode):
             return base
         else:
-            target, options = base.recipe()
-            options["mode"] = mode
-            era = self.checked(base.name, target, **options)
+            era = self.checked(dataclasses.replace(base.spec, mode=mode))
             self.loop.run(era.open(settings.timeout if timeout is None else check_timeout(timeout, "the connect timeout")))
             if era.state == "authorizing":
                 self.loop.run(era.close())
@@ -522,13 +495,6 @@ def _ready_to_check(connection: Connection) -> None:
     here instead, on the thread that connects, before any call."""
     if any(entry.output_schema for entry in connection.entries()):
         lib.jsonschema  # noqa: B018 - imported now: only a server with output schemas needs it
-
-
-def check_server_name(name: object) -> None:
-    if not isinstance(name, str) or not name.strip() or name != name.strip():
-        raise BadValue(f"a server's name must be a non-empty string without surrounding spaces, got {name!r}")
-    if name == KERNEL:
-        raise BadValue(f"{KERNEL!r} is the kernel's own server; give the connection another name")
 
 
 def check_ceiling(timeout: float, reset_on_progress: object, max_timeout: object) -> float | None:

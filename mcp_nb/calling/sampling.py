@@ -27,11 +27,11 @@ import asyncio
 import inspect
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_types import CreateMessageResult, CreateMessageResultWithTools, ErrorData, TextContent, ToolUseContent
+from mcp_types import CreateMessageRequestParams, CreateMessageResult, CreateMessageResultWithTools, ErrorData, TextContent, ToolUseContent
 
 from mcp_nb.elicitation import in_thread, is_async
 from mcp_nb.mistakes import BadType
@@ -43,6 +43,10 @@ NO_MODEL = (
     "function (messages, request) -> reply, or a list of prepared replies"
 )
 SOURCES = ("function", "prepared", "none")
+# What `connect(sampling=)` takes: a function (messages, request) -> reply (or, async, an awaitable
+# of one), or the prepared replies, used in order; None refuses every request.
+SamplingFunction = Callable[[list[dict[str, str]], CreateMessageRequestParams], object]
+SamplingSource = SamplingFunction | Sequence[object] | None
 # How long a sampling function may take, sync or async: the call's deadline stands still
 # meanwhile, so this is what keeps a model that never answers from holding the call for ever.
 REPLY_WITHIN_S = 120.0

@@ -176,7 +176,7 @@ class Watch:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             return
-        client = self.connection._client
+        client = self.connection.client
         if client is not None:
             try:
                 await client.session.send_request(UnsubscribeRequest(params=UnsubscribeRequestParams(uri=self.uri)), EmptyResult)

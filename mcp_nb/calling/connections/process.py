@@ -29,7 +29,7 @@ import mcp_types
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
-log = logging.getLogger(__name__)
+log = logging.getLogger(__package__)
 
 STDIN_GRACE_S = 2.0  # after its stdin closes, how long the server has to exit by itself (the SDK's figure)
 TERM_GRACE_S = 1.0  # between asking the group to stop and killing what is left of it

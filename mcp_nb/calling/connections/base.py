@@ -43,6 +43,7 @@ from mcp_nb.calling.connections.failures import reason
 from mcp_nb.calling.current import CURRENT_CALL
 from mcp_nb.calling.sampling import REFUSED
 from mcp_nb.config import settings
+from mcp_nb.mistakes import one_line
 from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.structured import check_results_locally
 from mcp_nb.records.trace import CURRENT_TRACE, ServerLog, ServerTrace
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
 
 METHODS = {"tool": "tools/call", "resource": "resources/read", "prompt": "prompts/get"}
 LOG_LINES = 2000  # what a connection keeps of its server's stream
+QUOTED = 200  # what a refusal quotes of the question refused
 # What goes wrong where the user has nothing to do about it (a session left late, a pipe that
 # would not close, lists that could not be re-read) is said here at debug level, on the
 # `mcp_nb` logger's branch, never swallowed unsaid; the root logger is the user's.
@@ -176,7 +178,7 @@ class Connection:
         current, why = self.asking_call()
         message = params.message or ""
         if current is None:
-            return self._refused("elicitation", f"the question {message[:200]!r}", why)
+            return self._refused("elicitation", f"the question {one_line(message, QUOTED)}", why)
         schema = params.requested_schema if isinstance(params, ElicitRequestFormParams) else None
         url = params.url if isinstance(params, ElicitRequestURLParams) else None
         asked = await current.elicited(message, schema, url)

@@ -3,7 +3,7 @@
 Each kind is listed when the server's capabilities say it has it (every kind when the era is
 pinned to the stateless one, where the server was never asked). A listing the server answers
 with an error, or with what is not a listing, leaves that kind unavailable, and says why (its
-words made safe): one broken list must not hide the tools. What only the connection can judge
+words in one bounded line, `mistakes.one_line`): one broken list must not hide the tools. What only the connection can judge
 (an HTTP error, a broken transport) is raised to it.
 """
 
@@ -19,7 +19,7 @@ from mcp_types import METHOD_NOT_FOUND, ToolAnnotations
 from pydantic import BaseModel, ValidationError
 
 from mcp_nb import sdk_compat
-from mcp_nb.mistakes import first_line, one_line
+from mcp_nb.mistakes import one_line
 from mcp_nb.registering.registry import ANNOTATION_FLAGS, Registration, prompt_schema, template_schema
 
 log = logging.getLogger(__package__)
@@ -104,11 +104,11 @@ async def _listed(
         return list(items(await read()))
     except MCPError as err:
         if err.code == METHOD_NOT_FOUND:
-            log.info("the server does not offer %s (%s): none listed", field, first_line(err))
+            log.info("the server does not offer %s (%s): none listed", field, one_line(err))
             return []
         if err.error.message in sdk_compat.HTTP_STATUS_TEXTS:
             raise
-        why = f"the server answered {field.replace('_', ' ')}/list with error {err.code}: {first_line(err)}"
+        why = f"the server answered {field.replace('_', ' ')}/list with error {err.code}: {one_line(err)}"
     except ValidationError as err:
         count = err.error_count()
         why = (

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 from mcp_nb.calling.connections.errors import ConnectError
 from mcp_nb.calling.connections.process import ServerProcess, StdioStreams
 from mcp_nb.calling.connections.spec import ServerSpec
+from mcp_nb.mistakes import one_line
 from mcp_nb.records.trace import ServerLog
 
 if TYPE_CHECKING:  # the SDK names no public alias for a transport's two streams
@@ -171,8 +172,8 @@ class StderrReader:
         if self._rest:
             owner.heard(ServerLog(level="STDERR", logger=f"{owner.name} stderr", message=self._rest, source="stderr", at=time.time()))
         self._release()
-        last = owner.logs[-1].message if owner.logs else ""
-        owner.lost("its process exited" + (f" (its last line: {last!r})" if last else ""))
+        last = one_line(owner.logs[-1].message) if owner.logs else ""  # a megabyte, or a terminal's escapes: one bounded line
+        owner.lost("its process exited" + (f" (its last line: {last})" if last else ""))
 
     def close(self) -> None:
         if not self.done:

@@ -1,0 +1,47 @@
+"""What an outside server writes reaches a connection's messages as one safe, bounded line
+(`mistakes.one_line`), wherever the connection quotes it: a listing's error, the last line its
+process wrote before it exited, a question no call can answer."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import mcp_nb
+from helpers import wait_until
+
+PEER = [sys.executable, str(Path(__file__).parent / "servers" / "peer_text.py")]
+BOUND = 400  # mistakes.LINE_LIMIT, and the words mcp_nb puts around it
+
+
+def safe(text: str) -> bool:
+    return "\n" not in text and "\x1b" not in text and "\u202e" not in text
+
+
+def test_a_listing_error_of_a_megabyte_is_said_in_one_bounded_line():
+    connection = mcp_nb.connect("peer", PEER)
+    why = connection.unavailable["prompts"]
+    assert why.startswith("the server answered prompts/list with error -32603: xxx") and len(why) < BOUND, len(why)
+    assert len(connection.describe()["unavailable"]) < BOUND
+    warned = [line.message for line in connection.logs if line.level == "WARNING" and "prompts" in line.message]
+    assert warned and all(len(message) < BOUND for message in warned)
+
+
+def test_a_question_no_call_can_answer_is_refused_with_its_first_line_only():
+    connection = mcp_nb.connect("peer", PEER)
+    assert wait_until(lambda: any("refused the question" in line.message for line in connection.logs))
+    (note,) = [line.message for line in connection.logs if "refused the question" in line.message]
+    assert note.startswith("refused the question Pick a colour …: it came during no call"), note
+    assert safe(note) and "Traceback" not in note and len(note) < BOUND
+
+
+def test_the_last_line_a_server_wrote_is_bounded_in_the_reason_its_connection_was_lost():
+    # The server closes its stderr, which mcp_nb reads as its end: the connection is lost, and
+    # the reason quotes the last line it wrote there (a megabyte, without an end of line).
+    connection = mcp_nb.connect("peer", PEER)
+    assert mcp_nb.call("mute", server="peer").content == "muted"
+    assert wait_until(lambda: connection.state == "lost")
+    assert connection.reason.startswith("its process exited (its last line: going quiet: xxx"), connection.reason[:200]
+    assert len(connection.reason) < BOUND and len(mcp_nb.servers().loc["peer", "reason"]) < BOUND
+    after = mcp_nb.call("mute", server="peer")  # a call on the lost connection says why, in one bounded line
+    assert after.cause == "disconnected" and len(after.message) < 2 * BOUND and safe(after.message)

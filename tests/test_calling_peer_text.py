@@ -7,6 +7,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 import mcp_nb
 from helpers import wait_until
 
@@ -45,3 +47,11 @@ def test_the_last_line_a_server_wrote_is_bounded_in_the_reason_its_connection_wa
     assert len(connection.reason) < BOUND and len(mcp_nb.servers().loc["peer", "reason"]) < BOUND
     after = mcp_nb.call("mute", server="peer")  # a call on the lost connection says why, in one bounded line
     assert after.cause == "disconnected" and len(after.message) < 2 * BOUND and safe(after.message)
+
+
+def test_a_snapshot_of_a_server_whose_listing_fails_says_so_in_one_bounded_line():
+    mcp_nb.connect("peer", PEER)
+    with pytest.raises(ValueError) as raised:  # a SurfaceError: the mistake is the server's, said in one line
+        mcp_nb.snapshot(server="peer")
+    message = str(raised.value)
+    assert message.startswith("no snapshot of 'peer': it answered prompts/list with error -32603: xxx") and len(message) < BOUND

@@ -26,6 +26,7 @@ from mcp_types import METHOD_NOT_FOUND
 from pydantic import ValidationError
 
 from mcp_nb.records.surface import SurfaceError, document
+from mcp_nb.calling.era import MODERN_ERA
 from mcp_nb.mistakes import one_line
 
 PAGES = 1000  # a paginator that never ends cannot hang a snapshot
@@ -46,9 +47,9 @@ async def take(connection: Any, through_session: bool = False) -> dict[str, Any]
     except Exception as err:  # noqa: BLE001 - a connection that is gone, said in one line
         raise SurfaceError(f"no snapshot of {connection.name!r}: {one_line(err)}") from None
     session = client.session
-    # An era pinned at 2026-07-28 adopts the era without asking the server (no server/discover):
+    # An era pinned at the stateless one adopts it without asking the server (no server/discover):
     # what it offers is unknown, so every kind is listed, as the connection's own lists are.
-    pinned = getattr(connection, "mode", "") == "2026-07-28"
+    pinned = connection.mode == MODERN_ERA
     capabilities = None if pinned else session.server_capabilities
     listed: dict[str, list[dict[str, Any]]] = {}
     own = None if through_session else getattr(connection, "server", None)

@@ -26,6 +26,7 @@ from typing import Any, Callable
 from mcp import MCPError
 from mcp_types import EmptyResult, PingRequest, SubscribeRequest, SubscribeRequestParams, UnsubscribeRequest, UnsubscribeRequestParams
 
+from mcp_nb.calling.era import is_handshake
 from mcp_nb.elicitation import in_thread
 from mcp_nb.mistakes import BadValue
 from mcp_nb.sdk_compat import CONNECTION_CLOSED, HTTP_STATUS_TEXTS
@@ -69,7 +70,7 @@ class Watch:
     async def start(self) -> None:
         client = await self.connection.ready()
         self.era = self.connection.protocol or ""
-        if self.era >= "2026":
+        if not is_handshake(self.era):
             acknowledged = asyncio.get_running_loop().create_future()
             self._task = asyncio.get_running_loop().create_task(self._listen(client, acknowledged))
             await acknowledged  # the stream is open (or the server refused it: raised here)

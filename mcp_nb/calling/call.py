@@ -32,7 +32,7 @@ from mcp import MCPError
 
 from mcp_nb.calling.connections import METHODS, ConnectionLost
 from mcp_nb.calling.current import CURRENT_CALL
-from mcp_nb.calling.deadline import EXPIRED, WHEN
+from mcp_nb.calling.deadline import Deadline
 from mcp_nb.calling.retry import with_retries
 from mcp_nb.calling.sampling import Sampler, Sampling
 from mcp_nb.calling.sent import sent_arguments
@@ -293,7 +293,7 @@ class Call(CallRecord):
         self._begun = False  # its task was made (on the loop's thread only)
         self._phase = "new"  # "attempt" while one runs, "waiting" once recorded, "recorded" when it raised
         self.children: list[Call] = _NO_CHILDREN  # a list of its own once it starts one (`adopt`)
-        self._entry: list | None = None  # the deadline in force for the attempt in flight
+        self._entry: Deadline | None = None  # the deadline in force for the attempt in flight
         self._ceiling = math.inf  # loop time past which no progress moves that deadline
         # Called on mcp_nb's loop with each progress event (a panel hands it to the kernel's thread).
         self.progress_listener: Any = None
@@ -430,7 +430,7 @@ class Call(CallRecord):
                 raw = await connection.send(client, self.target, self.name, self.arguments, self._progress_for(trace))
             except asyncio.CancelledError:
                 entry = self._entry
-                if entry[EXPIRED]:
+                if entry.expired:
                     outcome = self._record(self._deadline())
                     if task.uncancel() <= entered:
                         return outcome
@@ -527,8 +527,8 @@ class Call(CallRecord):
                 if moved is not None:  # not when the deadline already fired: it stays fired
                     self._entry = moved
                     self.resets += 1
-                    self._by_ceiling = moved[WHEN] >= self._ceiling
-                    left = moved[WHEN] - asyncio.get_running_loop().time()
+                    self._by_ceiling = moved.when >= self._ceiling
+                    left = moved.when - asyncio.get_running_loop().time()
                     self.expected_by = time.perf_counter() + left + GRACE_S
             listener = self.progress_listener
             if listener is not None:
@@ -543,9 +543,9 @@ class Call(CallRecord):
         """The note of a timeout when the attempt's answer came after the deadline in force (None
         when it came in time, or while the call waited for a person's answer)."""
         entry = self._entry
-        if entry is None or entry[WHEN] is None:
+        if entry is None or entry.held:
             return None
-        if not entry[EXPIRED] and asyncio.get_running_loop().time() < entry[WHEN]:
+        if not entry.expired and asyncio.get_running_loop().time() < entry.when:
             return None
         held = self.trace.held if self.trace is not None else None
         return " (mcp_nb's " + HELD_BY.format(handler=held[0], seconds=held[1]) if held is not None else HELD_LATE

@@ -50,6 +50,7 @@ from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull,
 from pydantic import ValidationError
 
 from mcp_nb.mistakes import BadType, BadValue, Failure, first_line, one_line
+from mcp_nb.numbers import as_float, shown
 
 try:  # the advisory lock of a token file: flock where there is one, else Windows' own
     import fcntl
@@ -279,12 +280,13 @@ class OAuth:
             raise BadType(f"scopes is text or a list of words, got {type(scopes).__name__}")
         if client_secret is not None and client_id is None:
             raise BadValue("client_secret goes with the client_id it was issued for")
-        if not isinstance(timeout, (int, float)) or not timeout > 0:
-            raise BadValue(f"timeout is a positive number of seconds, got {timeout!r}")
+        seconds = as_float(timeout)  # None for a bool, an infinity, 10**400: no clock keeps those
+        if seconds is None or seconds <= 0:
+            raise BadValue(f"timeout is a positive number of seconds, got {shown(timeout)}")
         self.scopes, self.client_id, self.client_name = scopes, client_id, client_name
         self._client_secret = client_secret
         self.client_metadata_url, self.storage, self.open_browser = client_metadata_url, storage, open_browser
-        self.timeout = float(timeout)
+        self.timeout = seconds
         self.callback = callback if callback != "auto" else ("paste" if any(os.environ.get(v) for v in _REMOTE) else "loopback")
 
     def __repr__(self) -> str:  # never the secret

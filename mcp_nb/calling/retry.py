@@ -10,13 +10,13 @@ attempt, linked by the call's id.
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any, Awaitable, Callable
 
 from mcp_nb import libraries as lib
+from mcp_nb.numbers import as_float, shown
 from mcp_nb.records.outcome import Outcome
 from mcp_nb.mistakes import BadType, BadValue
 
@@ -51,23 +51,25 @@ class Retry:
         # Refused here, when the policy is made: a NaN wait would sleep 0 s, an infinite one
         # would hang the call between attempts, and `int()` would turn -32050.5 into a code.
         if not _whole(self.retries) or self.retries < 0:
-            raise BadValue(f"retries must be a whole number >= 0, got {self.retries!r}")
+            raise BadValue(f"retries must be a whole number >= 0, got {shown(self.retries)}")
         for name in ("backoff", "max_backoff", "jitter"):
             value = getattr(self, name)
-            if not _finite(value) or value < 0:
-                raise BadValue(f"{name} must be a finite number of seconds >= 0, got {value!r}")
-        if not _finite(self.factor) or self.factor < 1:
-            raise BadValue(f"factor must be a finite number >= 1, got {self.factor!r}")
+            seconds = as_float(value)  # None for 10**400 too: no clock keeps it
+            if seconds is None or seconds < 0:
+                raise BadValue(f"{name} must be a finite number of seconds >= 0, got {shown(value)}")
+        factor = as_float(self.factor)
+        if factor is None or factor < 1:
+            raise BadValue(f"factor must be a finite number >= 1, got {shown(self.factor)}")
         if isinstance(self.codes, (str, bytes)) or not isinstance(self.codes, Iterable):
-            raise BadType(f"codes must be a tuple of error codes, for example (-32050,), got {self.codes!r}")
+            raise BadType(f"codes must be a tuple of error codes, for example (-32050,), got {shown(self.codes)}")
         codes = tuple(self.codes)
         for code in codes:
             if not _whole(code):
-                raise BadType(f"codes must be whole numbers, got {code!r}")
+                raise BadType(f"codes must be whole numbers, got {shown(code)}")
         object.__setattr__(self, "codes", tuple(int(code) for code in codes))
         for name in ("on_timeout", "tool_errors", "force"):
             if not isinstance(getattr(self, name), bool):
-                raise BadType(f"{name} must be True or False, got {getattr(self, name)!r}")
+                raise BadType(f"{name} must be True or False, got {shown(getattr(self, name))}")
         if self.sleep is not None and not callable(self.sleep):
             raise BadType(f"sleep must be a coroutine function that waits (or None), got {self.sleep!r}")
 
@@ -93,10 +95,6 @@ class Retry:
 
 def _whole(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def policy(retry: Retry | int | bool | None) -> Retry | None:

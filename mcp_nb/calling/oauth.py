@@ -45,10 +45,11 @@ from typing import Any, Callable, Iterator
 from urllib.parse import parse_qs, urlsplit
 
 import anyio.to_thread
-from mcp.client.auth import OAuthClientProvider, OAuthFlowError
+from mcp.client.auth import OAuthClientProvider, OAuthFlowError, TokenStorage
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from pydantic import ValidationError
 
+from mcp_nb.elicitation import in_thread
 from mcp_nb.mistakes import BadType, BadValue, Failure, first_line, one_line
 from mcp_nb.numbers import as_float, shown
 
@@ -68,6 +69,7 @@ PASTE_REDIRECT = "http://127.0.0.1:8976/mcp_nb/callback"
 _REMOTE = ("JUPYTERHUB_API_URL", "BINDER_SERVICE_HOST", "BINDER_LAUNCH_HOST", "COLAB_RELEASE_TAG", "SAGEMAKER_APP_TYPE",
            "AWS_SAGEMAKER_JUPYTERSERVER_IMAGE", "VERTEX_PRODUCT", "DATABRICKS_RUNTIME_VERSION", "CODESPACES")  # fmt: skip
 PERSON_S = 300.0  # how long a flow waits for the person's approval
+OPENER_S = 30.0  # how long a browser opener is waited for (the link is shown meanwhile)
 TOKEN_FILE_BYTES = 1 << 20  # tokens and a registered client take a few KB; a file larger is not one of mcp_nb's
 
 
@@ -260,8 +262,10 @@ class OAuth:
     `callback`: "auto", "loopback" or "paste" (see the module's doc). `client_id`,
     `client_secret`: a client registered beforehand (else the server's dynamic registration,
     or `client_metadata_url`, a client ID metadata document). `storage`: where tokens are
-    kept, per server (default: `TokenFile`). `open_browser`: open the link in the loopback
-    flow (it is shown either way); a function `(link) -> None` opens it some other way. `timeout`: seconds to wait for the person's approval.
+    kept, per server (default: `TokenFile`): one of the SDK's `TokenStorage`s, or a function
+    `(server_url) -> storage`, called in a thread of its own. `open_browser`: open the link in the
+    loopback flow (it is shown either way); a function `(link) -> None` opens it some other way,
+    in a daemon thread of its own. `timeout`: seconds to wait for the person's approval.
     """
 
     def __init__(
@@ -314,9 +318,8 @@ class Flow:
         self._answer: asyncio.Future | None = None
         self._listener: Any = None
         self.redirect_uri = PASTE_REDIRECT
-        self.kept = oauth.storage_for(server_url)  # where tokens and the registration are kept
-        if isinstance(self.kept, TokenFile):
-            self.kept.said = said  # a file it cannot use is said in the connection's log too
+        self.kept: TokenStorage | None = None  # where tokens and the registration are kept (made by `provider`)
+        self._opener: asyncio.Task[None] | None = None  # the browser opener, while it is waited for
         self.storage = _ForThisAddress(self)  # what the SDK's provider is given
         self.own: OAuthClientInformationFull | None = None  # the client the OAuth was given, if any
 
@@ -328,8 +331,13 @@ class Flow:
         """The SDK's OAuthClientProvider for this flow (the loopback listener started first, on the
         port the kept registration names when it is free: the registration then serves again)."""
         oauth = self.oauth
+        # The user's storage factory may read a keyring or a disk: in a thread, never on the loop
+        # (the connect's timeout bounds the wait; a factory that never returns is left to itself).
+        kept = self.kept = await in_thread(oauth.storage_for, self.server_url)
+        if isinstance(kept, TokenFile):
+            kept.said = self.said  # a file it cannot use is said in the connection's log too
         if not self.pasted:
-            port = _loopback_port(await _kept_client(self.kept)) if oauth.client_id is None else 0
+            port = _loopback_port(await _kept_client(kept)) if oauth.client_id is None else 0
             try:
                 self._listener = await asyncio.start_server(self._redirected, "127.0.0.1", port)
             except OSError:
@@ -344,7 +352,7 @@ class Flow:
                 client_id=oauth.client_id, client_secret=oauth._client_secret, redirect_uris=[self.redirect_uri],
                 token_endpoint_auth_method="client_secret_basic" if oauth._client_secret else "none",
             )  # fmt: skip
-            await self.kept.set_client_info(self.own)
+            await kept.set_client_info(self.own)
         return OAuthClientProvider(
             server_url=self.server_url,
             client_metadata=OAuthClientMetadata(
@@ -368,8 +376,10 @@ class Flow:
         self.shown.set()
         opener = self.oauth.open_browser
         if not self.pasted and opener:
-            # webbrowser may start a program and wait for it: not on the loop.
-            asyncio.get_running_loop().run_in_executor(None, _open_quietly, link, opener if callable(opener) else webbrowser.open)
+            # webbrowser may start a program and wait for it, and a function of the user's may never
+            # return: in a daemon thread of its own (`in_thread`), never on the loop nor in its
+            # default executor, whose threads the interpreter waits for at exit.
+            self._opener = asyncio.get_running_loop().create_task(_opened(link, opener if callable(opener) else webbrowser.open))
 
     async def _answered(self) -> Any:
         """The SDK's callback handler: the code, once the redirect came (loopback) or was pasted."""
@@ -435,6 +445,8 @@ class Flow:
         self._close_listener()
         if self._answer is not None and not self._answer.done():
             self._answer.cancel()
+        if self._opener is not None:
+            self._opener.cancel()  # nobody waits for the browser any more (its thread finishes by itself)
 
 
 class _ForThisAddress:
@@ -499,6 +511,18 @@ def _query(url: str) -> dict[str, str]:
         return {key: values[0] for key, values in parse_qs(urlsplit(url.strip()).query).items()}
     except ValueError:
         raise BadValue("that is not the address of a page (paste the whole address you landed on)") from None
+
+
+async def _opened(link: str, opener: Callable[[str], object]) -> None:
+    """Open `link` with `opener` in a thread of its own, waiting for it OPENER_S at most."""
+    opening = asyncio.ensure_future(in_thread(_open_quietly, link, opener))
+    try:
+        done, _ = await asyncio.wait({opening}, timeout=OPENER_S)
+    finally:
+        if not opening.done():
+            opening.cancel()
+    if not done:
+        log.debug("the browser opener did not return within %g s; it is left to finish by itself", OPENER_S)
 
 
 def _open_quietly(link: str, opener: Callable[[str], Any]) -> None:

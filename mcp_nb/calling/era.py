@@ -10,6 +10,9 @@ names the version and this module turns it into the SDK's word.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import cast
+
 from mcp.client.client import ConnectMode
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -57,7 +60,7 @@ def check_eras(modes: object) -> list[str]:
     """The eras of a replay across eras: a list of distinct eras, at least one."""
     if isinstance(modes, str) or not isinstance(modes, (list, tuple)) or not modes:
         raise BadValue(f"modes is a list of protocol eras, such as {list(ERAS)!r}; got {modes!r}")
-    eras = [check_era(mode) for mode in modes]
+    eras = [check_era(mode) for mode in cast("Sequence[object]", modes)]
     if len(set(eras)) != len(eras):
         raise BadValue(f"modes names an era twice: {modes!r}")
     return eras

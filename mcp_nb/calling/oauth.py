@@ -297,6 +297,10 @@ class OAuth:
         shown = ", ".join(f"{k}={v!r}" for k, v in (("scopes", self.scopes), ("callback", self.callback), ("client_id", self.client_id)) if v)
         return f"OAuth({shown})"
 
+    def secret_values(self) -> list[str]:
+        """What this OAuth holds that no record may: its client secret, when it was given one."""
+        return [self._client_secret] if self._client_secret else []
+
     def flow(self, server_url: str, said: Callable[[str], None]) -> Flow:
         """The flow for one connection to `server_url`; `said(line)` files a step in its log."""
         return Flow(self, server_url, said)
@@ -315,10 +319,10 @@ class Flow:
         self.link: str | None = None  # the authorization link, once the SDK made it
         self.state: str | None = None
         self.shown = asyncio.Event()  # the link is there for the person
-        self._answer: asyncio.Future | None = None
+        self._answer: asyncio.Future[dict[str, str]] | None = None
         self._listener: Any = None
         self.redirect_uri = PASTE_REDIRECT
-        self.kept: TokenStorage | None = None  # where tokens and the registration are kept (made by `provider`)
+        self.kept: TokenStorage  # where tokens and the registration are kept: made by `provider`, before the SDK reads it
         self._opener: asyncio.Task[None] | None = None  # the browser opener, while it is waited for
         self.storage = _ForThisAddress(self)  # what the SDK's provider is given
         self.own: OAuthClientInformationFull | None = None  # the client the OAuth was given, if any
@@ -348,17 +352,17 @@ class Flow:
             port = self._listener.sockets[0].getsockname()[1]
             self.redirect_uri = f"http://127.0.0.1:{port}/callback"
         if oauth.client_id is not None:
-            self.own = OAuthClientInformationFull(
-                client_id=oauth.client_id, client_secret=oauth._client_secret, redirect_uris=[self.redirect_uri],
-                token_endpoint_auth_method="client_secret_basic" if oauth._client_secret else "none",
-            )  # fmt: skip
+            self.own = OAuthClientInformationFull.model_validate({
+                "client_id": oauth.client_id, "client_secret": oauth._client_secret, "redirect_uris": [self.redirect_uri],
+                "token_endpoint_auth_method": "client_secret_basic" if oauth._client_secret else "none",
+            })  # fmt: skip
             await kept.set_client_info(self.own)
         return OAuthClientProvider(
             server_url=self.server_url,
-            client_metadata=OAuthClientMetadata(
-                client_name=oauth.client_name, redirect_uris=[self.redirect_uri], scope=oauth.scopes,
-                grant_types=["authorization_code", "refresh_token"], response_types=["code"],
-            ),  # fmt: skip
+            client_metadata=OAuthClientMetadata.model_validate({
+                "client_name": oauth.client_name, "redirect_uris": [self.redirect_uri], "scope": oauth.scopes,
+                "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
+            }),  # fmt: skip
             storage=self.storage, redirect_handler=self._show, callback_handler=self._answered,
             client_metadata_url=oauth.client_metadata_url,
         )  # fmt: skip
@@ -368,7 +372,8 @@ class Flow:
     async def _show(self, link: str) -> None:
         """The SDK's redirect handler: the link is ready; show it (and open it, on this machine)."""
         self.link = link
-        self.state = (parse_qs(urlsplit(link).query).get("state") or [None])[0]
+        states = parse_qs(urlsplit(link).query).get("state")
+        self.state = states[0] if states else None
         self._answer = asyncio.get_running_loop().create_future()
         self.said("authorization: the link is shown; waiting for the person to approve" + (
             " and paste the address they land on into mcp_nb.complete_auth(...)" if self.pasted else ""

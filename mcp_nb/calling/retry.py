@@ -13,12 +13,16 @@ from __future__ import annotations
 import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from mcp_nb import libraries as lib
 from mcp_nb.numbers import as_float, shown
 from mcp_nb.records.outcome import Outcome
 from mcp_nb.mistakes import BadType, BadValue
+
+if TYPE_CHECKING:  # tenacity itself is loaded at the first retried call (`libraries.py`)
+    from tenacity import RetryCallState
+    from tenacity.wait import wait_base
 
 
 @dataclass(frozen=True)
@@ -126,20 +130,19 @@ def check_idempotent(target: str, name: str, annotations: Any, rule: Retry) -> N
 async def with_retries(attempt: Callable[[int, float], Awaitable[Outcome]], rule: Retry) -> Outcome:
     """Run `attempt(number, backoff)` until it is done: each attempt records its own row."""
     tenacity = lib.tenacity
-    progress = {"number": 0, "wait": 0.0, "idle": 0.0}
+    number, waited, idle = 0, 0.0, 0.0  # the attempt, the wait before it, the time slept so far
 
-    def before(retry_state) -> None:
+    def before(retry_state: RetryCallState) -> None:
         # tenacity counts the time slept so far; each history row wants its own wait.
-        progress["number"] = retry_state.attempt_number
-        progress["wait"] = retry_state.idle_for - progress["idle"]
-        progress["idle"] = retry_state.idle_for
+        nonlocal number, waited, idle
+        number, waited, idle = retry_state.attempt_number, retry_state.idle_for - idle, retry_state.idle_for
 
     async def next_attempt() -> Outcome:
-        return await attempt(progress["number"], progress["wait"])
+        return await attempt(number, waited)
 
     # wait_exponential(multiplier=m) waits m * factor**(n-1) after attempt n: with m = 0.1
     # and factor 2, the C++ SDK guide's 100 ms, 200 ms, 400 ms.
-    wait = tenacity.wait_exponential(multiplier=rule.backoff, exp_base=rule.factor, min=0, max=rule.max_backoff)
+    wait: wait_base = tenacity.wait_exponential(multiplier=rule.backoff, exp_base=rule.factor, min=0, max=rule.max_backoff)
     if rule.jitter:
         wait = wait + tenacity.wait_random(0, rule.jitter)
     options: dict[str, Any] = {} if rule.sleep is None else {"sleep": rule.sleep}
@@ -149,7 +152,14 @@ async def with_retries(attempt: Callable[[int, float], Awaitable[Outcome]], rule
         retry=tenacity.retry_if_result(rule.wants_another),
         before=before,
         # Out of attempts: the last Outcome is the answer, not an exception.
-        retry_error_callback=lambda retry_state: retry_state.outcome.result(),
+        retry_error_callback=_last,
         **options,
     )
     return await retrying(next_attempt)
+
+
+def _last(retry_state: RetryCallState) -> Outcome:
+    """Out of attempts: the last attempt's Outcome (an attempt records, it never raises)."""
+    assert retry_state.outcome is not None
+    last: Outcome = retry_state.outcome.result()
+    return last

@@ -31,7 +31,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_types import CreateMessageRequestParams, CreateMessageResult, CreateMessageResultWithTools, ErrorData, TextContent, ToolUseContent
+from mcp_types import (
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    CreateMessageResultWithTools,
+    ErrorData,
+    SamplingMessageContentBlock,
+    TextContent,
+    ToolUseContent,
+)
 
 from mcp_nb.elicitation import in_thread, is_async
 from mcp_nb.mistakes import BadType
@@ -107,7 +115,8 @@ class Sampler:
         t0 = time.perf_counter()
         messages = tuple(_message(m) for m in getattr(params, "messages", None) or ())
         reply: Any = None
-        source, reason = "none", NO_MODEL
+        source = "none"
+        reason: str | None = NO_MODEL
         value = self.value
         if callable(value):
             source = "function"
@@ -168,13 +177,13 @@ async def _reply_of(function: Any, messages: list[dict[str, str]], params: Any) 
     return reply
 
 
-def sdk_answer(sampled: Sampling) -> Any:
+def sdk_answer(sampled: Sampling) -> CreateMessageResult | CreateMessageResultWithTools | ErrorData:
     """What goes back to the server: the model's message, or a refusal with its reason."""
     if sampled.text is None:
         return ErrorData(code=REFUSED, message=f"sampling refused: {sampled.reason}")
     if sampled.tool_use is not None:
         use = sampled.tool_use
-        content = [TextContent(type="text", text=sampled.text)] if sampled.text else []
+        content: list[SamplingMessageContentBlock] = [TextContent(type="text", text=sampled.text)] if sampled.text else []
         content.append(ToolUseContent(type="tool_use", name=use["name"], id=use["id"], input=dict(use["input"])))
         return CreateMessageResultWithTools(
             role="assistant", content=content, model=sampled.model or MODEL, stop_reason="toolUse"

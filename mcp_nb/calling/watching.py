@@ -53,10 +53,10 @@ class Watch:
         self.state = "starting"  # starting | watching | stopped | lost
         self.reason: str | None = None
         self.era: str | None = None
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         self._listeners: list[Callable[[Watch], None]] = []
-        self._reading: asyncio.Task | None = None  # the read in flight (one at a time)
-        self._pinging: asyncio.Task | None = None  # the handshake era over HTTP: is the server still there
+        self._reading: asyncio.Task[None] | None = None  # the read in flight (one at a time)
+        self._pinging: asyncio.Task[None] | None = None  # the handshake era over HTTP: is the server still there
         self._again = False  # the server said it changed while that read ran
 
     @property
@@ -103,7 +103,7 @@ class Watch:
                 self.connection.lost(f"the server did not answer a ping ({type(err).__name__}: {err})")
                 return
 
-    async def _listen(self, client: Any, acknowledged: asyncio.Future) -> None:
+    async def _listen(self, client: Any, acknowledged: asyncio.Future[None]) -> None:
         try:
             async with client.listen(resource_subscriptions=[self.uri]) as events:
                 acknowledged.set_result(None)

@@ -7,7 +7,7 @@ transports `stdio` (with `process`, the server's process) and `http`; at the bot
 outside server as `connect` names it, and `errors`. Every name other modules use is here.
 """
 
-from mcp_nb.calling.connections.base import LOG_LINES, METHODS, Connection
+from mcp_nb.calling.connections.base import LOG_LINES, METHODS, Answer, Connection
 from mcp_nb.calling.connections.errors import ConnectError, ConnectionLost
 from mcp_nb.calling.connections.kernel import KernelConnection
 from mcp_nb.calling.connections.remote import RemoteConnection
@@ -15,6 +15,7 @@ from mcp_nb.calling.connections.spec import KERNEL, ServerSpec, shown_url
 
 __all__ = [
     "KERNEL",
+    "Answer",
     "LOG_LINES",
     "METHODS",
     "ConnectError",

@@ -51,7 +51,6 @@ from mcp_nb.registering.registry import Registration, reached_entry
 from mcp_nb.views.cards import connection_html, connection_text
 
 if TYPE_CHECKING:
-    from IPython.lib.pretty import RepresentationPrinter
     from mcp_types import CreateMessageRequestParams
 
     from mcp_nb.calling.sampling import Sampler, Sampling
@@ -101,6 +100,12 @@ class Watching(Protocol):
     def updated(self) -> None: ...
 
     def ended(self, reason: str) -> None: ...
+
+
+class _Printer(Protocol):
+    """IPython's pretty printer, as `_repr_pretty_` uses it."""
+
+    def text(self, obj: str) -> None: ...
 
 
 class Connection:
@@ -182,8 +187,9 @@ class Connection:
         schema = params.requested_schema if isinstance(params, ElicitRequestFormParams) else None
         url = params.url if isinstance(params, ElicitRequestURLParams) else None
         asked = await current.elicited(message, schema, url)
-        content = dict(asked.content) if asked.action == "accept" and asked.content is not None else None
-        return ElicitResult(action=asked.action, content=content)
+        if asked.action == "accept":
+            return ElicitResult(action="accept", content=dict(asked.content) if asked.content is not None else None)
+        return ElicitResult(action="decline" if asked.action == "decline" else "cancel")
 
     def asking_call(self) -> tuple[Sending | None, str]:
         """The call a server's request to the client belongs to, or None and why none can be named.
@@ -375,7 +381,7 @@ class Connection:
     def __repr__(self) -> str:
         return connection_text(self.describe())
 
-    def _repr_pretty_(self, printer: RepresentationPrinter, cycle: bool) -> None:
+    def _repr_pretty_(self, printer: _Printer, cycle: bool) -> None:
         printer.text(repr(self))
 
 

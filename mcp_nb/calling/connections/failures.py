@@ -11,6 +11,7 @@ from __future__ import annotations
 import socket
 import ssl
 from collections.abc import Sequence
+from typing import cast
 
 from mcp_nb.calling.connections.http import HttpError
 from mcp_nb.calling.connections.spec import ServerSpec, url_secrets
@@ -22,15 +23,24 @@ def reason(err: BaseException) -> str:
     """The innermost useful message of an exception, in one bounded line: anyio's groups
     ("unhandled errors in a TaskGroup") opened, what the transport met said as what it means,
     and a peer's words (a server's error message) made safe (`one_line`)."""
-    while isinstance(err, BaseExceptionGroup) and len(err.exceptions) == 1:
-        err = err.exceptions[0]
-    if isinstance(err, BaseExceptionGroup):
-        return one_line("; ".join(reason(e) for e in err.exceptions), 2 * LINE_LIMIT)
+    inner = _inside(err)
+    while len(inner) == 1:
+        err = inner[0]
+        inner = _inside(err)
+    if inner:
+        return one_line("; ".join(reason(e) for e in inner), 2 * LINE_LIMIT)
     met = _met(err)
     if met is not None:
         return met
     line = one_line(err)
     return f"{type(err).__name__}: {line}" if line else type(err).__name__
+
+
+def _inside(err: BaseException) -> tuple[BaseException, ...]:
+    """What an exception group holds (nothing, for any other exception)."""
+    if isinstance(err, BaseExceptionGroup):
+        return cast("BaseExceptionGroup[BaseException]", err).exceptions
+    return ()
 
 
 def _met(err: BaseException) -> str | None:

@@ -14,12 +14,16 @@ import json
 import logging
 from collections.abc import Callable
 from types import TracebackType
+from typing import TYPE_CHECKING, cast
 
 import httpx2
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp_nb import sdk_compat
 from mcp_nb.calling.oauth import step_of
+
+if TYPE_CHECKING:  # the SDK names no public alias for a transport's two streams
+    from mcp.client._transport import TransportStreams
 
 log = logging.getLogger(__package__)
 
@@ -37,6 +41,19 @@ class HttpError:
     def answers(self, method: str, params: dict[str, object]) -> bool:
         """Whether this answered the request `method` whose params hold `params`."""
         return self.method == method and all(self.params.get(k) == v for k, v in params.items())
+
+
+def _request_of(content: bytes) -> tuple[str, dict[str, object]]:
+    """The JSON-RPC method and params a request's body sent ("" and {} for a body that is no request)."""
+    try:
+        sent: object = json.loads(content or b"{}")
+    except ValueError:
+        return "", {}
+    if not isinstance(sent, dict):
+        return "", {}
+    request = cast("dict[str, object]", sent)
+    method, params = request.get("method"), request.get("params")
+    return (method if isinstance(method, str) else ""), (cast("dict[str, object]", params) if isinstance(params, dict) else {})
 
 
 class HttpTransport:
@@ -74,15 +91,8 @@ class HttpTransport:
         except Exception:  # noqa: BLE001 - the status alone still says what happened
             log.debug("could not read the body of an HTTP %s answer", response.status_code, exc_info=True)
             body = ""
-        try:
-            sent = json.loads(request.content or b"{}")
-        except ValueError:
-            sent = {}
-        sent = sent if isinstance(sent, dict) else {}
-        method, params = sent.get("method", ""), sent.get("params")
-        self.errors.append(
-            HttpError(method if isinstance(method, str) else "", params if isinstance(params, dict) else {}, response.status_code, body)
-        )
+        method, params = _request_of(request.content)
+        self.errors.append(HttpError(method, params, response.status_code, body))
 
     def error_for(self, method: str, params: dict[str, object]) -> HttpError | None:
         """The error answer to the request `method` with `params`, taken (newest first), if it had one."""
@@ -93,7 +103,7 @@ class HttpTransport:
                 return error
         return None
 
-    async def __aenter__(self) -> sdk_compat.TransportStreams:
+    async def __aenter__(self) -> TransportStreams:
         self._stack = contextlib.AsyncExitStack()
         try:
             http = sdk_compat.http_client(self.headers, self.auth)

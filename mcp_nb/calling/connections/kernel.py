@@ -84,7 +84,8 @@ class KernelConnection(Connection):
         return self.registry.input_schema(target, key)
 
     def annotations(self, name: str) -> ToolAnnotations | None:
-        return self.registry.annotations(name)
+        hints: ToolAnnotations | None = self.registry.annotations(name)
+        return hints
 
     def observes(self, target: str, key: str) -> bool:
         return self.registry.observes(target, key)

@@ -32,9 +32,9 @@ Item = TypeVar("Item")
 class Catalog:
     """What a server offers: its entries, each tool's annotations, and the kinds that could not be listed (and why)."""
 
-    entries: list[Registration] = dataclasses.field(default_factory=list)
-    annotations: dict[str, ToolAnnotations | None] = dataclasses.field(default_factory=dict)
-    unavailable: dict[str, str] = dataclasses.field(default_factory=dict)  # the listing's field -> why
+    entries: list[Registration] = dataclasses.field(default_factory=list[Registration])
+    annotations: dict[str, ToolAnnotations | None] = dataclasses.field(default_factory=dict[str, "ToolAnnotations | None"])
+    unavailable: dict[str, str] = dataclasses.field(default_factory=dict[str, str])  # the listing's field -> why
 
 
 async def read(client: Client, every_kind: bool, said: Callable[[str], None]) -> Catalog:

@@ -144,8 +144,8 @@ class RemoteConnection(Connection):
         if spec.transport == "http":
             given = spec.auth if isinstance(spec.auth, httpx2.Auth) else None
             auth, step = (self._provider, self._oauth_step) if self.oauth is not None else (given, None)
-            transport: HttpTransport | StdioTransport = HttpTransport(spec.url, dict(spec.headers), auth, step)
-            self._http = transport
+            http = self._http = HttpTransport(spec.url, dict(spec.headers), auth, step)
+            transport: HttpTransport | StdioTransport = http
         else:
             transport = self._stdio = StdioTransport(spec, self)
         return Client(
@@ -327,7 +327,7 @@ class RemoteConnection(Connection):
             why = str(err) if isinstance(err, TimeoutError) else f"the roots function failed: {type(err).__name__}: {err}"
             self.heard(ServerLog(level="WARNING", logger="mcp_nb.roots", message=why, at=time.time()))
             return ErrorData(code=-32603, message=f"the client's roots could not be listed: {why}")
-        return ListRootsResult(roots=[Root(uri=uri, name=name) for uri, name in roots])
+        return ListRootsResult(roots=[Root.model_validate({"uri": uri, "name": name}) for uri, name in roots])
 
     @property
     def roots(self) -> list[tuple[str, str | None]]:

@@ -59,10 +59,10 @@ class ServerSpec:
     name: str
     transport: Literal["stdio", "http"]
     url: str = ""
-    headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    headers: Mapping[str, str] = dataclasses.field(default_factory=dict[str, str])
     auth: Auth | None = None
     command: tuple[str, ...] = ()
-    env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    env: Mapping[str, str] = dataclasses.field(default_factory=dict[str, str])
     cwd: str | os.PathLike[str] | None = None
     mode: str = "auto"
     sampling: SamplingSource = None
@@ -143,8 +143,7 @@ class ServerSpec:
             values = [value for value in self.headers.values() if value]
             values += [part for value in values for part in value.split() if len(part) >= 8]  # "Bearer TOKEN": the token alone too
             oauth = self.oauth
-            secret = oauth._client_secret if oauth is not None else None
-            return values + url_secrets(self.url) + ([secret] if secret else [])
+            return values + url_secrets(self.url) + (oauth.secret_values() if oauth is not None else [])
         return [value for key, value in self.env.items() if value and SECRET_NAME.search(key)]
 
 
@@ -172,13 +171,14 @@ def _without_secrets(url: str) -> tuple[str, list[str]]:
         parts = urlsplit(url)
     except ValueError:
         return REDACTED, []  # not a URL anyone can read safely
-    secrets, netloc = [], parts.netloc
+    secrets: list[str] = []
+    netloc = parts.netloc
     if "@" in netloc:
         userinfo, _, host = netloc.rpartition("@")
         user, colon, password = userinfo.partition(":")
         secrets.append(password if colon else user)  # https://TOKEN@host: the user is the secret
         netloc = f"{user}:{REDACTED}@{host}" if colon else f"{REDACTED}@{host}"
-    pairs = []
+    pairs: list[str] = []
     for name, equals, value in (pair.partition("=") for pair in parts.query.split("&")) if parts.query else ():
         if equals and value and SECRET_NAME.search(name):
             secrets.append(value)

@@ -55,3 +55,13 @@ def test_a_snapshot_of_a_server_whose_listing_fails_says_so_in_one_bounded_line(
         mcp_nb.snapshot(server="peer")
     message = str(raised.value)
     assert message.startswith("no snapshot of 'peer': it answered prompts/list with error -32603: xxx") and len(message) < BOUND
+
+
+def test_a_secret_the_server_writes_last_is_not_in_the_reason_its_connection_was_lost():
+    # The reason is on the connection's card, which a saved notebook keeps: what the connection
+    # holds as a secret (its environment's API key) is taken out of it, as from a failed connect.
+    connection = mcp_nb.connect("peer", PEER, env={"PEER_API_KEY": "sk-peer-0123456789"})
+    assert mcp_nb.call("confess", server="peer").content == "muted"
+    assert wait_until(lambda: connection.state == "lost")
+    assert connection.reason == "its process exited (its last line: my key is ***)", connection.reason
+    assert "sk-peer" not in repr(connection) + connection._repr_html_() + mcp_nb.servers().to_string()

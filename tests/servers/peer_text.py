@@ -3,7 +3,8 @@ would), whose words are as long and as odd as a peer's can be: it answers `promp
 error whose message is a megabyte on one line, asks the client a question of many lines with a
 terminal's escapes as soon as the session is open (when no call waits, so the client refuses
 it and says why), and its tool `mute` writes a megabyte on stderr, without an end of line, then
-closes its stderr (which the client takes as the process's end) and answers."""
+closes its stderr (which the client takes as the process's end) and answers; `confess` does the
+same with the API key its environment gave it."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def answer(method: str) -> dict:
         info = {"name": "peer-text", "version": "1.0.0"}
         return {"result": {"protocolVersion": "2025-11-25", "serverInfo": info, "capabilities": {"tools": {}, "prompts": {}}}}
     if method == "tools/list":
-        return {"result": {"tools": [{"name": "mute", "inputSchema": {"type": "object"}}]}}
+        return {"result": {"tools": [{"name": name, "inputSchema": {"type": "object"}} for name in ("mute", "confess")]}}
     if method == "prompts/list":
         return {"error": {"code": -32603, "message": HUGE}}
     if method == "ping":
@@ -45,7 +46,8 @@ def main() -> None:
         if "id" not in message or not method:  # a notification, or the client's answer to the question
             continue
         if method == "tools/call":
-            sys.stderr.write("going quiet: " + HUGE)
+            confess = message.get("params", {}).get("name") == "confess"
+            sys.stderr.write(f"my key is {os.environ.get('PEER_API_KEY', '')}" if confess else "going quiet: " + HUGE)
             sys.stderr.flush()
             os.close(2)
             send({"id": message["id"], "result": {"content": [{"type": "text", "text": "muted"}]}})

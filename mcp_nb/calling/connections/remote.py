@@ -137,6 +137,12 @@ class RemoteConnection(Connection):
                 text = text.replace(secret, REDACTED)
         return text
 
+    def lost(self, reason: str) -> None:
+        """The server went away; the reason (on the connection's card, which a saved notebook keeps)
+        holds none of the secrets this connection holds: a stdio server's last stderr line may
+        quote its API key, a transport's error its URL's password."""
+        super().lost(self.redacted(reason))
+
     # -- opening ---------------------------------------------------------------------------------
 
     def _client_for(self) -> Client:

@@ -15,8 +15,12 @@ does for a call is counted, the cycle collector and the SDK's server side includ
 
 The history is cleared every 300 calls, as bench_calls.py's pairs clear it.
 
-Needs valgrind (`apt-get install valgrind`); about three minutes on two cores.
-Usage: python benchmarks/bench_instructions.py [--few 200] [--many 1200]
+`--deadlines` counts the deadline part alone, the same way: what one call's deadline costs on
+its own (`Deadlines.start` and `end`, as `Call._send` uses them; every hundredth one held and
+resumed, as a question does, and one in a thousand let fall), without a server or a session.
+
+Needs valgrind (`apt-get install valgrind`); about three minutes on two cores (`--deadlines`: seconds).
+Usage: python benchmarks/bench_instructions.py [--few 200] [--many 1200] [--deadlines]
 """
 
 from __future__ import annotations
@@ -60,6 +64,25 @@ def child(variant: str, tool: str, calls: int) -> None:
     engine.loop.run(run())
 
 
+def deadlines(calls: int) -> None:
+    """Run in the measured process: `calls` deadlines set and ended on mcp_nb's deadline heap."""
+    import asyncio
+
+    from mcp_nb.calling.deadline import Deadlines
+
+    async def run() -> None:
+        heap = Deadlines(asyncio.get_running_loop())
+        task = asyncio.ensure_future(asyncio.sleep(3600))
+        for i in range(calls):
+            deadline = heap.start(0.0 if i % 1000 == 999 else 30.0, task)  # nearly every call ends long before
+            if i % 100 == 50:
+                heap.resume(deadline, heap.hold(deadline) or 0.0)
+            heap.end(deadline)
+        task.cancel()
+
+    asyncio.run(run())
+
+
 def counted(variant: str, tool: str, calls: int) -> int:
     """The instructions a whole process making `calls` calls executes."""
     env = dict(os.environ, PYTHONHASHSEED="0")  # the same dict layouts in every run
@@ -78,16 +101,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--few", type=int, default=200, help="calls in the short run")
     parser.add_argument("--many", type=int, default=1200, help="calls in the long run")
+    parser.add_argument("--deadlines", action="store_true", help="count the deadline part alone (Deadlines.start and end per call)")
     parser.add_argument("--child", nargs=3, metavar=("VARIANT", "TOOL", "CALLS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         variant, tool, calls = args.child
-        child(variant, tool, int(calls))
+        if variant == "deadlines":
+            deadlines(int(calls))
+        else:
+            child(variant, tool, int(calls))
         return
     try:
         subprocess.run(["valgrind", "--version"], capture_output=True, check=True)
     except (OSError, subprocess.CalledProcessError):
         raise SystemExit("bench_instructions.py needs valgrind (apt-get install valgrind)") from None
+    if args.deadlines:
+        few, many = args.few * 10, args.many * 10  # a deadline costs far less than a call: more of them
+        per = (counted("deadlines", "-", many) - counted("deadlines", "-", few)) / (many - few)
+        print(f"instructions per deadline (start and end; whole process, ({many} - {few}) deadlines apart): {per:,.0f}")
+        path = write_json("instructions_deadlines.json", {"machine": machine(), "few": few, "many": many, "per_deadline": per})
+        print(f"\nwrote {path}")
+        return
 
     runs = [(v, t, n) for t in TOOLS for v in VARIANTS for n in (args.few, args.many)]
     with ThreadPoolExecutor(max_workers=max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 2)) as pool:

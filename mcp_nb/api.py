@@ -18,6 +18,7 @@ from mcp_nb import libraries as lib
 from mcp_nb.batch.replays import run_replay
 from mcp_nb.batch.sweeps import arun_sweep, run_sweep
 from mcp_nb.calling import default
+from mcp_nb.calling.connections import ServerSpec
 from mcp_nb.calling.engine import Engine
 from mcp_nb.calling.mcpservers import ConfigError, read_config
 from mcp_nb.calling.retry import Retry
@@ -465,13 +466,12 @@ def connect(
     the old connection once the new one is up. Then every face takes `server=name`:
     `mcp_nb.call("echo", {...}, server="everything")`.
     """
+    spec = ServerSpec.of(
+        name, target, args=args, env=env, cwd=cwd, headers=headers, auth=auth, mode=mode, sampling=sampling, roots=roots,
+        sampling_tools=sampling_tools,
+    )
     eng = engine()
-    connection = eng.connect(
-        name, target, args=list(args) if args is not None else None, env=dict(env) if env is not None else None,
-        cwd=cwd, headers=dict(headers) if headers is not None else None, timeout=timeout, auth=auth, mode=mode,
-        sampling=sampling, roots=roots, sampling_tools=sampling_tools,
-    )  # fmt: skip
-    return _authorized(eng, connection, settings.timeout if timeout is None else timeout)
+    return _authorized(eng, eng.connect(spec, timeout), settings.timeout if timeout is None else timeout)
 
 
 def _authorized(eng: Engine, connection, seconds: float):
@@ -542,13 +542,14 @@ def connect_config(
         for name, given in auth.items():
             entries[name]["auth"] = given
     seconds = settings.timeout if timeout is None else check_timeout(timeout, "the connect timeout")
-    eng = engine()
-    checked = []
+    specs = []
     for name, entry in entries.items():
         try:
-            checked.append(eng.checked(name, **entry))
+            specs.append(ServerSpec.of(name, **entry))
         except BadValue as err:  # connect's own checks, said for the entry they refused
             raise ConfigError(f"server {name!r}: {err}") from None
+    eng = engine()
+    checked = [eng.checked(spec) for spec in specs]
     return {connection.name: _authorized(eng, eng.open(connection, seconds), seconds) for connection in checked}
 
 

@@ -8,7 +8,6 @@ change one setting, not two.
 
 from __future__ import annotations
 
-import math
 import os
 import warnings
 
@@ -18,6 +17,7 @@ from mcp_nb.elicitation import check_elicit
 from mcp_nb.history_file import ENV as HISTORY_FILE_ENV
 from mcp_nb.history_file import check_writable
 from mcp_nb.mistakes import BadValue
+from mcp_nb.numbers import as_float, shown
 
 DEFAULT_TIMEOUT = 30.0  # seconds: the deadline the error-model documents give every request
 MAX_DEPTH = 10
@@ -79,11 +79,9 @@ def check_timeout(value: object, what: str = "timeout") -> float:
     A non-positive deadline is an error, never "no deadline": that is the rule in the
     documents, where the SDK would instead fail the call at once with -32001.
     """
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise BadValue(f"{what} must be a positive number of seconds, got {value!r}")
-    seconds = float(value)
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise BadValue(f"{what} must be a positive number of seconds, got {value!r}")
+    seconds = as_float(value) if isinstance(value, (int, float)) else None  # None for 10**400: no clock keeps it
+    if seconds is None or seconds <= 0:
+        raise BadValue(f"{what} must be a positive number of seconds, got {shown(value)}")
     return seconds
 
 
@@ -204,6 +202,8 @@ def configure(**values: object) -> dict[str, object]:
             setattr(probe, name, value)
         except TraitError as err:
             raise BadValue(str(err)) from None
+        except OverflowError:  # a Float trait turns 10**400 into a float before any check of ours
+            raise BadValue(f"{name} must be a number a float can hold, got {shown(value)}") from None
         checked[name] = getattr(probe, name)
     for name, value in checked.items():
         setattr(settings, name, value)

@@ -42,6 +42,29 @@ def is_number(value: Any) -> bool:
         return False
 
 
+def as_float(value: Any) -> float | None:
+    """`value` as a float, when it is a number JSON can carry (`is_number`) that a float can hold;
+    None for anything else: a bool, NaN, an infinity, or an integer beyond a float's range (10**400,
+    which `float()` and `math.isfinite()` refuse with an OverflowError). What a clock can keep."""
+    if not is_number(value):
+        return None
+    try:
+        return float(value)
+    except (OverflowError, TypeError, ValueError):  # beyond a float, or a real type that will not turn into one
+        return None
+
+
+def shown(value: Any) -> str:
+    """`value` as a one-line message shows it: as repr() writes it, except an integer of more than
+    twenty digits, named by its size ("an integer of 401 digits"): repr() would write it out at
+    length, or refuse it past Python's limit on digits (4300)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value).bit_length() > 66:
+        size = abs(value)
+        digits = int((size.bit_length() - 1) * 0.30102999566398120) + 1  # log10(2): at most one short
+        return f"an integer of {digits + (size >= 10**digits)} digits"
+    return repr(value)
+
+
 def is_non_finite(value: Any) -> bool:
     """Whether `value` is a number JSON cannot carry: NaN, an infinity (a float, numpy's, any real)."""
     if type(value) is float:

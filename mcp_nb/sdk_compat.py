@@ -84,9 +84,10 @@ FASTMCP_TOOL_FAILED_LOG = FASTMCP_TOOL_CRASHED
 # fastmcp/tools/function_tool.py: arguments that fail the function's pydantic check are sent as pydantic's
 # text, titled with the function's name (`call[fn]`), which need not be the tool's
 FASTMCP_BAD_ARGUMENTS = re.compile(r"\d+ validation errors? for call\[")
-# fastmcp/tools/base.py: a return value FastMCP refuses to send (no JSON form, or not serializable for the
-# declared output schema), sent as a ToolError
-FASTMCP_OUTPUT_REFUSED = ("Tool result contains a non-finite float", "Could not serialize the return value of tool ")
+# fastmcp/tools/base.py: a return value FastMCP refuses to send, sent as a ToolError: a number JSON cannot
+# carry (NaN, an infinity), or one not serializable for the declared output schema
+FASTMCP_NOT_JSON = "Tool result contains a non-finite float"
+FASTMCP_OUTPUT_REFUSED = "Could not serialize the return value of tool "
 # Prompts (`_on_get_prompt`): -32602 "Unknown prompt: 'NAME'"; -32602 "Missing required arguments: {...}"
 # (fastmcp/prompts/function_prompt.py); -32603 "Could not convert argument 'A' with value ..." for an argument
 # not of the function's type; -32603 "Error rendering prompt 'NAME'" (": text" unless masked) for any other
@@ -143,6 +144,7 @@ REMOTE_TOOL_ERRORS: tuple[tuple[Callable[[str, str], bool], str], ...] = (
     # FastMCP
     (lambda name, text: text == FASTMCP_UNKNOWN_TOOL.format(name=name), "unknown_tool"),
     (lambda name, text: FASTMCP_BAD_ARGUMENTS.match(text) is not None, "invalid_arguments"),
+    (lambda name, text: text.startswith(FASTMCP_NOT_JSON), "non_json_number"),
     (lambda name, text: text.startswith(FASTMCP_OUTPUT_REFUSED), "invalid_output"),
     (lambda name, text: text == FASTMCP_TOOL_CRASHED.format(name=name) or text.startswith(FASTMCP_TOOL_CRASHED.format(name=name) + ": "), "crash"),
 )

@@ -523,7 +523,7 @@ def test_a_resetting_deadline_that_fires_with_another_cancellation_passes_it_on(
 
 
 def test_a_deadline_that_fired_is_not_revived_and_a_restart_never_passes_the_ceiling():
-    from mcp_nb.calling.deadline import EXPIRED, TASK, WHEN, Deadlines
+    from mcp_nb.calling.deadline import Deadlines
 
     async def scenario():
         loop = asyncio.get_running_loop()
@@ -531,16 +531,16 @@ def test_a_deadline_that_fired_is_not_revived_and_a_restart_never_passes_the_cei
         sleeper = asyncio.ensure_future(asyncio.sleep(30))
         fired = deadlines.start(0.01, sleeper)
         await asyncio.sleep(0.05)
-        assert fired[EXPIRED]
+        assert fired.expired
         assert deadlines.restart(fired, 10.0, loop.time() + 10) is None  # a late event changes nothing
         waiter = asyncio.ensure_future(asyncio.sleep(30))
         entry = deadlines.start(5.0, waiter)
         moved = deadlines.restart(entry, 5.0, loop.time() + 0.05)  # clamped to the ceiling
-        assert entry[TASK] is None and moved[TASK] is waiter and moved[WHEN] <= loop.time() + 0.05
+        assert entry.task is None and moved.task is waiter and moved.when <= loop.time() + 0.05
         try:
             await waiter
         except asyncio.CancelledError:
-            return moved[EXPIRED]
+            return moved.expired
         return False
 
     assert mcp_nb.engine().loop.run(scenario()) is True

@@ -300,6 +300,46 @@ def test_interrupting_a_cluster_sweep_returns_the_partial_frame(client, capsys, 
     assert len(history) == 8 and sorted(history["call_id"]) == sorted(frame["call_id"])
 
 
+def test_a_call_on_a_worker_that_cannot_record_its_cancellation_in_time_still_has_its_row(client, capsys, tmp_path):
+    # The interleaving that lost a row, forced on a worker as on the kernel (the batch core's own
+    # test): the call in flight cannot record its cancellation before its partition answers the
+    # stop, because its handler holds the worker engine's loop until the kernel has built the
+    # frame. The partition records it as cancelled itself; the call's own late record is dropped.
+    marks = str(tmp_path)
+
+    @mcp_nb.tool()
+    async def hold(i: int) -> int:
+        if i == 1:
+            open(f"{marks}/holding", "w").close()
+            until = time.monotonic() + 60
+            while not os.path.exists(f"{marks}/release") and time.monotonic() < until:
+                time.sleep(0.05)  # holds the worker engine's loop on purpose, until the frame is built
+            await asyncio.sleep(30)
+        return i
+
+    def stop_wait(seconds: float) -> None:
+        # How long a stopped partition waits for its calls to record themselves (wherever it is read).
+        from mcp_nb.batch import core
+        from mcp_nb.batch.cluster import worker as here
+
+        for module in (core, here):
+            if hasattr(module, "STOP_WAIT_S"):
+                module.STOP_WAIT_S = seconds
+
+    client.run(stop_wait, 0.3)
+    try:
+        with interrupted_when(lambda: os.path.exists(f"{marks}/holding"), limit=30):
+            frame = mcp_nb.sweep("hold", {"i": [0, 1, 2]}, cluster=client, partition_size=3, concurrency=1, progress=False)
+    finally:
+        open(f"{marks}/release", "w").close()
+        client.run(stop_wait, 10.0)
+    assert frame["i"].tolist() == [0, 1]  # call 2 was never started: no row, no record
+    assert frame["cause"].tolist() == ["ok", "cancelled"] and frame["code"].tolist()[1] == -32800
+    assert "sweep of 'hold' interrupted: 1 of 3 calls finished" in capsys.readouterr().out
+    history = mcp_nb.history().to_frame()
+    assert sorted(history["call_id"]) == sorted(frame["call_id"]) and history["call_id"].is_unique
+
+
 def test_a_worker_that_dies_mid_partition_leaves_recorded_calls(client):
     @mcp_nb.tool()
     def fragile(i: int) -> int:

@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 from IPython.core.error import UsageError
 
 import mcp_nb
-from mcp_nb.calling.connections import RemoteConnection
-from mcp_nb.calling.engine import check_server_name
+from mcp_nb.calling.connections import ServerSpec
 from mcp_nb.config import check_timeout
 from mcp_nb.records.outcome import Outcome
 
@@ -346,10 +345,9 @@ def test_any_mcp_connect_line_connects_or_is_one_line_usage_error(server, monkey
 
     def connect(name, target, timeout=None, **options):
         """The engine's checks before it opens anything; then, instead of connecting, a note."""
-        check_server_name(name)
         if timeout is not None:
             check_timeout(timeout, "the connect timeout")
-        RemoteConnection(name, target, **options)
+        ServerSpec.of(name, target, **options)
         made.append((name, target, dict(options, **({} if timeout is None else {"timeout": timeout}))))
 
     monkeypatch.setattr(mcp_nb.api, "connect", connect)

@@ -48,7 +48,7 @@ def test_fastmcp_servers_causes():
             # the text is the ToolError's alone; its log line on stderr tells it from a returned error
             ("tool", "refuse", {}, "tool_error", "raised"),
             ("tool", "flagged", {}, "tool_error", "returned"),
-            ("tool", "ratio", {}, "tool_error", "invalid_output"),
+            ("tool", "ratio", {}, "tool_error", "non_json_number"),  # NaN: FastMCP refuses to send what JSON cannot carry
             ("prompt", "greet", {"name": "Ann"}, "result", "ok"),
             ("prompt", "greet", {}, "protocol_error", "invalid_arguments"),
             ("prompt", "count", {"n": "many"}, "protocol_error", "invalid_arguments"),

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 from mcp_nb import libraries as lib
 from mcp_nb.batch.core import Lanes, check_concurrency, wait
-from mcp_nb.calling.connections import ConnectError
+from mcp_nb.calling.connections import ConnectError, ServerSpec
 from mcp_nb.calling.era import check_eras
 from mcp_nb.calling.retry import Retry
 from mcp_nb.records.cases import REPLAYED, Case, CasesError, Replies, judge, load
@@ -178,7 +178,7 @@ def run_replay(
     opened = None
     if connect is not None:
         opened = _free_name(engine)
-        engine.connect(opened, connect, headers=headers)
+        engine.connect(ServerSpec.of(opened, connect, headers=headers))
         server = opened
     try:
         if eras is not None:

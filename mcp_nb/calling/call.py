@@ -11,8 +11,8 @@ task of whoever awaits it there (a sweep's worker). A face in another thread wai
 async handler that never awaits: at the deadline the waiting thread records the
 timeout itself, and the loop's side, when it comes back, finds the call settled.
 
-What a Call talks to is a `Connection` (`connections.py`); a Call knows nothing of the
-in-kernel server.
+What a Call talks to is a `Connection` (`connections/`); a Call knows nothing of the
+in-kernel server. How its Outcomes are built is its base's, `record.CallRecord`.
 """
 
 from __future__ import annotations
@@ -20,32 +20,36 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import itertools
 import logging
 import math
 import threading
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import AsyncGenerator, Callable, Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from mcp import MCPError
+from mcp.shared.dispatcher import ProgressFnT
+from mcp_types import CreateMessageRequestParams
 
-from mcp_nb.calling.connections import METHODS, ConnectionLost
+from mcp_nb.calling.connections import METHODS, Answer, Connection, ConnectionLost
 from mcp_nb.calling.current import CURRENT_CALL
-from mcp_nb.calling.deadline import EXPIRED, WHEN
-from mcp_nb.calling.retry import with_retries
+from mcp_nb.calling.deadline import Deadline
+from mcp_nb.calling.record import CallRecord
+from mcp_nb.calling.retry import Retry, with_retries
 from mcp_nb.calling.sampling import Sampler, Sampling
 from mcp_nb.calling.sent import sent_arguments
 from mcp_nb.config import settings
 from mcp_nb.elicitation import Answerer, Ask, Elicitation, answerer, elicit
 from mcp_nb.mistakes import Mistake
 from mcp_nb.records import classify
-from mcp_nb.records.outcome import REQUEST_CANCELLED, REQUEST_TIMEOUT, Outcome, OutcomeDraft, seal
-from mcp_nb.records.trace import CURRENT_TRACE, ServerTrace
-from mcp_nb.sdk_compat import BROKEN_ANSWER_TEXTS, HTTP_STATUS_TEXTS, TIMED_OUT
+from mcp_nb.records.outcome import Outcome
+from mcp_nb.records.trace import CURRENT_TRACE, ProgressEvent, ServerTrace
+from mcp_nb.sdk_compat import BROKEN_ANSWER_TEXTS, HTTP_STATUS_TEXTS
 from mcp_nb.views.theme import HELD_BY  # who held the loop, in the timeout's message
 
-_ids = itertools.count(1)  # process-wide, so ids stay unique across `reset()`
+if TYPE_CHECKING:
+    from mcp_nb.calling.engine import Engine
+
 log = logging.getLogger("mcp_nb")
 
 # How often a waiting thread redraws the live view of a call's progress.
@@ -72,172 +76,20 @@ HELD_LATE = " (the answer came after the deadline: mcp_nb's event loop was held)
 # What a coroutine must never swallow: it is being closed (GeneratorExit), or the process is
 # being stopped. Anything else escaping the SDK is a failure of the call, recorded.
 _NOT_SWALLOWED = (GeneratorExit,)
-_NO_CHILDREN: list = []  # shared by every Call that started none; never appended to (`adopt` makes a new list)
+_NO_CHILDREN: list[Call] = []  # shared by every Call that started none; never appended to (`adopt` makes a new list)
+
+
+class Watcher(Protocol):
+    """A live view of a call's progress, drawn by the thread that waits (`views.live.ProgressView`)."""
+
+    def __call__(self, done: bool = False) -> None: ...
+
+
+ProgressListener = Callable[["Call", ProgressEvent], None]  # told of each progress event, on mcp_nb's loop
 
 
 class CallDepthError(Mistake, RuntimeError):
     """Calls nested deeper than `settings.max_depth` (a tool that calls tools that call tools...)."""
-
-
-class CallRecord:
-    """What every recorded call has, and how its Outcomes are built.
-
-    A `Call` is one (it sends the request); a call an outside client made to the served
-    kernel is another (it only records): both build Outcomes the same way, so an outcome
-    and its cause mean the same whoever made the call.
-    """
-
-    __slots__ = (
-        "id", "target", "name", "arguments", "timeout", "attempt", "backoff", "trace", "started", "t0",
-        "reset_on_progress", "max_timeout", "resets", "_by_ceiling", "elicitations", "samplings",
-    )  # fmt: skip
-
-    via = "kernel"  # who sent it (a subclass that records an outside client's call has its own)
-    client: str | None = None
-    rule: Any = None  # the retry policy (a `Call` that retries has one)
-
-    def __init__(
-        self, target: str, name: str, arguments: dict[str, Any] | None, timeout: float, call_id: int | None = None
-    ) -> None:
-        # A record of a call that already has its id (one a cluster's worker never reported) keeps it.
-        self.id = next(_ids) if call_id is None else call_id
-        self.target = target
-        self.name = name
-        self.arguments = arguments
-        self.timeout = timeout
-        self.attempt = 0
-        self.backoff = 0.0
-        self.trace: ServerTrace | None = None
-        self.started = 0.0  # epoch seconds when the current attempt was sent
-        self.t0: float | None = None  # perf_counter() then; None until it is sent
-        self.reset_on_progress = False  # each progress event restarts the deadline...
-        self.max_timeout: float | None = None  # ...never past this many seconds after the request was sent
-        self.resets = 0  # how many times the current attempt's deadline was restarted
-        self._by_ceiling = False  # the deadline in force is max_timeout, not the last progress + timeout
-        # The questions the server asked during this attempt, and the completions it asked of the
-        # client's model: tuples, grown on the rare attempt that has any, so a plain call
-        # allocates nothing here for the cycle collector to count.
-        self.elicitations: tuple[Elicitation, ...] = ()
-        self.samplings: tuple[Sampling, ...] = ()
-
-    def observes(self, target: str, key: str) -> bool:
-        """Whether mcp_nb's probe watches the handler this call reaches."""
-        return False
-
-    def server_name(self) -> str:
-        return "kernel"
-
-    def local(self) -> bool:
-        """Whether the server is in this process, where its log and its handlers are seen."""
-        return True
-
-    def timed_out_text(self) -> str:
-        return TIMED_OUT
-
-    def protocol(self) -> str | None:
-        """The protocol version the call goes over (None when it cannot be known)."""
-        return None
-
-    # -- the Outcomes ---------------------------------------------------------------------------
-
-    def _outcome(
-        self, outcome: str, cause: str, duration_ms: float, content: str | None = None, structured_content: Any = None,
-        is_error: bool | None = None, code: int | None = None, message: str | None = None, data: Any = None,
-        observed: bool = True, media: tuple = (),
-    ) -> Outcome:
-        # Every call makes one: built through the mutable twin (`outcome.seal`), as a frozen
-        # dataclass's own __init__ costs more than the rest of mcp_nb's work on a call.
-        return seal(OutcomeDraft(
-            call_id=self.id, target=self.target, name=self.name, arguments=self.arguments, outcome=outcome,
-            cause=cause, content=content, structured_content=structured_content, is_error=is_error, code=code,
-            message=message, data=data, started=self.started or time.time(), duration_ms=duration_ms,
-            timeout_s=self.timeout, trace=self.trace, observed=observed, attempt=self.attempt or 1,
-            backoff_s=self.backoff, server=self.server_name(), via=self.via, client=self.client,
-            elicitations=self.elicitations, deadline_resets=self.resets, samplings=self.samplings, protocol=self.protocol(),
-            max_timeout_s=self.max_timeout, retry=None if self.rule is None else self.rule.as_dict(), media=media,
-        ))
-
-    def _elapsed_ms(self) -> float:
-        return 0.0 if self.t0 is None else (time.perf_counter() - self.t0) * 1000.0
-
-    def _result(self, raw: Any) -> Outcome:
-        if self.target == "tool":
-            blocks = raw.content
-            return self._tool_result(
-                classify.content_text(blocks), bool(raw.is_error), raw.structured_content, classify.content_media(blocks)
-            )
-        duration = self._elapsed_ms()
-        text = classify.resource_text(raw.contents) if self.target == "resource" else classify.prompt_text(raw.messages)
-        return self._outcome("result", "ok", duration, content=text, is_error=False)
-
-    def _tool_result(self, content: str, is_error: bool, structured: Any, media: tuple = ()) -> Outcome:
-        kind, cause = classify.tool_result_cause(self.name, content, is_error, self.trace, self.local())
-        return self._outcome(
-            kind, cause, self._elapsed_ms(), content=content, structured_content=structured, is_error=is_error,
-            media=media,
-        )  # fmt: skip
-
-    def _protocol_error(self, error: Any, raised: tuple[tuple[str, str], ...] = ()) -> Outcome:
-        cause = classify.protocol_error_cause(self.target, error.code, self.trace, error.message, self.local(), raised)
-        return self._outcome(
-            "protocol_error", cause, self._elapsed_ms(), code=error.code, message=error.message, data=error.data
-        )
-
-    def _deadline(self, note: str = "") -> Outcome:
-        method = METHODS[self.target]
-        resets = f"the deadline was reset {self.resets} time{'s' if self.resets != 1 else ''} on progress"
-        if self._by_ceiling:
-            cause = "max_timeout"
-            message = self.timed_out_text().format(seconds=self.max_timeout, method=method) + f" (max_timeout; {resets})"
-        else:
-            cause = "deadline"
-            message = self.timed_out_text().format(seconds=self.timeout, method=method)
-            if self.resets:
-                message += f" (no progress for {self.timeout:g}s; {resets})"
-        return self._outcome(
-            "timeout", cause, self._elapsed_ms(), code=REQUEST_TIMEOUT, message=message + note,
-            observed=self.observes(self.target, self.name),
-        )  # fmt: skip
-
-    def _cancelled(self) -> Outcome:
-        elapsed = self._elapsed_ms()
-        return self._outcome(
-            "timeout", "cancelled", elapsed, code=REQUEST_CANCELLED,
-            message=f"Cancelled by the caller after {elapsed / 1000:.3g}s",
-            observed=self.observes(self.target, self.name),
-        )  # fmt: skip
-
-    def _unsent(self, attempt: int) -> Outcome:
-        """Cancelled before the request was sent (while connecting, or waiting to retry)."""
-        self.attempt, self.t0 = attempt, None
-        self.started = time.time()
-        self.trace = ServerTrace(time.perf_counter())  # no handler ever started: the server dropped nothing
-        return self._outcome(
-            "timeout", "cancelled", 0.0, code=REQUEST_CANCELLED, message=f"Cancelled by the caller before attempt {attempt} was sent"
-        )
-
-    def _http_error(self, error: Any, status: dict[str, Any]) -> Outcome:
-        return self._outcome(
-            "protocol_error", "http_error", self._elapsed_ms(), code=error.code,
-            message=f"HTTP {status['status']}: {error.message}", data=status,
-        )  # fmt: skip
-
-    def _sent_params(self) -> dict[str, Any]:
-        """What the request's params hold, to find its HTTP answer among the connection's."""
-        if self.target == "resource":
-            return {"uri": self.name}
-        return {"name": self.name}
-
-    def _client_error(self, err: BaseException) -> Outcome:
-        """What escaped the SDK: a transport's failure where one can be told, else a client error."""
-        cause, data = classify.client_failure(err)
-        text = str(err).strip()
-        if cause == "disconnected" and isinstance(err, ConnectionLost):
-            message = text
-        else:
-            message = f"{type(err).__name__}: {text}" if text else type(err).__name__
-        return self._outcome("protocol_error", cause, self._elapsed_ms(), message=message, data=data)
-
 
 
 class Call(CallRecord):
@@ -251,17 +103,17 @@ class Call(CallRecord):
 
     def __init__(
         self,
-        engine: Any,
+        engine: Engine,
         target: str,
         name: str,
-        arguments: Mapping[str, Any] | None,
+        arguments: Mapping[str, object] | None,
         timeout: float,
-        rule: Any = None,
+        rule: Retry | None = None,
         parent: Call | None = None,
-        connection: Any = None,
+        connection: Connection | None = None,
         reset_on_progress: bool = False,
         max_timeout: float | None = None,
-        elicit: Any = None,
+        elicit: object = None,
     ) -> None:
         super().__init__(target, name, sent_arguments(arguments), timeout)
         if reset_on_progress:
@@ -278,8 +130,8 @@ class Call(CallRecord):
         self.connection = connection if connection is not None else engine.connection  # the server it talks to
         self.rule = rule  # a retry.Retry, or None for one attempt
         self.parent = parent
-        self.depth = 1 if parent is None else parent.depth + 1
-        self.task: asyncio.Task | None = None
+        self.depth: int = 1 if parent is None else parent.depth + 1
+        self.task: asyncio.Task[object] | None = None
         self.outcome: Outcome | None = None  # the latest recorded Outcome
         # By when a thread waiting for this call should hear of it (perf_counter); moves
         # with each attempt, so the deadline always counts from the request in flight.
@@ -293,10 +145,10 @@ class Call(CallRecord):
         self._begun = False  # its task was made (on the loop's thread only)
         self._phase = "new"  # "attempt" while one runs, "waiting" once recorded, "recorded" when it raised
         self.children: list[Call] = _NO_CHILDREN  # a list of its own once it starts one (`adopt`)
-        self._entry: list | None = None  # the deadline in force for the attempt in flight
-        self._ceiling = math.inf  # loop time past which no progress moves that deadline
+        self._entry: Deadline | None = None  # the deadline in force for the attempt in flight
+        self._ceiling: float = math.inf  # loop time past which no progress moves that deadline
         # Called on mcp_nb's loop with each progress event (a panel hands it to the kernel's thread).
-        self.progress_listener: Any = None
+        self.progress_listener: ProgressListener | None = None
         if parent is not None:
             parent.adopt(self)
 
@@ -329,7 +181,8 @@ class Call(CallRecord):
 
     def chain(self) -> list[str]:
         """The names from the outermost call down to this one."""
-        names, call = [], self
+        names: list[str] = []
+        call: Call | None = self
         while call is not None:
             names.append(call.name)
             call = call.parent
@@ -374,6 +227,7 @@ class Call(CallRecord):
         # A retry may wait before its attempt starts; the waiting thread must not take that
         # wait for a held loop.
         rule = self.rule
+        assert rule is not None  # only a call that retries makes attempts this way
         self.expected_by = time.perf_counter() + rule.max_backoff + rule.jitter + self.timeout + GRACE_S
         return outcome
 
@@ -390,6 +244,7 @@ class Call(CallRecord):
 
     async def _send(self) -> Outcome:
         task = self.task
+        assert task is not None  # `run` keeps its task before it sends
         connection = self.connection
         # Session set-up is mcp_nb's business, not the request's: it happens before the
         # request's clock starts (in-process it cannot hang).
@@ -424,13 +279,13 @@ class Call(CallRecord):
         token = CURRENT_TRACE.set(trace)
         connection.sending.add(self)  # the server's own stream (stderr, log messages) lands on this trace too
         try:
-            raw: Any = None
+            raw: Answer | None = None
             failure: BaseException | None = None
             try:
                 raw = await connection.send(client, self.target, self.name, self.arguments, self._progress_for(trace))
             except asyncio.CancelledError:
                 entry = self._entry
-                if entry[EXPIRED]:
+                if entry.expired:
                     outcome = self._record(self._deadline())
                     if task.uncancel() <= entered:
                         return outcome
@@ -466,7 +321,7 @@ class Call(CallRecord):
         finally:
             connection.sending.discard(self)
 
-    async def elicited(self, message: str, schema: Any, url: str | None = None) -> Elicitation:
+    async def elicited(self, message: str, schema: Mapping[str, object] | None, url: str | None = None) -> Elicitation:
         """Answer a question the server asked during this call, and record it on the call.
 
         The deadline stands still while the answer is awaited: a person filling a form is not
@@ -485,7 +340,7 @@ class Call(CallRecord):
         self.elicitations += (asked,)
         return asked
 
-    async def sampled(self, sampler: Sampler, params: Any) -> Sampling:
+    async def sampled(self, sampler: Sampler, params: CreateMessageRequestParams) -> Sampling:
         """Answer a completion the server asked for during this call, and record it on the call.
         The deadline stands still meanwhile, as for a question: the model is the client's, not
         the server's, and may take its time."""
@@ -495,7 +350,7 @@ class Call(CallRecord):
         return sampled
 
     @contextlib.asynccontextmanager
-    async def _clock_stopped(self):
+    async def _clock_stopped(self) -> AsyncGenerator[None, None]:
         """The attempt's deadline (and its ceiling) held while the client answers the server."""
         deadlines, entry = self.engine.deadlines(), self._entry
         left = deadlines.hold(entry) if entry is not None else None
@@ -504,13 +359,13 @@ class Call(CallRecord):
         try:
             yield
         finally:
-            if left is not None:
+            if entry is not None and left is not None:
                 deadlines.resume(entry, left)
                 if self.reset_on_progress:  # the ceiling, too, does not count the wait
                     self._ceiling += time.perf_counter() - t0
             self.expected_by = time.perf_counter() + (left if left is not None else 0.0) + GRACE_S
 
-    def _progress_for(self, trace: ServerTrace) -> Any:
+    def _progress_for(self, trace: ServerTrace) -> ProgressFnT | None:
         """The SDK's progress callback for this attempt: each event recorded on its trace, and
         the deadline restarted when the call resets on progress."""
         if self.target != "tool":
@@ -527,8 +382,8 @@ class Call(CallRecord):
                 if moved is not None:  # not when the deadline already fired: it stays fired
                     self._entry = moved
                     self.resets += 1
-                    self._by_ceiling = moved[WHEN] >= self._ceiling
-                    left = moved[WHEN] - asyncio.get_running_loop().time()
+                    self._by_ceiling = moved.when >= self._ceiling
+                    left = moved.when - asyncio.get_running_loop().time()
                     self.expected_by = time.perf_counter() + left + GRACE_S
             listener = self.progress_listener
             if listener is not None:
@@ -543,14 +398,14 @@ class Call(CallRecord):
         """The note of a timeout when the attempt's answer came after the deadline in force (None
         when it came in time, or while the call waited for a person's answer)."""
         entry = self._entry
-        if entry is None or entry[WHEN] is None:
+        if entry is None or entry.held:
             return None
-        if not entry[EXPIRED] and asyncio.get_running_loop().time() < entry[WHEN]:
+        if not entry.expired and asyncio.get_running_loop().time() < entry.when:
             return None
         held = self.trace.held if self.trace is not None else None
         return " (mcp_nb's " + HELD_BY.format(handler=held[0], seconds=held[1]) if held is not None else HELD_LATE
 
-    def _answered(self, connection: Any, raw: Any, failure: BaseException | None, late: str | None = None) -> Outcome:
+    def _answered(self, connection: Connection, raw: Answer | None, failure: BaseException | None, late: str | None = None) -> Outcome:
         """The Outcome of an attempt that got an answer, or failed some other way than a cancellation.
 
         `late`: the answer came after the deadline (`_overdue`): a timeout, the answer dropped as
@@ -560,6 +415,7 @@ class Call(CallRecord):
                 self._answered(connection, raw, failure)  # a connection it found lost is marked so
             return self._deadline(late)
         if failure is None:
+            assert raw is not None  # an attempt that did not fail was answered
             return self._result(raw)
         if isinstance(failure, MCPError):
             outcome = self._protocol_error(failure.error)
@@ -717,7 +573,7 @@ class Call(CallRecord):
             return self.wait()
         return self.future.result(timeout)
 
-    def wait(self, watch: Any = None) -> Outcome:
+    def wait(self, watch: Watcher | None = None) -> Outcome:
         """Block this thread until the call ends, and no later than its deadline.
 
         If the deadline passes and mcp_nb's loop does not answer (an async handler is
@@ -824,11 +680,11 @@ class Call(CallRecord):
             if self._ended or self._settled:
                 return
             self._settled = True
-            fresh = self._recorded != self.attempt or self.outcome is None
-            if fresh:
-                self.outcome = self._cancelled() if self.t0 is not None else self._unsent(max(self.attempt, 1))
-                self._recorded = self.attempt
             outcome = self.outcome
+            fresh = self._recorded != self.attempt or outcome is None
+            if outcome is None or fresh:
+                outcome = self.outcome = self._cancelled() if self.t0 is not None else self._unsent(max(self.attempt, 1))
+                self._recorded = self.attempt
         if fresh:
             self.engine.history.record(outcome)
         future = self.future

@@ -8,8 +8,9 @@ A module of its own so that calls and connections both read it without importing
 from __future__ import annotations
 
 import contextvars
-from typing import Any
+from typing import TYPE_CHECKING
 
-# Holds a `calling.call.Call` (or None); typed loosely so that this module imports nothing, not
-# even for a type checker: the call's module imports this one.
-CURRENT_CALL: contextvars.ContextVar[Any] = contextvars.ContextVar("mcp_nb_call", default=None)
+if TYPE_CHECKING:  # the call's module imports this one: only a type checker reads that one from here
+    from mcp_nb.calling.call import Call
+
+CURRENT_CALL: contextvars.ContextVar[Call | None] = contextvars.ContextVar("mcp_nb_call", default=None)

@@ -14,80 +14,92 @@ import asyncio
 import heapq
 import itertools
 
-# An entry is [when, seq, task, expired]; task is None once the call has ended, when is None while held.
-WHEN, SEQ, TASK, EXPIRED = 0, 1, 2, 3
+
+class Deadline:
+    """One call's deadline: when it falls (loop time), the task it cancels then (None once the
+    call ended, or the deadline fell), whether it fell (`expired`), and whether its clock stands
+    still (`held`: the call waits for a person's answer)."""
+
+    __slots__ = ("when", "task", "expired", "held")
+
+    def __init__(self, when: float, task: asyncio.Task[object]) -> None:
+        self.when = when
+        self.task: asyncio.Task[object] | None = task
+        self.expired = False
+        self.held = False
 
 
 class Deadlines:
+    """The deadlines of the calls on one loop. The heap holds (when, seq, deadline): ordered by
+    when it falls, then by when it was set (`seq`, unique, so two deadlines are never compared)."""
+
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._heap: list[list] = []
+        self._heap: list[tuple[float, int, Deadline]] = []
         self._seq = itertools.count()
         self._timer: asyncio.TimerHandle | None = None
         self._armed_for = float("inf")
-        self._ended = 0  # entries in the heap whose call already ended
+        self._ended = 0  # deadlines in the heap whose call already ended
 
-    def start(self, seconds: float, task: asyncio.Task) -> list:
-        """Cancel `task` when `seconds` have passed, unless `end(entry)` comes first."""
-        entry = [self._loop.time() + seconds, next(self._seq), task, False]
-        heapq.heappush(self._heap, entry)
-        if entry[WHEN] < self._armed_for:
-            self._arm(entry[WHEN])
-        return entry
+    def start(self, seconds: float, task: asyncio.Task[object]) -> Deadline:
+        """Cancel `task` when `seconds` have passed, unless `end(deadline)` comes first."""
+        when = self._loop.time() + seconds
+        deadline = Deadline(when, task)
+        heapq.heappush(self._heap, (when, next(self._seq), deadline))
+        if when < self._armed_for:
+            self._arm(when)
+        return deadline
 
-    def hold(self, entry: list) -> float | None:
-        """Stop `entry`'s clock (a call waiting for a person's answer); returns the seconds it had
+    def hold(self, deadline: Deadline) -> float | None:
+        """Stop `deadline`'s clock (a call waiting for a person's answer); returns the seconds it had
         left, for `resume`. None when it already expired or ended."""
-        if entry[TASK] is None or entry[WHEN] is None:
+        if deadline.task is None or deadline.held:
             return None
-        left = entry[WHEN] - self._loop.time()
         # Rare (one per question a server asks), so taking it out of the heap may cost a rebuild.
-        self._heap.remove(entry)
+        self._heap = [item for item in self._heap if item[2] is not deadline]
         heapq.heapify(self._heap)
-        entry[WHEN] = None  # held: out of the heap until `resume`
-        return max(left, 0.0)
+        deadline.held = True  # out of the heap until `resume`
+        return max(deadline.when - self._loop.time(), 0.0)
 
-    def resume(self, entry: list, left: float) -> None:
-        """Start `entry`'s clock again with the `left` seconds `hold` returned."""
-        if entry[TASK] is None or entry[WHEN] is not None:
+    def resume(self, deadline: Deadline, left: float) -> None:
+        """Start `deadline`'s clock again with the `left` seconds `hold` returned."""
+        if deadline.task is None or not deadline.held:
             return
-        entry[WHEN] = self._loop.time() + left
-        heapq.heappush(self._heap, entry)
-        if entry[WHEN] < self._armed_for:
-            self._arm(entry[WHEN])
+        when = deadline.when = self._loop.time() + left
+        deadline.held = False
+        heapq.heappush(self._heap, (when, next(self._seq), deadline))
+        if when < self._armed_for:
+            self._arm(when)
 
-    def restart(self, entry: list, seconds: float, ceiling: float) -> list | None:
+    def restart(self, deadline: Deadline, seconds: float, ceiling: float) -> Deadline | None:
         """Move a running call's deadline to `seconds` from now, never past `ceiling` (loop time).
 
-        The old entry is ended and a new one pushed (the heap is never re-ordered in place).
-        Returns the new entry, or None when the old one already fired or ended (a deadline
+        The old deadline is ended and a new one pushed (the heap is never re-ordered in place).
+        Returns the new deadline, or None when the old one already fell or ended (a deadline
         that has expired is not brought back by a progress event that came too late), or is
         held (`hold`: the call waits for a person's answer, and its clock stands still).
         """
-        task = entry[TASK]
-        if task is None:
-            return None
-        if entry[WHEN] is None:
-            return None  # held while the call waits for a person: its clock stands still
+        task = deadline.task
+        if task is None or deadline.held:
+            return None  # fell, ended, or held while the call waits for a person: its clock stands still
         when = min(self._loop.time() + seconds, ceiling)
-        self.end(entry)
-        new = [when, next(self._seq), task, False]
-        heapq.heappush(self._heap, new)
+        self.end(deadline)
+        moved = Deadline(when, task)
+        heapq.heappush(self._heap, (when, next(self._seq), moved))
         if when < self._armed_for:
             self._arm(when)
-        return new
+        return moved
 
-    def end(self, entry: list) -> None:
-        if entry[TASK] is None:  # the timer already took it out
+    def end(self, deadline: Deadline) -> None:
+        if deadline.task is None:  # the timer already took it out
             return
-        if entry[WHEN] is None:  # held, so not in the heap
-            entry[TASK] = None
+        deadline.task = None
+        if deadline.held:  # so not in the heap
             return
-        entry[TASK] = None
         self._ended += 1
         # Keep the heap to about the calls still running: rebuild it when most entries are over.
         if self._ended > 512 and self._ended * 2 > len(self._heap):
-            self._heap = [e for e in self._heap if e[TASK] is not None]
+            self._heap = [item for item in self._heap if item[2].task is not None]
             heapq.heapify(self._heap)
             self._ended = 0
 
@@ -102,14 +114,14 @@ class Deadlines:
         self._armed_for = float("inf")
         now = self._loop.time()
         heap = self._heap
-        while heap and heap[0][WHEN] <= now:
-            entry = heapq.heappop(heap)
-            task = entry[TASK]
+        while heap and heap[0][0] <= now:
+            deadline = heapq.heappop(heap)[2]
+            task = deadline.task
             if task is None:
                 self._ended = max(0, self._ended - 1)
             else:
-                entry[EXPIRED] = True
-                entry[TASK] = None
+                deadline.expired = True
+                deadline.task = None
                 task.cancel()
         if heap:
-            self._arm(heap[0][WHEN])
+            self._arm(heap[0][0])

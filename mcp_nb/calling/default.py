@@ -51,7 +51,7 @@ def _keep(made: Engine) -> None:
         log.warning("%s; the history is kept in memory only", first_line(err))
 
 
-def _history_file_changed(change) -> None:
+def _history_file_changed(change: object) -> None:
     # Already checked by the setting (`config.py`): a history file this mcp_nb can write, or None.
     made = _keeps() if _keeps is not None else None
     if made is not None and made is _engine and not made.closed:

@@ -10,31 +10,29 @@ history, whatever happens.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import functools
 import logging
+import os
 import threading
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 
 from mcp_nb import libraries as lib
 from mcp_nb import sdk_compat
-from mcp_nb.calling.call import Call, CallDepthError
-from mcp_nb.calling.connections import (
-    KERNEL,
-    Connection,
-    KernelConnection,
-    RemoteConnection,
-)
+from mcp_nb.calling.call import Call, CallDepthError, ProgressListener, Watcher
+from mcp_nb.calling.connections import KERNEL, Connection, KernelConnection, RemoteConnection, ServerSpec
 from mcp_nb.calling.current import CURRENT_CALL
 from mcp_nb.calling.deadline import Deadlines
 from mcp_nb.calling.era import check_era
 from mcp_nb.calling.loop import BLOCKS_OWN_LOOP, LoopThread
 from mcp_nb.calling.retry import Retry, check_idempotent, policy
 from mcp_nb.config import check_timeout, settings
-from mcp_nb.elicitation import check_elicit, is_secret
+from mcp_nb.elicitation import Ask, check_elicit, is_secret
 from mcp_nb.records.redact import scrubber
 from mcp_nb.records.history import History
+from mcp_nb.records.outcome import Outcome
 from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.trace import CURRENT_TRACE
 from mcp_nb.registering import log_secrets
@@ -52,6 +50,7 @@ CLOSED = (
 CLOSE_LIMIT_S = 30.0
 # How long the calls cancelled by a close get to record themselves before the sessions close.
 CANCELLED_CALLS_S = 5.0
+CLOSER_S = 10.0  # how long a closer (`on_closing`: a server for outside clients stopping) is waited for
 
 log = logging.getLogger("mcp_nb")
 
@@ -118,13 +117,13 @@ class Engine:
         self,
         target: str,
         name: str,
-        arguments: Mapping[str, Any] | None = None,
+        arguments: Mapping[str, object] | None = None,
         timeout: float | None = None,
         retry: Retry | int | bool | None = None,
         server: str | None = None,
         reset_on_progress: bool = False,
         max_timeout: float | None = None,
-        elicit: Any = None,
+        elicit: object = None,
         connection: Connection | None = None,
     ) -> Call:
         """The Call for a request. Every check runs here: bad input raises, and nothing is sent
@@ -156,12 +155,16 @@ class Engine:
             )
         return Call(self, target, name, arguments, seconds, rule, parent, connection, reset_on_progress, ceiling, elicit)
 
-    def run(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, watch=None, **limits):
+    def run(
+        self, target: str, name: str, arguments: Mapping[str, object] | None = None, timeout: float | None = None,
+        retry: Retry | int | bool | None = None, server: str | None = None, watch: Callable[[Call], Watcher] | None = None,
+        *, reset_on_progress: bool = False, max_timeout: float | None = None, elicit: object = None,
+    ) -> Outcome:
         """Make a call and block this thread for its Outcome (the sync face).
 
         `watch(call)`, when given, makes the live view of the call's progress (`live.py`): this
-        thread, the one waiting, draws it. `limits`: `reset_on_progress`, `max_timeout`, `elicit`."""
-        call = self.prepare(target, name, arguments, timeout, retry, server, **limits)
+        thread, the one waiting, draws it. The rest as for `prepare`."""
+        call = self.prepare(target, name, arguments, timeout, retry, server, reset_on_progress, max_timeout, elicit)
         if self.loop.in_loop():
             raise RuntimeError(BLOCKS_OWN_LOOP.format(example="await mcp_nb.acall(...)"))
         try:  # an interrupt anywhere from here on still leaves the call in the history
@@ -171,9 +174,13 @@ class Engine:
             call.interrupted()
             raise
 
-    async def arun(self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, ask=None, **limits):
+    async def arun(
+        self, target: str, name: str, arguments: Mapping[str, object] | None = None, timeout: float | None = None,
+        retry: Retry | int | bool | None = None, server: str | None = None, ask: Ask | None = None,
+        *, reset_on_progress: bool = False, max_timeout: float | None = None, elicit: object = None,
+    ) -> Outcome:
         """Make a call and await its Outcome, from any event loop (the async face). `ask`: as for `submit`."""
-        call = self.prepare(target, name, arguments, timeout, retry, server, **limits)
+        call = self.prepare(target, name, arguments, timeout, retry, server, reset_on_progress, max_timeout, elicit)
         call.ask = ask
         if not self.loop.in_loop():
             return await call.start().wait_async()
@@ -183,14 +190,15 @@ class Engine:
         try:
             return await nested
         except asyncio.CancelledError:
-            if asyncio.current_task().cancelling():
+            if _cancelling():
                 raise  # the caller itself is being cancelled
             return call.future.result()  # only the nested call was: its recorded Outcome
 
     def submit(
-        self, target: str, name: str, arguments=None, timeout=None, retry=None, server=None, progress_listener=None,
-        ask=None, **limits,
-    ) -> Call:  # fmt: skip
+        self, target: str, name: str, arguments: Mapping[str, object] | None = None, timeout: float | None = None,
+        retry: Retry | int | bool | None = None, server: str | None = None, progress_listener: ProgressListener | None = None,
+        ask: Ask | None = None, *, reset_on_progress: bool = False, max_timeout: float | None = None, elicit: object = None,
+    ) -> Call:
         """Start a call without waiting (for callbacks that must not block the kernel).
 
         Returns the `Call`: `call.future` resolves to its Outcome, `call.cancel()` stops it
@@ -198,7 +206,7 @@ class Engine:
         event)` hears each progress event on mcp_nb's loop, from the first one on. `ask`: a
         coroutine function `(message, schema, url) -> answer` that asks a person (the panel's
         form), used when neither `elicit` nor the configured default answers."""
-        call = self.prepare(target, name, arguments, timeout, retry, server, **limits)
+        call = self.prepare(target, name, arguments, timeout, retry, server, reset_on_progress, max_timeout, elicit)
         call.progress_listener = progress_listener
         call.ask = ask
         return call.start()
@@ -217,41 +225,21 @@ class Engine:
             raise BadValue(f"no server named {server!r} is connected (connected: {known})")
         return connection
 
-    def connect(
-        self,
-        name: str,
-        target: str | list[str],
-        *,
-        args: list[str] | None = None,
-        env: dict[str, str] | None = None,
-        cwd: str | None = None,
-        headers: dict[str, str] | None = None,
-        timeout: float | None = None,
-        auth: Any = None,
-        mode: str = "auto",
-        sampling: Any = None,
-        roots: Any = None,
-        sampling_tools: bool = False,
-    ) -> RemoteConnection:
-        """Connect to an outside server and keep the connection under `name`.
+    def connect(self, spec: ServerSpec, timeout: float | None = None) -> RemoteConnection:
+        """Connect to the outside server `spec` names and keep the connection under its name.
 
         A connection already under that name is replaced once the new one is connected;
         if the new one fails, the old one stays as it was.
         """
         seconds = settings.timeout if timeout is None else check_timeout(timeout, "the connect timeout")
-        checked = self.checked(
-            name, target, args=args, env=env, cwd=cwd, headers=headers, auth=auth, mode=mode, sampling=sampling, roots=roots,
-            sampling_tools=sampling_tools,
-        )
-        return self.open(checked, seconds)
+        return self.open(self.checked(spec), seconds)
 
-    def checked(self, name: str, target: str | list[str], **options: Any) -> RemoteConnection:
-        """A connection to an outside server, checked as `connect` checks it, not yet opened
-        (so a configuration's entries are all checked before any is connected)."""
+    def checked(self, spec: ServerSpec) -> RemoteConnection:
+        """A connection to the outside server `spec` names, not yet opened (so a configuration's
+        entries are all made before any is connected)."""
         if self._closed:
             raise RuntimeError(CLOSED)
-        check_server_name(name)
-        connection = RemoteConnection(name, target, **options)
+        connection = RemoteConnection(spec)
         log_secrets.watch(connection.secret_values)  # from its first request on, kept or not
         return connection
 
@@ -315,8 +303,7 @@ class Engine:
         old = self.connection_for(name)
         if not isinstance(old, RemoteConnection):
             raise BadValue("the kernel's own server needs no reconnecting")
-        target, options = old.recipe()
-        return self.connect(name, target, timeout=timeout, **options)
+        return self.connect(old.spec, timeout)
 
     def at_era(self, server: str | None, mode: str, timeout: float | None = None) -> Connection:
         """A connection to the server `server` names (None: the kernel's own) that speaks the
@@ -329,14 +316,12 @@ class Engine:
         base = self.connection_for(server)
         if self._closed:
             raise RuntimeError(CLOSED)
-        if isinstance(base, KernelConnection):
+        if base.mode == mode or (base.mode == "auto" and base.state == "connected" and base.protocol == mode):
+            return base  # it speaks that era already: shared
+        if not isinstance(base, RemoteConnection):
             era: Connection = KernelConnection(self.server, self.registry, mode=mode)
-        elif base.mode == mode or (base.mode == "auto" and base.state == "connected" and base.protocol == mode):
-            return base
         else:
-            target, options = base.recipe()
-            options["mode"] = mode
-            era = self.checked(base.name, target, **options)
+            era = self.checked(dataclasses.replace(base.spec, mode=mode))
             self.loop.run(era.open(settings.timeout if timeout is None else check_timeout(timeout, "the connect timeout")))
             if era.state == "authorizing":
                 self.loop.run(era.close())
@@ -432,7 +417,7 @@ class Engine:
         a bearer token or a query parameter named like a secret."""
         return self._scrubber(text)
 
-    def keep_history(self, path, window: int | None = None) -> None:
+    def keep_history(self, path: str | os.PathLike[str] | None, window: int | None = None) -> None:
         """Write this engine's history to the history file at `path` (None: stop), its secrets scrubbed."""
         self.history.keep(path, window, scrub=self._scrubber)
 
@@ -487,7 +472,7 @@ class Engine:
 
     async def _shutdown(self) -> None:
         for closer in list(self._closers):
-            await _best_effort(lambda closer=closer: asyncio.wait_for(closer(), timeout=10), f"the closer {closer!r}")
+            await _best_effort(functools.partial(_within, closer, CLOSER_S), f"the closer {closer!r}")
         # Calls in flight first, so each is recorded as cancelled before the session
         # closes under it (which would fail it otherwise). Nested calls share nothing,
         # so each call's own task is cancelled once.
@@ -502,13 +487,23 @@ class Engine:
             await _best_effort(connection.close, f"closing the connection {connection.name!r}")
 
 
-async def _best_effort(step: Callable[[], Awaitable[Any]], what: str) -> None:
+async def _within(step: Callable[[], Awaitable[None]], seconds: float) -> None:
+    await asyncio.wait_for(step(), timeout=seconds)
+
+
+def _cancelling() -> bool:
+    """Whether the task running now is being cancelled (not only a task it awaited)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+async def _best_effort(step: Callable[[], Awaitable[None]], what: str) -> None:
     """Await `step()` while the engine closes: what goes wrong is logged (debug, `mcp_nb`), and
     the next step runs. A cancellation of the shutdown itself goes on."""
     try:
         await step()
     except asyncio.CancelledError:
-        if asyncio.current_task().cancelling():
+        if _cancelling():
             raise
         log.debug("closing mcp_nb's engine: %s was cancelled", what)
     except Exception:
@@ -522,13 +517,6 @@ def _ready_to_check(connection: Connection) -> None:
     here instead, on the thread that connects, before any call."""
     if any(entry.output_schema for entry in connection.entries()):
         lib.jsonschema  # noqa: B018 - imported now: only a server with output schemas needs it
-
-
-def check_server_name(name: object) -> None:
-    if not isinstance(name, str) or not name.strip() or name != name.strip():
-        raise BadValue(f"a server's name must be a non-empty string without surrounding spaces, got {name!r}")
-    if name == KERNEL:
-        raise BadValue(f"{KERNEL!r} is the kernel's own server; give the connection another name")
 
 
 def check_ceiling(timeout: float, reset_on_progress: object, max_timeout: object) -> float | None:

@@ -10,15 +10,22 @@ names the version and this module turns it into the SDK's word.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import cast
+
+from mcp.client.client import ConnectMode
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
 from mcp_nb.mistakes import BadValue
 
+HANDSHAKE_ERA = "2025-11-25"  # the last version of the handshake era
+MODERN_ERA = "2026-07-28"  # the first version of the stateless era
 # mcp_nb's mode -> the SDK's `Client(mode=...)`.
-MODES = {
+MODES: dict[str, ConnectMode] = {
     "auto": "auto",  # probe server/discover; fall back to the handshake on an older server
-    "2025-11-25": "legacy",  # the initialize handshake, as every server before 2026 speaks it
-    "2026-07-28": "2026-07-28",  # adopted directly: no probe, no handshake
+    HANDSHAKE_ERA: "legacy",  # the initialize handshake, as every server before 2026 speaks it
+    MODERN_ERA: MODERN_ERA,  # adopted directly: no probe, no handshake
 }
-HANDSHAKE_ERA = "2025-11-25"
 
 
 def check_mode(mode: object) -> str:
@@ -29,11 +36,17 @@ def check_mode(mode: object) -> str:
     return mode
 
 
-def sdk_mode(mode: str) -> str:
+def sdk_mode(mode: str) -> ConnectMode:
     return MODES[mode]
 
 
-ERAS = ("2025-11-25", "2026-07-28")  # the eras a connection can be pinned to ("auto" lets the server choose)
+def is_handshake(protocol: str | None) -> bool:
+    """Whether a session speaking `protocol` is of the handshake era (None or "": not known, which
+    is what a session that has not said is)."""
+    return protocol not in MODERN_PROTOCOL_VERSIONS
+
+
+ERAS = (HANDSHAKE_ERA, MODERN_ERA)  # the eras a connection can be pinned to ("auto" lets the server choose)
 
 
 def check_era(mode: object) -> str:
@@ -47,7 +60,7 @@ def check_eras(modes: object) -> list[str]:
     """The eras of a replay across eras: a list of distinct eras, at least one."""
     if isinstance(modes, str) or not isinstance(modes, (list, tuple)) or not modes:
         raise BadValue(f"modes is a list of protocol eras, such as {list(ERAS)!r}; got {modes!r}")
-    eras = [check_era(mode) for mode in modes]
+    eras = [check_era(mode) for mode in cast("Sequence[object]", modes)]
     if len(set(eras)) != len(eras):
         raise BadValue(f"modes names an era twice: {modes!r}")
     return eras

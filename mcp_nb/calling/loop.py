@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import inspect
 import logging
 import threading
@@ -138,14 +139,14 @@ class LoopThread:
         if not self._stopping.done():
             self._stopping.set_result(None)
 
-    def wait(self, done: concurrent.futures.Future | threading.Event, limit: float, held_limit: float = HELD_LIMIT_S) -> bool:
+    def wait(self, done: concurrent.futures.Future[T] | threading.Event, limit: float, held_limit: float = HELD_LIMIT_S) -> bool:
         """Wait until `done` (a coroutine's future on this loop, or an event the loop sets) for at
         most `limit` seconds, and give up sooner once the loop has not answered for `held_limit`
         seconds in a row (an async handler holds it without awaiting). True when it is done.
 
         For closing and stopping, which must end even when a handler never lets go. Not from the
         loop's own thread, which would wait for itself."""
-        ready = done.wait if isinstance(done, threading.Event) else lambda seconds: _finished(done, seconds)
+        ready: Callable[[float], bool] = done.wait if isinstance(done, threading.Event) else functools.partial(_finished, done)
         end = time.monotonic() + limit
         held_since: float | None = None
         while True:
@@ -199,7 +200,7 @@ def _cancel_remaining(loop: asyncio.AbstractEventLoop) -> None:
         log.debug("the tasks left on mcp_nb's event loop did not all end as it stopped", exc_info=True)
 
 
-def _finished(future: concurrent.futures.Future, seconds: float) -> bool:
+def _finished(future: concurrent.futures.Future[T], seconds: float) -> bool:
     """Whether `future` ends within `seconds` (however it ends)."""
     try:
         future.exception(timeout=seconds)
@@ -210,6 +211,6 @@ def _finished(future: concurrent.futures.Future, seconds: float) -> bool:
     return True
 
 
-def _not_started(task: asyncio.Task) -> bool:
+def _not_started(task: asyncio.Task[object]) -> bool:
     coro = task.get_coro()
     return inspect.iscoroutine(coro) and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED

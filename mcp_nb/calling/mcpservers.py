@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 from mcp_nb.calling.oauth import OAuth
-from mcp_nb.mistakes import BadJson, BadValue, read_json
+from mcp_nb.mistakes import BadJson, BadValue, one_line, read_json
 
 _STDIO = {"command", "args", "env", "cwd", "type"}
 _HTTP = {"url", "headers", "type", "oauth"}
@@ -41,7 +41,7 @@ def read_config(config: str | Path | Mapping[str, Any], names: list[str] | None 
         except FileNotFoundError:
             raise ConfigError(f"no configuration file at {str(path)!r}") from None
         except (OSError, ValueError) as err:  # a directory, no permission, not UTF-8, a NUL in the path
-            raise ConfigError(f"cannot read {str(path)!r}: {_one_line(err)}") from None
+            raise ConfigError(f"cannot read {str(path)!r}: {one_line(err)}") from None
         try:
             data = read_json(text)
         except BadJson as err:
@@ -149,11 +149,6 @@ def _shown(value: Any) -> str:
         return "null"
     kind = type(value).__name__
     return f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind}"
-
-
-def _one_line(err: Exception) -> str:
-    text = str(err)
-    return text if text.isprintable() else repr(text)[1:-1]
 
 
 def _strings(value: Any, where: str, field: str) -> dict[str, str] | None:

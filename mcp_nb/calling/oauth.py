@@ -45,11 +45,13 @@ from typing import Any, Callable, Iterator
 from urllib.parse import parse_qs, urlsplit
 
 import anyio.to_thread
-from mcp.client.auth import OAuthClientProvider, OAuthFlowError
+from mcp.client.auth import OAuthClientProvider, OAuthFlowError, TokenStorage
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from pydantic import ValidationError
 
+from mcp_nb.elicitation import in_thread
 from mcp_nb.mistakes import BadType, BadValue, Failure, first_line, one_line
+from mcp_nb.numbers import as_float, shown
 
 try:  # the advisory lock of a token file: flock where there is one, else Windows' own
     import fcntl
@@ -67,6 +69,7 @@ PASTE_REDIRECT = "http://127.0.0.1:8976/mcp_nb/callback"
 _REMOTE = ("JUPYTERHUB_API_URL", "BINDER_SERVICE_HOST", "BINDER_LAUNCH_HOST", "COLAB_RELEASE_TAG", "SAGEMAKER_APP_TYPE",
            "AWS_SAGEMAKER_JUPYTERSERVER_IMAGE", "VERTEX_PRODUCT", "DATABRICKS_RUNTIME_VERSION", "CODESPACES")  # fmt: skip
 PERSON_S = 300.0  # how long a flow waits for the person's approval
+OPENER_S = 30.0  # how long a browser opener is waited for (the link is shown meanwhile)
 TOKEN_FILE_BYTES = 1 << 20  # tokens and a registered client take a few KB; a file larger is not one of mcp_nb's
 
 
@@ -259,8 +262,10 @@ class OAuth:
     `callback`: "auto", "loopback" or "paste" (see the module's doc). `client_id`,
     `client_secret`: a client registered beforehand (else the server's dynamic registration,
     or `client_metadata_url`, a client ID metadata document). `storage`: where tokens are
-    kept, per server (default: `TokenFile`). `open_browser`: open the link in the loopback
-    flow (it is shown either way); a function `(link) -> None` opens it some other way. `timeout`: seconds to wait for the person's approval.
+    kept, per server (default: `TokenFile`): one of the SDK's `TokenStorage`s, or a function
+    `(server_url) -> storage`, called in a thread of its own. `open_browser`: open the link in the
+    loopback flow (it is shown either way); a function `(link) -> None` opens it some other way,
+    in a daemon thread of its own. `timeout`: seconds to wait for the person's approval.
     """
 
     def __init__(
@@ -279,17 +284,22 @@ class OAuth:
             raise BadType(f"scopes is text or a list of words, got {type(scopes).__name__}")
         if client_secret is not None and client_id is None:
             raise BadValue("client_secret goes with the client_id it was issued for")
-        if not isinstance(timeout, (int, float)) or not timeout > 0:
-            raise BadValue(f"timeout is a positive number of seconds, got {timeout!r}")
+        seconds = as_float(timeout)  # None for a bool, an infinity, 10**400: no clock keeps those
+        if seconds is None or seconds <= 0:
+            raise BadValue(f"timeout is a positive number of seconds, got {shown(timeout)}")
         self.scopes, self.client_id, self.client_name = scopes, client_id, client_name
         self._client_secret = client_secret
         self.client_metadata_url, self.storage, self.open_browser = client_metadata_url, storage, open_browser
-        self.timeout = float(timeout)
+        self.timeout = seconds
         self.callback = callback if callback != "auto" else ("paste" if any(os.environ.get(v) for v in _REMOTE) else "loopback")
 
     def __repr__(self) -> str:  # never the secret
         shown = ", ".join(f"{k}={v!r}" for k, v in (("scopes", self.scopes), ("callback", self.callback), ("client_id", self.client_id)) if v)
         return f"OAuth({shown})"
+
+    def secret_values(self) -> list[str]:
+        """What this OAuth holds that no record may: its client secret, when it was given one."""
+        return [self._client_secret] if self._client_secret else []
 
     def flow(self, server_url: str, said: Callable[[str], None]) -> Flow:
         """The flow for one connection to `server_url`; `said(line)` files a step in its log."""
@@ -309,12 +319,11 @@ class Flow:
         self.link: str | None = None  # the authorization link, once the SDK made it
         self.state: str | None = None
         self.shown = asyncio.Event()  # the link is there for the person
-        self._answer: asyncio.Future | None = None
+        self._answer: asyncio.Future[dict[str, str]] | None = None
         self._listener: Any = None
         self.redirect_uri = PASTE_REDIRECT
-        self.kept = oauth.storage_for(server_url)  # where tokens and the registration are kept
-        if isinstance(self.kept, TokenFile):
-            self.kept.said = said  # a file it cannot use is said in the connection's log too
+        self.kept: TokenStorage  # where tokens and the registration are kept: made by `provider`, before the SDK reads it
+        self._opener: asyncio.Task[None] | None = None  # the browser opener, while it is waited for
         self.storage = _ForThisAddress(self)  # what the SDK's provider is given
         self.own: OAuthClientInformationFull | None = None  # the client the OAuth was given, if any
 
@@ -326,8 +335,13 @@ class Flow:
         """The SDK's OAuthClientProvider for this flow (the loopback listener started first, on the
         port the kept registration names when it is free: the registration then serves again)."""
         oauth = self.oauth
+        # The user's storage factory may read a keyring or a disk: in a thread, never on the loop
+        # (the connect's timeout bounds the wait; a factory that never returns is left to itself).
+        kept = self.kept = await in_thread(oauth.storage_for, self.server_url)
+        if isinstance(kept, TokenFile):
+            kept.said = self.said  # a file it cannot use is said in the connection's log too
         if not self.pasted:
-            port = _loopback_port(await _kept_client(self.kept)) if oauth.client_id is None else 0
+            port = _loopback_port(await _kept_client(kept)) if oauth.client_id is None else 0
             try:
                 self._listener = await asyncio.start_server(self._redirected, "127.0.0.1", port)
             except OSError:
@@ -338,17 +352,17 @@ class Flow:
             port = self._listener.sockets[0].getsockname()[1]
             self.redirect_uri = f"http://127.0.0.1:{port}/callback"
         if oauth.client_id is not None:
-            self.own = OAuthClientInformationFull(
-                client_id=oauth.client_id, client_secret=oauth._client_secret, redirect_uris=[self.redirect_uri],
-                token_endpoint_auth_method="client_secret_basic" if oauth._client_secret else "none",
-            )  # fmt: skip
-            await self.kept.set_client_info(self.own)
+            self.own = OAuthClientInformationFull.model_validate({
+                "client_id": oauth.client_id, "client_secret": oauth._client_secret, "redirect_uris": [self.redirect_uri],
+                "token_endpoint_auth_method": "client_secret_basic" if oauth._client_secret else "none",
+            })  # fmt: skip
+            await kept.set_client_info(self.own)
         return OAuthClientProvider(
             server_url=self.server_url,
-            client_metadata=OAuthClientMetadata(
-                client_name=oauth.client_name, redirect_uris=[self.redirect_uri], scope=oauth.scopes,
-                grant_types=["authorization_code", "refresh_token"], response_types=["code"],
-            ),  # fmt: skip
+            client_metadata=OAuthClientMetadata.model_validate({
+                "client_name": oauth.client_name, "redirect_uris": [self.redirect_uri], "scope": oauth.scopes,
+                "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
+            }),  # fmt: skip
             storage=self.storage, redirect_handler=self._show, callback_handler=self._answered,
             client_metadata_url=oauth.client_metadata_url,
         )  # fmt: skip
@@ -358,7 +372,8 @@ class Flow:
     async def _show(self, link: str) -> None:
         """The SDK's redirect handler: the link is ready; show it (and open it, on this machine)."""
         self.link = link
-        self.state = (parse_qs(urlsplit(link).query).get("state") or [None])[0]
+        states = parse_qs(urlsplit(link).query).get("state")
+        self.state = states[0] if states else None
         self._answer = asyncio.get_running_loop().create_future()
         self.said("authorization: the link is shown; waiting for the person to approve" + (
             " and paste the address they land on into mcp_nb.complete_auth(...)" if self.pasted else ""
@@ -366,8 +381,10 @@ class Flow:
         self.shown.set()
         opener = self.oauth.open_browser
         if not self.pasted and opener:
-            # webbrowser may start a program and wait for it: not on the loop.
-            asyncio.get_running_loop().run_in_executor(None, _open_quietly, link, opener if callable(opener) else webbrowser.open)
+            # webbrowser may start a program and wait for it, and a function of the user's may never
+            # return: in a daemon thread of its own (`in_thread`), never on the loop nor in its
+            # default executor, whose threads the interpreter waits for at exit.
+            self._opener = asyncio.get_running_loop().create_task(_opened(link, opener if callable(opener) else webbrowser.open))
 
     async def _answered(self) -> Any:
         """The SDK's callback handler: the code, once the redirect came (loopback) or was pasted."""
@@ -433,6 +450,8 @@ class Flow:
         self._close_listener()
         if self._answer is not None and not self._answer.done():
             self._answer.cancel()
+        if self._opener is not None:
+            self._opener.cancel()  # nobody waits for the browser any more (its thread finishes by itself)
 
 
 class _ForThisAddress:
@@ -497,6 +516,18 @@ def _query(url: str) -> dict[str, str]:
         return {key: values[0] for key, values in parse_qs(urlsplit(url.strip()).query).items()}
     except ValueError:
         raise BadValue("that is not the address of a page (paste the whole address you landed on)") from None
+
+
+async def _opened(link: str, opener: Callable[[str], object]) -> None:
+    """Open `link` with `opener` in a thread of its own, waiting for it OPENER_S at most."""
+    opening = asyncio.ensure_future(in_thread(_open_quietly, link, opener))
+    try:
+        done, _ = await asyncio.wait({opening}, timeout=OPENER_S)
+    finally:
+        if not opening.done():
+            opening.cancel()
+    if not done:
+        log.debug("the browser opener did not return within %g s; it is left to finish by itself", OPENER_S)
 
 
 def _open_quietly(link: str, opener: Callable[[str], Any]) -> None:

@@ -10,15 +10,19 @@ attempt, linked by the call's id.
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from mcp_nb import libraries as lib
+from mcp_nb.numbers import as_float, shown
 from mcp_nb.records.outcome import Outcome
 from mcp_nb.mistakes import BadType, BadValue
+
+if TYPE_CHECKING:  # tenacity itself is loaded at the first retried call (`libraries.py`)
+    from tenacity import RetryCallState
+    from tenacity.wait import wait_base
 
 
 @dataclass(frozen=True)
@@ -51,23 +55,25 @@ class Retry:
         # Refused here, when the policy is made: a NaN wait would sleep 0 s, an infinite one
         # would hang the call between attempts, and `int()` would turn -32050.5 into a code.
         if not _whole(self.retries) or self.retries < 0:
-            raise BadValue(f"retries must be a whole number >= 0, got {self.retries!r}")
+            raise BadValue(f"retries must be a whole number >= 0, got {shown(self.retries)}")
         for name in ("backoff", "max_backoff", "jitter"):
             value = getattr(self, name)
-            if not _finite(value) or value < 0:
-                raise BadValue(f"{name} must be a finite number of seconds >= 0, got {value!r}")
-        if not _finite(self.factor) or self.factor < 1:
-            raise BadValue(f"factor must be a finite number >= 1, got {self.factor!r}")
+            seconds = as_float(value)  # None for 10**400 too: no clock keeps it
+            if seconds is None or seconds < 0:
+                raise BadValue(f"{name} must be a finite number of seconds >= 0, got {shown(value)}")
+        factor = as_float(self.factor)
+        if factor is None or factor < 1:
+            raise BadValue(f"factor must be a finite number >= 1, got {shown(self.factor)}")
         if isinstance(self.codes, (str, bytes)) or not isinstance(self.codes, Iterable):
-            raise BadType(f"codes must be a tuple of error codes, for example (-32050,), got {self.codes!r}")
+            raise BadType(f"codes must be a tuple of error codes, for example (-32050,), got {shown(self.codes)}")
         codes = tuple(self.codes)
         for code in codes:
             if not _whole(code):
-                raise BadType(f"codes must be whole numbers, got {code!r}")
+                raise BadType(f"codes must be whole numbers, got {shown(code)}")
         object.__setattr__(self, "codes", tuple(int(code) for code in codes))
         for name in ("on_timeout", "tool_errors", "force"):
             if not isinstance(getattr(self, name), bool):
-                raise BadType(f"{name} must be True or False, got {getattr(self, name)!r}")
+                raise BadType(f"{name} must be True or False, got {shown(getattr(self, name))}")
         if self.sleep is not None and not callable(self.sleep):
             raise BadType(f"sleep must be a coroutine function that waits (or None), got {self.sleep!r}")
 
@@ -93,10 +99,6 @@ class Retry:
 
 def _whole(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def policy(retry: Retry | int | bool | None) -> Retry | None:
@@ -128,20 +130,19 @@ def check_idempotent(target: str, name: str, annotations: Any, rule: Retry) -> N
 async def with_retries(attempt: Callable[[int, float], Awaitable[Outcome]], rule: Retry) -> Outcome:
     """Run `attempt(number, backoff)` until it is done: each attempt records its own row."""
     tenacity = lib.tenacity
-    progress = {"number": 0, "wait": 0.0, "idle": 0.0}
+    number, waited, idle = 0, 0.0, 0.0  # the attempt, the wait before it, the time slept so far
 
-    def before(retry_state) -> None:
+    def before(retry_state: RetryCallState) -> None:
         # tenacity counts the time slept so far; each history row wants its own wait.
-        progress["number"] = retry_state.attempt_number
-        progress["wait"] = retry_state.idle_for - progress["idle"]
-        progress["idle"] = retry_state.idle_for
+        nonlocal number, waited, idle
+        number, waited, idle = retry_state.attempt_number, retry_state.idle_for - idle, retry_state.idle_for
 
     async def next_attempt() -> Outcome:
-        return await attempt(progress["number"], progress["wait"])
+        return await attempt(number, waited)
 
     # wait_exponential(multiplier=m) waits m * factor**(n-1) after attempt n: with m = 0.1
     # and factor 2, the C++ SDK guide's 100 ms, 200 ms, 400 ms.
-    wait = tenacity.wait_exponential(multiplier=rule.backoff, exp_base=rule.factor, min=0, max=rule.max_backoff)
+    wait: wait_base = tenacity.wait_exponential(multiplier=rule.backoff, exp_base=rule.factor, min=0, max=rule.max_backoff)
     if rule.jitter:
         wait = wait + tenacity.wait_random(0, rule.jitter)
     options: dict[str, Any] = {} if rule.sleep is None else {"sleep": rule.sleep}
@@ -151,7 +152,14 @@ async def with_retries(attempt: Callable[[int, float], Awaitable[Outcome]], rule
         retry=tenacity.retry_if_result(rule.wants_another),
         before=before,
         # Out of attempts: the last Outcome is the answer, not an exception.
-        retry_error_callback=lambda retry_state: retry_state.outcome.result(),
+        retry_error_callback=_last,
         **options,
     )
     return await retrying(next_attempt)
+
+
+def _last(retry_state: RetryCallState) -> Outcome:
+    """Out of attempts: the last attempt's Outcome (an attempt records, it never raises)."""
+    assert retry_state.outcome is not None
+    last: Outcome = retry_state.outcome.result()
+    return last

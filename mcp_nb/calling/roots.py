@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from mcp_nb.elicitation import in_thread
 from mcp_nb.mistakes import BadType, BadValue
+
+Root = str | os.PathLike[str] | tuple[str | os.PathLike[str], str | None]  # a path or a URI, with a name or not
+RootsSource = Sequence[Root] | Callable[[], Sequence[Root]] | None  # what `connect(roots=)` takes
 
 # How long a roots function may take to answer a server that asks: the server waits meanwhile.
 LISTED_WITHIN_S = 30.0

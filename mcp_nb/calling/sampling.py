@@ -27,11 +27,19 @@ import asyncio
 import inspect
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_types import CreateMessageResult, CreateMessageResultWithTools, ErrorData, TextContent, ToolUseContent
+from mcp_types import (
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    CreateMessageResultWithTools,
+    ErrorData,
+    SamplingMessageContentBlock,
+    TextContent,
+    ToolUseContent,
+)
 
 from mcp_nb.elicitation import in_thread, is_async
 from mcp_nb.mistakes import BadType
@@ -43,6 +51,10 @@ NO_MODEL = (
     "function (messages, request) -> reply, or a list of prepared replies"
 )
 SOURCES = ("function", "prepared", "none")
+# What `connect(sampling=)` takes: a function (messages, request) -> reply (or, async, an awaitable
+# of one), or the prepared replies, used in order; None refuses every request.
+SamplingFunction = Callable[[list[dict[str, str]], CreateMessageRequestParams], object]
+SamplingSource = SamplingFunction | Sequence[object] | None
 # How long a sampling function may take, sync or async: the call's deadline stands still
 # meanwhile, so this is what keeps a model that never answers from holding the call for ever.
 REPLY_WITHIN_S = 120.0
@@ -103,7 +115,8 @@ class Sampler:
         t0 = time.perf_counter()
         messages = tuple(_message(m) for m in getattr(params, "messages", None) or ())
         reply: Any = None
-        source, reason = "none", NO_MODEL
+        source = "none"
+        reason: str | None = NO_MODEL
         value = self.value
         if callable(value):
             source = "function"
@@ -164,13 +177,13 @@ async def _reply_of(function: Any, messages: list[dict[str, str]], params: Any) 
     return reply
 
 
-def sdk_answer(sampled: Sampling) -> Any:
+def sdk_answer(sampled: Sampling) -> CreateMessageResult | CreateMessageResultWithTools | ErrorData:
     """What goes back to the server: the model's message, or a refusal with its reason."""
     if sampled.text is None:
         return ErrorData(code=REFUSED, message=f"sampling refused: {sampled.reason}")
     if sampled.tool_use is not None:
         use = sampled.tool_use
-        content = [TextContent(type="text", text=sampled.text)] if sampled.text else []
+        content: list[SamplingMessageContentBlock] = [TextContent(type="text", text=sampled.text)] if sampled.text else []
         content.append(ToolUseContent(type="tool_use", name=use["name"], id=use["id"], input=dict(use["input"])))
         return CreateMessageResultWithTools(
             role="assistant", content=content, model=sampled.model or MODEL, stop_reason="toolUse"

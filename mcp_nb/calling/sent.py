@@ -30,6 +30,9 @@ _KEPT = (str, int, bool, type(None))
 _MISSING = ("NAType", "NaTType")  # pandas.NA and pandas.NaT: a missing value, JSON's null
 
 
+Path = tuple[str | int, ...]  # where a value is, in the arguments: keys and indexes from the top
+
+
 def sent_arguments(arguments: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """A copy of `arguments` as JSON will carry it, so the record keeps what was sent.
 
@@ -47,7 +50,7 @@ def sent_arguments(arguments: Mapping[str, Any] | None) -> dict[str, Any] | None
     return {key: _sent(value, (key,), inside) for key, value in arguments.items()}
 
 
-def _sent(value: Any, path: tuple, inside: set[int]) -> Any:
+def _sent(value: Any, path: Path, inside: set[int]) -> Any:
     """`value` as sent; `inside` holds the ids of the lists and dicts that contain it (a value
     that contains itself can never be sent)."""
     kind = type(value)
@@ -76,7 +79,7 @@ def _sent(value: Any, path: tuple, inside: set[int]) -> Any:
     return _sent(sent, path, inside)
 
 
-def _finite(value: float, path: tuple) -> float:
+def _finite(value: float, path: Path) -> float:
     # The same check as a result's (`records/structured.py`): what is refused on the way out is
     # refused on the way back, with the same words.
     if not is_number(value):
@@ -87,7 +90,7 @@ def _finite(value: float, path: tuple) -> float:
     return value
 
 
-def _container(value: Any, path: tuple, inside: set[int]) -> Any:
+def _container(value: Any, path: Path, inside: set[int]) -> Any:
     if id(value) in inside:
         raise BadValue(f"argument {_where(path[:1])} contains itself at {_where(path)}: JSON cannot send a cycle")
     if len(path) > MAX_NESTING:
@@ -104,7 +107,7 @@ def _container(value: Any, path: tuple, inside: set[int]) -> Any:
         inside.discard(id(value))
 
 
-def _key(key: Any, path: tuple) -> str:
+def _key(key: Any, path: Path) -> str:
     # JSON's object keys are strings; pydantic would write 1 as "1", and the record must say so.
     if type(key) is str:
         return key
@@ -114,7 +117,7 @@ def _key(key: Any, path: tuple) -> str:
     raise BadValue(f"argument {_where(path)} has the key {key!r} ({type(key).__name__}): JSON's keys are strings")
 
 
-def _from_numpy_or_pandas(value: Any, path: tuple) -> Any:
+def _from_numpy_or_pandas(value: Any, path: Path) -> Any:
     """The plain Python value a numpy or pandas value stands for (then sent as any other)."""
     name = type(value).__name__
     if name in _MISSING:
@@ -141,7 +144,7 @@ def _from_numpy_or_pandas(value: Any, path: tuple) -> Any:
     return to_jsonable_python(value)  # a pandas Timestamp or Timedelta (datetime's own subclasses)
 
 
-def _where(path: tuple) -> str:
+def _where(path: Path) -> str:
     out = ""
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))

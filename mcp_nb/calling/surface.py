@@ -26,7 +26,8 @@ from mcp_types import METHOD_NOT_FOUND
 from pydantic import ValidationError
 
 from mcp_nb.records.surface import SurfaceError, document
-from mcp_nb.mistakes import first_line
+from mcp_nb.calling.era import MODERN_ERA
+from mcp_nb.mistakes import one_line
 
 PAGES = 1000  # a paginator that never ends cannot hang a snapshot
 # kind -> (the client's method, the result's field, the capability that offers it)
@@ -44,11 +45,11 @@ async def take(connection: Any, through_session: bool = False) -> dict[str, Any]
     try:
         client = await connection.ready()
     except Exception as err:  # noqa: BLE001 - a connection that is gone, said in one line
-        raise SurfaceError(f"no snapshot of {connection.name!r}: {first_line(err)}") from None
+        raise SurfaceError(f"no snapshot of {connection.name!r}: {one_line(err)}") from None
     session = client.session
-    # An era pinned at 2026-07-28 adopts the era without asking the server (no server/discover):
+    # An era pinned at the stateless one adopts it without asking the server (no server/discover):
     # what it offers is unknown, so every kind is listed, as the connection's own lists are.
-    pinned = getattr(connection, "mode", "") == "2026-07-28"
+    pinned = connection.mode == MODERN_ERA
     capabilities = None if pinned else session.server_capabilities
     listed: dict[str, list[dict[str, Any]]] = {}
     own = None if through_session else getattr(connection, "server", None)
@@ -78,11 +79,12 @@ async def _all(name: str, read: Any, field: str, method: str) -> list[Any]:
         except MCPError as err:
             if err.code == METHOD_NOT_FOUND:
                 return items  # offered, then not answered: nothing of that kind, as the SDK's own client takes it
-            raise SurfaceError(f"no snapshot of {name!r}: it answered {method} with error {err.code}: {first_line(err)}") from None
+            raise SurfaceError(f"no snapshot of {name!r}: it answered {method} with error {err.code}: {one_line(err)}") from None
         except ValidationError as err:
             raise SurfaceError(f"no snapshot of {name!r}: its answer to {method} is not one the protocol allows ({err.error_count()} problems)") from None
         except Exception as err:  # noqa: BLE001 - the connection failed under the listing
-            raise SurfaceError(f"no snapshot of {name!r}: {method} failed: {first_line(err, named=True)}") from None
+            said = one_line(err)  # a peer's words may be in it: one bounded line
+            raise SurfaceError(f"no snapshot of {name!r}: {method} failed: {type(err).__name__}" + (f": {said}" if said else "")) from None
         items.extend(getattr(page, field))
         cursor = getattr(page, "next_cursor", None)
         if not cursor:

@@ -26,6 +26,7 @@ from typing import Any, Callable
 from mcp import MCPError
 from mcp_types import EmptyResult, PingRequest, SubscribeRequest, SubscribeRequestParams, UnsubscribeRequest, UnsubscribeRequestParams
 
+from mcp_nb.calling.era import is_handshake
 from mcp_nb.elicitation import in_thread
 from mcp_nb.mistakes import BadValue
 from mcp_nb.sdk_compat import CONNECTION_CLOSED, HTTP_STATUS_TEXTS
@@ -52,10 +53,10 @@ class Watch:
         self.state = "starting"  # starting | watching | stopped | lost
         self.reason: str | None = None
         self.era: str | None = None
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         self._listeners: list[Callable[[Watch], None]] = []
-        self._reading: asyncio.Task | None = None  # the read in flight (one at a time)
-        self._pinging: asyncio.Task | None = None  # the handshake era over HTTP: is the server still there
+        self._reading: asyncio.Task[None] | None = None  # the read in flight (one at a time)
+        self._pinging: asyncio.Task[None] | None = None  # the handshake era over HTTP: is the server still there
         self._again = False  # the server said it changed while that read ran
 
     @property
@@ -69,7 +70,7 @@ class Watch:
     async def start(self) -> None:
         client = await self.connection.ready()
         self.era = self.connection.protocol or ""
-        if self.era >= "2026":
+        if not is_handshake(self.era):
             acknowledged = asyncio.get_running_loop().create_future()
             self._task = asyncio.get_running_loop().create_task(self._listen(client, acknowledged))
             await acknowledged  # the stream is open (or the server refused it: raised here)
@@ -102,7 +103,7 @@ class Watch:
                 self.connection.lost(f"the server did not answer a ping ({type(err).__name__}: {err})")
                 return
 
-    async def _listen(self, client: Any, acknowledged: asyncio.Future) -> None:
+    async def _listen(self, client: Any, acknowledged: asyncio.Future[None]) -> None:
         try:
             async with client.listen(resource_subscriptions=[self.uri]) as events:
                 acknowledged.set_result(None)
@@ -176,7 +177,7 @@ class Watch:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             return
-        client = self.connection._client
+        client = self.connection.client
         if client is not None:
             try:
                 await client.session.send_request(UnsubscribeRequest(params=UnsubscribeRequestParams(uri=self.uri)), EmptyResult)

@@ -11,9 +11,10 @@ kernel lists.
 
 A function defined in a notebook travels by value, with the globals it reads as they are
 at the sweep's start; one imported from a module travels by reference, so that module
-must be installed on the workers too. A sweep of an outside server ships its address instead: the URL and headers
-of an HTTP server (the workers connect to the same URL), or the command, environment and
-folder of a stdio server (each worker starts its own copy).
+must be installed on the workers too. A sweep of an outside server ships its address instead (its
+`ServerSpec`): the URL and headers of an HTTP server (the workers connect to the same URL), or the
+command, environment and folder of a stdio server (each worker starts its own copy), at the era
+the kernel's connection was asked for.
 
 Everything is serialized in the kernel before anything runs, registration by
 registration, so a tool that cannot travel (it closes over an open file, a lock, a
@@ -31,6 +32,7 @@ import pickle
 
 from mcp_nb import libraries as lib
 from mcp_nb._version import __version__
+from mcp_nb.calling.connections import RemoteConnection, ServerSpec
 from mcp_nb.calling.engine import Engine
 from mcp_nb.registering.faults import Faults
 from mcp_nb.registering.registry import ANNOTATION_FLAGS, Registration
@@ -70,7 +72,7 @@ class Toolbox:
 
     version: str  # mcp_nb's, in the kernel: a worker with another version is refused
     registrations: tuple[Shipped, ...] = ()
-    remote: dict[str, Any] | None = None  # an outside server: name, transport, and how to reach it
+    remote: ServerSpec | None = None  # an outside server: how to reach it
 
 
 def faults_fields(faults: Faults | None) -> dict[str, Any] | None:
@@ -83,13 +85,13 @@ def pack(engine: Any, server: str | None) -> tuple[bytes, str]:
     Raises NotShippable, naming the registration and what in it could not be pickled."""
     cloudpickle = lib.cloudpickle
     connection = engine.connection_for(server)
-    if server is None or connection is engine.connection:
+    if isinstance(connection, RemoteConnection):
+        toolbox = Toolbox(__version__, remote=_address(connection))
+    else:
         registrations = tuple(_shipped(entry, engine.registry.faults.get(entry.name)) for entry in engine.registry.entries())
         for shipped in registrations:
             _check(shipped, cloudpickle)
         toolbox = Toolbox(__version__, registrations=registrations)
-    else:
-        toolbox = Toolbox(__version__, remote=_address(connection))
     blob = cloudpickle.dumps(toolbox)
     return blob, hashlib.sha256(blob).hexdigest()
 
@@ -102,10 +104,11 @@ def _shipped(entry: Registration, faults: Faults | None) -> Shipped:
     return Shipped(entry, faults_fields(faults) if entry.kind == "tool" else None)
 
 
-def _address(connection: Any) -> dict[str, Any]:
-    if connection.transport == "http":
-        return {"name": connection.name, "target": connection.url, "headers": dict(connection.headers)}
-    return {"name": connection.name, "target": list(connection.command), "env": dict(connection.env), "cwd": connection.cwd}
+def _address(connection: RemoteConnection) -> ServerSpec:
+    """How a worker reaches the server `connection` reaches: its command or URL, headers or
+    environment, and era. Not what answers the server's requests (a sampling or roots function,
+    an OAuth flow waiting for a person), which stay in the kernel."""
+    return dataclasses.replace(connection.spec, auth=None, sampling=None, roots=None, sampling_tools=False)
 
 
 def _check(shipped: Shipped, cloudpickle: Any) -> None:
@@ -150,8 +153,7 @@ def build(toolbox: Toolbox) -> Any:
         for shipped in toolbox.registrations:
             _same(shipped, _register(engine.registry, shipped))
         if toolbox.remote is not None:
-            remote = dict(toolbox.remote)
-            engine.connect(remote.pop("name"), remote.pop("target"), **remote)
+            engine.connect(toolbox.remote)
     except BaseException:
         engine.close()
         raise

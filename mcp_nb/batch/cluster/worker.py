@@ -29,7 +29,7 @@ from typing import Any
 from mcp_nb import libraries as lib
 from mcp_nb._version import __version__
 from mcp_nb.batch.cluster.toolbox import build, faults_fields, unpack
-from mcp_nb.batch.core import STOP_WAIT_S, Lanes
+from mcp_nb.batch.core import Lanes
 from mcp_nb.batch.sweeps import prepare_calls
 from mcp_nb.calling import default
 from mcp_nb.calling.current import CURRENT_CALL
@@ -247,8 +247,9 @@ def _run(worker: Any, address: str, engine: Any, job: Job, k: int, positions: li
     def heard(outcome: Any) -> None:
         # Every call this process's engine records comes here, other partitions' too (a
         # worker with several threads runs several): this partition's are its grid calls and
-        # the calls their tools made, whose chain of parents leads to one of them.
-        if outcome is None or _root(CURRENT_CALL.get()) not in ids:
+        # the calls their tools made, whose chain of parents leads to one of them. A grid call
+        # the stop records from this thread (`Lanes.stop`) is known by its id.
+        if outcome is None or (outcome.call_id not in ids and _root(CURRENT_CALL.get()) not in ids):
             return
         with lock:
             records.append((len(records), ids.get(outcome.call_id), outcome))
@@ -284,7 +285,10 @@ def _run(worker: Any, address: str, engine: Any, job: Job, k: int, positions: li
         try:
             future.result()
         except concurrent.futures.CancelledError:
-            lanes.finished.wait(timeout=STOP_WAIT_S)  # the cancelled calls record themselves first
+            # Every call the partition started has its Outcome when this returns: the cancelled
+            # calls record themselves, and one that cannot within the bounded wait (its handler
+            # holds the engine's loop) is recorded as cancelled from here, once.
+            lanes.stop(cancel=True)
     finally:
         engine.history.unsubscribe(heard)
         engine.history.clear()  # the kernel keeps the history: the records are in `records`

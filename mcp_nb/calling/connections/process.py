@@ -22,14 +22,19 @@ import logging
 import os
 import signal
 import subprocess
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import anyio
 import mcp_types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:  # the SDK names no public alias for a transport's two streams
+    from mcp.client._transport import TransportStreams
+
+log = logging.getLogger(__package__)
 
 STDIN_GRACE_S = 2.0  # after its stdin closes, how long the server has to exit by itself (the SDK's figure)
 TERM_GRACE_S = 1.0  # between asking the group to stop and killing what is left of it
@@ -43,7 +48,7 @@ READ_CHUNK = 1 << 16
 class ServerProcess:
     """A stdio server's process, started by mcp_nb: its id, its exit, its group's end."""
 
-    def __init__(self, argv: list[str], env: dict[str, str] | None, cwd: str | None, stderr: int) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str] | None, cwd: str | os.PathLike[str] | None, stderr: int) -> None:
         # The environment the SDK's transport gives a server: a few safe variables, `env` on top.
         self.popen = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, bufsize=0,
@@ -55,8 +60,8 @@ class ServerProcess:
             self._pidfd = os.pidfd_open(self.pid)
         self._loop = asyncio.get_running_loop()
         self._watching = False
-        self._poll: asyncio.Task | None = None
-        self._ending: asyncio.Task | None = None
+        self._poll: asyncio.Task[None] | None = None
+        self._ending: asyncio.Task[None] | None = None
         self._on_exit: Callable[[], None] | None = None
 
     # -- is it still ours ------------------------------------------------------------------------
@@ -201,15 +206,19 @@ class StdioStreams:
         self._loop = asyncio.get_running_loop()
         # The session's ends, as the SDK's transports make them (unbuffered: a slow session
         # holds the reader, and a full pipe holds the server, rather than memory growing).
-        self._to_session, self.read_stream = anyio.create_memory_object_stream[Any](0)
-        self.write_stream, self._from_session = anyio.create_memory_object_stream[Any](0)
+        self._to_session: MemoryObjectSendStream[SessionMessage | Exception]
+        self.read_stream: MemoryObjectReceiveStream[SessionMessage | Exception]
+        self._to_session, self.read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        self.write_stream: MemoryObjectSendStream[SessionMessage]
+        self._from_session: MemoryObjectReceiveStream[SessionMessage]
+        self.write_stream, self._from_session = anyio.create_memory_object_stream[SessionMessage](0)
         self._stdout: asyncio.StreamReader | None = None
-        self._stdout_pipe: Any = None
-        self._stdin: Any = None
+        self._stdout_pipe: asyncio.BaseTransport | None = None
+        self._stdin: asyncio.WriteTransport | None = None
         self._stdin_ready: _Writable | None = None
-        self._tasks: list[asyncio.Task] = []
+        self._tasks: list[asyncio.Task[None]] = []
 
-    async def open(self) -> tuple[Any, Any]:
+    async def open(self) -> TransportStreams:
         popen = self.process.popen
         stdout = self._stdout = asyncio.StreamReader(limit=READ_CHUNK)
         self._stdout_pipe, _ = await self._loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdout), popen.stdout)
@@ -234,7 +243,7 @@ class StdioStreams:
                         if not line.strip():
                             continue
                         try:
-                            item: Any = SessionMessage(adapter.validate_json(line, by_name=False))
+                            item: SessionMessage | Exception = SessionMessage(adapter.validate_json(line, by_name=False))
                         except ValueError as err:
                             item = err
                             self.said(line.decode("utf-8", errors="replace"))
@@ -248,13 +257,13 @@ class StdioStreams:
                 pass
 
     async def _write(self) -> None:
-        ready = self._stdin_ready
-        assert ready is not None
+        stdin, ready = self._stdin, self._stdin_ready
+        assert stdin is not None and ready is not None  # `open` made both before this task
         try:
             async with self._from_session:
                 async for sent in self._from_session:
                     line = sent.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                    self._stdin.write(line.encode("utf-8"))
+                    stdin.write(line.encode("utf-8"))
                     await ready.drained()
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError, OSError):
             # The server stopped reading: the session hears the end rather than waiting for ever.

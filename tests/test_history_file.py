@@ -366,7 +366,7 @@ def test_a_part_cut_short_is_said_in_one_line_and_the_calls_before_it_kept(tmp_p
     (path / ".half.arrow.123.abcd.tmp").write_bytes(b"ARROW1 half")  # a writer killed mid-write leaves this
     with pytest.warns(mcp_nb.HistoryFileWarning) as said:
         back = History.open(path)
-    assert len(said) == 1 and "1 part cut short" in str(said[0].message) and "\n" not in str(said[0].message)
+    assert len(said) == 1 and "1 part left out" in str(said[0].message) and "cut short" in str(said[0].message) and "\n" not in str(said[0].message)
     assert "its end is missing" in str(said[0].message)
     assert back.to_frame()["call_id"].tolist() == list(range(20))
 

@@ -43,7 +43,7 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from mcp_nb import libraries as lib
-from mcp_nb.history_file import FORMAT, KEY, MARKER, HistoryFileError, format_of, older_format, shown
+from mcp_nb.history_file import FORMAT, KEY, MARKER, HistoryFileError, format_of, kind, older_format, open_regular, shown
 from mcp_nb.records.frame import VOCABULARIES, Coded, nanoseconds
 from mcp_nb.records.outcome import CAUSES, FATES, OUTCOMES, TARGETS, VIAS
 from mcp_nb.records.json_text import CHUNKS, ENCODE, events_of, logs_of, plain
@@ -335,8 +335,15 @@ def merge(folder: Path, names: list[str], into: str, tables: list | None = None,
     return merged
 
 
+def regular(path: Path) -> None:
+    """Raise HistoryFileError (one line) unless `path` is a regular file: checked before pyarrow opens it,
+    as an ordinary open of a named pipe waits for a writer for ever, and a link may point anywhere."""
+    os.close(open_regular(path))
+
+
 def read_table(path: Path) -> pa.Table:
     """A part's whole table, read into memory (a merge's inputs, a fates part)."""
+    regular(path)
     if path.suffix == ".parquet":  # a file of format 1
         return lib.parquet.read_table(path)
 
@@ -345,7 +352,8 @@ def read_table(path: Path) -> pa.Table:
 
 
 def check_part(path: Path) -> None:
-    """Raise if the part cannot be read: its footer (at its end) is missing or broken."""
+    """Raise if the part cannot be read: not a regular file, or its footer (at its end) missing or broken."""
+    regular(path)
     if path.suffix == ".parquet":
         lib.parquet.ParquetFile(path).metadata
         return
@@ -393,17 +401,22 @@ def listing(folder: Path, footers: bool = True, again: int = 8) -> Listing:
     place before it went: the folder is listed again (`again` times at most), never said cut short."""
     format_of(folder)
     try:
-        names = sorted(entry.name for entry in os.scandir(folder))
+        entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
     except OSError as err:
         raise HistoryFileError(f"cannot read {shown(folder)}: {err.strerror or err}") from None
     found: list[Part] = []
     fates: list[str] = []
     problems: list[str] = []
-    for name in names:
+    for entry in entries:
+        name = entry.name
         match = _PART.match(name)
+        if match is None and not _FATES.match(name):
+            continue
+        if not entry.is_file(follow_symlinks=False):  # a named pipe, a directory, a link...: never opened
+            problems.append(f"{name} (not a regular file: {_kind(entry)})")
+            continue
         if match is None:
-            if _FATES.match(name):
-                fates.append(name)
+            fates.append(name)
             continue
         rows = int(match["last"]) - int(match["first"]) + 1
         if footers:
@@ -423,8 +436,19 @@ def listing(folder: Path, footers: bool = True, again: int = 8) -> Listing:
     return Listing(folder, _without_leftovers(found), fates, problems)
 
 
+def _kind(entry: os.DirEntry) -> str:
+    try:
+        return kind(entry.stat(follow_symlinks=False).st_mode)
+    except OSError:
+        return "gone"
+
+
 def _why(err: Exception) -> str:
     """Why a part cannot be read, in a few words: pyarrow's own text names the whole path."""
+    if isinstance(err, HistoryFileError) and "not a regular file" in str(err):  # replaced since it was listed
+        return "not a regular file" + str(err).rsplit("not a regular file", 1)[1]
+    if isinstance(err, Misnamed):
+        return f"holds {err.held} rows where its name says {err.rows}"
     text = str(err)
     if any(sign in text for sign in ("magic bytes", "Could not open Parquet", "file size", "Couldn't deserialize", "too small", "Not an Arrow file")):
         return "its end is missing"
@@ -446,7 +470,7 @@ def read(found: Listing, parts: list[Part] | None = None, seqs: tuple[int, int] 
     """The rows of `parts` (all of them when None), only those with `seqs[0] <= seq < seqs[1]` when
     given, with the fates parts applied; only the tidy `columns` named (all when None). A part that
     cannot be read is said in `found.problems` and skipped."""
-    chosen = found.parts if parts is None else parts
+    chosen = list(found.parts if parts is None else parts)
     wanted = None
     if columns is not None:
         wanted = list(dict.fromkeys(["session", "seq", "call_id", *columns]))
@@ -464,9 +488,22 @@ def read(found: Listing, parts: list[Part] | None = None, seqs: tuple[int, int] 
                 found.problems.append(f"{part.name} ({_why(err)})")
         if not opened.parts:
             return _decode(None, seqs, [])
-        return _decode(opened, seqs, _fates(found, {p.session for p in chosen}) if columns is None or "server_fate" in columns else [])
+        try:
+            return _decode(opened, seqs, _fates(found, {p.session for p in chosen}) if columns is None or "server_fate" in columns else [])
+        except Misnamed as err:  # a compressed part's rows are counted as its first column is read
+            found.problems.append(f"{Path(err.path).name} ({_why(err)})")
+            opened.close()
+            return read(found, [p for p in chosen if found.folder / p.name != err.path], seqs, columns)
     finally:
         opened.close()
+
+
+class Misnamed(ValueError):
+    """A part that holds another number of rows than its name says (not one this mcp_nb wrote)."""
+
+    def __init__(self, path: Path, held: int, rows: int) -> None:
+        super().__init__(f"{path}: {held} rows, named for {rows}")
+        self.path, self.held, self.rows = path, held, rows
 
 
 class Opened:
@@ -478,7 +515,7 @@ class Opened:
 
     def __init__(self, wanted: list[str] | None) -> None:
         self.wanted = wanted
-        self.parts: list[tuple[Any, Any, str, int]] = []  # (map or open file, its reader or table, how, rows)
+        self.parts: list[tuple[Any, Any, str, int, Path]] = []  # (map or open file, its reader or table, how, rows, path)
         self.types: dict[str, Any] = {}  # column -> its type, in the order the first part has them
 
     @property
@@ -486,10 +523,12 @@ class Opened:
         return list(self.types)
 
     def add(self, path: Path, rows: int) -> None:
+        regular(path)
         if path.suffix == ".parquet":  # a file of format 1
             f = pa.OSFile(str(path))
             try:
                 reader: Any = lib.parquet.ParquetFile(f)
+                held = reader.metadata.num_rows
             except BaseException:
                 f.close()
                 raise
@@ -500,21 +539,25 @@ class Opened:
                 reader = ipc.open_file(f)
                 schema = reader.schema
                 if COMPRESSED in (schema.metadata or {}):
-                    how = "compressed"
+                    how, held = "compressed", rows  # counted as its first column is read
                 else:  # its buffers are the map's: the table costs nothing until a column is copied out
                     reader, how = reader.read_all(), "mapped"
+                    held = reader.num_rows
             except BaseException:
                 f.close()
                 raise
+        if held != rows:
+            f.close()
+            raise Misnamed(path, held, rows)
         for column in schema:
             if self.wanted is None or column.name in self.wanted:
                 self.types.setdefault(column.name, column.type)
-        self.parts.append((f, reader, how, rows))
+        self.parts.append((f, reader, how, rows, path))
 
     def column(self, name: str):
         """The column `name` of every part, as one chunked array (nulls for a part without it)."""
         chunks = []
-        for f, reader, how, rows in self.parts:
+        for f, reader, how, rows, path in self.parts:
             names = reader.schema_arrow.names if how == "parquet" else reader.schema.names
             if name not in names:
                 chunks.append(pa.nulls(rows, self.types[name]))
@@ -526,7 +569,11 @@ class Opened:
                 chunks.extend(pa.concat_arrays([chunk]) for chunk in reader.column(name).chunks)
             else:  # decompressed into buffers of its own; one column is too little to share among threads
                 options = ipc.IpcReadOptions(included_fields=[names.index(name)], use_threads=False)
-                chunks.extend(ipc.open_file(f, options=options).read_all().column(0).chunks)
+                read = ipc.open_file(f, options=options).read_all().column(0).chunks
+                held = sum(map(len, read))
+                if held != rows:
+                    raise Misnamed(path, held, rows)
+                chunks.extend(read)
         return pa.chunked_array(chunks, type=self.types[name])
 
     def close(self) -> None:

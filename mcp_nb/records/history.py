@@ -100,15 +100,17 @@ _SHORT = ["call_id", "attempt", "server", "target", "name", "outcome", "cause", 
 
 
 class HistoryFileWarning(UserWarning):
-    """Part of a history file could not be read (cut short): the message says which; the other calls are kept."""
+    """Part of a history file could not be read (cut short, not a regular file...): the message says
+    which and why; the other calls are kept."""
 
 
 @dataclass
 class _Segment:
-    """Calls of this history no longer in memory: seqs `first` to `last` (excluded), in `folder`'s stream `stream`."""
+    """Calls of this history no longer in memory: seqs `first` to `last` (excluded), in `folder`, in the
+    streams this history wrote there (a file resumed after a stop or a failed write holds a call in one
+    stream only: each writer writes what the file lacks)."""
 
     folder: Path
-    stream: int
     first: int
     last: int
 
@@ -165,7 +167,8 @@ class _Store:
     generation, where every full collection would walk them again. Only a timeout's
     Outcome is kept, for its trace (the server may still log, or finish).
 
-    Replaced whole by `clear()`, so a reader never sees a half-cleared store.
+    A row's index is its seq, counting from the history's first call: `clear()` marks a row, it never
+    replaces the store, so a call recorded beside it keeps its place (and is written).
     """
 
     def __init__(self) -> None:
@@ -254,6 +257,23 @@ class _Store:
         return size
 
 
+def _lacking(disk, folder: Path, streams: set[int], start: int) -> int:
+    """The first call from `start` on that the file at `folder` lacks, of those this history's
+    `streams` wrote there: a file resumed (after a stop, another file, a failed write) is given only
+    what it lacks, never a call twice."""
+    if not streams or not folder.is_dir():
+        return start
+    try:
+        found = disk.listing(folder, footers=False)
+    except HistoryFileError:  # said when the keeper checks the folder
+        return start
+    at = start
+    for part in sorted((p for p in found.parts if p.session == SESSION and p.stream in streams), key=lambda p: p.first):
+        if part.first <= at <= part.last:
+            at = part.last + 1
+    return at
+
+
 def _asked(question) -> dict[str, Any]:
     """A question and its answer as the history keeps it: with its schema, which says what a
     saved case must not write down (a field marked as a secret)."""
@@ -278,12 +298,14 @@ class History:
         # history while a call is being settled settles the next ones itself.
         self._settling = threading.RLock()
         self._in_settle = 0  # threads inside `settle` (changed only while holding `_settling`)
-        self._base = 0  # the seq of the store's first row: seqs go on counting across clear()
+        self._hidden = 0  # the seq of the first call shown: those before it were cleared (and written, with a file)
+        self._streams: set[int] = set()  # the streams of this history's keepers: a seq is in one of them only
         self._keeper: Keeper | None = None
         self._window = WINDOW
         self._on_disk: list[_Segment] = []  # where the calls no longer in memory are, oldest first
         self._opened: Path | None = None  # a history file read back (`History.open`)
         self._said: set[str] = set()  # what was said once about the file
+        self._keeping = threading.Lock()  # held while the file is set or unset
 
     # -- a history file ---------------------------------------------------------------------------
 
@@ -317,7 +339,7 @@ class History:
         `history_window` or so; the others are read back from the file when asked for)."""
         with self._lock:
             store = self._store
-            return store.rows - store.dropped + len(store.pending)
+            return store.rows + len(store.pending) - max(store.dropped, self._hidden)
 
     def keep(self, path, window: int | None = None, scrub: Callable[[str], str] | None = None) -> None:
         """Write every call of this history to the history file at `path`: those in memory now, then
@@ -327,7 +349,13 @@ class History:
         out what must never be written (the engine's gives its connections' secrets)."""
         folder = check_writable(path)
         if window is not None:
-            self._window = check_window(window)
+            check_window(window)
+        with self._keeping:  # two threads setting the file at once: one after the other, never two writers
+            self._keep(folder, window, scrub)
+
+    def _keep(self, folder: Path | None, window: int | None, scrub: Callable[[str], str] | None) -> None:
+        if window is not None:
+            self._window = window
         old = self._keeper
         if old is not None and folder == old.folder and old.failed is None:
             return
@@ -336,21 +364,24 @@ class History:
         if folder is None:
             return
         with self._lock:
-            start = self._base + self._store.dropped  # the first call still in memory
+            start = self._store.dropped  # the first call still in memory
+            streams = set(self._streams)
+        disk, keeping = _file()
         try:
-            _, keeping = _file()
-            keeper = keeping.Keeper(folder, self, start, scrub or _nothing_secret)
+            keeper = keeping.Keeper(folder, self, _lacking(disk, folder, streams, start), scrub or _nothing_secret)
         except OSError as err:
             raise HistoryFileError(f"cannot keep the history in {shown(folder)}: {err.strerror or err}") from None
         with self._lock:
             self._keeper = keeper
-            self._on_disk.append(_Segment(folder, keeper.stream, start, start))
+            self._streams.add(keeper.stream)
+            self._on_disk.append(_Segment(folder, start, start))
         keeper.recorded(1)  # what memory holds now is written first
 
     def close(self) -> None:
         """Write what is left to the history file and stop writing to it (calls are recorded in memory
         from then on; those written stay readable). `mcp_nb.reset()` closes the kernel's history."""
-        self._stop_keeping()
+        with self._keeping:
+            self._stop_keeping()
 
     def sync(self, timeout: float = 10.0) -> bool:
         """Wait until every call recorded so far is in the history file; False if it could not be
@@ -360,7 +391,7 @@ class History:
         if keeper is None:
             return True
         with self._lock:
-            upto = self._base + self._store.rows + len(self._store.pending)
+            upto = self._store.rows + len(self._store.pending)
         return keeper.flush(upto, timeout)
 
     def _stop_keeping(self) -> None:
@@ -380,37 +411,41 @@ class History:
         with self._lock:
             store = self._store
             store.flush()
-            start = max(seq - self._base, store.dropped)  # after clear(): from the new store's first call
+            start = max(seq, store.dropped)
             columns = store.tail(start, most)
             end = start + len(columns["call_id"])
             timeouts = {row - start: o for row, o in store.timeouts.items() if start <= row < end}
-            batch = disk.Batch(columns, list(store.names), list(store.servers), list(store.workers), list(store.clients),
-                               self._base + start)  # fmt: skip
+            batch = disk.Batch(columns, list(store.names), list(store.servers), list(store.workers), list(store.clients), start)
         batch.fates = {row: fate_of(o) for row, o in timeouts.items()}
         return batch
 
     def fates(self, upto: int) -> dict[int, tuple]:
         """The fate now of each timed-out call still watched, written before `upto`, by seq."""
         with self._lock:
-            base, timeouts = self._base, dict(self._store.timeouts)
-        return {base + row: fate_of(o) for row, o in timeouts.items() if base + row < upto}
+            timeouts = dict(self._store.timeouts)
+        return {row: fate_of(o) for row, o in timeouts.items() if row < upto}
 
     def kept(self, keeper: Keeper) -> None:
         """The keeper wrote everything before `keeper.written`: forget the oldest calls past the window."""
         with self._lock:
-            if keeper is not self._keeper:
-                return
-            store = self._store
-            on_disk = keeper.written - self._base  # local rows before this one are in the file
-            while store.sizes and store.rows - store.dropped - store.sizes[0] >= self._window and store.dropped + store.sizes[0] <= on_disk:
-                store.drop_oldest()
-            segment = self._on_disk[-1]
-            segment.last = max(segment.last, self._base + store.dropped)
-            # A timed-out call no longer in memory whose fate the file already says is kept no longer.
-            for row in [row for row in store.timeouts if row < store.dropped]:
-                fate = keeper.fates_written.get(self._base + row)
-                if fate is not None and fate[0] != "running" and fate == fate_of(store.timeouts[row]):
-                    del store.timeouts[row]
+            if keeper is self._keeper:
+                self._trim(keeper.written, keeper.fates_written)
+
+    def _trim(self, written: int, fates_written: dict[int, tuple]) -> None:
+        """Forget the oldest chunks written before `written` that are cleared or past the window (the
+        caller holds the lock)."""
+        store = self._store
+        while store.sizes and store.dropped + store.sizes[0] <= written and (
+            store.dropped + store.sizes[0] <= self._hidden or store.rows - store.dropped - store.sizes[0] >= self._window
+        ):
+            store.drop_oldest()
+        segment = self._on_disk[-1]
+        segment.last = max(segment.last, store.dropped)
+        # A timed-out call no longer in memory whose fate the file already says is kept no longer.
+        for row in [row for row in store.timeouts if row < store.dropped]:
+            fate = fates_written.get(row)
+            if fate is not None and fate[0] != "running" and fate == fate_of(store.timeouts[row]):
+                del store.timeouts[row]
 
     def _report(self, problems: list[str], stacklevel: int = 2) -> None:
         """Say, once each, in one line, which parts of the file were cut short."""
@@ -420,10 +455,11 @@ class History:
         self._said.update(p.split(" ", 1)[0] for p in fresh)
         where = shown(self.file) if self.file is not None else "the history file"
         listed = "; ".join(fresh[:3]) + (f"; and {len(fresh) - 3} more" if len(fresh) > 3 else "")
+        cut = any("its end is missing" in p for p in fresh)
         warnings.warn(
-            f"{where}: {len(fresh)} part{'s' if len(fresh) != 1 else ''} cut short (written when a kernel died, or a disk "
-            f"filled?), left out with {'their' if len(fresh) != 1 else 'its'} calls; the other calls are kept: {listed}",
-            HistoryFileWarning, stacklevel=stacklevel + 1,
+            f"{where}: {len(fresh)} part{'s' if len(fresh) != 1 else ''} left out with {'their' if len(fresh) != 1 else 'its'} "
+            f"calls{' (a part cut short: written when a kernel died, or a disk filled?)' if cut else ''}; the other calls are "
+            f"kept: {listed}", HistoryFileWarning, stacklevel=stacklevel + 1,
         )  # fmt: skip
 
     # -- recording --------------------------------------------------------------------------------
@@ -473,7 +509,7 @@ class History:
             keeper = self._keeper
             if keeper is not None:
                 keeper.recorded(waiting)  # two comparisons; it is woken at the first call waiting, and when many are
-                recorded = self._base + store.rows + len(store.pending)
+                recorded = store.rows + len(store.pending)
                 behind = recorded - keeper.written
         if keeper is not None:  # outside the lock, which the writer takes
             keeper.hand_over(waiting, recorded)
@@ -501,17 +537,24 @@ class History:
             return disk.listing(self._opened, footers=False).rows
         with self._lock:  # a flush moves rows from `pending` to the chunks: never read halfway
             store = self._store
-            return store.rows + len(store.pending)
+            return store.rows + len(store.pending) - self._hidden
 
     def clear(self) -> None:
-        """Forget every recorded call (a history file keeps them: they are written first)."""
+        """Forget every recorded call. A mark, not a new store: the calls before it are no longer shown;
+        without a history file they leave memory now, with one once they are written (none lost,
+        whatever is recorded meanwhile)."""
         self.settle()
-        if self._keeper is not None:
-            self.sync()
         with self._lock:
             store = self._store
-            self._base += store.rows + len(store.pending)
-            self._store = _Store()
+            store.flush()  # the mark falls between two chunks
+            self._hidden = store.rows
+            keeper = self._keeper
+            if keeper is None:
+                while store.sizes:
+                    store.drop_oldest()
+                store.timeouts = {row: o for row, o in store.timeouts.items() if row >= self._hidden}
+            else:
+                self._trim(keeper.written, keeper.fates_written)
         if self._listeners:
             self._listeners(None)
 
@@ -526,12 +569,14 @@ class History:
         with self._lock:
             s = self._store
             s.flush()
-            memory = s.tail(max(s.dropped, s.rows - last) if last is not None else s.dropped)
+            shown = max(s.dropped, self._hidden)
+            memory = s.tail(max(shown, s.rows - last) if last is not None else shown)
             names = {"name": list(s.names), "server": list(s.servers), "worker": list(s.workers),
                      "client": list(s.clients), "session": [SESSION]}  # fmt: skip
-            base, first = self._base, self._base + s.rows - len(memory["call_id"])
-            timeouts = {self._base + row: o for row, o in s.timeouts.items()}
-            segments = [(g.folder, g.stream, max(g.first, base), g.last) for g in self._on_disk if g.last > base]
+            hidden, first = self._hidden, s.rows - len(memory["call_id"])
+            timeouts = dict(s.timeouts)
+            streams = frozenset(self._streams)
+            segments = [(g.folder, max(g.first, hidden), g.last) for g in self._on_disk if g.last > hidden]
         n = len(memory["call_id"])
         memory["started_ns"] = nanoseconds(memory.pop("started"))
         memory["recorded_ns"] = nanoseconds(memory.pop("recorded"))
@@ -543,11 +588,11 @@ class History:
         coded = Coded(memory, names)
         wanted = None if last is None else last - n  # rows still to read from the file, newest first
         with _collector_paused():
-            for folder, stream, lo, hi in reversed(segments):
+            for folder, lo, hi in reversed(segments):
                 if wanted is not None and wanted <= 0:
                     break
                 lo = lo if wanted is None else max(lo, hi - wanted)
-                older = self._read(folder, lambda p, stream=stream: p.session == SESSION and p.stream == stream, (lo, hi), columns)
+                older = self._read(folder, lambda p: p.session == SESSION and p.stream in streams, (lo, hi), columns)
                 coded = join(older, coded)
                 wanted = None if wanted is None else wanted - len(older)
             if self._opened is not None and (wanted is None or wanted > 0):

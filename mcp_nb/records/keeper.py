@@ -254,7 +254,7 @@ class Keeper:
             self._progress.notify_all()
         log.warning(
             "the history file %s cannot be written (%s): calls are kept in this kernel's memory only, none lost; "
-            "set history_file again to retry", shown(self.folder), why,
+            "set history_file again to the same path (or call History.keep again) to write what it lacks", shown(self.folder), why,
         )  # fmt: skip
 
     def flush(self, seq: int, timeout: float) -> bool:

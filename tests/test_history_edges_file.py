@@ -186,7 +186,7 @@ def test_the_documented_retry_writes_what_the_file_lacks(tmp_path, caplog):
     path.rename(away)  # the folder gone from under the writer (root ignores a read-only folder)
     with caplog.at_level(logging.WARNING, logger="mcp_nb"):
         made += [mcp_nb.call("add", {"a": x}).call_id for x in range(400, 800)]
-        assert not history.sync(5)
+        assert not history.sync(120)  # False as soon as the write fails (the bound is for a loaded machine)
     said = [r.getMessage() for r in caplog.records if "cannot be written" in r.getMessage()]
     assert len(said) == 1 and "\n" not in said[0] and "set history_file again" in said[0]
     away.rename(path)  # the disk is back; the user does what the message says
@@ -207,7 +207,7 @@ def test_the_retry_through_config_magic_and_to_a_recreated_folder(shell, tmp_pat
     shutil.rmtree(path)  # gone for good: what was written with it
     with caplog.at_level(logging.WARNING, logger="mcp_nb"):
         made += [mcp_nb.call("add", {"a": x}).call_id for x in range(50, 80)]
-        assert not history.sync(5)
+        assert not history.sync(120)
     assert shell.run_cell(f"%config McpMagics.history_file = {str(path)!r}").success
     assert history.sync()
     assert written(path) == made  # a new file lacks every call memory holds

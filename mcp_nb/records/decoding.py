@@ -1,19 +1,24 @@
 """A history file's parts read back: the rows of the parts chosen, a column at a time, coded as
 the in-memory store codes them (`frame.Coded`), the fates parts applied.
 
-The parts are read by pyarrow's own dataset reader (`pyarrow.dataset`), the columns asked for
-of every part at once, in the parts' order, a column a part lacks read as nulls; each distinct
-JSON text is decoded once (the parts are dictionary-encoded, and most columns of a sweep hold few
-distinct values). The nested columns stay JSON text, decoded when a value is looked at
-(records/lazy.py). A part that cannot be read (cut short, not a regular file, holding other rows
-than its name says) is left out and said in the listing's `problems`.
+Reading takes a column at a time from every part (`Opened`), so that no more than one column's
+Arrow buffers are held beside the frame being built, and decodes each distinct JSON text once
+(the parts are dictionary-encoded, and most columns of a sweep hold few distinct values). The
+nested columns stay JSON text, decoded when a value is looked at (records/lazy.py). A part that
+cannot be read (cut short, not a regular file, holding other rows than its name says) is left
+out and said in the listing's `problems`.
+
+pyarrow's own dataset reader (`pyarrow.dataset`, every column of every part at once) was tried
+and measured (docs/performance.md, "The history file's writer on a queue"): on ten million calls
+it read no faster and the frame's process peaked at 5.54 GB instead of 3.56 GB, as it holds every
+column's buffers until the last is decoded; on a file of many small fresh parts it was faster.
+Read a column at a time, the peak stays the frame and one column.
 
 numpy and pyarrow are imported with this module, pandas at its first frame.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,11 +27,10 @@ from typing import Any, Callable
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.ipc as ipc
 
 from mcp_nb import libraries as lib
-from mcp_nb.records.disk import Listing, Misnamed, Part, check_part, listing, read_table, regular, why
+from mcp_nb.records.disk import COMPRESSED, Listing, Misnamed, Part, listing, read_table, regular, why
 from mcp_nb.records.frame import VOCABULARIES, Coded
 from mcp_nb.records.json_text import events_of, logs_of
 from mcp_nb.records.outcome import CAUSES, FATES, OUTCOMES, TARGETS, VIAS
@@ -36,74 +40,112 @@ from mcp_nb.records.store import NO_FLAG
 FIXED = {"target": TARGETS, "outcome": OUTCOMES, "cause": CAUSES, "via": VIAS}
 
 
-def read(found: Listing, parts: list[Part] | None = None, seqs: tuple[int, int] | None = None, columns: list[str] | None = None,
-         again: int = 8) -> Coded:  # fmt: skip
+def read(found: Listing, parts: list[Part] | None = None, seqs: tuple[int, int] | None = None, columns: list[str] | None = None) -> Coded:
     """The rows of `parts` (all of them when None), only those with `seqs[0] <= seq < seqs[1]` when
     given, with the fates parts applied; only the tidy `columns` named (all when None). A part that
-    cannot be read is said in `found.problems` and left out."""
+    cannot be read is said in `found.problems` and skipped."""
     chosen = list(found.parts if parts is None else parts)
-    if not chosen:
-        return _decode(None, seqs, [])
-    wanted = None if columns is None else list(dict.fromkeys(["session", "seq", "call_id", *columns]))
+    wanted = None
+    if columns is not None:
+        wanted = list(dict.fromkeys(["session", "seq", "call_id", *columns]))
+    opened = Opened(wanted)
     try:
-        whole = _table([found.folder / p.name for p in chosen], wanted)
-    except FileNotFoundError:
-        if again <= 0:
-            raise
-        # merged meanwhile by the kernel writing it: the merged part holds its rows
-        fresh = listing(found.folder)
-        found.problems.extend(fresh.problems)
-        return read(Listing(found.folder, fresh.parts, fresh.fates, found.problems), _same_rows(fresh, chosen), seqs, columns, again - 1)
-    except (OSError, ValueError, pa.ArrowException):  # a part cut short, or replaced, since the listing: which
-        bad = _unreadable(found, chosen)
-        if not bad:
-            raise
-        return read(found, [p for p in chosen if p not in bad], seqs, columns, again)
-    if whole.num_rows != sum(p.rows for p in chosen):  # a part holds other rows than its name says: which
-        bad = _misnamed(found, chosen)
-        if bad:
-            return read(found, [p for p in chosen if p not in bad], seqs, columns, again)
-    return _decode(whole, seqs, _fates(found, {p.session for p in chosen}) if columns is None or "server_fate" in columns else [])
-
-
-def _table(paths: list[Path], wanted: list[str] | None) -> pa.Table:
-    """The parts at `paths`, in their order, as one table, by pyarrow's own dataset reader: every
-    column named (all when None) of every part, those a part lacks as nulls."""
-    tables = []
-    for suffix, run in itertools.groupby(paths, key=lambda path: path.suffix):  # a file of format 1 has Parquet parts
-        run = list(run)
-        for path in run:
-            regular(path)
-        kind = "parquet" if suffix == ".parquet" else "ipc"
-        schemas = [lib.parquet.read_schema(path) if kind == "parquet" else ipc.open_file(str(path)).schema for path in run]
-        schema = pa.unify_schemas([s.remove_metadata() for s in schemas], promote_options="permissive")
-        names = schema.names if wanted is None else [name for name in schema.names if name in wanted]
-        tables.append(ds.dataset([str(path) for path in run], format=kind, schema=schema).to_table(columns=names))
-    return tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="permissive")
-
-
-def _unreadable(found: Listing, chosen: list[Part]) -> list[Part]:
-    """The parts that cannot be read (each said in `found.problems`)."""
-    bad = []
-    for part in chosen:
+        for part in chosen:
+            try:
+                opened.add(found.folder / part.name, part.rows)
+            except FileNotFoundError:
+                # merged meanwhile by the kernel writing it: the merged part holds its rows
+                opened.close()
+                again = listing(found.folder)
+                return read(again, _same_rows(again, chosen), seqs, columns)
+            except Exception as err:  # noqa: BLE001 - a part cut short since the listing
+                found.problems.append(f"{part.name} ({why(err)})")
+        if not opened.parts:
+            return _decode(None, seqs, [])
         try:
-            check_part(found.folder / part.name)
-        except Exception as err:  # noqa: BLE001 - pyarrow says "cut short" in several ways
-            found.problems.append(f"{part.name} ({why(err)})")
-            bad.append(part)
-    return bad
+            return _decode(opened, seqs, _fates(found, {p.session for p in chosen}) if columns is None or "server_fate" in columns else [])
+        except Misnamed as err:  # a compressed part's rows are counted as its first column is read
+            found.problems.append(f"{Path(err.path).name} ({why(err)})")
+            opened.close()
+            return read(found, [p for p in chosen if found.folder / p.name != err.path], seqs, columns)
+    finally:
+        opened.close()
 
 
-def _misnamed(found: Listing, chosen: list[Part]) -> list[Part]:
-    """The parts that hold another number of rows than their names say (each said in `found.problems`)."""
-    bad = []
-    for part in chosen:
-        path = found.folder / part.name
-        held = ds.dataset(str(path), format="parquet" if path.suffix == ".parquet" else "ipc").count_rows()
-        if held != part.rows:
-            found.problems.append(f"{part.name} ({why(Misnamed(path, held, part.rows))})")
-            bad.append(part)
-    return bad
+class Opened:
+    """The parts being read, each opened once (a part merged away meanwhile stays readable through
+    its map or open file) and read a column at a time, so that reading never holds every column's
+    buffers at once. An uncompressed part (a fresh one) is mapped and its table taken whole, which
+    reads nothing yet; a compressed one (merged) has each column's buffers read and decompressed
+    when that column is asked for, and dropped once it is decoded."""
+
+    def __init__(self, wanted: list[str] | None) -> None:
+        self.wanted = wanted
+        self.parts: list[tuple[Any, Any, str, int, Path]] = []  # (map or open file, its reader or table, how, rows, path)
+        self.types: dict[str, Any] = {}  # column -> its type, in the order the first part has them
+
+    @property
+    def column_names(self) -> list[str]:
+        return list(self.types)
+
+    def add(self, path: Path, rows: int) -> None:
+        regular(path)
+        if path.suffix == ".parquet":  # a file of format 1
+            f = pa.OSFile(str(path))
+            try:
+                reader: Any = lib.parquet.ParquetFile(f)
+                held = reader.metadata.num_rows
+            except BaseException:
+                f.close()
+                raise
+            schema, how = reader.schema_arrow, "parquet"
+        else:
+            f = pa.memory_map(str(path))
+            try:
+                reader = ipc.open_file(f)
+                schema = reader.schema
+                if COMPRESSED in (schema.metadata or {}):
+                    how, held = "compressed", rows  # counted as its first column is read
+                else:  # its buffers are the map's: the table costs nothing until a column is copied out
+                    reader, how = reader.read_all(), "mapped"
+                    held = reader.num_rows
+            except BaseException:
+                f.close()
+                raise
+        if held != rows:
+            f.close()
+            raise Misnamed(path, held, rows)
+        for column in schema:
+            if self.wanted is None or column.name in self.wanted:
+                self.types.setdefault(column.name, column.type)
+        self.parts.append((f, reader, how, rows, path))
+
+    def column(self, name: str):
+        """The column `name` of every part, as one chunked array (nulls for a part without it)."""
+        chunks = []
+        for f, reader, how, rows, path in self.parts:
+            names = reader.schema_arrow.names if how == "parquet" else reader.schema.names
+            if name not in names:
+                chunks.append(pa.nulls(rows, self.types[name]))
+            elif how == "parquet":
+                chunks.extend(reader.read(columns=[name]).column(0).chunks)
+            elif how == "mapped":
+                # copied out of the map, a batch at a time: nothing the frame keeps points into a file
+                # that a merge may remove (and that Windows would then refuse to remove)
+                chunks.extend(pa.concat_arrays([chunk]) for chunk in reader.column(name).chunks)
+            else:  # decompressed into buffers of its own; one column is too little to share among threads
+                options = ipc.IpcReadOptions(included_fields=[names.index(name)], use_threads=False)
+                read = ipc.open_file(f, options=options).read_all().column(0).chunks
+                held = sum(map(len, read))
+                if held != rows:
+                    raise Misnamed(path, held, rows)
+                chunks.extend(read)
+        return pa.chunked_array(chunks, type=self.types[name])
+
+    def close(self) -> None:
+        for f, *_ in self.parts:
+            f.close()
+        self.parts = []
 
 
 def _same_rows(again: Listing, chosen: list[Part]) -> list[Part]:
@@ -137,7 +179,7 @@ class _Filtered:
         return self.source.column(name).filter(self.keep)
 
 
-def _decode(whole: pa.Table | None, seqs: tuple[int, int] | None, fates: list) -> Coded:
+def _decode(whole: Opened | pa.Table | None, seqs: tuple[int, int] | None, fates: list) -> Coded:
     """The columns of `whole` (all a part has, or those asked for; read a column at a time) coded as
     the store codes them."""
     from mcp_nb.records.lazy import JsonArray  # pandas: loaded when a file is first read back

@@ -268,7 +268,7 @@ class Writer:
             if self.failed is None:
                 began = time.thread_time()
                 try:
-                    wrote = self._write_due()
+                    wrote = self._write_due(everything=stopping)
                 except OSError as err:
                     self._fail(f"{err.strerror or err}" + (f": {shown(err.filename)}" if err.filename else ""))
                 except Exception:  # mcp_nb's own bug: its traceback, once, and the calls stay in memory
@@ -281,13 +281,19 @@ class Writer:
                     self._progress.notify_all()
                 return
 
-    def _write_due(self) -> bool:
-        """Write every call queued, a part of at most WRITE_MOST at a time, merging parts as they come;
-        whether there was any."""
-        wrote = bool(self._queue)
+    def _write_due(self, everything: bool) -> bool:
+        """Write the calls queued, a part of at most WRITE_MOST at a time, merging parts as they come;
+        whether there were any. The calls queued while a part was written wait for the next batch
+        (a part of a few calls costs its fixed price for each), unless `everything` is asked for (the
+        last round) or the part was a full one (a writer that fell behind catches up)."""
+        wrote = False
         while self._queue:
-            if self._write_batch():
+            n = self._write_batch()
+            wrote = True
+            if n:
                 self._merge()
+            if not everything and n < WRITE_MOST:
+                break
         self._write_fates()
         return wrote
 
@@ -399,15 +405,16 @@ class Writer:
                 self._tables[(first, last)] = merged
 
     def _fail(self, why: str | None) -> None:
-        with self._progress:
-            self.failed = why or "mcp_nb's own error (its traceback is on the mcp_nb logger)"
-            self._queue.clear()  # the calls are in the history's memory: none lost
-            self._progress.notify_all()
+        # said before it is published: whoever sees the failure (a sync that returns False) finds it said
         if why is not None:
             log.warning(
                 "the history file %s cannot be written (%s): calls are kept in this kernel's memory only, none lost; set "
                 "history_file again to the same path (or call History.keep again) to write what it lacks", shown(self.folder), why,
             )  # fmt: skip
+        with self._progress:
+            self.failed = why or "mcp_nb's own error (its traceback is on the mcp_nb logger)"
+            self._queue.clear()  # the calls are in the history's memory: none lost
+            self._progress.notify_all()
 
 
 def _in_event_loop() -> bool:

@@ -4,7 +4,7 @@ Paired, as `bench_calls.py` pairs raw and mcp_nb: blocks of calls with and witho
 file alternate (the order swapping every pair), each block from an empty history, and the
 figure is the median of the per-pair ratios, so a change in the machine's load lands on both
 halves of a pair alike. A block with the file counts, inside its time, the wait until the
-keeper has written every call of the block (`History.sync()`): the last write of a block is
+writer has written every call of the block (`History.sync()`): the last write of a block is
 paid by the block, which a real kernel would not pay on its calls at all. So the ratio errs
 against the file.
 
@@ -75,7 +75,7 @@ FACES = {"in-loop": in_loop, "sync": sync_face}
 
 
 def writer_share(name: str, n: int, folder: Path) -> dict:
-    """The writer thread's own CPU time per call (`thread_time` inside the keeper), against the whole
+    """The writer thread's own CPU time per call (`thread_time` inside the writer), against the whole
     process's CPU per call without a file: a bound on the file's cost that the machine's load
     does not move much, as both are CPU time this process spent."""
     history = mcp_nb.history()
@@ -84,17 +84,17 @@ def writer_share(name: str, n: int, folder: Path) -> dict:
     without = in_loop(name, n, False)[1]
     history.keep(folder)
     history.clear()
-    keeper = history._keeper  # the benchmark reads the keeper's own accounting (Keeper.describe)
-    spent = keeper.describe()["cpu_s"]
+    writer = history._writer  # the benchmark reads the writer's own accounting (Writer.describe)
+    spent = writer.describe()["cpu_s"]
     in_loop(name, n, True)
-    per_call = (keeper.describe()["cpu_s"] - spent) / n
+    per_call = (writer.describe()["cpu_s"] - spent) / n
     history.keep(None)
     return {"writer_cpu_us": per_call * 1e6, "call_cpu_us_without": without * 1e6, "share": per_call / without}
 
 
 def block(face: str, name: str, n: int, folder: Path | None) -> tuple[float, float]:
     history = mcp_nb.history()
-    history.keep(folder)  # None: no file (and the previous keeper's thread ended)
+    history.keep(folder)  # None: no file (and the previous writer's thread ended)
     history.clear()
     gc.collect()
     return FACES[face](name, n, folder is not None)
@@ -124,7 +124,7 @@ def pairs(face: str, name: str, count: int, n: int, folder: Path) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=30)
-    parser.add_argument("--calls", type=int, default=2000, help="calls per block (a few writes of the keeper each)")
+    parser.add_argument("--calls", type=int, default=2000, help="calls per block (a few writes of the writer each)")
     parser.add_argument("--faces", default="in-loop,sync")
     args = parser.parse_args()
 

@@ -1,15 +1,18 @@
 """The two candidate stores for a history file, measured on the same calls: SQLite in WAL mode, and a
-folder of Parquet parts written atomically (what mcp_nb keeps: records/disk.py).
+folder of parts written atomically (what mcp_nb keeps: records/disk.py; Arrow IPC files since
+format 2, Parquet before, the store's kind still named `parquet` here).
 
-For each: the cost of appending (512 calls a write, as the keeper writes; CPU seconds of the
+For each: the cost of appending (512 calls a write; CPU seconds of the
 writing thread per call, and wall time), the calls lost when the writing process is killed
 (SIGKILL) while calls arrive at a steady rate, and whether what was written reads back whole,
 the time to reopen the file, and `to_frame()` of every call (the same tidy frame, dtypes and
 all, as `History.to_frame()`).
 
 The calls are `bench_history.py`'s mix (distinct arguments, content and structured results for
-every call). Both stores get the same rows, coded once by a `History` (as the kernel's keeper
-gets them): the JSON of nested values is made by the same encoder for both.
+every call). Both stores get the same rows, coded once by a History's store (as the kernel's writer
+gets them): the JSON of nested values is made by the same encoder for both. The process killed
+records into a `History` with a file (the real writer: WRITE_AT calls or a quarter second), or, for
+SQLite, hands the same rows to a thread that appends them every quarter second.
 
 Usage: python benchmarks/bench_history_store.py [--records 1000000] [--kill-after 3]
 """
@@ -34,35 +37,40 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mcp_nb.records import disk
+from mcp_nb.records import disk, encoding
 from mcp_nb.records.redact import scrubber
-from mcp_nb.records.frame import Coded, build
+from mcp_nb.records.frame import Coded, build, fate_of
 from mcp_nb.records.history import COLUMNS, History
+from mcp_nb.records.store import Store, columns_of
 from _common import machine, write_json
 from bench_history import outcome
 
-WRITE = 512  # calls a write, as the keeper's WRITE_AT
+WRITE = 512  # calls a write
 SCRUB = scrubber(lambda: ())
 
 
 # -- the rows, coded once ---------------------------------------------------------------------------
 
 
+def batch_of(store: Store, rows: list[tuple], first: int) -> encoding.Batch:
+    """The rows as the writer encodes them: columns, the names their codes stand for, the fates of timeouts."""
+    names, servers, workers, clients = store.vocabularies.lists()
+    fates = {seq - first: fate_of(o) for seq, o in store.timeouts.items() if first <= seq < first + len(rows)}
+    return encoding.Batch(columns_of(rows), names, servers, workers, clients, first, fates)
+
+
 def batches(n: int, chunk: int = 100_000):
-    """`disk.Batch`es of WRITE calls each, `n` calls in all, made a chunk at a time (never all in memory)."""
+    """Batches of WRITE calls each, `n` calls in all, made a chunk at a time (never all in memory)."""
     rng = random.Random(0)
     seq = 0
     for start in range(0, n, chunk):
-        history = History()
-        for i in range(start, min(n, start + chunk)):
-            history.record(outcome(i, rng))
-        whole = history.unwritten(0)
-        for at in range(0, len(whole), WRITE):
-            part = disk.Batch({k: v[at : at + WRITE] for k, v in whole.columns.items()}, whole.names, whole.servers,
-                              whole.workers, whole.clients, seq + at)  # fmt: skip
-            part.fates = {row - at: fate for row, fate in whole.fates.items() if at <= row < at + WRITE}
+        store = Store()
+        rows = [store.add(outcome(i, rng)) for i in range(start, min(n, start + chunk))]
+        for at in range(0, len(rows), WRITE):
+            part = batch_of(store, rows[at : at + WRITE], at)
+            part.first = seq + at
             yield part
-        seq += len(whole)
+        seq += len(rows)
 
 
 # -- SQLite in WAL mode -----------------------------------------------------------------------------
@@ -78,9 +86,9 @@ def sqlite_open(path: Path) -> sqlite3.Connection:
     return db
 
 
-def sqlite_rows(batch: disk.Batch) -> list[tuple]:
+def sqlite_rows(batch: encoding.Batch) -> list[tuple]:
     """The tidy columns of `batch` as rows: the part's table (same encoding), row by row."""
-    table = disk.table(batch, "s", SCRUB)
+    table = encoding.table(batch, "s", SCRUB)
     columns = []
     for name in SQL_COLUMNS:
         column = table.column(name)
@@ -91,7 +99,7 @@ def sqlite_rows(batch: disk.Batch) -> list[tuple]:
     return list(zip(*columns))
 
 
-def sqlite_append(db: sqlite3.Connection, batch: disk.Batch) -> None:
+def sqlite_append(db: sqlite3.Connection, batch: encoding.Batch) -> None:
     rows = sqlite_rows(batch)
     db.execute("BEGIN")
     db.executemany(f"INSERT INTO calls VALUES ({', '.join('?' * len(SQL_COLUMNS))})", rows)
@@ -160,7 +168,7 @@ def append_all(kind: str, path: Path, n: int) -> dict:
             sqlite_append(db, batch)
         else:
             first, last = batch.first, batch.first + len(batch) - 1
-            disk.write_part(path / "calls.mcpnb", disk.part_name("s", 0, first, last), disk.table(batch, "s", SCRUB))
+            disk.write_part(path / "calls.mcpnb", disk.part_name("s", 0, first, last), encoding.table(batch, "s", SCRUB))
             merged.append((first, last, 0))
             _merge(path / "calls.mcpnb", merged)
         cpu += time.thread_time() - c0
@@ -171,8 +179,8 @@ def append_all(kind: str, path: Path, n: int) -> dict:
 
 
 def _merge(folder: Path, parts: list) -> None:
-    """The keeper's merging (records/keeper.py), over this benchmark's parts."""
-    from mcp_nb.records.keeper import MERGE
+    """The writer's merging (records/writer.py), over this benchmark's parts."""
+    from mcp_nb.records.writer import MERGE
 
     while len(parts) >= MERGE:
         tail = parts[-MERGE:]
@@ -222,22 +230,26 @@ with open(counter, "r+b") as f:
 rng = random.Random(0)
 history = History()
 if kind == "parquet":
-    history.keep(path)   # the real keeper: 512 calls or a quarter second
+    history.keep(path)   # the real writer: WRITE_AT calls or a quarter second
+    record = history.record
 else:
-    db = b.sqlite_open(path)
-    done = [0]
-    def keeper():   # the same batching for SQLite
+    from collections import deque
+    from mcp_nb.records.store import Store
+    db, store, queue, done = b.sqlite_open(path), Store(), deque(), [0]
+    def record(o):
+        queue.append(store.add(o))
+    def writer():   # the same batching for SQLite, from a queue as the real writer takes its calls
         while True:
             time.sleep(0.25)
-            batch = history.unwritten(done[0])
-            if len(batch):
-                b.sqlite_append(db, batch)
-                done[0] = batch.first + len(batch)
-    threading.Thread(target=keeper, daemon=True).start()
+            rows = [queue.popleft() for _ in range(len(queue))]
+            if rows:
+                b.sqlite_append(db, b.batch_of(store, rows, done[0]))
+                done[0] += len(rows)
+    threading.Thread(target=writer, daemon=True).start()
 i = 0
 while True:   # calls recorded at a steady rate, about 4,000 a second
     for _ in range(40):
-        history.record(b.outcome(i, rng))
+        record(b.outcome(i, rng))
         i += 1
     seen[:8] = i.to_bytes(8, "little")
     time.sleep(0.01)

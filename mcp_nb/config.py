@@ -85,6 +85,18 @@ def check_timeout(value: object, what: str = "timeout") -> float:
     return seconds
 
 
+class SetAgain(Any):
+    """A trait whose observers hear every assignment, the value it already holds included: setting
+    `history_file` to the path it names is how a history file whose writing failed is retried (the
+    one-line warning of the failure says so), and traitlets tells observers of changes only."""
+
+    def set(self, obj, value) -> None:
+        new = self._validate(obj, value)
+        old = obj._trait_values.get(self.name, self.default_value)
+        obj._trait_values[self.name] = new
+        obj._notify_trait(self.name, old, new)
+
+
 class SharedTraits(HasTraits):
     """The configurable values, declared once for `Settings` and for the magics."""
 
@@ -105,12 +117,13 @@ class SharedTraits(HasTraits):
             f"Starts from the environment variable {STABLE_OUTPUT_ENV}."
         ),
     ).tag(config=True)
-    history_file = Any(  # a str or a Path; kept as the absolute path's text
+    history_file = SetAgain(  # a str or a Path; kept as the absolute path's text
         HISTORY_FILE_AT_START,
         allow_none=True,
         help=(
             "A file (a folder, say calls.mcpnb) that every recorded call is also written to as it is recorded, "
             "so the history survives the kernel: reopen it with mcp_nb.History.open(path) or %mcp_history --file. "
+            "Set it again to the same path to retry after a write failed: what the file lacks is written. "
             f"None: the history lives in memory only. Starts from the environment variable {HISTORY_FILE_ENV}."
         ),
     ).tag(config=True)

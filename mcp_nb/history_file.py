@@ -11,9 +11,11 @@ changes, as `elicitation.check_elicit` does for `elicit`.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import secrets
+import stat
 import time
 from pathlib import Path
 
@@ -27,6 +29,7 @@ FORMAT = 2  # what a file of this version says it is; a later format gets a new 
 MARKER = "mcpnb.json"  # the folder's marker: {"mcp_nb_history": FORMAT}
 ENV = "MCP_NB_HISTORY_FILE"  # CI keeps its calls without editing notebooks
 KEY = "mcp_nb_history"
+MARKER_MOST = 65_536  # bytes: a marker is a line of JSON
 
 
 class HistoryFileError(BadValue):
@@ -64,7 +67,7 @@ def format_of(folder: Path) -> int | None:
         raise HistoryFileError(f"{shown(folder)} is not a history file (a folder mcp_nb writes): it is a file")
     marker = folder / MARKER
     try:
-        text = marker.read_text(encoding="utf-8")
+        text = read_marker(marker)
     except FileNotFoundError:
         try:
             empty = not any(folder.iterdir())
@@ -88,6 +91,47 @@ def format_of(folder: Path) -> int | None:
             f"{FORMAT}): upgrade mcp_nb to open it"
         )
     return number
+
+
+def kind(mode: int) -> str:
+    """What a file that is not a regular one is, in a few words."""
+    for test, what in ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISDIR, "a directory"), (stat.S_ISLNK, "a symbolic link"),
+                       (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket")):  # fmt: skip
+        if test(mode):
+            return what
+    return "not a file"
+
+
+def open_regular(path: Path) -> int:
+    """A descriptor of `path` open for reading, if it is a regular file; else HistoryFileError, in one
+    line, before anything is read. Opened without following a link and without waiting for a writer
+    (a named pipe blocks an ordinary open until someone writes to it), then asked what it is."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+    except BaseException:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise HistoryFileError(f"cannot read {shown(path)}: not a regular file ({kind(mode)})")
+    return fd
+
+
+def read_marker(marker: Path) -> str:
+    """The marker's text. A link, a named pipe, a device... is refused unread; so is a file larger than
+    a marker ever is (read whole, it could fill the memory)."""
+    try:
+        fd = open_regular(marker)
+    except OSError as err:
+        if err.errno == errno.ELOOP:  # O_NOFOLLOW met a symbolic link
+            raise HistoryFileError(f"cannot read {shown(marker)}: not a regular file (a symbolic link)") from None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(MARKER_MOST + 1)
+    if len(data) > MARKER_MOST:
+        raise HistoryFileError(f"{shown(marker)} is too large to be a history file's marker (over {MARKER_MOST:,} bytes)")
+    return data.decode("utf-8")
 
 
 def older_format(folder: Path, number: int) -> str:

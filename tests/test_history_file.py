@@ -117,8 +117,7 @@ def test_memory_keeps_a_window_and_the_frame_still_has_every_call(tmp_path):
     for i in range(6000):
         plain.record(outcome(i, "add" if i % 3 else "sub"))
         kept.record(outcome(i, "add" if i % 3 else "sub"))
-    assert kept.sync()
-    kept.kept(kept._keeper)  # the window is trimmed after each write; once more after the last
+    assert kept.sync()  # the window is trimmed as calls are recorded, and once more after the last write
     assert 1024 <= kept.in_memory < 1024 + 1024, kept.in_memory
     assert plain.in_memory == 6000
     assert len(kept) == 6000
@@ -147,12 +146,13 @@ def test_clear_forgets_in_memory_and_the_file_keeps_every_call(tmp_path):
 
 def test_reset_ends_the_writer_and_the_next_engine_writes_on(tmp_path):
     register()
+    before = set(threading.enumerate())  # other tests' histories, kept by hand, may still write
     mcp_nb.configure(history_file=str(tmp_path / "calls.mcpnb"))
     mcp_nb.call("square", {"x": 1})
-    writer = mcp_nb.history()._keeper._thread
+    writer = mcp_nb.history()._writer._thread
     mcp_nb.reset()  # flushes, then the thread ends
     assert not writer.is_alive()
-    assert not [t for t in threading.enumerate() if t.name.startswith("mcp_nb history file")]
+    assert not [t for t in set(threading.enumerate()) - before if t.name.startswith("mcp_nb history file")]
     register()
     mcp_nb.call("square", {"x": 2})
     mcp_nb.history().sync()
@@ -279,7 +279,7 @@ def test_bad_files_open_with_one_line(tmp_path):
 
 
 def test_small_parts_are_merged_and_a_merges_leftovers_never_read_twice(tmp_path):
-    from mcp_nb.records.keeper import MERGE
+    from mcp_nb.records.writer import MERGE
 
     path = tmp_path / "calls.mcpnb"
     history = History()
@@ -366,7 +366,7 @@ def test_a_part_cut_short_is_said_in_one_line_and_the_calls_before_it_kept(tmp_p
     (path / ".half.arrow.123.abcd.tmp").write_bytes(b"ARROW1 half")  # a writer killed mid-write leaves this
     with pytest.warns(mcp_nb.HistoryFileWarning) as said:
         back = History.open(path)
-    assert len(said) == 1 and "1 part cut short" in str(said[0].message) and "\n" not in str(said[0].message)
+    assert len(said) == 1 and "1 part left out" in str(said[0].message) and "cut short" in str(said[0].message) and "\n" not in str(said[0].message)
     assert "its end is missing" in str(said[0].message)
     assert back.to_frame()["call_id"].tolist() == list(range(20))
 
@@ -497,7 +497,7 @@ def test_a_value_nested_too_deep_for_json_is_written_as_a_note_and_writing_goes_
     odd = Outcome(1, "tool", "deep", {"a": 1}, "protocol_error", "mcp_error", None, None, None, -1, "m", deep, 1.0, 1.0, 30.0)
     history.record(odd)
     history.record(outcome(2))
-    assert history.sync() and history._keeper.failed is None
+    assert history.sync() and history._writer.failed is None
     history.close()
     back = History.open(tmp_path / "calls.mcpnb").to_frame()
     assert back["data"].tolist() == ["<list nested too deep to be written>", None]
@@ -521,7 +521,7 @@ def test_calls_recorded_while_a_write_is_under_way_are_written_when_the_history_
     history = History()
     history.keep(tmp_path / "calls.mcpnb")
     history.record(outcome(1))
-    assert began.wait(10)  # the keeper is writing call 1
+    assert began.wait(10)  # the writer is writing call 1
     for i in range(2, 6):
         history.record(outcome(i))
     closing = threading.Thread(target=history.close)

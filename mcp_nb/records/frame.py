@@ -8,8 +8,10 @@ a frame of ten million calls is built from arrays, never row by row.
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from mcp_nb import libraries as lib
 from mcp_nb.records.outcome import CAUSES, FATES, OUTCOMES, TARGETS, VIAS, Outcome
@@ -32,6 +34,20 @@ class Coded:
 
     def __len__(self) -> int:
         return len(self.columns["call_id"])
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cycle collector paused while a frame's millions of nested values are made (and
+    turned back on after, if it was on): each of its full passes would walk every one of them
+    again, which doubled the time of a frame of a million calls read back from a file."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 
 def nanoseconds(seconds: np.ndarray) -> np.ndarray:
@@ -151,13 +167,6 @@ def build(coded: Coded, columns: tuple[str, ...] | list[str]) -> pd.DataFrame:
         missing = np.isnan(values)  # NaN where a call has no code: pd.array(..., dtype="Int64") finds them row by row
         return pd.arrays.IntegerArray(np.where(missing, 0, values).astype(np.int64), missing)
 
-    def utc(nanoseconds: np.ndarray):
-        values = nanoseconds.astype(np.int64, copy=False)
-        try:  # the array itself, as pandas' own constructors wrap it (`to_datetime` copies it once or twice)
-            return pd.arrays.DatetimeArray._simple_new(values.view("M8[ns]"), dtype=pd.DatetimeTZDtype(unit="ns", tz="UTC"))
-        except (AttributeError, TypeError):  # pragma: no cover - a pandas without it
-            return pd.to_datetime(values, unit="ns", utc=True)
-
     made = {
         "call_id": lambda v: v.astype(np.int64, copy=False), "attempt": lambda v: v.astype(np.int32, copy=False),
         "target": lambda v: category(v, TARGETS), "name": lambda v: category(v, names["name"]),
@@ -169,7 +178,7 @@ def build(coded: Coded, columns: tuple[str, ...] | list[str]) -> pd.DataFrame:
         "data": lambda v: lazy(v, "json"), "server_logs": lambda v: lazy(v, "logs"),
         "elicitations": lambda v: lazy(v, "tuple"), "samplings": lambda v: lazy(v, "tuple"), "retry": lambda v: lazy(v, "json"),
         "code": codes,
-        "started_at": utc, "recorded_at": utc,
+        "started_at": utc_times, "recorded_at": utc_times,
         "server_fate": lambda v: category(v, FATES), "fate_outcome": lambda v: category(v, OUTCOMES),
         "fate_cause": lambda v: category(v, CAUSES),
         "via": lambda v: category(v, VIAS),
@@ -186,3 +195,42 @@ def build(coded: Coded, columns: tuple[str, ...] | list[str]) -> pd.DataFrame:
     # Each column its own block: consolidating a dozen object columns into one 2-D block copies
     # (and counts a reference to) every value again, a third of the frame's time at a million rows.
     return pd.DataFrame(frame, columns=list(columns), copy=False)
+
+
+# -- pandas' one private, checked -------------------------------------------------------------------
+# `DatetimeArray._simple_new(values, dtype=)` wraps an int64 array viewed as datetime64[ns] as it
+# is; pandas' public constructors copy it once or twice (`pd.array`, `to_datetime`, `tz_localize`:
+# 0.13 - 0.6 s a column of ten million calls, measured). Checked in the pandas releases PANDAS_CHECKED
+# names: `pandas_problems()` names what moved if an upgrade moves it (tests/test_history_frame_lazy.py
+# fails by name), and until then the frame's times are made by the public `tz_localize`: slower,
+# never wrong.
+PANDAS_CHECKED = ("3.1",)
+_private_fits: bool | None = None  # whether pandas_problems() found nothing, asked once
+
+
+def pandas_problems() -> list[str]:
+    """What moved in the installed pandas of the one private the frame uses; empty when nothing did."""
+    np, pd = lib.numpy, lib.pandas
+    values = np.array([0, 1_000_000_000], dtype=np.int64)
+    try:
+        made = pd.arrays.DatetimeArray._simple_new(values.view("M8[ns]"), dtype=pd.DatetimeTZDtype(unit="ns", tz="UTC"))
+        fits = (isinstance(made, pd.arrays.DatetimeArray) and str(made.dtype) == "datetime64[ns, UTC]"
+                and np.shares_memory(made.asi8, values) and made[1] == pd.Timestamp(1, unit="s", tz="UTC"))  # fmt: skip
+    except (AttributeError, TypeError, ValueError) as err:
+        return [f"pandas {pd.__version__}: DatetimeArray._simple_new(values, dtype=) failed ({type(err).__name__}: {err})"]
+    if not fits:
+        return [f"pandas {pd.__version__}: DatetimeArray._simple_new(values, dtype=) no longer wraps the array it is given as UTC times"]
+    return []
+
+
+def utc_times(nanoseconds: np.ndarray):
+    """int64 nanoseconds since the epoch as pandas' UTC times, the array itself wrapped where the
+    installed pandas allows it (see above)."""
+    global _private_fits
+    np, pd = lib.numpy, lib.pandas
+    values = nanoseconds.astype(np.int64, copy=False).view("M8[ns]")
+    if _private_fits is None:
+        _private_fits = not pandas_problems()
+    if _private_fits:
+        return pd.arrays.DatetimeArray._simple_new(values, dtype=pd.DatetimeTZDtype(unit="ns", tz="UTC"))
+    return pd.Series(values, copy=False).dt.tz_localize("UTC").array

@@ -1,44 +1,48 @@
-"""Every call, kept column by column, and the tidy DataFrame built from it.
+"""Every call of this kernel: the History, what recording, clearing, keeping a file and reading do.
 
-One row per call, one column per variable. Recording a call is one append of its row
-(a tuple of the Outcome's column values) to a short pending list; every thousand calls
-that list is turned into column chunks at once (typed arrays for numbers, small integer
-codes for the vocabularies, object arrays for the rest). So recording stays cheap on the call path,
-and `to_frame()` on a million calls concatenates arrays instead of walking a million
-objects. Views such as `summary()` are computed from the frame; nothing is stored twice.
+One row per call, one column per variable. The calls are kept column by column
+(records/store.py); `to_frame()` builds the tidy DataFrame from those columns and, with a history
+file, from the calls read back from it (records/reading.py, records/frame.py); views such as
+`summary()` are computed from the frame (records/tallies.py), nothing is stored twice.
+
+With a history file, every call is also handed to a writer (records/writer.py) as it is recorded:
+one append to its queue, under the lock that recording takes anyway. The writer never calls
+back: the history reads how far it has written (`Writer.written`) when it turns pending rows
+into a chunk, and lets the oldest calls leave memory once written and past the window.
+`clear()` is a mark, never a new store: a call recorded beside it keeps its place, and is
+written.
 """
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import threading
 import warnings
 from collections import deque
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from time import time
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable
 
 from mcp_nb import libraries as lib
 from mcp_nb.config import DEFAULT_WINDOW, check_window, settings
-from mcp_nb.history_file import SESSION, HistoryFileError, check_readable, check_writable, shown
-from mcp_nb.records.frame import Coded, build, fate_of, join, nanoseconds, overlay
-from mcp_nb.records.cases import CallsLeftOut, LeftOut, call_keys, from_frame, save
-from mcp_nb.records.listeners import Listeners
-from mcp_nb.records.outcome import (
-    CAUSES,
-    OUTCOMES,
-    TARGETS,
-    VIAS,
-    Outcome,
-    progress_frame,
-)
-from mcp_nb.records.structured import NotTabular, records
-from mcp_nb.views.tables import history_html, history_text
+from mcp_nb.history_file import HistoryFileError, check_readable, check_writable, shown
 from mcp_nb.mistakes import BadValue
+from mcp_nb.records.cases import CallsLeftOut, LeftOut, from_frame, save
+from mcp_nb.records.frame import Coded, build, collector_paused, fate_of, join, overlay
+from mcp_nb.records.listeners import Listeners
+from mcp_nb.records.outcome import Outcome, progress_frame
+from mcp_nb.records.store import CHUNK, Store
+from mcp_nb.records.structured import NotTabular, records
+from mcp_nb.records.tallies import by_session, health, summarize
+from mcp_nb.views.tables import history_html, history_text
+
+# numpy and pandas are imported where they are used, not with this module: `import mcp_nb`
+# (every kernel's `%load_ext mcp_nb`) need not pay for them before a history is looked at.
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from mcp_nb.records.writer import Writer
 
 COLUMNS = (
     "call_id",
@@ -78,37 +82,23 @@ COLUMNS = (
     "recorded_at",
 )
 
-_OUTCOME_CODE = {name: i for i, name in enumerate(OUTCOMES)}
-_CAUSE_CODE = {name: i for i, name in enumerate(CAUSES)}
-_TARGET_CODE = {name: i for i, name in enumerate(TARGETS)}
-_VIA_CODE = {name: i for i, name in enumerate(VIAS)}
-_NO_FLAG = 2  # is_error code for "no result, so no flag"
-CHUNK = 1024
-_STORED = ("call_id", "attempt", "backoff", "server", "worker", "target", "name", "arguments", "outcome", "cause", "content", "structured",
-           "is_error", "code", "message", "data", "logs", "elicitations", "samplings", "protocol", "started", "duration", "timeout", "via", "client",
-           "progress", "resets", "max_timeout", "retry", "recorded")  # fmt: skip
-# The numeric columns' types (numpy's names); the others are object columns.
-_DTYPES = {"call_id": "int64", "attempt": "int32", "backoff": "float64", "server": "int64", "worker": "int64",
-           "target": "int8", "name": "int64", "outcome": "int8", "cause": "int8", "is_error": "int8", "code": "float64",
-           "started": "float64", "duration": "float64", "timeout": "float64", "via": "int8", "client": "int64",
-           "resets": "int32", "max_timeout": "float64", "recorded": "float64"}  # fmt: skip
-_NO_CODE = float("nan")  # the code column of a call that got none
-_EMPTY: tuple = ()
 WINDOW = DEFAULT_WINDOW  # calls a history with a file keeps in memory, unless told otherwise
 # What the history's views (`views/tables.py`) read of every call, besides the texts of the latest.
 _SHORT = ["call_id", "attempt", "server", "target", "name", "outcome", "cause", "code", "duration_ms", "via", "client", "session"]
 
 
 class HistoryFileWarning(UserWarning):
-    """Part of a history file could not be read (cut short): the message says which; the other calls are kept."""
+    """Part of a history file could not be read (cut short, not a regular file...): the message says
+    which and why; the other calls are kept."""
 
 
 @dataclass
 class _Segment:
-    """Calls of this history no longer in memory: seqs `first` to `last` (excluded), in `folder`'s stream `stream`."""
+    """Calls of this history no longer in memory: seqs `first` to `last` (excluded), in `folder`, in the
+    streams this history wrote there (a file resumed after a stop or a failed write holds a call in one
+    stream only: each writer writes what the file lacks)."""
 
     folder: Path
-    stream: int
     first: int
     last: int
 
@@ -117,147 +107,13 @@ def _nothing_secret(text: str) -> str:
     return text
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cycle collector paused while a frame's millions of nested values are made (and
-    turned back on after, if it was on): each of its full passes would walk every one of them
-    again, which doubled the time of a frame of a million calls read back from a file."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.enable()
-
-# numpy and pandas are imported where they are used, not with this module: `import mcp_nb`
-# (every kernel's `%load_ext mcp_nb`) need not pay for them before a history is looked at.
-if TYPE_CHECKING:
-    import numpy as np
-    import pandas as pd
-
-    from mcp_nb.records import disk
-    from mcp_nb.records.keeper import Keeper
-
-
 def _file():
-    """records/disk.py and records/keeper.py, which write and read a history file. They come with
+    """records/reading.py and records/writer.py, which read and write history files. They come with
     the first file set or read, and numpy and pyarrow with them (0.15 s): a history kept in memory
     never needs them."""
-    from mcp_nb.records import disk, keeper  # numpy and pyarrow: loaded with the first history file
+    from mcp_nb.records import reading, writer  # numpy and pyarrow: loaded with the first history file
 
-    return disk, keeper
-
-
-def _objects(values: list) -> np.ndarray:
-    out = lib.numpy.empty(len(values), dtype=object)
-    out[:] = values
-    return out
-
-
-class _Store:
-    """Column chunks, plus the calls not yet turned into columns.
-
-    A call waits as a row: a tuple of its column values, in `_STORED` order, with the
-    vocabularies already coded. Rows hold plain values only (numbers, strings, the
-    arguments and results as they came), so Python's cycle collector stops tracking them
-    at its first pass instead of carrying thousands of Outcome objects into its oldest
-    generation, where every full collection would walk them again. Only a timeout's
-    Outcome is kept, for its trace (the server may still log, or finish).
-
-    Replaced whole by `clear()`, so a reader never sees a half-cleared store.
-    """
-
-    def __init__(self) -> None:
-        self.chunks: dict[str, list[np.ndarray]] = {column: [] for column in _STORED}
-        self.rows = 0  # rows in the chunks, counting those dropped
-        self.sizes: list[int] = []  # rows per chunk
-        self.dropped = 0  # the oldest rows, no longer in memory: a history file holds them
-        self.pending: list[tuple] = []
-        self.names: dict[str, int] = {}
-        self.servers: dict[str, int] = {"kernel": 0}
-        self.workers: dict[str, int] = {}  # dask workers' addresses; a call made in the kernel has none (-1)
-        self.clients: dict[str, int] = {}  # an outside client's "name version" -> code (-1: no client)
-        self.timeouts: dict[int, Outcome] = {}  # row -> Outcome, for the live server-fate columns
-
-    def add(self, o: Outcome) -> None:
-        """Queue `o` as a row (the caller holds the history's lock)."""
-        if o.outcome == "timeout":
-            self.timeouts[self.rows + len(self.pending)] = o
-        names, servers, workers, clients = self.names, self.servers, self.workers, self.clients
-        trace = o.trace
-        self.pending.append((
-            o.call_id, o.attempt, o.backoff_s, servers.setdefault(o.server, len(servers)),
-            -1 if o.worker is None else workers.setdefault(o.worker, len(workers)), _TARGET_CODE[o.target],
-            names.setdefault(o.name, len(names)), o.arguments, _OUTCOME_CODE[o.outcome], _CAUSE_CODE[o.cause],
-            o.content, o.structured_content, _NO_FLAG if o.is_error is None else o.is_error,
-            _NO_CODE if o.code is None else o.code, o.message, o.data,
-            # What the server logged and reported is read now: only a timeout's trace can still
-            # grow, and its Outcome is kept above for exactly that.
-            tuple(trace.logs) if trace is not None and trace.logs else _EMPTY,
-            tuple(_asked(e) for e in o.elicitations) if o.elicitations else _EMPTY,
-            tuple(sampled.as_dict() for sampled in o.samplings) if o.samplings else _EMPTY,
-            o.protocol,
-            o.started, o.duration_ms, o.timeout_s, _VIA_CODE[o.via],
-            -1 if o.client is None else clients.setdefault(o.client, len(clients)),
-            tuple(trace.progress) if trace is not None and trace.progress else _EMPTY, o.deadline_resets,
-            _NO_CODE if o.max_timeout_s is None else o.max_timeout_s, o.retry, time(),
-        ))  # fmt: skip
-
-    def flush(self) -> None:
-        rows, self.pending = self.pending, []
-        if not rows:
-            return
-        chunks = self.chunks
-        for name, values in zip(_STORED, zip(*rows)):
-            dtype = _DTYPES.get(name)
-            chunks[name].append(_objects(values) if dtype is None else lib.numpy.array(values, dtype=dtype))
-        self.sizes.append(len(rows))
-        self.rows += len(rows)
-
-    def column(self, name: str, dtype) -> np.ndarray:
-        parts = self.chunks[name]
-        if not parts:
-            return lib.numpy.empty(0, dtype=dtype)
-        return parts[0] if len(parts) == 1 else lib.numpy.concatenate(parts)
-
-    def tail(self, start: int, most: int | None = None) -> dict[str, np.ndarray]:
-        """Every column from row `start` on (rows still in memory), at most `most` rows, reading only
-        the chunks it needs."""
-        first, skip = len(self.sizes), self.rows - start
-        while first > 0 and skip > 0:
-            first -= 1
-            skip -= self.sizes[first]
-        offset = -skip  # rows of chunk `first` before `start`
-        end = len(self.sizes)
-        if most is not None:  # the chunks that hold the first `most` rows from `start`
-            end, held = first, -offset
-            while end < len(self.sizes) and held < most:
-                held += self.sizes[end]
-                end += 1
-        out = {}
-        for name, parts in self.chunks.items():
-            picked = parts[first:end]
-            if not picked:
-                out[name] = lib.numpy.empty(0, dtype=_DTYPES.get(name, object))
-                continue
-            whole = picked[0] if len(picked) == 1 else lib.numpy.concatenate(picked)
-            out[name] = whole[offset:] if most is None else whole[offset : offset + most]
-        return out
-
-    def drop_oldest(self) -> int:
-        """Forget the oldest chunk (its calls are in the history file); returns how many rows it held."""
-        size = self.sizes.pop(0)
-        for parts in self.chunks.values():
-            del parts[0]
-        self.dropped += size
-        return size
-
-
-def _asked(question) -> dict[str, Any]:
-    """A question and its answer as the history keeps it: with its schema, which says what a
-    saved case must not write down (a field marked as a secret)."""
-    return {**question.as_dict(), "schema": question.schema}
+    return reading, writer
 
 
 class History:
@@ -271,19 +127,22 @@ class History:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._store = _Store()
+        self._store = Store()
         self._listeners = Listeners("history listener")
         self._later: deque[Callable[[], Outcome]] = deque()  # calls answered, their Outcomes not built yet
         # Taken before `_lock`, never after it; re-entrant, as a listener that reads the
         # history while a call is being settled settles the next ones itself.
         self._settling = threading.RLock()
         self._in_settle = 0  # threads inside `settle` (changed only while holding `_settling`)
-        self._base = 0  # the seq of the store's first row: seqs go on counting across clear()
-        self._keeper: Keeper | None = None
+        self._hidden = 0  # the seq of the first call shown: those before it were cleared (and written, with a file)
+        self._writer: Writer | None = None
+        self._unsent: int | None = None  # the first call the writer's queue had no room for: handed over later
+        self._streams: set[int] = set()  # the streams of this history's writers: a seq is in one of them only
         self._window = WINDOW
         self._on_disk: list[_Segment] = []  # where the calls no longer in memory are, oldest first
         self._opened: Path | None = None  # a history file read back (`History.open`)
         self._said: set[str] = set()  # what was said once about the file
+        self._keeping = threading.Lock()  # held while the file is set or unset
 
     # -- a history file ---------------------------------------------------------------------------
 
@@ -294,22 +153,23 @@ class History:
 
         A file that is missing, unreadable, not a history file or from a newer mcp_nb raises
         `HistoryFileError` in one line. A part cut short (the disk filled, the machine lost power
-        while it was written) is said in one line, as a `HistoryFileWarning`, and the calls
-        before it are kept."""
+        while it was written) or that is not a regular file is said in one line, as a
+        `HistoryFileWarning`, and left out; the other calls are kept."""
         folder = check_readable(path)
-        disk, keeping = _file()
-        keeping.flush_all(folder)  # this kernel's own calls, written up to now
-        found = disk.listing(folder)
+        reading, writer = _file()
+        writer.flush_all(folder)  # this kernel's own calls, written up to now
+        problems: list[str] = []
+        reading.opened(folder, problems)
         history = cls()
         history._opened = folder
-        history._report(found.problems, stacklevel=3)
+        history._report(problems, stacklevel=3)
         return history
 
     @property
     def file(self) -> Path | None:
         """The history file this history is written to, or read from; None when it has none."""
-        keeper = self._keeper
-        return self._opened if keeper is None else keeper.folder
+        writer = self._writer
+        return self._opened if writer is None else writer.folder
 
     @property
     def in_memory(self) -> int:
@@ -317,113 +177,116 @@ class History:
         `history_window` or so; the others are read back from the file when asked for)."""
         with self._lock:
             store = self._store
-            return store.rows - store.dropped + len(store.pending)
+            return store.recorded - max(store.dropped, self._hidden)
 
     def keep(self, path, window: int | None = None, scrub: Callable[[str], str] | None = None) -> None:
-        """Write every call of this history to the history file at `path`: those in memory now, then
-        each as it is recorded; None stops writing. Memory then keeps the latest `window` calls.
+        """Write every call of this history to the history file at `path`: those in memory now that it
+        lacks, then each as it is recorded; None stops writing. Memory then keeps the latest `window`
+        calls. Set to the same path after a write failed, it writes what the file lacks.
 
         Bad input raises `HistoryFileError` in one line and changes nothing. `scrub(text)` takes
         out what must never be written (the engine's gives its connections' secrets)."""
         folder = check_writable(path)
         if window is not None:
-            self._window = check_window(window)
-        old = self._keeper
+            check_window(window)
+        with self._keeping:  # two threads setting the file at once: one after the other, never two writers
+            self._keep(folder, window, scrub)
+
+    def _keep(self, folder: Path | None, window: int | None, scrub: Callable[[str], str] | None) -> None:
+        if window is not None:
+            self._window = window
+        old = self._writer
         if old is not None and folder == old.folder and old.failed is None:
             return
-        if old is not None:
-            self._stop_keeping()
+        self._stop_writing()
         if folder is None:
             return
+        reading, writing = _file()
+        store = self._store
         with self._lock:
-            start = self._base + self._store.dropped  # the first call still in memory
+            start = store.dropped  # the first call still in memory
+            streams = set(self._streams)
         try:
-            _, keeping = _file()
-            keeper = keeping.Keeper(folder, self, start, scrub or _nothing_secret)
+            writer = writing.Writer(folder, reading.lacking(folder, streams, start), store.vocabularies, scrub or _nothing_secret)
         except OSError as err:
             raise HistoryFileError(f"cannot keep the history in {shown(folder)}: {err.strerror or err}") from None
         with self._lock:
-            self._keeper = keeper
-            self._on_disk.append(_Segment(folder, keeper.stream, start, start))
-        keeper.recorded(1)  # what memory holds now is written first
+            store.flush()
+            if store.rows > writer.start:  # what memory holds and the file lacks is written first
+                writer.put_columns(store.tail(writer.start), {seq: o for seq, o in store.timeouts.items() if seq >= writer.start})
+            self._writer, self._unsent = writer, None
+            self._streams.add(writer.stream)
+            self._on_disk.append(_Segment(folder, start, start))
+        writer.recorded()
 
     def close(self) -> None:
         """Write what is left to the history file and stop writing to it (calls are recorded in memory
         from then on; those written stay readable). `mcp_nb.reset()` closes the kernel's history."""
-        self._stop_keeping()
+        with self._keeping:
+            self._stop_writing()
 
     def sync(self, timeout: float = 10.0) -> bool:
         """Wait until every call recorded so far is in the history file; False if it could not be
         (writing failed, or took longer than `timeout` seconds). True at once without a file."""
         self.settle()
-        keeper = self._keeper
-        if keeper is None:
-            return True
         with self._lock:
-            upto = self._base + self._store.rows + len(self._store.pending)
-        return keeper.flush(upto, timeout)
-
-    def _stop_keeping(self) -> None:
-        keeper = self._keeper
-        if keeper is None:
-            return
-        keeper.close()
+            writer = self._writer
+            if writer is None:
+                return True
+            self._hand_unsent(writer)
+            upto = self._store.recorded
+        done = writer.flush(upto, timeout)
         with self._lock:
-            if self._keeper is keeper:
-                self._keeper = None
+            if writer is self._writer:
+                self._let_go(writer)
+        return done
 
-    # What the keeper asks, on its own thread.
-
-    def unwritten(self, seq: int, most: int | None = None) -> disk.Batch:
-        """The calls from `seq` on (at most `most` of them), as the store keeps them, for the keeper to write."""
-        disk, _ = _file()
+    def _stop_writing(self) -> None:
         with self._lock:
-            store = self._store
-            store.flush()
-            start = max(seq - self._base, store.dropped)  # after clear(): from the new store's first call
-            columns = store.tail(start, most)
-            end = start + len(columns["call_id"])
-            timeouts = {row - start: o for row, o in store.timeouts.items() if start <= row < end}
-            batch = disk.Batch(columns, list(store.names), list(store.servers), list(store.workers), list(store.clients),
-                               self._base + start)  # fmt: skip
-        batch.fates = {row: fate_of(o) for row, o in timeouts.items()}
-        return batch
-
-    def fates(self, upto: int) -> dict[int, tuple]:
-        """The fate now of each timed-out call still watched, written before `upto`, by seq."""
-        with self._lock:
-            base, timeouts = self._base, dict(self._store.timeouts)
-        return {base + row: fate_of(o) for row, o in timeouts.items() if base + row < upto}
-
-    def kept(self, keeper: Keeper) -> None:
-        """The keeper wrote everything before `keeper.written`: forget the oldest calls past the window."""
-        with self._lock:
-            if keeper is not self._keeper:
+            writer = self._writer
+            if writer is None:
                 return
-            store = self._store
-            on_disk = keeper.written - self._base  # local rows before this one are in the file
-            while store.sizes and store.rows - store.dropped - store.sizes[0] >= self._window and store.dropped + store.sizes[0] <= on_disk:
-                store.drop_oldest()
-            segment = self._on_disk[-1]
-            segment.last = max(segment.last, self._base + store.dropped)
-            # A timed-out call no longer in memory whose fate the file already says is kept no longer.
-            for row in [row for row in store.timeouts if row < store.dropped]:
-                fate = keeper.fates_written.get(self._base + row)
-                if fate is not None and fate[0] != "running" and fate == fate_of(store.timeouts[row]):
-                    del store.timeouts[row]
+            self._hand_unsent(writer)
+            self._writer, self._unsent = None, None  # calls recorded from now on stay in memory (a later file gets them)
+        writer.close()
+        with self._lock:
+            self._let_go(writer)
+
+    def _hand_unsent(self, writer: Writer) -> None:
+        """Hand the writer the calls its queue had no room for (the caller holds the lock)."""
+        start = self._unsent
+        if start is None or writer.failed is not None:
+            return
+        store = self._store
+        store.flush()
+        writer.put_columns(store.tail(start), {seq: o for seq, o in store.timeouts.items() if seq >= start})
+        self._unsent = None
+
+    def _let_go(self, writer: Writer) -> None:
+        """Forget the oldest chunks `writer` wrote that are cleared or past the window (the caller holds
+        the lock); and the Outcome of a timed-out call gone from memory whose final fate is written."""
+        store = self._store
+        store.drop_before(writer.written, self._window, self._hidden)
+        segment = self._on_disk[-1]
+        segment.last = max(segment.last, store.dropped)
+        for seq in [seq for seq in store.timeouts if seq < store.dropped]:
+            fate = writer.fates_written.get(seq)
+            if fate is not None and fate[0] != "running" and fate == fate_of(store.timeouts[seq]):
+                del store.timeouts[seq]
 
     def _report(self, problems: list[str], stacklevel: int = 2) -> None:
-        """Say, once each, in one line, which parts of the file were cut short."""
+        """Say, once each, in one line, which parts of the file were left out, and why."""
         fresh = list(dict.fromkeys(p for p in problems if p.split(" ", 1)[0] not in self._said))
         if not fresh:
             return
         self._said.update(p.split(" ", 1)[0] for p in fresh)
         where = shown(self.file) if self.file is not None else "the history file"
         listed = "; ".join(fresh[:3]) + (f"; and {len(fresh) - 3} more" if len(fresh) > 3 else "")
+        cut = any("its end is missing" in p for p in fresh)
         warnings.warn(
-            f"{where}: {len(fresh)} part{'s' if len(fresh) != 1 else ''} cut short (written when a kernel died, or a disk "
-            f"filled?), left out with {'their' if len(fresh) != 1 else 'its'} calls; the other calls are kept: {listed}",
-            HistoryFileWarning, stacklevel=stacklevel + 1,
+            f"{where}: {len(fresh)} part{'s' if len(fresh) != 1 else ''} left out with {'their' if len(fresh) != 1 else 'its'} "
+            f"calls{' (a part cut short: written when a kernel died, or a disk filled?)' if cut else ''}; the other calls are "
+            f"kept: {listed}", HistoryFileWarning, stacklevel=stacklevel + 1,
         )  # fmt: skip
 
     # -- recording --------------------------------------------------------------------------------
@@ -466,18 +329,20 @@ class History:
     def _append(self, o: Outcome) -> None:
         with self._lock:
             store = self._store
-            store.add(o)
-            waiting = len(store.pending)
-            if waiting >= CHUNK:
+            row = store.add(o)
+            writer = self._writer
+            if writer is not None:  # handed over as recorded: one append to its queue
+                if self._unsent is None:
+                    if not writer.put(row, o if o.outcome == "timeout" else None):
+                        self._unsent = store.recorded - 1
+                elif writer.room():
+                    self._hand_unsent(writer)
+            if len(store.pending) >= CHUNK:
                 store.flush()
-            keeper = self._keeper
-            if keeper is not None:
-                keeper.recorded(waiting)  # two comparisons; it is woken at the first call waiting, and when many are
-                recorded = self._base + store.rows + len(store.pending)
-                behind = recorded - keeper.written
-        if keeper is not None:  # outside the lock, which the writer takes
-            keeper.hand_over(waiting, recorded)
-            keeper.hold_back(behind)
+                if writer is not None:
+                    self._let_go(writer)
+        if writer is not None:  # outside the lock: it may lend the writer the GIL
+            writer.recorded()
         if self._listeners:
             self._listeners(o)  # one that fails is logged: a broken view never loses a call or breaks the loop
 
@@ -496,22 +361,28 @@ class History:
     def __len__(self) -> int:
         self.settle()
         if self._opened is not None:
-            disk, keeping = _file()
-            keeping.flush_all(self._opened)  # a file this kernel writes: every call made so far
-            return disk.listing(self._opened, footers=False).rows
-        with self._lock:  # a flush moves rows from `pending` to the chunks: never read halfway
-            store = self._store
-            return store.rows + len(store.pending)
+            reading, writer = _file()
+            writer.flush_all(self._opened)  # a file this kernel writes: every call made so far
+            problems: list[str] = []
+            count = reading.count(self._opened, problems)
+            self._report(problems)
+            return count
+        with self._lock:
+            return self._store.recorded - self._hidden
 
     def clear(self) -> None:
-        """Forget every recorded call (a history file keeps them: they are written first)."""
+        """Forget every recorded call. A mark, not a new store: the calls before it are no longer shown;
+        without a history file they leave memory now, with one once they are written (none lost,
+        whatever is recorded meanwhile)."""
         self.settle()
-        if self._keeper is not None:
-            self.sync()
         with self._lock:
             store = self._store
-            self._base += store.rows + len(store.pending)
-            self._store = _Store()
+            self._hidden = store.recorded
+            writer = self._writer
+            if writer is None:
+                store.forget()
+            else:
+                self._let_go(writer)
         if self._listeners:
             self._listeners(None)
 
@@ -520,60 +391,30 @@ class History:
     def _coded(self, columns: list[str] | None = None, last: int | None = None) -> Coded:
         """Every call of this history (the `last` ones), coded (records/frame.py): those read back from
         the file, then those in memory; of the file, only the tidy `columns` named (all when None)."""
-        np = lib.numpy
-
         self.settle()
         with self._lock:
             s = self._store
             s.flush()
-            memory = s.tail(max(s.dropped, s.rows - last) if last is not None else s.dropped)
-            names = {"name": list(s.names), "server": list(s.servers), "worker": list(s.workers),
-                     "client": list(s.clients), "session": [SESSION]}  # fmt: skip
-            base, first = self._base, self._base + s.rows - len(memory["call_id"])
-            timeouts = {self._base + row: o for row, o in s.timeouts.items()}
-            segments = [(g.folder, g.stream, max(g.first, base), g.last) for g in self._on_disk if g.last > base]
-        n = len(memory["call_id"])
-        memory["started_ns"] = nanoseconds(memory.pop("started"))
-        memory["recorded_ns"] = nanoseconds(memory.pop("recorded"))
-        memory["session"] = np.zeros(n, dtype=np.int64)
-        memory["seq"] = np.arange(first, first + n, dtype=np.int64)
-        for name in ("fate", "fate_outcome", "fate_cause"):
-            memory[name] = np.full(n, -1, dtype=np.int64)
-        memory["fate_after"] = np.full(n, np.nan)
-        coded = Coded(memory, names)
-        wanted = None if last is None else last - n  # rows still to read from the file, newest first
-        with _collector_paused():
-            for folder, stream, lo, hi in reversed(segments):
-                if wanted is not None and wanted <= 0:
-                    break
-                lo = lo if wanted is None else max(lo, hi - wanted)
-                older = self._read(folder, lambda p, stream=stream: p.session == SESSION and p.stream == stream, (lo, hi), columns)
-                coded = join(older, coded)
-                wanted = None if wanted is None else wanted - len(older)
-            if self._opened is not None and (wanted is None or wanted > 0):
-                coded = join(self._read(self._opened, None, None, columns, wanted), coded)
+            shown = max(s.dropped, self._hidden)
+            coded = s.coded(max(shown, s.rows - last) if last is not None else shown)
+            timeouts = dict(s.timeouts)
+            streams = frozenset(self._streams)
+            segments = [(g.folder, max(g.first, self._hidden), g.last) for g in self._on_disk if g.last > self._hidden]
+        wanted = None if last is None else last - len(coded)  # rows still to read from the file, newest first
+        if (segments or self._opened is not None) and (wanted is None or wanted > 0):
+            reading, writer = _file()
+            problems: list[str] = []
+            with collector_paused():
+                if segments:
+                    older = reading.segments(segments, streams, columns, wanted, problems)
+                    if older.columns:
+                        coded = join(older, coded)
+                        wanted = None if wanted is None else wanted - len(older)
+                if self._opened is not None and (wanted is None or wanted > 0):
+                    writer.flush_all(self._opened)  # a reopened file this kernel writes: every call made so far
+                    coded = join(reading.read(self._opened, None, None, columns, wanted, problems), coded)
+            self._report(problems)
         overlay(coded, timeouts)
-        return coded
-
-    def _read(self, folder: Path, chosen: Callable[[disk.Part], bool] | None, seqs: tuple[int, int] | None,
-              columns: list[str] | None, last: int | None = None) -> Coded:  # fmt: skip
-        disk, keeping = _file()
-        if chosen is None:
-            keeping.flush_all(folder)  # a reopened file this kernel writes: every call made so far
-        found = disk.listing(folder, footers=False)
-        parts = [p for p in found.parts if (chosen is None or chosen(p)) and (seqs is None or (p.last >= seqs[0] and p.first < seqs[1]))]
-        if last is not None:  # the newest parts that hold the `last` calls
-            taken, rows = [], 0
-            for part in reversed(parts):
-                if rows >= last:
-                    break
-                taken.append(part)
-                rows += part.rows
-            parts = taken[::-1]
-        coded = disk.read(found, parts, seqs, columns)
-        self._report(found.problems)
-        if last is not None and len(coded) > last:
-            coded = Coded({key: values[-last:] for key, values in coded.columns.items()}, coded.names)
         return coded
 
     def to_frame(self, last: int | None = None, columns: list[str] | None = None) -> pd.DataFrame:
@@ -587,7 +428,7 @@ class History:
         unknown = [c for c in chosen if c not in COLUMNS]
         if unknown:
             raise BadValue(f"unknown column(s) {', '.join(map(repr, unknown))}; the history's columns are mcp_nb.COLUMNS")
-        with _collector_paused():
+        with collector_paused():
             return build(self._coded(None if columns is None else chosen, last), chosen)
 
     def result_frame(self, call_id: int | None = None, key: str | None = None) -> pd.DataFrame:
@@ -706,88 +547,3 @@ class History:
 
     def _repr_pretty_(self, printer, cycle) -> None:
         printer.text(repr(self))
-
-
-def summarize(frame: pd.DataFrame) -> pd.DataFrame:
-    """Counts per (server, target, name) × outcome, every outcome type a column, plus totals."""
-    pd = lib.pandas
-
-    keys = ["server", "target", "name"]
-    counts = (
-        frame.groupby([*keys, "outcome"], observed=True)
-        .size()
-        .unstack("outcome", fill_value=0)
-        .reindex(columns=list(OUTCOMES), fill_value=0)
-    )
-    counts.columns = pd.Index(list(OUTCOMES), name="outcome")
-    counts.index = pd.MultiIndex.from_tuples([tuple(map(str, row)) for row in counts.index], names=keys)
-    counts["total"] = counts.sum(axis=1)
-    totals = pd.DataFrame([counts.sum(axis=0)], index=pd.MultiIndex.from_tuples([("total", "", "")], names=keys))
-    return pd.concat([counts, totals]).astype("int64")
-
-
-def by_session(frame: pd.DataFrame) -> pd.DataFrame:
-    """The sessions side by side: one row per (server, target, name), and for each session (in the
-    order they began) its calls per outcome, their total, and the median and 90th-percentile
-    duration in ms. A tool a session did not call has zeros and empty durations there."""
-    pd = lib.pandas
-
-    keys = ["server", "target", "name"]
-    measures = [*OUTCOMES, "total", "median_ms", "p90_ms"]
-    sessions = [str(s) for s in frame["session"].cat.categories if (frame["session"] == s).any()] if len(frame) else []
-    if not sessions:
-        return pd.DataFrame(columns=pd.MultiIndex.from_product([[], measures], names=["session", ""]))
-    grouped = frame.groupby(["session", *keys], observed=True)
-    counts = grouped["outcome"].value_counts().unstack("outcome", fill_value=0).reindex(columns=list(OUTCOMES), fill_value=0)
-    counts["total"] = counts.sum(axis=1)
-    durations = grouped["duration_ms"]
-    counts["median_ms"] = durations.median()
-    counts["p90_ms"] = durations.quantile(0.9)
-    table = counts.unstack("session")  # (measure, session) columns
-    table = table.swaplevel(axis=1).reindex(columns=pd.MultiIndex.from_product([sessions, measures]))
-    for session in sessions:
-        for outcome in [*OUTCOMES, "total"]:
-            table[(session, outcome)] = table[(session, outcome)].fillna(0).astype("int64")
-    table.columns.names = ["session", ""]
-    table.index = pd.MultiIndex.from_tuples([tuple(map(str, row)) for row in table.index], names=keys)
-    return table
-
-
-def health(frame: pd.DataFrame, last: int = 20) -> pd.DataFrame:
-    """Per (server, target, name), over its latest `last` calls: calls, attempts, failures,
-    failure_rate, and the latest outcome and cause; the worst first.
-
-    A call is counted once, by its final attempt (so a call that succeeded after two timeouts
-    is a success), and `attempts` counts the attempts those calls took. A failure is a call
-    whose final attempt is anything but `result`.
-    """
-    pd = lib.pandas
-
-    if not isinstance(last, int) or isinstance(last, bool) or last < 1:
-        raise BadValue(f"last must be a whole number >= 1, got {last!r}")
-    keys = ["server", "target", "name"]
-    columns = ["calls", "attempts", "failures", "failure_rate", "latest_outcome", "latest_cause"]
-    if frame.empty:
-        return pd.DataFrame(columns=keys + columns).set_index(keys)
-    # Latest by start (call ids are given out as calls start), not by arrival: concurrent
-    # calls finish in any order, and the view should not depend on it.
-    calls = call_keys(frame)
-    ordered = frame.sort_values([*calls, "attempt"], kind="stable")
-    by_call = ordered.groupby(calls, sort=False, observed=True)
-    calls = by_call.tail(1).assign(attempts=by_call["attempt"].transform("size"))
-    recent = calls.groupby(keys, observed=True, sort=False).tail(last)
-    failed = recent["outcome"].astype(str) != "result"
-    grouped = recent.assign(failed=failed).groupby(keys, observed=True)
-    table = pd.DataFrame(
-        {
-            "calls": grouped.size(),
-            "attempts": grouped["attempts"].sum().astype("int64"),
-            "failures": grouped["failed"].sum().astype("int64"),
-            "latest_outcome": grouped["outcome"].last().astype(str),
-            "latest_cause": grouped["cause"].last().astype(str),
-        }
-    )
-    table["failure_rate"] = table["failures"] / table["calls"]
-    table.index = pd.MultiIndex.from_tuples([tuple(map(str, row)) for row in table.index], names=keys)
-    table = table[columns]
-    return table.sort_values(["failure_rate", "failures"], ascending=False, kind="stable")

@@ -1,0 +1,213 @@
+"""Every call of a History, kept column by column.
+
+Recording a call is one append of its row (a tuple of the Outcome's column values, the
+vocabularies already coded) to a short pending list; every CHUNK calls that list is turned into
+column chunks at once: typed arrays for numbers, small integer codes for the vocabularies,
+object arrays for the rest. So recording stays cheap on the call path, and a frame of a million
+calls concatenates arrays instead of walking a million objects.
+
+A row holds plain values only (numbers, strings, the arguments and results as they came), so
+Python's cycle collector stops tracking it at its first pass instead of carrying thousands of
+Outcome objects into its oldest generation, where every full collection would walk them again.
+Only a timeout's Outcome is kept, for its trace (the server may still log, or finish).
+
+The store is not thread-safe: its History holds a lock around it. numpy is imported at the
+first chunk (`libraries.py`), not with this module.
+"""
+
+from __future__ import annotations
+
+from time import time
+from typing import TYPE_CHECKING, Any
+
+from mcp_nb import libraries as lib
+from mcp_nb.history_file import SESSION
+from mcp_nb.records.frame import Coded, nanoseconds
+from mcp_nb.records.outcome import CAUSES, OUTCOMES, TARGETS, VIAS, Outcome
+
+if TYPE_CHECKING:
+    import numpy as np
+
+CHUNK = 1024  # pending rows turned into column chunks at once
+STORED = ("call_id", "attempt", "backoff", "server", "worker", "target", "name", "arguments", "outcome", "cause", "content", "structured",
+          "is_error", "code", "message", "data", "logs", "elicitations", "samplings", "protocol", "started", "duration", "timeout", "via", "client",
+          "progress", "resets", "max_timeout", "retry", "recorded")  # fmt: skip
+# The numeric columns' types (numpy's names); the others are object columns.
+DTYPES = {"call_id": "int64", "attempt": "int32", "backoff": "float64", "server": "int64", "worker": "int64",
+          "target": "int8", "name": "int64", "outcome": "int8", "cause": "int8", "is_error": "int8", "code": "float64",
+          "started": "float64", "duration": "float64", "timeout": "float64", "via": "int8", "client": "int64",
+          "resets": "int32", "max_timeout": "float64", "recorded": "float64"}  # fmt: skip
+NO_FLAG = 2  # is_error code for "no result, so no flag"
+_NO_CODE = float("nan")  # the code column of a call that got none
+_EMPTY: tuple = ()
+_OUTCOME_CODE = {name: i for i, name in enumerate(OUTCOMES)}
+_CAUSE_CODE = {name: i for i, name in enumerate(CAUSES)}
+_TARGET_CODE = {name: i for i, name in enumerate(TARGETS)}
+_VIA_CODE = {name: i for i, name in enumerate(VIAS)}
+
+
+def objects(values: list) -> np.ndarray:
+    out = lib.numpy.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def columns_of(rows: list[tuple]) -> dict[str, np.ndarray]:
+    """Rows as the store's columns, one array per column (`STORED`)."""
+    np = lib.numpy
+    out = {}
+    for name, values in zip(STORED, zip(*rows)):
+        dtype = DTYPES.get(name)
+        out[name] = objects(values) if dtype is None else np.array(values, dtype=dtype)
+    return out
+
+
+def empty(name: str) -> np.ndarray:
+    return lib.numpy.empty(0, dtype=DTYPES.get(name, object))
+
+
+class Vocabularies:
+    """The names the rows' codes stand for: each dict maps a name to its code, in the order given.
+    Only ever added to, so a list taken of one at any moment names every code given before it (a
+    writer's thread reads them so, beside the recording thread that adds)."""
+
+    __slots__ = ("names", "servers", "workers", "clients")
+
+    def __init__(self) -> None:
+        self.names: dict[str, int] = {}
+        self.servers: dict[str, int] = {"kernel": 0}
+        self.workers: dict[str, int] = {}  # dask workers' addresses; a call made in the kernel has none (-1)
+        self.clients: dict[str, int] = {}  # an outside client's "name version" -> code (-1: no client)
+
+    def lists(self) -> tuple[list[str], list[str], list[str], list[str]]:
+        return list(self.names), list(self.servers), list(self.workers), list(self.clients)
+
+
+class Store:
+    """Column chunks, plus the calls not yet turned into columns. A row's index is its seq, counted
+    from the History's first call: rows leave memory from the oldest (`drop_oldest`), never
+    renumbered."""
+
+    def __init__(self) -> None:
+        self.chunks: dict[str, list[np.ndarray]] = {column: [] for column in STORED}
+        self.rows = 0  # rows in the chunks, counting those dropped
+        self.sizes: list[int] = []  # rows per chunk still in memory
+        self.dropped = 0  # the oldest rows, no longer in memory: a history file holds them
+        self.pending: list[tuple] = []
+        self.vocabularies = Vocabularies()
+        self.timeouts: dict[int, Outcome] = {}  # seq -> Outcome, for the live server-fate columns
+
+    @property
+    def recorded(self) -> int:
+        """How many calls were ever added: the seq the next one gets."""
+        return self.rows + len(self.pending)
+
+    def add(self, o: Outcome) -> tuple:
+        """Queue `o` as a row; returns the row."""
+        if o.outcome == "timeout":
+            self.timeouts[self.recorded] = o
+        v = self.vocabularies
+        names, servers, workers, clients = v.names, v.servers, v.workers, v.clients
+        trace = o.trace
+        row = (
+            o.call_id, o.attempt, o.backoff_s, servers.setdefault(o.server, len(servers)),
+            -1 if o.worker is None else workers.setdefault(o.worker, len(workers)), _TARGET_CODE[o.target],
+            names.setdefault(o.name, len(names)), o.arguments, _OUTCOME_CODE[o.outcome], _CAUSE_CODE[o.cause],
+            o.content, o.structured_content, NO_FLAG if o.is_error is None else o.is_error,
+            _NO_CODE if o.code is None else o.code, o.message, o.data,
+            # What the server logged and reported is read now: only a timeout's trace can still
+            # grow, and its Outcome is kept above for exactly that.
+            tuple(trace.logs) if trace is not None and trace.logs else _EMPTY,
+            tuple(_asked(e) for e in o.elicitations) if o.elicitations else _EMPTY,
+            tuple(sampled.as_dict() for sampled in o.samplings) if o.samplings else _EMPTY,
+            o.protocol,
+            o.started, o.duration_ms, o.timeout_s, _VIA_CODE[o.via],
+            -1 if o.client is None else clients.setdefault(o.client, len(clients)),
+            tuple(trace.progress) if trace is not None and trace.progress else _EMPTY, o.deadline_resets,
+            _NO_CODE if o.max_timeout_s is None else o.max_timeout_s, o.retry, time(),
+        )  # fmt: skip
+        self.pending.append(row)
+        return row
+
+    def flush(self) -> None:
+        """Turn the pending rows into a chunk of columns."""
+        rows, self.pending = self.pending, []
+        if not rows:
+            return
+        for name, values in columns_of(rows).items():
+            self.chunks[name].append(values)
+        self.sizes.append(len(rows))
+        self.rows += len(rows)
+
+    def tail(self, start: int, most: int | None = None) -> dict[str, np.ndarray]:
+        """Every column from row `start` on (rows in the chunks, still in memory), at most `most` rows,
+        reading only the chunks it needs."""
+        first, skip = len(self.sizes), self.rows - start
+        while first > 0 and skip > 0:
+            first -= 1
+            skip -= self.sizes[first]
+        offset = -skip  # rows of chunk `first` before `start`
+        end = len(self.sizes)
+        if most is not None:  # the chunks that hold the first `most` rows from `start`
+            end, held = first, -offset
+            while end < len(self.sizes) and held < most:
+                held += self.sizes[end]
+                end += 1
+        out = {}
+        for name, parts in self.chunks.items():
+            picked = parts[first:end]
+            if not picked:
+                out[name] = empty(name)
+                continue
+            whole = picked[0] if len(picked) == 1 else lib.numpy.concatenate(picked)
+            out[name] = whole[offset:] if most is None else whole[offset : offset + most]
+        return out
+
+    def coded(self, start: int) -> Coded:
+        """The rows from `start` on (in the chunks: flush first), coded as a history file's rows are
+        read back (records/frame.py), so that the two join by their codes."""
+        np = lib.numpy
+        memory = self.tail(start)
+        n = len(memory["call_id"])
+        first = self.rows - n
+        memory["started_ns"] = nanoseconds(memory.pop("started"))
+        memory["recorded_ns"] = nanoseconds(memory.pop("recorded"))
+        memory["session"] = np.zeros(n, dtype=np.int64)
+        memory["seq"] = np.arange(first, first + n, dtype=np.int64)
+        for name in ("fate", "fate_outcome", "fate_cause"):
+            memory[name] = np.full(n, -1, dtype=np.int64)
+        memory["fate_after"] = np.full(n, np.nan)
+        names, servers, workers, clients = self.vocabularies.lists()
+        return Coded(memory, {"name": names, "server": servers, "worker": workers, "client": clients, "session": [SESSION]})
+
+    def drop_oldest(self) -> int:
+        """Forget the oldest chunk; returns how many rows it held."""
+        size = self.sizes.pop(0)
+        for parts in self.chunks.values():
+            del parts[0]
+        self.dropped += size
+        return size
+
+    def forget(self) -> None:
+        """Let every call go: those in the chunks and those pending (seqs go on counting)."""
+        self.rows += len(self.pending)
+        self.pending = []
+        self.chunks = {column: [] for column in STORED}
+        self.sizes = []
+        self.dropped = self.rows
+        self.timeouts = {}
+
+    def drop_before(self, seq: int, window: int, kept_from: int) -> None:
+        """Forget the oldest chunks that end at or before `seq` (written to a file, or cleared without
+        one) and either end at or before `kept_from` (cleared) or leave `window` rows in memory."""
+        sizes = self.sizes
+        while sizes and self.dropped + sizes[0] <= seq and (
+            self.dropped + sizes[0] <= kept_from or self.rows - self.dropped - sizes[0] >= window
+        ):
+            self.drop_oldest()
+
+
+def _asked(question) -> dict[str, Any]:
+    """A question and its answer as the history keeps it: with its schema, which says what a
+    saved case must not write down (a field marked as a secret)."""
+    return {**question.as_dict(), "schema": question.schema}

@@ -12,7 +12,7 @@ and its two branches live here, in the leaf module every layer imports. The tree
     │   │   ├── LineError                    a magic's line that does not split         [notebook/lines.py]
     │   │   │   └── ArgumentsError           a magic's line that does not read          [notebook/arguments.py]
     │   │   ├── CellError                    a cell that cannot be registered           [notebook/cells.py]
-    │   │   ├── Invalid                      a panel form that cannot be sent           [widgets/form.py]
+    │   │   ├── Invalid                      a panel form that cannot be sent           [calling/input_schema.py]
     │   │   ├── CasesError                   a cases file                               [records/cases.py]
     │   │   ├── SurfaceError                 a snapshot                                 [records/surface.py]
     │   │   ├── NotTabular                   a structured result that is no table       [records/structured.py]
@@ -25,11 +25,12 @@ and its two branches live here, in the leaf module every layer imports. The tree
     │   └── NotebookError (RuntimeError)     a notebook to serve that cannot be run     [serving/notebook.py]
     ├── Failure                              what mcp_nb was asked to do did not happen, for a reason
     │   │                                    outside the input: a server, the SDK, a check
-    │   ├── ConnectError (RuntimeError)      a server could not be connected            [calling/connections.py]
-    │   ├── ConnectionLost (RuntimeError)    a connection went away                     [calling/connections.py]
+    │   ├── ConnectError (RuntimeError)      a server could not be connected            [calling/connections/]
+    │   ├── ConnectionLost (RuntimeError)    a connection went away                     [calling/connections/]
     │   ├── AuthorizationPending             nobody approved an OAuth flow in time      [calling/oauth.py]
     │   ├── NonJsonNumber (ValueError)       a server's answer holds NaN or an infinity [records/structured.py]
     │   ├── BreakingChanges (AssertionError) a surface diff reached its fail_on level   [records/surface_diff.py]
+│   ├── Misnamed (ValueError)            a history file's part of other rows than named [records/disk.py]
     │   └── SDKMismatch (RuntimeError)       the installed SDK moved what mcp_nb uses   [sdk_compat.py]
     └── Stopped                              a batch's waiter was cancelled             [batch/core.py]
 

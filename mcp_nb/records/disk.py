@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from mcp_nb import libraries as lib
+from mcp_nb.mistakes import Failure
 from mcp_nb.history_file import FORMAT, KEY, MARKER, HistoryFileError, format_of, kind, older_format, open_regular, shown
 
 # A part is an Arrow IPC file (`.arrow`); a file of format 1 has Parquet parts (`.parquet`), read as they are.
@@ -281,7 +282,7 @@ def _without_leftovers(parts: list[Part]) -> list[Part]:
 
 
 
-class Misnamed(ValueError):
+class Misnamed(Failure, ValueError):
     """A part that holds another number of rows than its name says (not one this mcp_nb wrote)."""
 
     def __init__(self, path: Path, held: int, rows: int) -> None:

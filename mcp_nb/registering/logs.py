@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 from typing import Any, Callable
@@ -11,7 +12,7 @@ from mcp_nb.config import settings
 from mcp_nb.records.trace import CURRENT_TRACE, log_from_record
 from mcp_nb.registering.log_secrets import hide
 from mcp_nb.registering.log_secrets import install as hide_in_traffic_loggers
-from mcp_nb.sdk_compat import SDK_LOGGER
+from mcp_nb.sdk_compat import SDK_LOGGER, SDK_SESSION_LOGGER
 
 # The SDK's INFO records carry half of the error model (a ToolError's "Tool 'x' failed"),
 # so they must be made. This level (just below INFO) is mcp_nb's mark on the SDK's
@@ -101,5 +102,31 @@ def install_log_capture() -> None:
         # in the cell by logging's last-resort handler.
         if not any(isinstance(h, logging.NullHandler) for h in sdk.handlers):
             sdk.addHandler(logging.NullHandler())
+        session = logging.getLogger(SDK_SESSION_LOGGER)
+        if _sdk_session_unheard not in session.filters:
+            session.addFilter(_sdk_session_unheard)
         hide_in_traffic_loggers()
         _installed = True
+
+
+class _SdkSessionUnheard(logging.Filter):
+    """The NullHandler of the SDK's tree, for the one SDK logger outside it (`SDK_SESSION_LOGGER`,
+    a name the user's own code may also use): a record the SDK made there (a server's notification
+    it could not read, with its traceback) that no handler would take is dropped, rather than
+    printed into the cell by logging's last-resort handler. A call's log has filed it already (the
+    record factory runs first); a handler anyone configured still gets it, and the user's own
+    records on that logger are never touched."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        sdk = sys.modules.get(SDK_LOGGER)  # looked up: a record the SDK made means it is loaded
+        if sdk is None or not record.pathname.startswith(os.path.dirname(os.path.abspath(sdk.__file__)) + os.sep):
+            return True
+        logger: logging.Logger | None = logging.getLogger(record.name)
+        while logger is not None:  # as Logger.callHandlers looks for a handler
+            if logger.handlers:
+                return True
+            logger = logger.parent if logger.propagate else None  # type: ignore[assignment]
+        return False
+
+
+_sdk_session_unheard = _SdkSessionUnheard()

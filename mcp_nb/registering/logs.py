@@ -102,24 +102,28 @@ def install_log_capture() -> None:
         # in the cell by logging's last-resort handler.
         if not any(isinstance(h, logging.NullHandler) for h in sdk.handlers):
             sdk.addHandler(logging.NullHandler())
-        session = logging.getLogger(SDK_SESSION_LOGGER)
-        if _sdk_session_unheard not in session.filters:
-            session.addFilter(_sdk_session_unheard)
+        # The SDK's client session logs as "client", outside its tree (a server's notification
+        # it could not read, with its traceback): the same NullHandler's effect there.
+        unheard(SDK_SESSION_LOGGER, SDK_LOGGER)
         hide_in_traffic_loggers()
         _installed = True
 
 
-class _SdkSessionUnheard(logging.Filter):
-    """The NullHandler of the SDK's tree, for the one SDK logger outside it (`SDK_SESSION_LOGGER`,
-    a name the user's own code may also use): a record the SDK made there (a server's notification
-    it could not read, with its traceback) that no handler would take is dropped, rather than
-    printed into the cell by logging's last-resort handler. A call's log has filed it already (the
-    record factory runs first); a handler anyone configured still gets it, and the user's own
-    records on that logger are never touched."""
+class Unheard(logging.Filter):
+    """A library's NullHandler, for a logger outside its own tree (a name the user's code may also
+    use): a record the library `package` made there that no handler would take is dropped, rather
+    than printed into the cell by logging's last-resort handler. A handler anyone configured still
+    gets it (a call's log has filed it already: the record factory runs first), and records made
+    by anyone else's code on that logger are never touched."""
+
+    def __init__(self, package: str) -> None:
+        super().__init__()
+        self.package = package
 
     def filter(self, record: logging.LogRecord) -> bool:
-        sdk = sys.modules.get(SDK_LOGGER)  # looked up: a record the SDK made means it is loaded
-        if sdk is None or not record.pathname.startswith(os.path.dirname(os.path.abspath(sdk.__file__)) + os.sep):
+        made_by = sys.modules.get(self.package)  # looked up: a record it made means it is loaded
+        folder = getattr(made_by, "__file__", None)
+        if folder is None or not record.pathname.startswith(os.path.dirname(os.path.abspath(folder)) + os.sep):
             return True
         logger: logging.Logger | None = logging.getLogger(record.name)
         while logger is not None:  # as Logger.callHandlers looks for a handler
@@ -129,4 +133,9 @@ class _SdkSessionUnheard(logging.Filter):
         return False
 
 
-_sdk_session_unheard = _SdkSessionUnheard()
+def unheard(logger: str, package: str) -> None:
+    """Put `Unheard(package)` on `logger`, once: what `package` says there that nobody configured
+    a handler for stays out of the cell."""
+    target = logging.getLogger(logger)
+    if not any(isinstance(f, Unheard) and f.package == package for f in target.filters):
+        target.addFilter(Unheard(package))

@@ -146,3 +146,32 @@ def one_line(text: Any, limit: int = LINE_LIMIT) -> str:
     if len(line) > limit:
         line, cut = line[:limit].rstrip(), True
     return line + " …" if cut else line
+
+
+# What is never shown as it is in a view of someone else's text of several lines (a tool's result,
+# a server's log, an error message): the control characters but tab, newline and carriage return
+# (a terminal's escapes, a NUL, a backspace), the bidirectional embeddings, overrides and isolates
+# (which reorder what is read, as in "Trojan Source"), and lone surrogates (no UTF-8 text holds
+# one: a notebook holding one cannot be saved). Zero-width joiners and marks stay: Hindi and emoji
+# are written with them.
+_UNSAFE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+_BREAK = re.compile(r"[\n\r\u2028\u2029]")
+
+
+def visible(text: Any, inline: bool = False) -> str:
+    """`text` of many lines, safe to show: each unsafe character (`_UNSAFE`) shown as its escape
+    (`\\x1b`, `\\u202e`, `\\ud800`), every other character and line as it is. A view splits
+    the lines itself (a card indents them): this keeps them. With `inline`, for what a view shows
+    on a line of its own making (a name, a version), its line breaks are shown as escapes too."""
+    text = str(text)
+    if _UNSAFE.search(text) is not None:
+        text = _UNSAFE.sub(_escaped, text)
+    if inline and _BREAK.search(text) is not None:
+        text = _BREAK.sub(_escaped, text)
+    return text
+
+
+def _escaped(found: re.Match) -> str:
+    return repr(found.group())[1:-1]

@@ -53,6 +53,9 @@ OUTPUT_INVALID = "Invalid structured content returned by tool "
 OUTPUT_MISSING = " has an output schema but did not return structured content"
 
 SDK_LOGGER = "mcp"  # the root of the SDK's logger tree
+# The one SDK logger outside that tree: the client session's (`mcp/client/session.py` logs as
+# "client"), which says a server's notification it could not read with its traceback.
+SDK_SESSION_LOGGER = "client"
 
 # -- what outside servers send (measured: the Python SDK 2.3 over stdio and HTTP, the TypeScript
 # SDK 1.32 of server-everything), for the causes of their errors, which no probe watches ----------

@@ -25,9 +25,9 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import json
-import math
 import os
 import re
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -47,7 +47,9 @@ from mcp_nb.elicitation import ACTIONS, Answer, is_secret
 from mcp_nb.records.compare import same_content
 from mcp_nb.records.outcome import CAUSES, OUTCOMES, TARGETS
 from mcp_nb.records.structured import json_equal
-from mcp_nb.mistakes import BadJson, BadValue, first_line, read_json
+from mcp_nb.mistakes import BadJson, BadValue, first_line, one_line, read_json
+from mcp_nb.numbers import is_number
+from mcp_nb.records.files import read_text, write_whole
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -279,7 +281,7 @@ def load(source: str | Path | list | dict) -> list[Case]:
     if isinstance(source, (str, Path)):
         where = _printable(str(source))
         try:
-            text = Path(source).read_text(encoding="utf-8")
+            text = read_text(source)  # a FIFO or a device is refused, not waited on
         except FileNotFoundError:
             raise CasesError(f"no cases file at {where}") from None
         except (OSError, ValueError) as err:  # a directory, no permission, not UTF-8, a NUL in the path
@@ -306,10 +308,11 @@ def load(source: str | Path | list | dict) -> list[Case]:
 
 
 def _printable(text: str, quoted: bool = True) -> str:
-    """`text` as it is when it prints on one line; else escaped (quoted, as repr() does)."""
+    """`text` as it is when it prints on one line; else quoted and escaped (a path of several
+    lines is still one path), or, unquoted, in one safe line (`mistakes.one_line`)."""
     if text.isprintable():
         return text
-    return repr(text) if quoted else repr(text)[1:-1]
+    return repr(text) if quoted else one_line(text)
 
 
 def _first_error(err: ValidationError, data: Any) -> str:
@@ -367,10 +370,12 @@ def _plain(case: Case) -> dict[str, Any]:
 
 
 def save(cases: list[Case], path: str | Path) -> Path:
+    """Write the cases file, whole or not at all (`records/files.py`): a crash or a second writer
+    never leaves half a file."""
     path = Path(path)
     text = dump(cases)
     try:
-        path.write_text(text, encoding="utf-8")
+        write_whole(path, text)
     except OSError as err:
         raise CasesError(f"cannot write {_printable(str(path))}: {_printable(str(err.strerror or err), quoted=False)}") from None
     except ValueError as err:  # a NUL in the path
@@ -634,9 +639,18 @@ def _check(check: Check, got: Any) -> str:
         return "" if re.search(check.matches, text) else f"{check.describe()}: got {_line(text)!r}"
     number = _number(value)
     if number is None:
-        return f"{check.describe()}: got {value!r}, not a number"
+        return f"{check.describe()}: got {_line(repr(value))}, not a number"
     assert check.approx is not None
-    return "" if abs(number - check.approx) <= check.tolerance else f"{check.describe()}: got {number}"
+    within = abs(number - Decimal(check.approx)) <= Decimal(check.tolerance)
+    return "" if within else f"{check.describe()}: got {_line(value if isinstance(value, str) else _digits(value))}"
+
+
+def _digits(value: Any) -> str:
+    """A number as a reader takes it in: as Python writes it, or an integer of more than 20 digits
+    in scientific notation (one of 5,000 digits has no other text Python writes)."""
+    if isinstance(value, int) and not -(10**20) < value < 10**20:
+        return format(Decimal(value), ".6e")
+    return repr(value)
 
 
 def _at(document: Any, steps: list[str | int]) -> tuple[bool, Any]:
@@ -650,17 +664,25 @@ def _at(document: Any, steps: list[str | int]) -> tuple[bool, Any]:
     return True, document
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)) and math.isfinite(value):
-        return float(value)
+# Text that is a JSON number ("12.5", "-3e8"): what an approx check reads in a string. Not what
+# Python's float() also takes ("nan", "Infinity", " 12 ", "1_000"): those are no numbers in JSON.
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
+
+def _number(value: Any) -> Decimal | None:
+    """The number an approx check compares, exactly (a Decimal: an int of 400 digits has no float),
+    or None when `value` is no number JSON carries, nor text that is one."""
     if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
+        return Decimal(value) if len(value) <= _LONGEST_NUMBER and _JSON_NUMBER.fullmatch(value) else None
+    if not is_number(value):
+        return None
+    try:
+        return Decimal(value)
+    except (TypeError, ValueError, ArithmeticError):  # a real type of numpy's or another library's
+        return Decimal(float(value))
+
+
+_LONGEST_NUMBER = 5000  # characters of a number in text an approx check reads (Decimal's cost grows with them)
 
 
 def _line(text: str, limit: int = 120) -> str:

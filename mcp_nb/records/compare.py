@@ -14,7 +14,7 @@ import json
 from typing import Any, Iterable, NamedTuple
 
 from mcp_nb.records.structured import json_equal, json_path
-from mcp_nb.mistakes import BadJson, read_json
+from mcp_nb.mistakes import BadJson, one_line, read_json
 
 
 class _Absent:
@@ -43,8 +43,7 @@ class Difference(NamedTuple):
 def _short(value: Any, limit: int = 80) -> str:
     if value is _MISSING:
         return "nothing"
-    text = repr(value) if isinstance(value, str) else _json(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return one_line(repr(value) if isinstance(value, str) else _json(value), limit)  # an answer's words: safe, one line
 
 
 def _json(value: Any) -> str:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_nb.mistakes import BadJson, BadValue, read_json
+from mcp_nb.records.files import read_text, write_whole
 
 FORMAT = 1  # the value of "mcp_nb_surface": a later format gets a new number, and this one stays readable
 # kind -> (the document's section, the listing's field that names an entry)
@@ -122,7 +123,7 @@ def save(doc: dict[str, Any], path: str | Path) -> Path:
     path = Path(path)
     text = dump(doc)
     try:
-        path.write_text(text, encoding="utf-8")
+        write_whole(path, text)  # whole or not at all (records/files.py): a crash or a second writer leaves no half file
     except OSError as err:
         raise SurfaceError(f"cannot write {_shown(path)}: {err.strerror or err}") from None
     except ValueError as err:  # a NUL in the path
@@ -140,7 +141,7 @@ def load(source: str | Path | dict[str, Any]) -> dict[str, Any]:
     if isinstance(source, (str, Path)):
         where = _shown(source)
         try:
-            text = Path(source).read_text(encoding="utf-8")
+            text = read_text(source)  # a FIFO or a device is refused, not waited on
         except FileNotFoundError:
             raise SurfaceError(f"no snapshot file at {where}") from None
         except (OSError, ValueError) as err:  # a directory, no permission, not UTF-8, a NUL in the path

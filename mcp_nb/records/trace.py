@@ -85,15 +85,24 @@ def exception_chain(exc: BaseException | None) -> tuple[tuple[str, str], ...]:
 _formatter = logging.Formatter()
 
 
+# A record whose traceback held a secret carries it as scrubbed text (`exc_text`) instead of the
+# exception (registering/log_secrets.py), and the exceptions' names and scrubbed texts under this
+# attribute: what the error model reads of a call's log stays when the secret goes.
+EXCEPTIONS = "_mcp_nb_exceptions"
+
+
 def log_from_record(record: logging.LogRecord) -> ServerLog:
-    exc = record.exc_info[1] if record.exc_info else None
+    if record.exc_info:
+        traceback, exceptions = _formatter.formatException(record.exc_info), exception_chain(record.exc_info[1])
+    else:
+        traceback, exceptions = record.exc_text or None, getattr(record, EXCEPTIONS, ())
     return ServerLog(
         level=record.levelname,
         logger=record.name,
         message=record.getMessage(),
-        traceback=_formatter.formatException(record.exc_info) if record.exc_info else None,
+        traceback=traceback,
         template=record.msg if isinstance(record.msg, str) else "",
-        exceptions=exception_chain(exc),
+        exceptions=exceptions,
         at=record.created,
     )
 

@@ -29,6 +29,7 @@ import weakref
 from typing import Any, Callable, Iterable
 
 from mcp_nb.records.redact import scrubber
+from mcp_nb.records.trace import EXCEPTIONS, exception_chain
 
 # The loggers whose records may quote a connection's traffic: the SDK's client and its shared
 # parts, the SDK's HTTP servers (a served kernel), the HTTP client and its connection pool, the
@@ -109,6 +110,9 @@ def hide(record: logging.LogRecord) -> logging.LogRecord:
                 clean = clean[:TRACEBACK_CHARS] + f"\n... ({len(clean) - TRACEBACK_CHARS:,} more characters of the traceback left out)"
             # The formatted traceback takes the exception's place: a handler prints `exc_text`
             # as it would have printed the exception, and nothing can format the original again.
+            # The exceptions' names and scrubbed texts stay on the record for the call's log,
+            # whose cause the error model reads from them (`records.trace.log_from_record`).
+            setattr(record, EXCEPTIONS, tuple((kind, _scrub(text)) for kind, text in exception_chain(record.exc_info[1])))
             record.exc_info, record.exc_text = None, clean
     return record
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 from typing import Any, Callable
@@ -11,7 +12,7 @@ from mcp_nb.config import settings
 from mcp_nb.records.trace import CURRENT_TRACE, log_from_record
 from mcp_nb.registering.log_secrets import hide
 from mcp_nb.registering.log_secrets import install as hide_in_traffic_loggers
-from mcp_nb.sdk_compat import SDK_LOGGER
+from mcp_nb.sdk_compat import SDK_LOGGER, SDK_SESSION_LOGGER
 
 # The SDK's INFO records carry half of the error model (a ToolError's "Tool 'x' failed"),
 # so they must be made. This level (just below INFO) is mcp_nb's mark on the SDK's
@@ -101,5 +102,40 @@ def install_log_capture() -> None:
         # in the cell by logging's last-resort handler.
         if not any(isinstance(h, logging.NullHandler) for h in sdk.handlers):
             sdk.addHandler(logging.NullHandler())
+        # The SDK's client session logs as "client", outside its tree (a server's notification
+        # it could not read, with its traceback): the same NullHandler's effect there.
+        unheard(SDK_SESSION_LOGGER, SDK_LOGGER)
         hide_in_traffic_loggers()
         _installed = True
+
+
+class Unheard(logging.Filter):
+    """A library's NullHandler, for a logger outside its own tree (a name the user's code may also
+    use): a record the library `package` made there that no handler would take is dropped, rather
+    than printed into the cell by logging's last-resort handler. A handler anyone configured still
+    gets it (a call's log has filed it already: the record factory runs first), and records made
+    by anyone else's code on that logger are never touched."""
+
+    def __init__(self, package: str) -> None:
+        super().__init__()
+        self.package = package
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        made_by = sys.modules.get(self.package)  # looked up: a record it made means it is loaded
+        folder = getattr(made_by, "__file__", None)
+        if folder is None or not record.pathname.startswith(os.path.dirname(os.path.abspath(folder)) + os.sep):
+            return True
+        logger: logging.Logger | None = logging.getLogger(record.name)
+        while logger is not None:  # as Logger.callHandlers looks for a handler
+            if logger.handlers:
+                return True
+            logger = logger.parent if logger.propagate else None  # type: ignore[assignment]
+        return False
+
+
+def unheard(logger: str, package: str) -> None:
+    """Put `Unheard(package)` on `logger`, once: what `package` says there that nobody configured
+    a handler for stays out of the cell."""
+    target = logging.getLogger(logger)
+    if not any(isinstance(f, Unheard) and f.package == package for f in target.filters):
+        target.addFilter(Unheard(package))

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import threading
 from collections import Counter
 from typing import Callable
@@ -92,6 +93,11 @@ class Guard:
         # scope: a scope's entry and exit cost as much as every check of this door together, on
         # every request, for the one moment serving stops.
         self._in_flight: dict[asyncio.Task, bool] = {}
+        # The (session, request id) of each request in flight on a 2025-11-25 session: the SDK
+        # sends an answer by its request's id, so a second request with an id still in flight
+        # took the first one's stream, and the first client waited for an answer that had gone
+        # (while the history said it was answered). Such a request is refused (409) instead.
+        self._ids: set[tuple[bytes, str]] = set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # uvicorn runs with no lifespan and no WebSocket: nothing else comes
@@ -142,11 +148,11 @@ class Guard:
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body, "more_body": False})
 
-    async def _body(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
+    async def _body(self, scope: Scope, receive: Receive, send: Send) -> tuple[Receive | None, bytes]:
         """Read the request's body whole within its time and size; returns what the app is to
-        receive instead of `receive` (None: refused, or its client went away)."""
+        receive instead of `receive` (None: refused, or its client went away), and the body."""
         if not _body_may_follow(scope["headers"]):
-            return receive
+            return receive, b""
         loop = asyncio.get_running_loop()
         started = loop.time()
         chunks, size = [], 0
@@ -155,25 +161,26 @@ class Guard:
                 while True:
                     message = await receive()
                     if message["type"] != "http.request":
-                        return None  # http.disconnect: nobody is left to answer
+                        return None, b""  # http.disconnect: nobody is left to answer
                     chunk = message.get("body", b"")
                     size += len(chunk)
                     if size > self.policy.max_body:
                         await self.refuse("body", send)
-                        return None
+                        return None, b""
                     chunks.append(chunk)
                     if not message.get("more_body", False):
                         break
                     deadline.reschedule(started + self.body_timeout + size / MIN_BODY_RATE)
         except TimeoutError:
             await self.refuse("slow", send)
-            return None
-        whole: list[dict] = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+            return None, b""
+        body = b"".join(chunks)
+        whole: list[dict] = [{"type": "http.request", "body": body, "more_body": False}]
 
         async def replay():
             return whole.pop() if whole else await receive()
 
-        return replay
+        return replay, body
 
     def end_requests(self) -> None:
         """End every request still running (on the loop, when serving stops)."""
@@ -201,10 +208,16 @@ class Guard:
         task = asyncio.current_task()
         in_flight = self._in_flight
         in_flight[task] = False
+        claimed = None
         try:
-            receive = await self._body(scope, receive, send)
+            receive, body = await self._body(scope, receive, send)
             if receive is None:
                 in_flight.pop(task)
+                return
+            claimed = self._claim_id(scope, body)
+            if claimed is False:
+                in_flight.pop(task)
+                await self._refuse_duplicate(send)
                 return
             await self.app(scope, receive, watch)
             ended = in_flight.pop(task)
@@ -219,6 +232,9 @@ class Guard:
         except BaseException:
             in_flight.pop(task, None)
             raise
+        finally:
+            if claimed:
+                self._ids.discard(claimed)
         # Ended by end_requests(): answer, or close what was begun.
         if not started:
             body = answers.error_body(*STOPPED)
@@ -226,6 +242,43 @@ class Guard:
             await send({"type": "http.response.body", "body": body, "more_body": False})
         elif not finished:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+    def _claim_id(self, scope: Scope, body: bytes) -> tuple[bytes, str] | None | bool:
+        """The (session, id) this request now holds, None when it holds none (no session, no
+        request), False when another request in flight on its session holds that id."""
+        if scope["method"] != "POST" or not body:
+            return None
+        session = next((value for name, value in scope["headers"] if name == b"mcp-session-id"), None)
+        if session is None:
+            return None  # 2026-07-28, or an initialize: each request has its own answer stream
+        key = _request_key(body)
+        if key is None:
+            return None
+        claimed = (session, key)
+        if claimed in self._ids:
+            return False
+        self._ids.add(claimed)
+        return claimed
+
+    async def _refuse_duplicate(self, send: Send) -> None:
+        self.refusals.add("duplicate id")
+        body = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: another request with this id is in flight on this session"}}'
+        await send({"type": "http.response.start", "status": 409, "headers": answers.headers(body)})
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def _request_key(body: bytes) -> str | None:
+    """A request's id as a key (its JSON text: 5 and "5" are two ids), or None for what is no request."""
+    if b'"id"' not in body:
+        return None  # a notification or a response carries no id a request could share
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return None  # the SDK answers what is no JSON itself
+    if not isinstance(message, dict) or "method" not in message or "id" not in message:
+        return None
+    return json.dumps(message["id"], sort_keys=True)
 
 
 def _body_may_follow(headers: list[tuple[bytes, bytes]]) -> bool:

@@ -28,6 +28,7 @@ from typing import Any
 from mcp.server.transport_security import TransportSecuritySettings
 import uvicorn
 
+from mcp_nb.registering.logs import unheard
 from mcp_nb.serving.configs import client_configs
 from mcp_nb.serving.events import RecentEvents
 from mcp_nb.serving.guard import Guard, Refusals
@@ -243,7 +244,10 @@ class Serving:
         )  # fmt: skip
         sessions = engine.server.session_manager
         # The user's logging is theirs: no logging configuration, and access lines only where
-        # their handlers would show uvicorn's records anyway.
+        # their handlers would show uvicorn's records anyway. What uvicorn says of a client
+        # ("Invalid HTTP request received." for one that speaks TLS or garbage, answered 400)
+        # reaches their handlers, not the cell where nobody configured one.
+        unheard("uvicorn.error", "uvicorn")
         door = Guard(app, policy, self.refusals, answered=engine.history.settle, body_timeout=self.limits.header_timeout)
         config = uvicorn.Config(
             door, http=self.limits.protocol(), lifespan="off", log_config=None, ws="none", server_header=False,

@@ -41,6 +41,7 @@ from mcp_nb.calling.call import CallRecord
 from mcp_nb.records.classify import refused_request
 from mcp_nb.records.outcome import REQUEST_CANCELLED, Outcome
 from mcp_nb.records.trace import CURRENT_TRACE, ServerTrace, exception_chain
+from mcp_nb.mistakes import one_line
 
 TARGETS = {"tools/call": "tool", "resources/read": "resource", "prompts/get": "prompt"}
 RESULTS = {"tool": CallToolResult, "resource": ReadResourceResult, "prompt": GetPromptResult}
@@ -145,7 +146,11 @@ def client_name(session: Any) -> str | None:
     info = getattr(params, "client_info", None)
     if info is None:
         return None
-    return f"{info.name} {info.version}".strip()
+    # The client's words, in every row of its calls: one safe line of a bounded length.
+    return one_line(f"{info.name} {info.version}", CLIENT_NAME) or None
+
+
+CLIENT_NAME = 200  # characters of a client's name and version the history keeps
 
 
 class Recorder:

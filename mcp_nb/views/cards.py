@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from mcp_nb.mistakes import visible
 from mcp_nb.views.surface import changes_html, changes_text
 from mcp_nb.views.theme import (
     AUDIO,
@@ -150,18 +151,18 @@ def _model_view(o) -> tuple[str, list[str]]:
         details.append("structured_content: " + _compact(o.structured_content))
     if o.is_error is not None and o.target == "tool":
         details.append(f"is_error: {o.is_error}")
-    return o.content if o.content is not None else "", details
+    return _clipped(o.content if o.content is not None else "", LONGEST_CONTENT, "o.content has them all"), details
 
 
 def _host_view(o) -> str:
     if o.code is None and o.message is None:
         return "nothing to handle: the request succeeded"
-    parts = [str(o.code) if o.code is not None else "", o.message or ""]
+    parts = [str(o.code) if o.code is not None else "", _clipped(o.message or "", LONGEST_LINE, "o.message has them all")]
     line = " ".join(p for p in parts if p)
     if o.data is not None:
         line += "\ndata: " + _compact(o.data)
     for page in pages_to_open(o):
-        line += f"\nopen {page['url']}" + (f" ({page['message']})" if page.get("message") else "") + ", then call again"
+        line += f"\nopen {_inline(page['url'])}" + (f" ({_inline(page['message'])})" if page.get("message") else "") + ", then call again"
     return line
 
 
@@ -193,19 +194,19 @@ def _sender(o) -> str:
     """Who made an outside client's call ("" for mcp_nb's own calls, which is what most cards show)."""
     if o.via == "kernel":
         return ""
-    return f"via {o.via}" + (f" from {o.client}" if o.client else "")
+    return f"via {o.via}" + (f" from {_inline(o.client)}" if o.client else "")  # the client's name for itself
 
 
 def _header_text(o) -> str:
     args = "" if o.target == "resource" or o.arguments is None else " " + _compact(o.arguments, 80)
     attempt = f", attempt {o.attempt}" if o.attempt > 1 else ""
-    return f"Outcome #{o.call_id}{attempt}: {o.outcome} ({o.cause}) - {o.target} {o.name}{args}{_on(o)}{_from(o)}"
+    return f"Outcome #{o.call_id}{attempt}: {o.outcome} ({o.cause}) - {o.target} {_inline(o.name)}{args}{_on(o)}{_from(o)}"
 
 
 def _on(o) -> str:
     """Where the call went, said only when it is not the kernel's own server."""
     server = getattr(o, "server", None) or "kernel"
-    return "" if server == "kernel" else f" on {server}"
+    return "" if server == "kernel" else f" on {_inline(server)}"
 
 
 def _from(o) -> str:
@@ -236,7 +237,7 @@ def outcome_text(o) -> str:
     if logs:
         head, hidden, tail = shown_logs(logs)
         gap = [f"... {hidden} more (o.server_logs has every one)"] if hidden else []
-        said = [_clipped(str(log)) + (f"\n  {_root_cause(log)}" if log.exceptions else "") for log in head + tail]
+        said = [_clipped(str(log)) + (f"\n  {_clipped(_root_cause(log))}" if log.exceptions else "") for log in head + tail]
         block("log says", "\n".join(said[: len(head)] + gap + said[len(head) :]))
     else:
         block("log says", "nothing")
@@ -266,10 +267,25 @@ def shown_logs(logs) -> tuple[list, int, list]:
     return logs[:LOG_HEAD], len(logs) - LOG_HEAD - LOG_TAIL, logs[-LOG_TAIL:]
 
 
-def _clipped(text: str) -> str:
-    if len(text) <= LONGEST_LINE:
+# Characters of a result's text a card shows: a tool (or a server) may answer megabytes, which a
+# notebook would save twice (as text and as HTML) and a browser lay out. The Outcome has it all.
+LONGEST_CONTENT = 20_000
+LONGEST_NAME = 200  # characters of a name, a version, a reason on a line of the card's own
+
+
+def _clipped(text: str, limit: int = LONGEST_LINE, whole: str = "") -> str:
+    """Text someone else wrote, safe to show (`mistakes.visible`), and at most `limit` characters of it."""
+    text = visible(text)
+    if len(text) <= limit:
         return text
-    return text[:LONGEST_LINE] + f" … ({len(text) - LONGEST_LINE:,} more characters)"
+    return text[:limit] + f" … ({len(text) - limit:,} more characters" + (f": {whole})" if whole else ")")
+
+
+def _inline(text: Any, limit: int = LONGEST_NAME) -> str:
+    """A name (a tool's, a server's, a client's) on a line the card makes: one line, safe to show,
+    at most `limit` characters."""
+    text = visible(text, inline=True)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _asked(o) -> list[tuple[str, str]]:
@@ -280,7 +296,7 @@ def _asked(o) -> list[tuple[str, str]]:
     out = []
     for e in getattr(o, "elicitations", None) or ():
         e = e.as_dict() if hasattr(e, "as_dict") else e
-        question = e["message"] + (f" (open {e['url']})" if e.get("url") else "")
+        question = _clipped(e["message"]) + (f" (open {_inline(e['url'], LONGEST_LINE)})" if e.get("url") else "")
         answer = e["action"] + (" " + _compact(e["content"]) if e.get("content") else "")
         answer += {"elicit": ", from the call's elicit=", "default": ", from the configured elicit", "form": ", in the form"}.get(
             e["source"], ""
@@ -507,30 +523,30 @@ def schema_type(prop: Any, root: Any = None, depth: int = 0) -> str:
 
 
 def registration_text(r) -> str:
-    where = f" {r.uri}" if r.uri else ""
+    where = f" {_inline(r.uri, LONGEST_LINE)}" if r.uri else ""
     state = "replaced" if r.replaced else "registered"
-    lines = [f"{r.kind} {r.name}{where} ({state}{', async' if r.is_async else ''})"]
+    lines = [f"{r.kind} {_inline(r.name)}{where} ({state}{', async' if r.is_async else ''})"]
     if r.title:
-        lines.append(f"  title: {r.title}")
+        lines.append(f"  title: {_inline(r.title, LONGEST_LINE)}")
     first = (r.description or "").strip().splitlines()
     if first:  # a description of blanks has no first line
-        lines.append("  " + first[0])
+        lines.append("  " + _inline(first[0], LONGEST_LINE))
     if r.annotations:
-        lines.append("  annotations: " + ", ".join(sorted(r.annotations)))
+        lines.append("  annotations: " + ", ".join(_inline(a) for a in sorted(r.annotations)))
     if r.faults:
         lines.append(f"  faults injected: {r.faults}")
     params = _parameters(r.input_schema)
     if params:
         lines.append("  parameters:")
         for name, kind, required, _ in params:
-            lines.append(f"    {name}: {kind}{' (required)' if required else ''}")
+            lines.append(f"    {_inline(name)}: {_inline(kind, LONGEST_LINE)}{' (required)' if required else ''}")
     elif r.kind != "resource" or r.input_schema is not None:
         lines.append("  parameters: none")
     fields, models = _returns(getattr(r, "output_schema", None))
     if fields:
         lines.append("  returns (output schema):")
-        lines.extend(f"    {name}: {kind}" for name, kind, _, _ in fields)
-        lines.extend(f"    {model}: {described}" for model, described in models)
+        lines.extend(f"    {_inline(name)}: {_inline(kind, LONGEST_LINE)}" for name, kind, _, _ in fields)
+        lines.extend(f"    {_inline(model)}: {_inline(described, LONGEST_LINE)}" for model, described in models)
     changes = getattr(r, "changes", ())
     if changes:
         lines.append("  what changed for clients:")
@@ -652,12 +668,12 @@ def _protocol(row: dict[str, Any]) -> str:
     if not row.get("protocol"):
         return ""
     pinned = row.get("mode") not in (None, "", "auto")
-    return f"protocol {row['protocol']}" + (" (pinned)" if pinned else "")
+    return f"protocol {_inline(row['protocol'])}" + (" (pinned)" if pinned else "")
 
 
 def _who(row: dict[str, Any]) -> str:
-    """The name and version the server gave of itself (whatever it gave)."""
-    return " ".join(str(p) for p in (row.get("server_name"), row.get("server_version")) if p)
+    """The name and version the server gave of itself (whatever it gave, shown on one line)."""
+    return " ".join(_inline(p) for p in (row.get("server_name"), row.get("server_version")) if p)
 
 
 def _target(row: dict[str, Any]) -> str:
@@ -671,19 +687,28 @@ def _target(row: dict[str, Any]) -> str:
 
 def connection_text(row: dict[str, Any]) -> str:
     who = _who(row)
-    lines = [f"server {row['server']} ({row['transport']}, {row['state']}{', ' + row['reason'] if row.get('reason') else ''})"]
+    reason = ", " + _inline(row["reason"], LONGEST_LINE) if row.get("reason") else ""
+    lines = [f"server {_inline(row['server'])} ({row['transport']}, {row['state']}{reason})"]
     if who or row.get("protocol"):
         lines.append("  " + ", ".join(part for part in (who, _protocol(row)) if part))
     if row.get("target"):
-        lines.append(f"  {_target(row)}")
+        lines.append(f"  {_inline(_target(row), LONGEST_LINE)}")
     if row.get("authorize"):
-        lines.append(f"  approve in the browser: {row['authorize']}")
+        lines.append(f"  approve in the browser: {_inline(row['authorize'], LONGEST_LINE)}")
         lines.append("  then " + _then(row))
     else:
         lines.append(f"  offers {_offers(row)}")
     if row.get("unavailable"):
-        lines.append(f"  unavailable: {row['unavailable']}")
+        lines.append(f"  unavailable: {_inline(row['unavailable'], LONGEST_LINE)}")
     return "\n".join(lines)
+
+
+def _link(url: Any, label: str) -> str:
+    """A link to a web page a server named; any other kind of address (`javascript:`) as text."""
+    url = str(url)
+    if not url.lower().startswith(("https://", "http://")):
+        return f"{label} <code>{escape(url)}</code>"
+    return f'<a href="{escape(url)}" target="_blank" rel="noopener noreferrer">{label}</a>'
 
 
 def connection_html(row: dict[str, Any]) -> str:
@@ -703,7 +728,7 @@ def connection_html(row: dict[str, Any]) -> str:
         f'<span style="{state};font-weight:600">{escape(row["state"])}</span>{reason}</div>'
         f'<div style="{MUTED};font-size:0.9em">{" · ".join(details)}</div>'
         + (
-            f'<div><a href="{escape(row["authorize"])}" target="_blank" rel="noopener"><b>Approve in the browser</b></a>'
+            f'<div>{_link(row["authorize"], "<b>Approve in the browser</b>")}'
             f' <span style="{MUTED}">then {escape(_then(row))}</span></div>'
             if row.get("authorize") else f"<div>offers {escape(_offers(row))}</div>"
         )

@@ -25,6 +25,7 @@ from typing import Any, Callable
 import sys
 
 from mcp_nb import libraries as lib
+from mcp_nb.mistakes import one_line
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +111,7 @@ class ProgressView:
         elif total != bar.total:
             bar.reset(total=total)  # the notebook's widget takes a new total only this way
         if event.message:
-            bar.set_postfix_str(str(event.message)[:200], refresh=False)
+            bar.set_postfix_str(one_line(event.message, 200), refresh=False)  # the server's words: no escapes reach the terminal
         progress = countable(event.progress)
         if progress is not None:
             bar.n = progress

@@ -9,10 +9,10 @@ Nothing printed varies from run to run.
 
 from __future__ import annotations
 
-import html
 from typing import TYPE_CHECKING, Any, Iterable
 
-from mcp_nb.views.theme import BORDER, CELL, ERROR, INKS, MONO, MUTED, UI, border, compact_json, outlined
+from mcp_nb.mistakes import visible
+from mcp_nb.views.theme import BORDER, CELL, ERROR, INKS, MONO, MUTED, UI, border, compact_json, escape, outlined
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -37,7 +37,7 @@ def worst_first(changes: Iterable[Any]) -> list[Any]:
 
 
 def _entry(change: Any) -> str:
-    return "the server" if change.kind == "server" else f"{change.kind} {change.name}"
+    return "the server" if change.kind == "server" else f"{change.kind} {visible(change.name, inline=True)}"
 
 
 def headline(changes: list[Any]) -> str:
@@ -54,7 +54,7 @@ def headline(changes: list[Any]) -> str:
 
 def changes_text(changes: Iterable[Any], indent: str = "  ") -> list[str]:
     """One line per change, the worst first: `breaking: `title` became required`."""
-    return [f"{indent}{verdict(c.breaking)}: {c.why}" for c in worst_first(changes)]
+    return [f"{indent}{verdict(c.breaking)}: {visible(c.why, inline=True)}" for c in worst_first(changes)]
 
 
 def changes_html(changes: Iterable[Any], title: str = "what changed for clients") -> str:
@@ -63,11 +63,11 @@ def changes_html(changes: Iterable[Any], title: str = "what changed for clients"
     if not changes:
         return ""
     items = "".join(
-        f'<div style="margin:1px 0">{_chip(c.breaking)} {html.escape(c.why)} '
-        f'<span style="{MUTED};{MONO};font-size:0.85em">{html.escape(c.where)}</span></div>'
+        f'<div style="margin:1px 0">{_chip(c.breaking)} {escape(c.why)} '
+        f'<span style="{MUTED};{MONO};font-size:0.85em">{escape(c.where)}</span></div>'
         for c in changes
     )
-    return f'<div class="mcp-nb-changes" style="margin-top:4px"><div style="{MUTED};font-size:0.85em">{html.escape(title)}: {html.escape(headline(changes))}</div>{items}</div>'
+    return f'<div class="mcp-nb-changes" style="margin-top:4px"><div style="{MUTED};font-size:0.85em">{escape(title)}: {escape(headline(changes))}</div>{items}</div>'
 
 
 def _chip(breaking: Any) -> str:
@@ -117,14 +117,14 @@ def diff_text(frame: pd.DataFrame) -> str:
     rows = worst_first(frame.itertuples(index=False))
     lines = [f"Surface diff ({_title(frame)}): {headline(rows)}"]
     for c in rows:
-        lines.append(f"  {verdict(c.breaking):<10}  {_entry(c)}  {c.where}")
-        lines.append(f"              {c.why}")
+        lines.append(f"  {verdict(c.breaking):<10}  {_entry(c)}  {visible(c.where, inline=True)}")
+        lines.append(f"              {visible(c.why, inline=True)}")
         lines.append(f"              {_values(c)}")
     return "\n".join(lines)
 
 
 def diff_html(frame: pd.DataFrame) -> str:
-    e = html.escape
+    e = escape
     rows = worst_first(frame.itertuples(index=False))
     worst = verdict(rows[0].breaking) if rows else "compatible"
     ink = {"breaking": BREAKING_INK, "unknown": UNKNOWN_INK, "compatible": COMPATIBLE_INK}[worst]
@@ -162,7 +162,7 @@ def comparison_html(first: Any, second: Any, differences: list[Any]) -> str:
     """Two calls of one tool side by side: where they differ (`records.compare.Difference`s), each
     place with its value in the first call and in the second."""
     def e(value: Any) -> str:
-        return html.escape(str(value))
+        return escape(value)
 
     head = f"{e(first.target)} <code>{e(first.name)}</code>: call #{e(first.call_id)} against call #{e(second.call_id)}"
     if not differences:

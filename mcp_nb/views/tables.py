@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
+from mcp_nb.mistakes import visible
 from mcp_nb.views.theme import (
     CELL,
     FILLS,
@@ -34,7 +35,7 @@ def _outside(frame: pd.DataFrame) -> bool:
 
 
 def _via(row) -> str:
-    return "" if str(row.via) == "kernel" else f"{row.via}" + (f" {row.client}" if isinstance(row.client, str) else "")
+    return "" if str(row.via) == "kernel" else _cell(f"{row.via}" + (f" {row.client}" if isinstance(row.client, str) else ""), NAME)
 
 
 def _counts(frame: pd.DataFrame) -> str:
@@ -42,10 +43,16 @@ def _counts(frame: pd.DataFrame) -> str:
     return ", ".join(f"{name} {int(counts.get(name, 0))}" for name in FILLS)
 
 
+# Characters of a name (a tool's, a URI, a client's) and of a cell's tooltip a table shows: a
+# server or a client may send megabytes where a name goes, and every row would carry them.
+NAME, TOOLTIP = 120, 1000
+
+
 def _cell(value: Any, limit: int) -> str:
+    """A value in one cell: on one line, safe to show (`mistakes.visible`), at most `limit` characters."""
     if value is None or (isinstance(value, float) and value != value):
         return ""
-    text = " ".join(str(value).split())
+    text = visible(" ".join(str(value)[: 4 * limit].split()))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -75,6 +82,7 @@ def history_text(frame: pd.DataFrame, rows: int, stable: bool | None = None) -> 
     head = f"History: {len(frame)} calls ({_counts(frame)})"
     ordered = _in_order(frame).tail(rows)
     tail = ordered[(["server"] if _other_servers(frame) else []) + _SHOWN].copy()
+    tail["name"] = [_cell(v, NAME) for v in tail["name"].astype(object)]
     tail["content"] = [_cell(v, 40) for v in tail["content"].astype(object)]
     tail["message"] = [_cell(v, 40) for v in tail["message"].astype(object)]
     tail["code"] = [_code(v) for v in tail["code"]]
@@ -95,13 +103,14 @@ def history_html(frame: pd.DataFrame, rows: int, stable: bool | None = None) -> 
         shown = r.content if r.content is not None else (r.message or "")
         shown = "" if shown is None else str(shown)
         cells = [
-            str(r.call_id), *([escape(str(r.server))] if servers else []), escape(r.target), f"<code>{escape(r.name)}</code>",
+            str(r.call_id), *([escape(_cell(r.server, NAME))] if servers else []), escape(r.target),
+            f"<code>{escape(_cell(r.name, NAME))}</code>",
             badge(str(r.outcome)), escape(r.cause),
             *([escape(_via(r))] if outside else []), _code(r.code),
         ]  # fmt: skip
         left = "".join(f'<td style="text-align:left;{CELL}">{cell}</td>' for cell in cells)
         # the duration, then the content cell as far as its title attribute
-        body.append(f'<tr>{left}{HISTORY_MS_CELL(stable, ms=r.duration_ms)}{escape(shown)}">{escape(shown[:200])}</td></tr>')
+        body.append(f'<tr>{left}{HISTORY_MS_CELL(stable, ms=r.duration_ms)}{escape(shown[:TOOLTIP])}">{escape(shown[:200])}</td></tr>')
     more = (
         f'<div style="{MUTED};font-size:0.85em">last {rows} of {len(frame)} calls; '
         f"the whole history: <code>mcp_nb.history().to_frame()</code></div>"

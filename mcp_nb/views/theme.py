@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_nb.config import settings
+from mcp_nb.mistakes import visible
 
 # Which log sources a view marks with their name ("[context] INFO ..."): a handler's own
 # Context messages and an outside server's notifications, which read like the server's log.
@@ -155,14 +156,19 @@ TRACEBACK = (
 
 
 def escape(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    """Text for HTML: its markup escaped, and what would reorder or hide what is read shown as
+    escapes (`mistakes.visible`): a view draws what servers and tools wrote."""
+    return html.escape(visible(value), quote=True)
 
 
 def compact_json(value: Any, limit: int = 120) -> str:
     try:
         text = json.dumps(value, ensure_ascii=False, default=str)
+    except RecursionError:
+        text = "(nested too deeply to show)"
     except (TypeError, ValueError):
         text = repr(value)
+    text = visible(text)  # JSON escapes control characters, not a bidi override nor a lone surrogate
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

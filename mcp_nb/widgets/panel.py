@@ -26,7 +26,6 @@ closed, so in a kernel today a panel is gone once closed; mcp_nb adds no hold of
 from __future__ import annotations
 
 import asyncio
-import html
 import json
 import logging
 import weakref
@@ -39,7 +38,6 @@ import ipywidgets as w
 from mcp.shared.uri_template import UriTemplate
 
 from mcp_nb.calling import default
-from mcp_nb.calling.call import CallDepthError
 from mcp_nb.calling.suggestions import suggested
 from mcp_nb.config import check_timeout, settings
 from mcp_nb.records.listeners import WeakCall
@@ -47,7 +45,7 @@ from mcp_nb.records.outcome import Outcome
 from mcp_nb.registering.registry import Registration
 from mcp_nb.views.cards import outcome_html
 from mcp_nb.views.live import countable
-from mcp_nb.views.theme import MUTED
+from mcp_nb.views.theme import MUTED, escape
 from mcp_nb.widgets.authorize import AuthorizationBox
 from mcp_nb.widgets.callbacks import FailureView, Guard, KernelThread
 from mcp_nb.widgets.changes_tab import ChangesTab
@@ -65,7 +63,7 @@ from mcp_nb.widgets.style import (
     running_html,
     section,
 )
-from mcp_nb.mistakes import BadJson, BadValue, Mistake, read_json
+from mcp_nb.mistakes import BadJson, BadValue, McpNbError, one_line, read_json, visible
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +97,7 @@ NAME_SHOWN = 40  # characters of a name the picker shows; a longer one is shorte
 
 
 def picker_label(entry: Registration) -> str:
-    return f"{kind_label(entry):<9}".replace(" ", NBSP) + shortened(entry.key)
+    return f"{kind_label(entry):<9}".replace(" ", NBSP) + shortened(visible(entry.key, inline=True))  # a server's name for it: one safe line
 
 
 def shortened(name: str, limit: int = NAME_SHOWN) -> str:
@@ -117,7 +115,7 @@ def shortened(name: str, limit: int = NAME_SHOWN) -> str:
 def picker_tooltip(entry: Registration) -> str:
     """The entry on screen, named in full: a `<select>` cuts its options at its width, and
     gives none of them a tooltip of its own."""
-    return f"{kind_label(entry)} {entry.key}"
+    return f"{kind_label(entry)} {visible(entry.key, inline=True)}"
 
 
 def server_tooltip(engine, name: str) -> str:
@@ -661,7 +659,7 @@ class Panel(w.VBox):
                 target, name, arguments, timeout, server=self.server, progress_listener=self._progressed,
                 ask=self.asker, reset_on_progress=resets,
             )  # fmt: skip
-        except (Mistake, CallDepthError) as err:  # the engine's checks, before anything is sent (a bug: the guard shows it)
+        except McpNbError as err:  # the engine's checks, before anything is sent (anything else is a bug: the guard shows it)
             self.problems.value = problems_html("Nothing was sent:", [str(err)])
             return None
         self.problems.value = ""
@@ -941,12 +939,12 @@ def _title_html(engine, entries: list[Registration], connection: Any = None) -> 
     order = ("tool", "resource", "template", "prompt")
     parts = ", ".join(f"{counts[k]} {k}{'s' if counts[k] != 1 else ''}" for k in order if k in counts) or "nothing registered"
     if connection is None or connection.transport == "in-kernel":
-        where = f"in-kernel server <code>{html.escape(str(getattr(engine.server, 'name', 'mcp_nb')))}</code>"
+        where = f"in-kernel server <code>{escape(str(getattr(engine.server, 'name', 'mcp_nb')))}</code>"
     else:
         row = connection.describe()
-        who = " ".join(p for p in (row["server_name"], row["server_version"]) if p) or connection.name
-        state = "" if row["state"] == "connected" else f' <b style="{ERROR.text}">{html.escape(row["state"])}</b>'
-        where = f"{html.escape(connection.transport)} server <code>{html.escape(connection.name)}</code> ({html.escape(who)}){state}"
+        who = " ".join(one_line(p, 100) for p in (row["server_name"], row["server_version"]) if p) or connection.name
+        state = "" if row["state"] == "connected" else f' <b style="{ERROR.text}">{escape(row["state"])}</b>'
+        where = f"{escape(connection.transport)} server <code>{escape(connection.name)}</code> ({escape(who)}){state}"
     replaced = (
         f' · <b class="mcp-nb-replaced" style="{ERROR.text}">replaced by mcp_nb.reset(): show a new panel</b>'
         if engine.closed

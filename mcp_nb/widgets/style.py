@@ -13,9 +13,9 @@ entry's header, the problems, the history) are set back to the text's own line h
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
+from mcp_nb.mistakes import one_line
 from mcp_nb.views.theme import (
     BORDER,
     ERROR,
@@ -30,6 +30,7 @@ from mcp_nb.views.theme import (
     UI,
     Ink,
     border,
+    escape,
     outlined,
 )
 
@@ -94,7 +95,7 @@ PROBLEM_BOX = (
 
 
 def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    return escape(value)  # the views' escape: markup, and what would reorder or hide what is read
 
 
 def filled(text: str, fill: str) -> str:
@@ -117,6 +118,9 @@ def kind_label(entry) -> str:
     return entry.kind
 
 
+LONGEST_DESCRIPTION = 10_000  # characters of a description the entry's card shows
+
+
 def entry_html(entry) -> str:
     """The header of the chosen tool, resource or prompt: what it is and what it promises."""
     kind = kind_label(entry)
@@ -127,6 +131,8 @@ def entry_html(entry) -> str:
     title = f'<span style="{MUTED}">{_e(entry.title)}</span>' if entry.title else ""
     also = f'<span style="{MUTED};font-size:0.85em">name {_e(entry.name)}</span>' if entry.kind == "resource" else ""
     description = (entry.description or "").strip()
+    if len(description) > LONGEST_DESCRIPTION:  # a server's words: megabytes would hold the page (and the saved widget state)
+        description = description[:LONGEST_DESCRIPTION] + f" … ({len(description) - LONGEST_DESCRIPTION:,} more characters)"
     body = f'<div style="white-space:pre-wrap;margin-top:3px">{_e(description)}</div>' if description else ""
     ink = KIND_INKS.get(entry.kind)
     line = ink.line("-left", "4px") if ink else border("-left", "4px")
@@ -167,7 +173,7 @@ def running_html(target: str, name: str, timeout: float) -> str:
 
 def progress_html(progress: float, total: float | None, message: str | None, resets: int) -> str:
     count = f"{progress:g}/{total:g}" if total else f"{progress:g}"
-    said = f" · {_e(message)}" if message else ""
+    said = f" · {_e(one_line(message, 200))}" if message else ""  # the server's words, on the bar's one line
     reset = f" · deadline reset {resets}×" if resets else ""
     return f'<span style="{MUTED}">{count}{said}{reset}</span>'
 

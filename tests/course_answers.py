@@ -36,6 +36,8 @@ def get_year(body: str) -> str:
 
 
 crash = predictions("predicted_outcome", "predicted_cause")
+with_code = predictions("predicted_outcome", "predicted_cause", "predicted_code")
+with_fate = predictions("predicted_outcome", "predicted_cause", "predicted_fate")
 pair = crash
 
 RESERVE = '''%%mcp_tool
@@ -45,6 +47,57 @@ def reserve(title: str) -> str:
     """Reserve a copy of a book of the catalog."""
 {body}
 '''
+
+
+RENEW = '''%%mcp_tool
+RENEWALS = []  # the weeks of each renewal the function made
+
+Weeks = int  # the type hint of weeks: give it its rule
+{weeks}
+
+def renew(title: str, weeks: Weeks) -> str:
+    """Renew the loan of a book of the catalog."""
+{body}
+'''
+RENEW_BODY = '''if title not in CATALOG:  # a rule the schema cannot say
+    raise ToolError(f"No book titled {title!r} in the catalog.")
+RENEWALS.append(weeks)
+return f"{title} is renewed for {weeks} more weeks."'''
+
+
+def renew(weeks: str, body: str = RENEW_BODY) -> str:
+    return RENEW.format(weeks=weeks.strip("\n"), body="\n".join("    " + line for line in body.strip("\n").splitlines()))
+
+
+STOCK = '''%%mcp_resource stock://{{title}}
+STOCK = {{"Dune": 3, "Neuromancer": 1}}
+
+def stock(title: str) -> str:
+    """How many copies of a book of the catalog the shop has."""
+{body}
+'''
+
+
+def stock(body: str) -> str:
+    return STOCK.format(body="\n".join("    " + line for line in body.strip("\n").splitlines()))
+
+
+RENEW_LOAN = '''%%mcp_tool --idempotent
+LIBRARY_DELAY = 0.0  # how long the library's system takes to answer, in seconds (the check makes it slow)
+WEEKS_LEFT = {{"Dune": 1}}  # the weeks left on each loan
+RENEWED = set()  # the renewal_ids already done
+
+def renew_loan(title: str, renewal_id: str) -> str:
+    """Renew the loan of a book for two more weeks. Repeating a call with the same renewal_id renews nothing more."""
+{sleep}{body}
+    WEEKS_LEFT[title] += 2
+    return f"Renewal {{renewal_id}}: {{title}} is due in {{WEEKS_LEFT[title]}} weeks."
+'''
+
+
+def renew_loan(body: str, sleep: bool = True) -> str:
+    lines = "\n".join("    " + line for line in body.strip("\n").splitlines())
+    return RENEW_LOAN.format(sleep="    time.sleep(LIBRARY_DELAY)\n" if sleep else "", body=lines)
 
 
 def reserve(body: str) -> str:
@@ -260,6 +313,230 @@ return f"Reserved {title} by {author}."
             ],
             "fitted": [],
             "right": [],
+        },
+    },
+    "04-bad-arguments.ipynb": {
+        "ex-predict": {
+            "wrong": [
+                pair("None", "None"),
+                pair('"tool_error"', "mcp_nb.CAUSES"),
+                pair('"tool_error"', '("invalid_arguments", "crash")'),
+                pair('"protocol_error"', '"invalid_arguments"'),
+                pair('"tool_error"', '"raised"'),
+                pair('"tool_error"', '"crash"'),
+                pair('"tool_error"', '"invalid arguments"'),
+                pair("...", '"invalid_arguments"'),
+            ],
+            "fitted": [],
+            "right": [],
+        },
+        "ex-hint": {
+            "wrong": [
+                renew("Weeks = Annotated[int, Field(ge=1, le=5)]"),  # issue 42
+                renew("Weeks = Annotated[int, Field(gt=0, lt=6)]"),  # issue 42
+                renew("from typing import Literal\nWeeks = Literal[1, 2]"),  # issue 42
+                renew('''
+from pydantic import AfterValidator
+
+def within_four(weeks: int) -> int:
+    if not 1 <= weeks <= 4:
+        raise ValueError("weeks must be from 1 to 4")
+    return weeks
+
+Weeks = Annotated[int, AfterValidator(within_four)]  # issue 42: the rule, but not in the schema
+'''),
+                renew("Weeks = Annotated[int, Field(ge=0, le=4)]"),
+                renew("Weeks = Annotated[int, Field(ge=1)]"),
+                renew("Weeks = Annotated[int, Field(le=4)]"),
+                renew("Weeks = Annotated[int, Field(gt=1, lt=4)]"),
+                renew("Weeks = Annotated[float, Field(ge=1, le=4)]"),
+                renew("Weeks = Annotated[int, Field(description='from 1 to 4')]"),
+                renew("", '''
+if not 1 <= weeks <= 4:
+    raise ToolError("weeks must be from 1 to 4")
+if title not in CATALOG:
+    raise ToolError(f"No book titled {title!r} in the catalog.")
+RENEWALS.append(weeks)
+return f"{title} is renewed for {weeks} more weeks."
+'''),
+            ],
+            "fitted": [
+                renew("Weeks = Annotated[int, Field(ge=1, le=4)]", '''
+RENEWALS.append(weeks)
+return f"{title} is renewed for {weeks} more weeks."
+'''),
+            ],
+            "right": [
+                renew("Weeks = Annotated[int, Field(gt=0, lt=5)]"),
+                renew("from typing import Literal\nWeeks = Literal[1, 2, 3, 4]"),
+                renew("from pydantic import conint\nWeeks = conint(ge=1, le=4)"),
+            ],
+        },
+    },
+    "05-resources-and-prompts.ipynb": {
+        "ex-not-found": {
+            "wrong": [
+                stock('''
+try:
+    return f"{title}: {STOCK[title]} in stock"
+except Exception as err:  # issue 42: sends the KeyError's text, and turns every bug into "not found"
+    raise ResourceNotFoundError(str(err))
+'''),
+                stock('''
+try:
+    return f"{title}: {STOCK[title]} in stock"
+except Exception:
+    raise ResourceNotFoundError(f"No book titled {title!r} in the catalog.")
+'''),
+                stock('''
+if title not in CATALOG:
+    from mcp.server.mcpserver.exceptions import ResourceError
+    raise ResourceError(f"No book titled {title!r} in the catalog.")
+return f"{title}: {STOCK[title]} in stock"
+'''),
+                stock('''
+if title not in CATALOG:
+    from mcp import MCPError
+    raise MCPError(code=-32051, message=f"No book titled {title!r} in the catalog.")
+return f"{title}: {STOCK[title]} in stock"
+'''),
+                stock('''
+if title not in CATALOG:
+    return f"No book titled {title!r} in the catalog."
+return f"{title}: {STOCK[title]} in stock"
+'''),
+                stock('''
+if title not in CATALOG:
+    raise ResourceNotFoundError("Not found.")
+return f"{title}: {STOCK[title]} in stock"
+'''),
+                stock('''
+if title not in CATALOG:
+    raise KeyError(f"No book titled {title!r} in the catalog.")
+return f"{title}: {STOCK[title]} in stock"
+'''),
+                stock('''
+if title not in CATALOG:
+    from mcp.server.mcpserver.exceptions import ToolError
+    raise ToolError(f"No book titled {title!r} in the catalog.")
+return f"{title}: {STOCK[title]} in stock"
+'''),
+                stock('''
+raise ResourceNotFoundError(f"No book titled {title!r} in the catalog.")
+'''),
+            ],
+            "fitted": [
+                stock('''
+if title not in CATALOG:
+    raise ResourceNotFoundError("No book titled 'Solaris' in the catalog.")
+return f"{title}: {STOCK[title]} in stock"
+'''),
+                stock('''
+if title == "Solaris":
+    raise ResourceNotFoundError(f"No book titled {title!r} in the catalog.")
+return f"{title}: {STOCK[title]} in stock"
+'''),
+            ],
+            "right": [
+                stock('''
+try:
+    count = STOCK[title]
+except KeyError:
+    raise ResourceNotFoundError(f"{title!r} is not in the catalog.") from None
+return f"{title}: {count} in stock"
+'''),
+                stock('''
+from mcp import MCPError
+from mcp.types import INVALID_PARAMS
+if title not in STOCK:
+    raise MCPError(code=INVALID_PARAMS, message=f"No book titled {title!r} in the catalog.", data={"uri": f"stock://{title}"})
+return f"{title}: {STOCK[title]} in stock"
+'''),
+            ],
+        },
+        "ex-predict": {
+            "wrong": [
+                with_code("...", "...", "-32603"),  # issue 42: only the code answered
+                with_code("None", "None", "None"),
+                with_code('"protocol_error"', '"crash"', '"-32603"'),
+                with_code('"protocol_error"', '"crash"', "-32602"),
+                with_code('"protocol_error"', '"not_found"', "-32602"),
+                with_code('"tool_error"', '"crash"', "-32603"),
+                with_code('"protocol_error"', '"crash"', "(-32603, -32602)"),
+                with_code('"protocol_error"', "mcp_nb.CAUSES", "-32603"),
+                with_code('"protocol_error"', '"crash"', "None"),
+                with_code('"protocol_error"', '"resource_error"', "-32603"),
+            ],
+            "fitted": [],
+            "right": [],
+        },
+    },
+    "06-timeouts.ipynb": {
+        "ex-predict": {
+            "wrong": [
+                with_fate("...", "...", '"completed"'),  # issue 42: only the fate answered
+                with_fate("None", "None", "None"),
+                with_fate('"timeout"', '"deadline"', '"cancelled"'),
+                with_fate('"timeout"', '"cancelled"', '"completed"'),
+                with_fate('"result"', '"ok"', '"completed"'),
+                with_fate('"timeout"', '"deadline"', '("completed", "cancelled")'),
+                with_fate('"timeout"', '"deadline"', '"finished"'),
+                with_fate('"timeout"', "mcp_nb.CAUSES", '"completed"'),
+                with_fate('"protocol_error"', '"deadline"', '"completed"'),
+            ],
+            "fitted": [],
+            "right": [],
+        },
+        "ex-renew": {
+            "wrong": [
+                renew_loan("pass"),
+                renew_loan('''
+if title in RENEWED:
+    return f"{title} was renewed already."
+RENEWED.add(title)
+'''),
+                renew_loan('''
+if renewal_id in RENEWED:
+    return f"Renewal {renewal_id} was already done."
+'''),
+                renew_loan('''
+from mcp.server.mcpserver.exceptions import ToolError
+if renewal_id in RENEWED:
+    raise ToolError(f"Renewal {renewal_id} was already done.")
+RENEWED.add(renewal_id)
+'''),
+                renew_loan('''
+RENEWED.add(renewal_id)
+if renewal_id in RENEWED:
+    return f"Renewal {renewal_id} was already done."
+'''),
+                renew_loan('''
+if renewal_id in RENEWED:
+    return f"Renewal {renewal_id} was already done."
+RENEWED.add(renewal_id)
+''', sleep=False),
+                renew_loan('''
+if RENEWED:
+    return "A renewal was already done."
+RENEWED.add(renewal_id)
+'''),
+            ],
+            "fitted": [
+                renew_loan('''
+global LAST_ID
+if renewal_id == globals().get("LAST_ID"):
+    return f"Renewal {renewal_id} was already done."
+LAST_ID = renewal_id
+'''),
+            ],
+            "right": [
+                renew_loan('''
+if renewal_id not in RENEWED:
+    RENEWED.add(renewal_id)
+else:
+    return f"{title}: renewal {renewal_id} is done already ({WEEKS_LEFT[title]} weeks left)."
+'''),
+            ],
         },
     },
 }

@@ -95,3 +95,103 @@ HINTS.update({
         "*": "middleware sees a request before any tool's handler runs: while the shop is closed, get_author never sees the title",
     },
 })
+
+HINTS.update({
+    # 04 Bad arguments
+    "04-predict-invalid": {
+        "outcome=protocol_error": "the request itself succeeded: the SDK answers a call whose arguments do not fit the schema "
+        "with a result the model reads, so the model can correct its arguments",
+        "outcome=result": "list_books never ran: the SDK checked the arguments against the input schema first",
+        "cause=crash": "nothing crashed: list_books never ran, because its arguments did not fit its schema",
+        "cause=raised": "nobody raised ToolError: list_books never ran",
+        "cause": "the SDK checks the arguments against the input schema before list_books runs",
+        "*": "the SDK checks the arguments against the input schema before list_books runs, and a wrong argument is one the "
+        "model can correct",
+    },
+    "04-weeks-rejected": {
+        "result / ok": "renew ran for {weeks} weeks: the type hint lets that number in. Give Weeks bounds the SDK checks, "
+        "Annotated[int, Field(ge=..., le=...)], from 1 to 4 both included",
+        "tool_error / raised": "renew ran for {weeks} weeks and refused it itself: put the rule in the type hint, where the SDK "
+        "checks it before the function runs and the model reads it in the schema",
+        "tool_error / unknown_tool": NOT_REGISTERED,
+        "*": "make Weeks an int annotated with Field(ge=..., le=...), so that the SDK rejects {weeks} weeks",
+    },
+    "04-weeks-accepted": {
+        "tool_error / invalid_arguments": "{weeks} weeks is within the rule (from 1 to 4, both included), and the SDK rejected "
+        "it: check the bounds, and whether ge/le or gt/lt is meant",
+        "*": "{weeks} weeks is within the rule, and renew should renew it",
+    },
+    "04-weeks-schema": "the model reads the rule in the input schema before it calls: a whole number ('type': 'integer') with "
+    "'minimum' 1 and 'maximum' 4, which Annotated[int, Field(ge=1, le=4)] writes there. A check in a validator, or in the "
+    "function, is not in the schema",
+    "04-weeks-title": {
+        "result / ok": "keep the title's check in the body: a schema cannot say which titles are in the catalog",
+        "*": "keep the title's check in the body, which raises ToolError for a title not in the catalog",
+    },
+})
+
+HINTS.update({
+    # 05 Resources and prompts
+    "05-not-found": {
+        "protocol_error / crash": "the resource crashed, so the host got an internal error naming only the URI: check the title "
+        "first, and raise ResourceNotFoundError(message) when it is not in the catalog",
+        "protocol_error / resource_error": "ResourceError is for a failure other than 'not found' (-32603): a title that is not "
+        "in the catalog is a resource that does not exist: raise ResourceNotFoundError",
+        "protocol_error / mcp_error": "an MCPError reaches the host with its own code: give it INVALID_PARAMS (-32602), or "
+        "raise ResourceNotFoundError, which does",
+        "protocol_error / not_found": "the host should get -32602: raise ResourceNotFoundError from the resource's function",
+        "result / ok": "a resource cannot fail inside a successful read: a returned text is the resource's content. Raise "
+        "ResourceNotFoundError, naming the title",
+        "*": "a title that is not in the catalog is a resource that does not exist: raise ResourceNotFoundError, naming the title",
+    },
+    "05-not-found-message": "the message is what the host gets (and may show its user): name the title and say that it is not "
+    "in the catalog, as book's ResourceNotFoundError does",
+    "05-not-found-found": {
+        "protocol_error": "a title that is in the catalog should still get its count: fail only when the title is not in CATALOG",
+        "*": "a title that is in the catalog should get its count, as 'Dune: 3 in stock'",
+    },
+    "05-not-found-bug": {
+        "protocol_error / not_found": "with a bug planted in STOCK, the read of stock://Dune answered 'not found': catch only the "
+        "failure you expect (a title not in the catalog), not every exception. A bug must stay a crash: -32603 for the host, "
+        "the traceback in the log",
+        "protocol_error / resource_error": "with a bug planted in STOCK, the read became a ResourceError: catch only the failure "
+        "you expect. A bug must stay a crash, its traceback in the log",
+        "result / ok": "the read of stock://Dune answered without reading STOCK: look the count up in STOCK",
+        "*": "a bug in the resource should stay a crash, whose text stays on the server",
+    },
+    "05-predict-template-crash": {
+        "outcome=tool_error": "a read has no is_error flag: a resource cannot fail inside a successful request, so it fails as a whole",
+        "outcome=result": "book raised KeyError for Nothing: the read did not get its contents",
+        "cause=not_found": "not_found was book's ResourceNotFoundError; this time book raised a KeyError, which nobody planned",
+        "cause=resource_error": "resource_error is for a ResourceError the function raised on purpose; this KeyError was not",
+        "code=-32602": "-32602 is for a resource that says it does not exist (ResourceNotFoundError); a crash is an internal error",
+        "code": "a crash in a resource reaches the host as the JSON-RPC code for an internal error",
+        "cause": "book raised KeyError, not ResourceNotFoundError, so the SDK treats it as a crash",
+        "*": "book raised KeyError, not ResourceNotFoundError, so the SDK treats it as a crash; a read has no is_error flag, so it "
+        "fails as a whole",
+    },
+})
+
+HINTS.update({
+    # 06 Timeouts
+    "06-predict-sync-timeout": {
+        "outcome=result": "the client waits at most 0.3 s, and place_order needs a second: the answer came too late for it",
+        "outcome=protocol_error": "no error came back from the server: the client stopped waiting",
+        "cause=cancelled": "cancelled is for a call the caller gave up on (an interrupt, a Cancel button); this one reached its deadline",
+        "cause=max_timeout": "max_timeout is the ceiling of a deadline that resets on progress; this call had a plain deadline",
+        "fate=cancelled": "an async handler is cancelled at its await; place_order is a sync function, which runs in a worker "
+        "thread, and nothing can stop a thread from the outside",
+        "fate": "place_order is a sync function: it runs in a worker thread to its end, whatever the client does",
+        "*": "the client stopped waiting at the 0.3 s deadline, long before place_order's second was up",
+    },
+    "06-renew-slow": "keep the time.sleep(LIBRARY_DELAY) at the start of renew_loan: the check needs a slow call",
+    "06-renew-repeat": {
+        "tool_error": "a repeat of a renewal already done is no mistake: answer it as a success, and renew nothing more",
+        "timeout": "the repeat timed out: look up the renewal_id before anything slow, or answer a done one at once",
+        "tool_error / unknown_tool": NOT_REGISTERED,
+        "*": "a renewal_id already done answers as a success, and renews nothing more",
+    },
+    "06-renew-twice": "add each renewal_id to RENEWED when you renew, and renew nothing for one that is already there "
+    "(every id done, not only the last one)",
+    "06-renew-new-id": "a new renewal_id is a new renewal: remember the ids done, not the titles",
+})

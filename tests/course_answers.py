@@ -38,6 +38,12 @@ def get_year(body: str) -> str:
 crash = predictions("predicted_outcome", "predicted_cause")
 with_code = predictions("predicted_outcome", "predicted_cause", "predicted_code")
 with_fate = predictions("predicted_outcome", "predicted_cause", "predicted_fate")
+batch = predictions("predicted_code", "predicted_status")
+
+
+def body(value: str) -> str:
+    return f"call_body = {value}"
+
 pair = crash
 
 RESERVE = '''%%mcp_tool
@@ -536,6 +542,43 @@ if renewal_id not in RENEWED:
 else:
     return f"{title}: renewal {renewal_id} is done already ({WEEKS_LEFT[title]} weeks left)."
 '''),
+            ],
+        },
+    },
+    "07-over-the-wire.ipynb": {
+        "ex-predict": {
+            "wrong": [
+                batch("None", "None"),
+                batch("...", "400"),
+                batch("-32700", "400"),
+                batch("-32600", "200"),
+                batch('"-32600"', '"400"'),
+                batch("(-32600, -32700)", "400"),
+                batch("-32601", "404"),
+                batch("-32600.0", "400"),
+                batch("True", "400"),
+            ],
+            "fitted": [],
+            "right": [],
+        },
+        "ex-accepted": {
+            "wrong": [
+                body('{"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "weigh_parcel", "arguments": {"seconds": 0}, "_meta": META}}'),
+                body('request("tools/call", name="count_shelves", arguments={"seconds": 0})'),
+                body('request("tools/list")'),
+                body('request("tools/call", name="weigh_parcel", arguments={})'),
+                body("b'{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/call\"'"),
+                body('[json.loads(request("tools/call", name="weigh_parcel", arguments={"seconds": 0}))]'),
+                body('request("tools/call", name="weigh_parcel", seconds=0)'),
+                body('None'),
+            ],
+            "fitted": [
+                body('request("tools/call", name="weigh_parcel", arguments={"seconds": 1})'),
+                body('request("tools/call", name="weigh_parcel", arguments={"seconds": "0"})'),
+            ],
+            "right": [
+                body('{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "weigh_parcel", "arguments": {"seconds": 0}, "_meta": META}}'),
+                body('request("tools/call", name="weigh_parcel", arguments={"seconds": 0.0}).decode()'),
             ],
         },
     },

@@ -23,6 +23,7 @@ from lesson_tools.checks import (
     integer_bounds,
     names_and_says_not_found,
     planted_bug,
+    prediction_hints,
     require,
 )
 from lesson_tools.hints import hints
@@ -34,5 +35,6 @@ __all__ = [
     "integer_bounds",
     "names_and_says_not_found",
     "planted_bug",
+    "prediction_hints",
     "require",
 ]

@@ -109,3 +109,11 @@ def answered(value: Any, what: str, kind: type | tuple[type, ...], example: str,
         unknown = sorted(map(repr, set(value) - allowed))
         if unknown:
             raise CheckFailed(f"not answered yet: {', '.join(unknown)} in {what} is not one of {', '.join(sorted(map(str, allowed)))}")
+
+
+def prediction_hints(hints: Mapping[str, str], **wrong: Any) -> str | None:
+    """The advice for the predictions that were wrong, as `mcp_nb.check_prediction` picks it: "code=-32700", else "code",
+    else "*"; one line for each."""
+    said = [hints.get(f"{name}={value}", hints.get(name)) for name, value in wrong.items()]
+    said = [line for line in said if line] or ([hints["*"]] if "*" in hints else [])
+    return "\n  hint: ".join(dict.fromkeys(said)) or None

@@ -195,3 +195,19 @@ HINTS.update({
     "(every id done, not only the last one)",
     "06-renew-new-id": "a new renewal_id is a new renewal: remember the ids done, not the titles",
 })
+
+HINTS.update({
+    # 07 Over the wire
+    "07-predict-batch": {
+        "code=-32700": "-32700 is for bytes that are not JSON; this batch is valid JSON",
+        "code=-32601": "-32601 is for a method the server does not have; the server never got as far as reading a method",
+        "code=-32602": "-32602 is for a request whose params are wrong; the server never took this body for one request",
+        "code": "the bytes parse as JSON, but a JSON array is not one request object: the JSON-RPC code for an invalid request",
+        "status=200": "the server did not take the batch: an error answer to bytes it cannot take as one request is not a 200",
+        "status=404": "404 is the status of a method the server does not have; this body is not one request at all",
+        "status": "the server turns away input it cannot take as one request with the same HTTP status as the parse error above",
+        "*": "the bytes parse as JSON, so it is not -32700, but a JSON array is not one request object",
+    },
+    "07-call-body": "a tools/call's params hold the tool's \"name\" and its \"arguments\" ({\"seconds\": 0}), and on 2026-07-28 "
+    "the \"_meta\" of META as well: request(\"tools/call\", name=..., arguments=...) builds such a body",
+})

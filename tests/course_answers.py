@@ -39,6 +39,12 @@ crash = predictions("predicted_outcome", "predicted_cause")
 with_code = predictions("predicted_outcome", "predicted_cause", "predicted_code")
 with_fate = predictions("predicted_outcome", "predicted_cause", "predicted_fate")
 batch = predictions("predicted_code", "predicted_status")
+gave_up = predictions("predicted_attempts", "predicted_outcome", "predicted_cause")
+
+
+def policy(value: str) -> str:
+    return f"policy = {value}"
+
 
 
 def body(value: str) -> str:
@@ -579,6 +585,46 @@ else:
             "right": [
                 body('{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "weigh_parcel", "arguments": {"seconds": 0}, "_meta": META}}'),
                 body('request("tools/call", name="weigh_parcel", arguments={"seconds": 0.0}).decode()'),
+            ],
+        },
+    },
+    "08-retries-and-degradation.ipynb": {
+        "ex-predict": {
+            "wrong": [
+                gave_up("3", "...", "..."),  # issue 42: only the attempts answered
+                gave_up("None", "None", "None"),
+                gave_up("2", '"timeout"', '"deadline"'),
+                gave_up("4", '"timeout"', '"deadline"'),
+                gave_up("3", '"protocol_error"', '"deadline"'),
+                gave_up("3", '"timeout"', '"cancelled"'),
+                gave_up('"3"', '"timeout"', '"deadline"'),
+                gave_up("(2, 3)", '"timeout"', '"deadline"'),
+                gave_up("3", '"timeout"', '"max_timeout"'),
+                gave_up("0", '"timeout"', '"deadline"'),
+            ],
+            "fitted": [],
+            "right": [],
+        },
+        "ex-busy": {
+            "wrong": [
+                policy("Retry(retries=2, codes=tuple(range(-32768, -31999)), backoff=0.01)"),  # issue 42: every code
+                policy("Retry(retries=2, codes=(BUSY,), backoff=0)"),  # issue 42
+                policy("Retry(retries=2, codes=(BUSY,), backoff=0.01, tool_errors=True)"),  # issue 42
+                policy("Retry()"),
+                policy("Retry(retries=3, codes=(BUSY,), backoff=0.01)"),
+                policy("Retry(retries=2, codes=(BUSY,))"),
+                policy("Retry(retries=2, codes=(BUSY, -32603), backoff=0.01)"),
+                policy("Retry(retries=1, codes=(BUSY,), backoff=0.01)"),
+                policy("3"),
+                policy("Retry(retries=2, codes=(BUSY,), backoff=0.01, force=True)"),
+                policy("Retry(retries=2, codes=(BUSY,), backoff=10)"),
+            ],
+            "fitted": [
+                policy("Retry(retries=2, codes=(BUSY,), backoff=0.01, jitter=1.0)"),
+            ],
+            "right": [
+                policy("Retry(retries=2, codes=(-32050,), backoff=0.01, max_backoff=1.0)"),
+                policy("Retry(codes=[BUSY], retries=2, backoff=10 / 1000)"),
             ],
         },
     },

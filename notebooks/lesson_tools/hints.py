@@ -211,3 +211,32 @@ HINTS.update({
     "07-call-body": "a tools/call's params hold the tool's \"name\" and its \"arguments\" ({\"seconds\": 0}), and on 2026-07-28 "
     "the \"_meta\" of META as well: request(\"tools/call\", name=..., arguments=...) builds such a body",
 })
+
+HINTS.update({
+    # 08 Retries and degradation
+    "08-predict-gave-up": {
+        "attempts=2": "retries counts the attempts after the first one, so Retry(retries=2) makes at most three",
+        "attempts=4": "the policy stops at its maximum: the first attempt, and retries=2 more",
+        "attempts": "retries counts the attempts after the first one",
+        "outcome=protocol_error": "giving up is not an outcome of its own: the call ends as its last attempt did",
+        "outcome=result": "warehouse_count never answers: every attempt waits 0.1 s for a tool that sleeps 30 s",
+        "cause=cancelled": "nobody cancelled the call: each attempt reached its deadline",
+        "*": "giving up is not an outcome of its own: the call ends as its last attempt did, and every attempt waited 0.1 s "
+        "for a tool that sleeps 30 s",
+    },
+    "08-policy-kind": "write a policy as Retry(...), with the fields the task names: retries=, codes=, backoff=",
+    "08-policy-call": {
+        "protocol_error / mcp_error": "a policy retries only the error codes named in its codes=: give it codes=(BUSY,), and retries=2",
+        "tool_error / unknown_tool": "run the cell that registers stock_level before the check",
+        "*": "a policy retries only the error codes named in its codes=: give it codes=(BUSY,), and retries=2",
+    },
+    "08-policy-attempts": "the service is busy twice, so the third attempt is the first that can succeed",
+    "08-policy-retries": "retries counts the attempts after the first one: retries=2 makes at most three, and the guide asks for "
+    "a maximum",
+    "08-policy-codes": "only the busy code is a transient failure here: other codes, such as an internal error (-32603), mean "
+    "something that another attempt will not fix. Name only BUSY in codes=",
+    "08-policy-tool-errors": "a tool error is for the model to read and react to, not for a loop to repeat: leave tool_errors off",
+    "08-policy-force": "force=True would retry a tool that declares neither readOnlyHint nor idempotentHint, such as a charge: "
+    "stock_level only reads, so it needs no force",
+    "08-policy-backoff": "backoff is the first wait, in seconds: backoff=0.01 is 10 ms, with nothing added at random (jitter=0)",
+})

@@ -42,6 +42,117 @@ batch = predictions("predicted_code", "predicted_status")
 gave_up = predictions("predicted_attempts", "predicted_outcome", "predicted_cause")
 
 
+raises = predictions("predicted_raises", "predicted_is_error")
+
+
+def my_test(asserts: str) -> str:
+    lines = "\n".join("    " + line for line in asserts.strip("\n").splitlines())
+    return "MY_TEST = '''\\\n@pytest.mark.anyio\nasync def test_an_unknown_title_is_an_error_result():\n" \
+        "    async with Client(mcp, raise_exceptions=True) as client:\n" \
+        "        result = await client.call_tool(\"get_author\", {\"title\": \"Solaris\"})\n" + lines + "\n'''\n"
+
+
+def my_log_test(asserts: str) -> str:
+    lines = "\n".join("    " + line for line in asserts.strip("\n").splitlines())
+    return "MY_LOG_TEST = '''\\\n@pytest.mark.anyio\nasync def test_the_crash_is_in_the_log(caplog):\n" \
+        "    async with Client(mcp, raise_exceptions=True) as client:\n" \
+        "        await client.call_tool(\"get_author\", {\"title\": \"Solaris\"})\n" + lines + "\n'''\n"
+
+
+failing = predictions("predicted_failing")
+
+
+def loosened(checks: str, keep_content: bool = False) -> str:
+    return (
+        'quote_cases = json.loads((folder / "quote_exact.json").read_text())\n'
+        'quoted = quote_cases["cases"][0]["expect"]\n'
+        + ("" if keep_content else 'del quoted["content"]\n')
+        + f"quoted[\"checks\"] = {checks}\n"
+        + '(folder / "quote_cases.json").write_text(json.dumps(quote_cases, indent=2))\n'
+    )
+
+
+RIGHT_DECISIONS = {
+    "A": ("tool_error", "raised"), "B": ("tool_error", "invalid_arguments"), "C": ("protocol_error", "mcp_error"),
+    "D": ("protocol_error", "not_found"), "E": ("tool_error", "crash"), "F": ("tool_error", "raised"),
+    "G": ("timeout", "deadline"), "H": ("result", "ok"),
+}
+
+
+def decisions(reading: str = '"python"', **changed) -> str:
+    chosen = {**RIGHT_DECISIONS, **changed}
+    return f"DECISIONS = {chosen!r}\nF_READING = {reading}\n"
+
+
+PRICE = '''%%mcp_tool --read-only
+def price(title: str) -> float:
+    """The shop's price of a book of its catalog."""
+{body}
+'''
+
+
+def price(body: str) -> str:
+    return PRICE.format(body="\n".join("    " + line for line in body.strip("\n").splitlines()))
+
+
+COVER = '''%%mcp_resource cover://{{title}}
+def cover(title: str) -> str:
+    """What the cover of a book shows."""
+{body}
+'''
+
+
+def cover(body: str) -> str:
+    return COVER.format(body="\n".join("    " + line for line in body.strip("\n").splitlines()))
+
+
+GATE = '''INVENTORY = False  # the warehouse is closed for inventory while this is on (the check turns it on)
+
+
+async def inventory_gate(ctx, call_next):
+    """Refuse every tool call while the warehouse is closed; let everything else through."""
+{body}
+
+
+put_middleware(mcp_nb.server(), inventory_gate)
+'''
+
+
+def gate(body: str) -> str:
+    return GATE.format(body="\n".join("    " + line for line in body.strip("\n").splitlines()))
+
+
+ORDER = '''%%mcp_tool
+SUPPLIER_ANSWERS = True  # whether the supplier's system answers today (the check turns it off)
+ORDERS = []  # the orders placed: (title, copies)
+
+Copies = int  # the type hint of copies: give it its rule (B)
+{copies}
+
+def order(title: str, copies: Copies):
+    """Order copies of a book of the catalog from the supplier."""
+    if title not in PRICES:
+        raise ToolError(f"No book titled {{title!r}} in the catalog.")
+    if not SUPPLIER_ANSWERS:  # F: the supplier did not answer, and nothing was ordered
+        ...  # fail the way your F_READING says
+{supplier}
+    ORDERS.append((title, copies))
+    return f"Ordered {{copies}} copies of {{title}}."
+'''
+RAISED = 'raise ToolError("The supplier did not answer; nothing was ordered. Try again later.")'
+
+
+def order(copies: str = "Copies = Annotated[int, Field(ge=1, le=10)]", supplier: str = RAISED) -> str:
+    return ORDER.format(copies=copies, supplier="\n".join("        " + line for line in supplier.strip("\n").splitlines()))
+
+
+REPORT = "mcp_nb.configure(timeout=30)  # the host's deadline for every call\n"
+
+
+def availability(value: str) -> str:
+    return f"availability_policy = {value}"
+
+
 def policy(value: str) -> str:
     return f"policy = {value}"
 
@@ -626,6 +737,245 @@ else:
                 policy("Retry(retries=2, codes=(-32050,), backoff=0.01, max_backoff=1.0)"),
                 policy("Retry(codes=[BUSY], retries=2, backoff=10 / 1000)"),
             ],
+        },
+    },
+    "09-testing.ipynb": {
+        "ex-predict": {
+            "wrong": [
+                raises("None", "None"),
+                raises("True", "True"),
+                raises("False", "False"),
+                raises('"False"', '"True"'),
+                raises("...", "True"),
+                raises("0", "1"),
+                raises("True", "False"),
+            ],
+            "fitted": [],
+            "right": [],
+        },
+        "ex-write": {
+            "wrong": [
+                my_test("pass"),
+                my_test("assert result.is_error"),
+                my_test('assert result.content[0].text == "Error executing tool get_author"'),
+                my_test('assert result.is_error\nassert result.content[0].text.startswith("Error executing tool get_author")'),
+                my_test('assert not result.is_error'),
+                my_test('assert result.is_error\nassert "Error" in result.content[0].text'),
+                my_test('assert result.is_error\nassert result.content[0].text == "Error executing tool get_author: KeyError"'),
+            ],
+            "fitted": [
+                my_test('assert result.is_error\nassert "Solaris" not in result.content[0].text and "KeyError" not in result.content[0].text'),
+            ],
+            "right": [
+                my_test('assert result.is_error is True\nassert [block.text for block in result.content] == ["Error executing tool get_author"]'),
+            ],
+        },
+        "ex-caplog": {
+            "wrong": [
+                my_log_test("pass"),
+                my_log_test("assert caplog.records"),
+                my_log_test('(crash,) = [r for r in caplog.records if r.levelname == "ERROR"]\nassert isinstance(crash.exc_info[1], KeyError)'),
+                my_log_test('assert any(r.levelname == "WARNING" for r in caplog.records)'),
+                my_log_test('assert "Traceback" not in caplog.text'),
+            ],
+            "fitted": [
+                my_log_test('assert any(r.getMessage() == "Tool \'get_author\' raised an unexpected exception" for r in caplog.records)'),
+                my_log_test('assert "ERROR" in caplog.text'),
+                my_log_test('assert [r.levelname for r in caplog.records] == ["ERROR"]'),
+            ],
+            "right": [
+                my_log_test('assert "Tool \'get_author\' raised an unexpected exception" in caplog.text\nassert "KeyError: \'Solaris\'" in caplog.text'),
+            ],
+        },
+    },
+    "10-regression-cases.ipynb": {
+        "ex-predict": {
+            "wrong": [
+                failing("None"),
+                failing('{"get_book-1"}'),
+                failing('{"get_book-2"}'),
+                failing('{"get_book-1", "get_book-2", "stock-2"}'),
+                failing('["get_book-1", "get_book-2"]'),
+                failing('"get_book-1, get_book-2"'),
+                failing('{"get_book-1", "get_book-2", "getbook-3"}'),
+                failing("set()"),
+            ],
+            "fitted": [],
+            "right": [failing('frozenset({"get_book-2", "get_book-1"})')],
+        },
+        "ex-quote": {
+            "wrong": [
+                # issue 42: a tolerance centred on 11.9
+                loosened('[{"path": "$.title", "equals": "Dune"}, {"path": "$.price", "approx": 11.9, "tolerance": 0.6}]'),
+                loosened('[{"path": "$.price", "approx": 12, "tolerance": 0.5}]'),
+                loosened('[{"path": "$.title", "equals": "Dune"}, {"path": "$.price", "approx": 12, "tolerance": 0.5}]', keep_content=True),
+                loosened('[{"path": "$.title", "equals": "dune"}, {"path": "$.price", "approx": 12, "tolerance": 0.5}]'),
+                loosened('[{"path": "$.title", "equals": "Dune"}, {"path": "$.price", "approx": 12, "tolerance": 1}]'),
+                loosened('[{"path": "$.title", "equals": "Dune"}, {"path": "$.price", "approx": 12, "tolerance": 0.3}]'),
+                loosened("[]"),
+                loosened('[{"path": "$.title", "equals": "Dune"}]'),
+            ],
+            "fitted": [
+                loosened('[{"path": "$.price", "approx": 12, "tolerance": 0.45}, {"path": "$.title", "equals": "Dune"}, '
+                         '{"path": "$.price", "approx": 12, "tolerance": 0.5}]'),
+            ],
+            "right": [
+                loosened('[{"path": "$.price", "approx": 12.0, "tolerance": 0.5}, {"path": "$.title", "equals": "Dune"}]'),
+            ],
+        },
+    },
+    "11-capstone.ipynb": {
+        "ex-classify": {
+            "wrong": [
+                "DECISIONS = {letter: ... for letter in 'ABCDEFGH'}\nF_READING = ...",
+                decisions(reading='"cpp"'),  # F raised, but the C++ reading returns an error result
+                decisions(reading='"both"'),
+                decisions(A=("protocol_error", "mcp_error")),
+                decisions(E=("tool_error", "raised")),
+                decisions(D=("tool_error", "raised")),
+                decisions(G=("protocol_error", "mcp_error")),
+                decisions(C=("tool_error", "raised")),
+                decisions(H=("protocol_error", "mcp_error")),
+                decisions(B=["tool_error", "invalid_arguments"]),
+                decisions(F=("tool_error", "crash")),
+            ],
+            "fitted": [],
+            "right": [decisions(reading='"cpp"', F=("tool_error", "returned"))],
+        },
+        "ex-price": {
+            "wrong": [
+                price('''
+try:
+    return PRICES[title]
+except Exception:
+    raise ToolError(f"No book titled {title!r} in the catalog.")
+'''),
+                price('''
+if title not in PRICES:
+    raise ToolError("Unknown.")
+return PRICES[title]
+'''),
+                price('''
+if title not in PRICES:
+    raise MCPError(code=-32602, message=f"No book titled {title!r} in the catalog.")
+return PRICES[title]
+'''),
+                price("return PRICES[title]"),
+            ],
+            "fitted": [
+                price('''
+if title not in PRICES:
+    raise ToolError("No book titled 'Solaris' in the catalog.")
+return PRICES[title]
+'''),
+            ],
+            "right": [],
+        },
+        "ex-order": {
+            "wrong": [
+                order("Copies = Annotated[int, Field(ge=0, le=10)]"),
+                order("Copies = Annotated[int, Field(ge=1, le=100)]"),
+                order("Copies = int"),
+                order(supplier="pass"),
+                order(supplier='return "The supplier did not answer: not ordered."'),
+                order(supplier='ORDERS.append((title, copies))\nraise ToolError("The supplier did not answer.")'),
+                order(supplier='return CallToolResult(content=[TextContent(type="text", text="The supplier did not answer.")], is_error=True)'),
+                order(supplier='raise RuntimeError("The supplier did not answer.")'),
+            ],
+            "fitted": [],
+            "right": [order("Copies = Annotated[int, Field(gt=0, lt=11)]")],
+        },
+        "ex-cover": {
+            "wrong": [
+                cover('''
+try:
+    return COVERS[title]
+except Exception as err:
+    raise ResourceNotFoundError(f"No cover for {title!r}: {err}")
+'''),
+                cover('''
+if title not in COVERS:
+    from mcp.server.mcpserver.exceptions import ResourceError
+    raise ResourceError(f"No cover on file for {title!r}.")
+return COVERS[title]
+'''),
+                cover('''
+if title not in COVERS:
+    raise ResourceNotFoundError("No cover on file.")
+return COVERS[title]
+'''),
+                cover('''
+if title not in COVERS:
+    return "no cover"
+return COVERS[title]
+'''),
+            ],
+            "fitted": [
+                cover('''
+if title not in COVERS:
+    raise ResourceNotFoundError("No cover on file for 'Ubik'.")
+return COVERS[title]
+'''),
+            ],
+            "right": [],
+        },
+        "ex-gate": {
+            "wrong": [
+                gate('''
+if ctx.method == "tools/call" and INVENTORY:
+    raise MCPError(code=-32051, message="Closed for inventory.", data={"retry_after_s": 3600})
+return await call_next(ctx)
+'''),
+                gate('''
+if ctx.method == "tools/call" and INVENTORY:
+    raise MCPError(code=-32603, message="Closed for inventory.", data={"retry_after_s": 3600})
+return await call_next(ctx)
+'''),
+                gate('''
+if INVENTORY:
+    raise MCPError(code=-32060, message="Closed for inventory.", data={"retry_after_s": 3600})
+return await call_next(ctx)
+'''),
+                gate('''
+if ctx.method == "tools/call" and INVENTORY:
+    raise MCPError(code=-32060, message="Closed for inventory.")
+return await call_next(ctx)
+'''),
+                gate('''
+if ctx.method == "tools/call" and INVENTORY:
+    raise RuntimeError("Closed for inventory.")
+return await call_next(ctx)
+'''),
+            ],
+            "fitted": [],
+            "right": [
+                gate('''
+if INVENTORY and ctx.method == "tools/call":
+    raise MCPError(code=-32070, message="The warehouse is closed for inventory.", data={"open_at": "tomorrow 09:00"})
+return await call_next(ctx)
+'''),
+            ],
+        },
+        "ex-report": {
+            "wrong": [
+                REPORT + "report = mcp_nb.call(\"stock_report\", timeout=1)",
+                REPORT + "mcp_nb.configure(timeout=0.2)\nreport = mcp_nb.call(\"stock_report\")",
+                REPORT + "report = mcp_nb.call(\"stock_report\")",
+                REPORT + "report = None",
+                REPORT + "report = mcp_nb.call(\"price\", {\"title\": \"Dune\"}, timeout=0.2)",
+            ],
+            "fitted": [],
+            "right": [REPORT + "report = %mcp_call stock_report --timeout 0.2"],
+        },
+        "ex-retry": {
+            "wrong": [
+                availability("Retry()"),
+                availability("Retry(retries=3, codes=(-32050,))"),
+                availability("Retry(retries=2, codes=tuple(range(-32099, -31999)))"),
+                availability("Retry(retries=2, codes=(-32050,), tool_errors=True)"),
+            ],
+            "fitted": [availability("Retry(retries=2, codes=(-32050,), force=True)")],
+            "right": [],
         },
     },
 }

@@ -24,6 +24,7 @@ from lesson_tools.checks import (
     names_and_says_not_found,
     planted_bug,
     prediction_hints,
+    put_middleware,
     require,
 )
 from lesson_tools.hints import hints
@@ -36,5 +37,6 @@ __all__ = [
     "names_and_says_not_found",
     "planted_bug",
     "prediction_hints",
+    "put_middleware",
     "require",
 ]

@@ -117,3 +117,9 @@ def prediction_hints(hints: Mapping[str, str], **wrong: Any) -> str | None:
     said = [hints.get(f"{name}={value}", hints.get(name)) for name, value in wrong.items()]
     said = [line for line in said if line] or ([hints["*"]] if "*" in hints else [])
     return "\n  hint: ".join(dict.fromkeys(said)) or None
+
+
+def put_middleware(server, gate) -> None:
+    """Add `gate` to the server's middleware, in place of one of the same name put there before (a cell run again)."""
+    server.middleware[:] = [kept for kept in server.middleware if getattr(kept, "__name__", None) != gate.__name__]
+    server.middleware.append(gate)

@@ -240,3 +240,113 @@ HINTS.update({
     "stock_level only reads, so it needs no force",
     "08-policy-backoff": "backoff is the first wait, in seconds: backoff=0.01 is 10 ms, with nothing added at random (jitter=0)",
 })
+
+HINTS.update({
+    # 09 Testing
+    "09-predict-raises": {
+        "raises=True": "the SDK turns the tool's exception into a result with is_error set before raise_exceptions=True could "
+        "act, so nothing is raised in the test",
+        "is_error=False": "the tool failed, and the result says so with its flag",
+        "*": "the SDK turns the tool's exception into a result with is_error set before raise_exceptions=True could act",
+    },
+    "09-write-bookshop": "assert on the result the Client returns: result.is_error, and result.content[0].text, the exact text "
+    "the model reads ('Error executing tool get_author'); pytest.raises waits for an exception that never comes",
+    "09-write-lenient_bookshop": "lenient_bookshop returns the same text as a success: assert that the result is flagged "
+    "(result.is_error), not only what it says",
+    "09-write-leaky_bookshop": "leaky_bookshop flags its result, but the model reads the KeyError's text: assert the exact text "
+    "the model reads, result.content[0].text == 'Error executing tool get_author'",
+    "09-write-exact": "the crash's result is flagged, and its text is exactly 'Error executing tool get_author', whatever the "
+    "exception was: assert both, and nothing else",
+    "09-caplog-bookshop": "caplog.records are the test's logging records: the crash is the one at ERROR (record.levelname), "
+    "its message is record.getMessage(), and record.exc_info[1].__cause__ is the exception the tool raised",
+    "09-caplog-silent_bookshop": "a test that finds the crash should fail when nothing is logged: assert that the ERROR record is there",
+    "09-caplog-leaky_bookshop": "leaky_bookshop logs a WARNING and raises a ToolError, a tool error and no crash: assert that the "
+    "record is at ERROR, with the message of a crash",
+    "09-caplog-cause": "the record's exception is the SDK's wrapper, raised from yours: assert that "
+    "record.exc_info[1].__cause__ is a KeyError (of the title sent)",
+})
+
+HINTS.update({
+    # 10 Regression cases
+    "10-predict-failing": "{case}: a case fails when its outcome or cause changed, or when one of its checks no longer holds; "
+    "get_book-1 no longer compares the exact content, only $.author and $.price (10, tolerance 1)",
+    "10-quote-replay": "delete the case's exact content and give its expect a list of checks, as section 2 did for get_book-1: "
+    "one that $.title equals Dune, and one that $.price is approx 12 with a tolerance of 0.5",
+    "10-quote-exact": "del quoted[\"content\"]: an exact content holds the price of one call, which the next call does not repeat",
+    "10-quote-title": "keep the title exact: a check {\"path\": \"$.title\", \"equals\": \"Dune\"}",
+    "10-quote-price": "the service quotes 12.00, give or take 0.50: check {\"path\": \"$.price\", \"approx\": 12, \"tolerance\": 0.5}, "
+    "centred on 12, neither wider nor narrower",
+})
+
+HINTS.update({
+    # 11 Capstone
+    "11-classify-pair": "a pair is (outcome type, cause), and the cause one that outcome type has: mcp_nb.CAUSE_DOC says what "
+    "each means",
+    "11-classify": {
+        "A": "A: a title the model got wrong is a mistake a smarter model could have avoided: a ToolError it reads",
+        "B": "B: copies outside the schema's bounds never reach the function: the SDK rejects them, as a tool error the model reads",
+        "C": "C: a request no call could get served is refused for the host, in middleware: an MCPError",
+        "D": "D: a read of a resource that does not exist fails for the host, with -32602: ResourceNotFoundError",
+        "E": "E: a bug is no failure you plan: the tool crashes, the model reads only that it failed, the traceback goes to the log",
+        "F": "F: the tool tried and failed, and the model should know; the Python guide (as this course reads it) raises ToolError, "
+        "the C++ guide returns an error result for an expected failure: your pair must be your reading's",
+        "G": "G: the client stops waiting at its deadline: a timeout, whatever the server does",
+        "H": "H: with a policy that retries the busy code, the call ends as its third attempt did: it answered",
+    },
+    "11-price": {
+        "tool_error / crash": "the tool crashed, so the model read only 'Error executing tool price': check the title first, and "
+        "raise ToolError(message) when it is not in PRICES",
+        "*": "a title the model got wrong: raise ToolError, with a message that names the title and says it is not in the catalog",
+    },
+    "11-price-found": "a title in the catalog should still get its price",
+    "11-price-bug": {
+        "tool_error / raised": "with a bug planted in PRICES, price became a tool error the model reads: catch only the failure you "
+        "expect (a title not in PRICES); a bug must stay a crash",
+        "*": "a bug in price should stay a crash",
+    },
+    "11-copies": {
+        "result / ok": "order ran for {copies} copies: give Copies its rule in the type hint, Annotated[int, Field(ge=1, le=10)]",
+        "tool_error / raised": "order ran for {copies} copies and refused it itself: put the rule in the type hint, where the SDK "
+        "checks it and the model reads it",
+        "*": "give Copies its rule in the type hint, Annotated[int, Field(ge=1, le=10)]",
+    },
+    "11-copies-accepted": "{copies} copies is within the rule (1 to 10, both included), and should be ordered",
+    "11-copies-schema": "the model reads the rule in the schema: a whole number with 'minimum' 1 and 'maximum' 10",
+    "11-supplier": {
+        "result / ok": "order answered as if it had ordered: when the supplier does not answer, fail the way your F_READING says, "
+        "and order nothing",
+        "tool_error / raised": "you raised ToolError, which is the Python guide's reading; your F_READING says \"cpp\": return a "
+        "CallToolResult with is_error=True, or change F_READING",
+        "tool_error / returned": "you returned an error result, which is the C++ guide's reading; your F_READING says \"python\": "
+        "raise ToolError, or change F_READING",
+        "tool_error / crash": "the tool crashed: say what happened, with a ToolError or an error result, as your F_READING says",
+        "*": "when the supplier does not answer, fail the way your F_READING says, and order nothing",
+    },
+    "11-cover": {
+        "protocol_error / crash": "the resource crashed: for a title without a cover, raise ResourceNotFoundError, naming the title",
+        "*": "a cover that is not on file is a resource that does not exist: raise ResourceNotFoundError, naming the title",
+    },
+    "11-cover-found": "a title with a cover should still get it",
+    "11-cover-bug": {
+        "protocol_error / not_found": "with a bug planted in COVERS, the read answered 'not found': check only for the title, not "
+        "for every exception; a bug must stay a crash",
+        "*": "a bug in cover should stay a crash",
+    },
+    "11-gate": {
+        "result / ok": "the call was served while INVENTORY was on: in inventory_gate, raise MCPError for every tools/call while "
+        "INVENTORY is on",
+        "protocol_error / crash": "the gate crashed, which the host gets as -32603: raise MCPError, with your code, message and data",
+        "*": "in inventory_gate, raise MCPError(code=..., message=..., data=...) for every tools/call while INVENTORY is on",
+    },
+    "11-gate-code": "pick a code from -32000..-32099 that the SDK does not use itself (the cell's sdk_codes) and that these "
+    "notebooks have not given a meaning (-32050 busy, -32051 closed for maintenance, -32052 not ready yet)",
+    "11-gate-said": "give the host something to show and to act on: a message that says why, and data such as {\"retry_after_s\": ...}",
+    "11-gate-every-tool": "the warehouse being closed concerns every tool: refuse every tools/call, not only order",
+    "11-gate-reads": "a read is no tool call: let every other request through (call_next)",
+    "11-gate-open": "when INVENTORY is off, every call goes through",
+    "11-report": {
+        "result / ok": "the host waited for the answer: give the one call its own deadline, mcp_nb.call(..., timeout=0.2)",
+        "*": "the host's call is report = mcp_nb.call(\"stock_report\", timeout=0.2): a deadline of its own, 0.2 s at most",
+    },
+    "11-report-own": "give the one call its own deadline (timeout=...); the client-wide one (mcp_nb.configure) is for every call",
+})

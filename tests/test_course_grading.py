@@ -16,7 +16,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from course_answers import ANSWERS
-from course_runs import NOTEBOOKS, LearnerKernel, exercises, solution_source
+from course_runs import ANSI, NOTEBOOKS, LearnerKernel, exercises, solution_source
 
 GRADED = ["02-tool-errors.ipynb", "04-bad-arguments.ipynb"]  # two of the course's notebooks, quick to run
 CONFIG = '''c = get_config()
@@ -30,7 +30,8 @@ c.ExecutePreprocessor.timeout = 240
 
 def nbgrader(*args: str, cwd: Path, user: str = "teacher") -> subprocess.CompletedProcess:
     """An nbgrader command, as `user` (nbgrader's exchange takes a student's id from the login name)."""
-    env = dict(os.environ, USER=user, LOGNAME=user, HOME=str(cwd), JUPYTER_CONFIG_DIR=str(cwd / ".jupyter"))
+    env = dict(os.environ, USER=user, LOGNAME=user, HOME=str(cwd), JUPYTER_CONFIG_DIR=str(cwd / ".jupyter"),
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # nbgrader runs alembic, beside it
     done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done
@@ -89,7 +90,7 @@ def test_right_answers_get_full_points_and_wrong_or_fitted_ones_lose_theirs(tmp_
             for name in GRADED:
                 with LearnerKernel(home / "day1" / name) as kernel:
                     assert kernel.run_all() == {}, name
-        nbgrader("submit", "day1", "--course", "mcp-errors", cwd=home, user=student)
+        nbgrader("submit", "day1", "--course", "mcp-errors", f"--student={student}", cwd=home, user=student)
 
     nbgrader("collect", "day1", cwd=course)
     assert sorted(path.name for path in (course / "submitted").iterdir()) == ["alice", "bob", "carol"]
@@ -103,8 +104,15 @@ def test_right_answers_get_full_points_and_wrong_or_fitted_ones_lose_theirs(tmp_
     # carol keeps the predictions' points and loses the code exercises' to the hidden tests
     assert points["carol"] == {name: (1.0, total) for name, total in checks.items()}
 
+    # A failed check shows its explanation alone, in the graded notebook and in the feedback made of it.
+    for student in ("bob", "carol"):
+        for name in GRADED:
+            graded = nbformat.read(course / "autograded" / student / "day1" / name, as_version=4)
+            errors = [output for cell in graded.cells for output in cell.get("outputs", []) if output.output_type == "error"]
+            assert errors and all(error.ename == "CheckFailed" for error in errors), (student, name)
+            for error in errors:
+                assert ANSI.sub("", "\n".join(error.traceback)).strip() == error.evalue.strip(), error.traceback
     feedback = (course / "feedback" / "bob" / "day1" / "02-tool-errors.html").read_text()
-    assert "not as you predicted" in feedback or "not answered yet" in feedback or "hint:" in feedback
-    assert "Traceback (most recent call last)" not in feedback  # a failed check shows its explanation, not frames
+    assert "name one" in feedback and "hint:" in feedback  # his prediction named a list; his fix, a returned string
     graded = (course / "feedback" / "carol" / "day1" / "04-bad-arguments.html").read_text()
     assert "keep the title" in graded  # the hidden test's explanation, in her feedback

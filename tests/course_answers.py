@@ -43,6 +43,7 @@ gave_up = predictions("predicted_attempts", "predicted_outcome", "predicted_caus
 
 
 raises = predictions("predicted_raises", "predicted_is_error")
+stop = predictions("predicted_soon_cause", "predicted_soon_code", "predicted_soon_timeout_s", "predicted_stopped_cause", "predicted_stopped_code")
 
 
 def my_test(asserts: str) -> str:
@@ -147,6 +148,49 @@ def order(copies: str = "Copies = Annotated[int, Field(ge=1, le=10)]", supplier:
 
 
 REPORT = "mcp_nb.configure(timeout=30)  # the host's deadline for every call\n"
+
+
+ANNOUNCE = '''%%mcp_prompt
+UPCOMING = {{"Dune Messiah": "Monday 09:00"}}  # announced, not out yet: when each is out
+
+def announce(title: str) -> str:
+    """Ask for a short announcement of a book."""
+{body}
+    return f"Write a short announcement of {{title}} by {{CATALOG[title]}}."
+'''
+
+
+def announce(body: str) -> str:
+    return ANNOUNCE.format(body="\n".join("    " + line for line in body.strip("\n").splitlines()))
+
+
+HOLIDAY = '''HOLIDAY = False  # the shop is closed for a holiday while this is on (the check turns it on)
+
+
+async def holiday_gate(ctx, call_next):
+    """Refuse every tool call on a holiday; let everything else through."""
+{body}
+
+
+put_middleware(mcp_nb.server(), holiday_gate)
+'''
+
+
+def holiday(body: str) -> str:
+    return HOLIDAY.format(body="\n".join("    " + line for line in body.strip("\n").splitlines()))
+
+
+HOURS = '''CACHED_HOURS = "9 to 17 (last known)"  # what the host kept from an earlier read
+
+
+def opening_hours(branch: str) -> tuple[str, str | None]:
+    """The hours a host shows its user for a branch, and a notice when they may be out of date."""
+{body}
+'''
+
+
+def hours(body: str) -> str:
+    return HOURS.format(body="\n".join("    " + line for line in body.strip("\n").splitlines()))
 
 
 def availability(value: str) -> str:
@@ -437,6 +481,54 @@ return f"Reserved {title} by {author}."
             "fitted": [],
             "right": [],
         },
+        "ex-holiday": {
+            "wrong": [
+                holiday("return await call_next(ctx)"),
+                holiday('''
+if ctx.method == "tools/call" and HOLIDAY:
+    raise MCPError(code=-32051, message="Closed for the holiday.", data={"retry_after_s": 86400})
+return await call_next(ctx)
+'''),
+                holiday('''
+if ctx.method == "tools/call" and HOLIDAY:
+    raise MCPError(code=-32603, message="Closed for the holiday.", data={"retry_after_s": 86400})
+return await call_next(ctx)
+'''),
+                holiday('''
+if ctx.method == "tools/call" and HOLIDAY:
+    raise MCPError(code=-32001, message="Closed for the holiday.", data={"retry_after_s": 86400})
+return await call_next(ctx)
+'''),
+                holiday('''
+if ctx.method == "tools/call" and HOLIDAY:
+    raise MCPError(code=-32060, message="Closed for the holiday.")
+return await call_next(ctx)
+'''),
+                holiday('''
+if ctx.method == "tools/call" and HOLIDAY:
+    raise RuntimeError("Closed for the holiday.")
+return await call_next(ctx)
+'''),
+                holiday('''
+if ctx.method == "tools/call" and HOLIDAY:
+    raise ToolError("Closed for the holiday.")
+return await call_next(ctx)
+'''),
+                holiday('''
+if ctx.method == "tools/call":
+    raise MCPError(code=-32060, message="Closed for the holiday.", data={"retry_after_s": 86400})
+return await call_next(ctx)
+'''),
+            ],
+            "fitted": [],
+            "right": [
+                holiday('''
+if HOLIDAY and ctx.method == "tools/call":
+    raise MCPError(code=-32099, message="Closed today: a holiday.", data={"open_at": "tomorrow 09:00"})
+return await call_next(ctx)
+'''),
+            ],
+        },
     },
     "04-bad-arguments.ipynb": {
         "ex-predict": {
@@ -593,6 +685,49 @@ return f"{title}: {STOCK[title]} in stock"
             "fitted": [],
             "right": [],
         },
+        "ex-announce": {
+            "wrong": [
+                announce("pass"),
+                announce('''
+if title in UPCOMING:
+    raise MCPError(code=-32603, message=f"{title!r} is not out yet.", data={"title": title, "ready_at": UPCOMING[title]})
+'''),
+                announce('''
+if title in UPCOMING:
+    raise MCPError(code=NOT_READY, message="Not out yet.", data={"title": title, "ready_at": UPCOMING[title]})
+'''),
+                announce('''
+if title in UPCOMING:
+    raise MCPError(code=NOT_READY, message=f"{title!r} is not out yet.")
+'''),
+                announce('''
+if title in UPCOMING:
+    raise MCPError(code=-32051, message=f"{title!r} is not out yet.", data={"title": title, "ready_at": UPCOMING[title]})
+'''),
+                announce('''
+if title in UPCOMING:
+    from mcp.server.mcpserver.exceptions import ToolError
+    raise ToolError(f"{title!r} is not out yet.")
+'''),
+                announce('''
+if title in UPCOMING:
+    return f"{title} is not out yet."
+'''),
+            ],
+            "fitted": [
+                announce('''
+if title in UPCOMING:
+    raise MCPError(code=NOT_READY, message=f"{title!r} is not out yet.", data={"title": title, "ready_at": "Monday 09:00"})
+'''),
+            ],
+            "right": [
+                announce('''
+if title in UPCOMING:
+    raise MCPError(code=NOT_READY, message=f"{title} is announced, and out on {UPCOMING[title]}.",
+                   data={"title": title, "ready_at": UPCOMING[title], "announced": True})
+'''),
+            ],
+        },
     },
     "06-timeouts.ipynb": {
         "ex-predict": {
@@ -660,6 +795,20 @@ else:
     return f"{title}: renewal {renewal_id} is done already ({WEEKS_LEFT[title]} weeks left)."
 '''),
             ],
+        },
+        "ex-stop": {
+            "wrong": [
+                stop("...", "-32001", "...", "...", "-32800"),  # only the codes answered
+                stop("None", "None", "None", "None", "None"),
+                stop('"deadline"', "-32001", "120", '"cancelled"', "-32800"),
+                stop('"deadline"', "-32800", "0.2", '"cancelled"', "-32001"),
+                stop('"deadline"', "-32001", "0.2", '"deadline"', "-32001"),
+                stop('"deadline"', "-32001", '"0.2"', '"cancelled"', "-32800"),
+                stop('"cancelled"', "-32001", "0.2", '"cancelled"', "-32800"),
+                stop('"deadline"', "-32001", "0.5", '"cancelled"', "-32800"),
+            ],
+            "fitted": [],
+            "right": [stop('"deadline"', "-32001", "0.20", '"cancelled"', "-32800")],
         },
     },
     "07-over-the-wire.ipynb": {
@@ -736,6 +885,24 @@ else:
             "right": [
                 policy("Retry(retries=2, codes=(-32050,), backoff=0.01, max_backoff=1.0)"),
                 policy("Retry(codes=[BUSY], retries=2, backoff=10 / 1000)"),
+            ],
+        },
+        "ex-hours": {
+            "wrong": [
+                hours('return mcp_nb.read(f"hours://{branch}").content, None'),
+                hours('read = mcp_nb.read(f"hours://{branch}", fallback=CACHED_HOURS)\nreturn read.content, None'),
+                hours('read = mcp_nb.read(f"hours://{branch}", fallback=CACHED_HOURS)\nreturn read.content, ("Server Error" if read.fallback else None)'),
+                hours('read = mcp_nb.read(f"hours://{branch}", fallback=CACHED_HOURS)\n'
+                      'return read.content, ("Out of date: The hours service is being updated; try again at noon." if read.fallback else None)'),
+                hours('read = mcp_nb.read(f"hours://{branch}", fallback=CACHED_HOURS)\nreturn read.content, f"Out of date? {read.message}"'),
+                hours('read = mcp_nb.read(f"hours://{branch}")\nreturn CACHED_HOURS, read.message'),
+            ],
+            "fitted": [
+                hours('read = mcp_nb.read("hours://Leith", fallback=CACHED_HOURS)\nreturn read.content, (read.message if read.fallback else None)'),
+            ],
+            "right": [
+                hours('read = mcp_nb.read(f"hours://{branch}", fallback=CACHED_HOURS)\n'
+                      'return (read.content, f"{read.message} (the hours shown are the last known)") if read.fallback else (read.content, None)'),
             ],
         },
     },

@@ -35,7 +35,7 @@ from mcp_nb.commands.student import has_exercises, student_version
 ROOT = Path(__file__).resolve().parent.parent
 BINDER = ROOT / "binder"
 # What is in this checkout but not in the repository Binder would copy (git-ignored, or git's own).
-NOT_COPIED = (".git", ".venv", ".peers", "artifacts", "__pycache__", ".pytest_cache", "*.egg-info", "results", ".ipynb_checkpoints")
+NOT_COPIED = (".git", ".venv", ".peers", "artifacts", "__pycache__", ".pytest_cache", ".hypothesis", "*.egg-info", "results", ".ipynb_checkpoints")
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 SANITIZER = ROOT / "notebooks" / "sanitize.cfg"
 

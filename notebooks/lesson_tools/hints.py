@@ -350,3 +350,61 @@ HINTS.update({
     },
     "11-report-own": "give the one call its own deadline (timeout=...); the client-wide one (mcp_nb.configure) is for every call",
 })
+
+HINTS.update({
+    # 05 Resources and prompts, exercise 3
+    "05-announce": {
+        "protocol_error / crash": "the prompt crashed on CATALOG[title], and the host got only -32603: before the lookup, raise "
+        "MCPError for a title in UPCOMING, with NOT_READY as its code",
+        "protocol_error / invalid_arguments": "keep the prompt's one argument, title",
+        "protocol_error / mcp_error": "the host should get this notebook's 'not ready yet', NOT_READY (-32052): give that code",
+        "result / ok": "a prompt cannot fail inside its messages: raise MCPError, so that the host gets the refusal",
+        "*": "for a title in UPCOMING, raise MCPError(code=NOT_READY, message=..., data={...}) before the lookup",
+    },
+    "05-announce-said": "the host gets exactly what you raise: a message that names the title, and data such as "
+    "{\"title\": title, \"ready_at\": UPCOMING[title]}",
+    "05-announce-found": "a title in the catalog should still get its messages",
+})
+
+HINTS.update({
+    # 03 Choosing the error, exercise 3
+    "03-holiday": {
+        "result / ok": "the call was served on the holiday: in holiday_gate, raise MCPError for every tools/call while HOLIDAY is on",
+        "protocol_error / crash": "the gate crashed, which the host gets as -32603: raise MCPError, with your code, message and data",
+        "tool_error": "the gate let the call through to the tool: raise MCPError in the gate itself, before call_next",
+        "*": "in holiday_gate, raise MCPError(code=..., message=..., data=...) for every tools/call while HOLIDAY is on",
+    },
+    "03-holiday-code": "pick a code from -32000..-32099 that is not in sdk_codes and that these notebooks have not given a "
+    "meaning (-32050 busy, -32051 closed for maintenance, -32052 not ready yet)",
+    "03-holiday-said": "give the host something to show and to act on: a message that says why, and data such as "
+    "{\"retry_after_s\": ...}",
+    "03-holiday-every-tool": "a holiday concerns every tool: refuse every tools/call, whatever its tool",
+    "03-holiday-open": "when HOLIDAY is off, every call goes through: call_next(ctx)",
+})
+
+HINTS.update({
+    # 08 Retries and degradation, exercise 3
+    "08-hours-fallback": "read with mcp_nb.read(uri, fallback=CACHED_HOURS): a failed read hands back the fallback as its content",
+    "08-hours-notice": "a read that fell back says so (read.fallback), and its message is the server's own words (read.message): "
+    "put them in the notice",
+    "08-hours-up": "when the read works, show its content, and no notice (None)",
+})
+
+HINTS.update({
+    # 06 Timeouts, exercise 3
+    "06-predict-soon": {
+        "cause=cancelled": "nobody cancelled soon: its own deadline of 0.2 s passed, long before the client-wide 120 s",
+        "cause": "soon's deadline passed: the client stopped waiting",
+        "code=-32800": "-32800 is a cancellation's code; a deadline that passed is -32001",
+        "code": "a deadline that passed reaches the host as REQUEST_TIMEOUT, -32001",
+        "*": "a call's own deadline wins over the client-wide one",
+    },
+    "06-predict-own-deadline": "a call's own deadline (timeout=) wins over the client-wide one: the Outcome records it in timeout_s",
+    "06-predict-stopped": {
+        "cause=deadline": "the caller cancelled stopped after 0.1 s, before its own deadline of 0.5 s",
+        "cause": "the caller gave up first: the cause says so",
+        "code=-32001": "-32001 is a deadline's code; a caller's cancellation has its own, -32800",
+        "code": "a caller's cancellation reaches the host as the C++ guide's 'request cancelled', -32800",
+        "*": "the caller cancelled the call before its deadline",
+    },
+})

@@ -20,6 +20,7 @@ Nothing here is mcp_nb's API: it is this course's, and a course of your own need
 from lesson_tools.checks import (
     CheckFailed,
     answered,
+    hint_lines,
     integer_bounds,
     names_and_says_not_found,
     planted_bug,
@@ -32,6 +33,7 @@ from lesson_tools.hints import hints
 __all__ = [
     "CheckFailed",
     "answered",
+    "hint_lines",
     "hints",
     "integer_bounds",
     "names_and_says_not_found",

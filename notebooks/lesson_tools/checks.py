@@ -123,3 +123,8 @@ def put_middleware(server, gate) -> None:
     """Add `gate` to the server's middleware, in place of one of the same name put there before (a cell run again)."""
     server.middleware[:] = [kept for kept in server.middleware if getattr(kept, "__name__", None) != gate.__name__]
     server.middleware.append(gate)
+
+
+def hint_lines(lines) -> str:
+    """Several hints, one a line, for `require`'s `hint`."""
+    return "\n  hint: ".join(dict.fromkeys(line for line in lines if line))

@@ -47,7 +47,7 @@ from .config import configure as configure, settings as settings
 from .elicitation import Answer as Answer, Elicitation as Elicitation
 from .history_file import HistoryFileError as HistoryFileError
 from .notebook.magics import load_ipython_extension as load_ipython_extension, unload_ipython_extension as unload_ipython_extension
-from .records.expect import expect as expect
+from .records.expect import CheckFailed as CheckFailed, check_prediction as check_prediction, expect as expect
 from .records.history import COLUMNS as COLUMNS, History as History, HistoryFileWarning as HistoryFileWarning
 from .records.outcome import (
     CAUSE_DOC as CAUSE_DOC,

@@ -22,6 +22,7 @@ LONG_FIRST = (
     "tests/test_docs.py",  # the Sphinx build (tests/docs_site.py) the browser's docs pages use too
     "tests/browser/",  # 140 s: JupyterLab, Voila and Chromium
     "tests/test_own_notebooks.py",  # 30 to 80 s each: stored by real kernels, checked by nbval
+    "tests/test_course_answers.py::",  # 1 to 8 min each: a notebook in a kernel, answered many times, run all three times
     "tests/test_student_version.py::test_each_notebooks",  # 10 to 40 s each: a student version run in a kernel
     "tests/test_pytest_plugin.py",  # 10 to 30 s each: pytest in a subprocess
     "tests/test_surface_ci.py",  # 5 to 30 s each: mcp-nb snapshot and pytest in subprocesses, a notebook run in each
@@ -34,7 +35,7 @@ LONG_FIRST = (
 # (tests/fresh_venv.py) makes for the whole run.
 ALONE = (
     "tests/test_binder.py::test_notebook_runs", "tests/test_own_notebooks.py::", "tests/test_pytest_plugin.py::",
-    "tests/test_student_version.py::test_each_notebooks", "tests/test_surface_ci.py::",
+    "tests/test_student_version.py::test_each_notebooks", "tests/test_surface_ci.py::", "tests/test_course_answers.py::",
 )  # fmt: skip
 
 

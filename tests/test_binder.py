@@ -35,7 +35,7 @@ from mcp_nb.commands.student import has_exercises, student_version
 ROOT = Path(__file__).resolve().parent.parent
 BINDER = ROOT / "binder"
 # What is in this checkout but not in the repository Binder would copy (git-ignored, or git's own).
-NOT_COPIED = (".git", ".venv", ".peers", "artifacts", "__pycache__", ".pytest_cache", "*.egg-info", "results", ".ipynb_checkpoints")
+NOT_COPIED = (".git", ".venv", ".peers", "artifacts", "__pycache__", ".pytest_cache", ".hypothesis", "*.egg-info", "results", ".ipynb_checkpoints")
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 SANITIZER = ROOT / "notebooks" / "sanitize.cfg"
 
@@ -66,6 +66,12 @@ def build(base: Path) -> dict:
     if post.exists():
         built = run([post], cwd=repo, env=env, timeout=900)
         assert built.returncode == 0, "binder/postBuild failed:\n" + tail(built.stdout + built.stderr)
+    # The solution versions nbval runs: this checkout's, outside the image, beside it as notebooks/ is in
+    # the repository (notebook 13 finds the servers postBuild installed in ../.peers).
+    ci = base / "ci"
+    shutil.copytree(ROOT / "notebooks", ci / "notebooks", ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+    if (repo / ".peers").exists():
+        (ci / ".peers").symlink_to(repo / ".peers")
     assert (venv / "bin" / "jupyter-lab").exists(), "binder/requirements.txt gives no JupyterLab"
     # On Binder, JupyterLab and the kernel share this environment. nbval runs from the test
     # environment instead, so the environment's kernel is named with its own interpreter's
@@ -120,31 +126,74 @@ def test_notebooks_are_found():
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[nb.name for nb in NOTEBOOKS])
 def test_notebook_runs_top_to_bottom_in_the_binder_environment_and_shows_what_it_stored(binder_env, notebook):
-    # The solution version, where Binder's build keeps it; nbval writes nothing: the stored outputs stay as committed.
-    kept = binder_env["repo"] / "solutions" / notebook.name
-    assert kept.read_bytes() == notebook.read_bytes(), f"binder/postBuild changed the solution version of {notebook.name}"
+    # The solution version, beside the image; nbval writes nothing: the stored outputs stay as committed.
+    kept = binder_env["base"] / "ci" / "notebooks" / notebook.name
+    assert kept.read_bytes() == notebook.read_bytes()
     done = nbval(kept, binder_env)
     assert done.returncode == 0, f"{notebook.name} failed in the Binder environment:\n" + tail(done.stdout + done.stderr, 80)
 
 
 def test_binder_opens_the_student_versions(binder_env):
-    """What the launch link opens, notebooks/ after Binder's build: each notebook with exercises is
-    its student version, as `python -m mcp_nb student-version` makes it; every other file is as committed."""
-    opened = binder_env["repo"] / "notebooks"
+    """What the launch link opens, learn/ after Binder's build: each notebook with exercises is its student
+    version, as `python -m mcp_nb student-version` makes it; every other file is as committed; mine/ waits
+    for the learner's own notebooks."""
+    opened = binder_env["repo"] / "learn"
     with_exercises = [notebook for notebook in NOTEBOOKS if has_exercises(notebook)]
-    assert len(with_exercises) >= 8  # the core notebooks' exercises (docs/course.md)
+    assert len(with_exercises) >= 9  # the core notebooks' exercises (docs/course.md)
     for notebook in NOTEBOOKS:
         shown = json.loads((opened / notebook.name).read_text(encoding="utf-8"))
         if notebook in with_exercises:
             expected, solutions = student_version(json.loads(notebook.read_text(encoding="utf-8")))
             assert solutions and shown == expected, f"{notebook.name} is not its student version on Binder"
-            assert "BEGIN SOLUTION" not in json.dumps(shown["cells"])
         else:
             assert (opened / notebook.name).read_bytes() == notebook.read_bytes(), notebook.name
     for other in (ROOT / "notebooks").rglob("*"):
         if other.is_file() and other.suffix != ".ipynb" and "__pycache__" not in other.parts:
             assert (opened / other.relative_to(ROOT / "notebooks")).read_bytes() == other.read_bytes(), other.name
-    assert (opened / "00-primer.ipynb").exists()  # the README's and docs/course.md's launch link
+    assert (opened / "00-primer.ipynb").exists() and (opened / "mine").is_dir()  # the launch link's notebook (course-links)
+
+
+def answer_lines() -> set[str]:
+    """The lines only the answers hold: each solution region's and hidden tests' lines (long enough to say
+    something of their own) that no student version holds elsewhere."""
+    regions, shown = set(), set()
+    for notebook in NOTEBOOKS:
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        for cell in cells:
+            inside = False
+            for line in "".join(cell["source"]).splitlines():
+                if "BEGIN SOLUTION" in line or "BEGIN HIDDEN TESTS" in line:
+                    inside = True
+                elif "END SOLUTION" in line or "END HIDDEN TESTS" in line:
+                    inside = False
+                elif inside and len(line.strip()) >= 20:
+                    regions.add(line.strip())
+        version, _ = student_version(json.loads(notebook.read_text(encoding="utf-8")))
+        shown |= {line.strip() for cell in version["cells"] for line in "".join(cell["source"]).splitlines()}
+    return regions - shown
+
+
+def test_binders_image_holds_no_solution(binder_env):
+    """Nothing a learner can open on Binder gives an exercise's answer away: no solution version, no
+    hidden test, no answer key, no test that answers, no history to check one out of."""
+    repo = binder_env["repo"]
+    assert not (repo / ".git").exists() and not (repo / "notebooks").exists()
+    answers = answer_lines()
+    assert len(answers) > 40, len(answers)  # the check has something to look for
+    found = []
+    for path in repo.rglob("*"):
+        if not path.is_file() or ".peers" in path.relative_to(repo).parts:
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if path.suffix == ".ipynb":
+            text = "\n".join("".join(cell.get("source", "")) for cell in json.loads(text).get("cells", []))
+        own = path.is_relative_to(repo / "mcp_nb")  # mcp_nb's own code names the markers, and its starter course has its example
+        for marker in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS"):
+            if marker in text and not own:
+                found.append(f"{path.relative_to(repo)}: {marker}")
+        lines = {line.strip() for line in text.splitlines()}
+        found += [f"{path.relative_to(repo)}: {line}" for line in sorted(answers & lines)]
+    assert not found, found
 
 
 def test_binder_reads_only_what_it_should():
@@ -154,5 +203,5 @@ def test_binder_reads_only_what_it_should():
     assert os.access(BINDER / "postBuild", os.X_OK), "repo2docker runs binder/postBuild only when it is executable"
     lines = [line.strip() for line in (BINDER / "requirements.txt").read_text().splitlines()]
     assert any(line.split("[")[0] == "-e ." for line in lines), "binder/requirements.txt must install the checkout (-e .)"
-    assert (ROOT / "notebooks" / "01-quickstart.ipynb").exists()  # ?urlpath=lab/tree/notebooks/01-quickstart.ipynb
-    assert json.loads((ROOT / "notebooks" / "01-quickstart.ipynb").read_text())["metadata"]["kernelspec"]["name"] == "python3"
+    assert (ROOT / "notebooks" / "00-primer.ipynb").exists()  # ?urlpath=lab/tree/learn/00-primer.ipynb, once built
+    assert json.loads((ROOT / "notebooks" / "00-primer.ipynb").read_text())["metadata"]["kernelspec"]["name"] == "python3"

@@ -157,12 +157,14 @@ def test_the_readme_says_in_one_line_how_to_make_the_binder_link():
     [template] = templates
     for part in ("account", "repository"):
         assert PLACEHOLDER.match(template[part]), f"the template's {part} should be a placeholder, not {template[part]!r}"
-    # The line says what the placeholders stand for, and how to find out.
-    assert f"`{template['account']}/{template['repository']}`" in line and "git remote get-url origin" in line
+    # The line says what the placeholders stand for, and how to find out (or the command that makes the link).
+    assert f"`{template['account']}/{template['repository']}`" in line
+    assert "git remote get-url origin" in line or "python -m mcp_nb course-links" in line
     assert template["ref"] == "HEAD"
-    # Binder opens the notebook the link names, with the kernel binder/ installs.
+    # Binder opens the notebook the link names, with the kernel binder/ installs: in learn/, which binder/postBuild
+    # writes from notebooks/.
     assert template["urlpath"].startswith("lab/tree/")
-    opened = ROOT / template["urlpath"].removeprefix("lab/tree/")
+    opened = ROOT / template["urlpath"].removeprefix("lab/tree/").replace("learn/", "notebooks/", 1)
     assert opened.exists(), f"the link opens {opened.relative_to(ROOT)}, which does not exist"
     assert json.loads(opened.read_text())["metadata"]["kernelspec"]["name"] == "python3"
 

@@ -176,3 +176,140 @@ def test_every_wrong_pair_is_explained_by_the_guides_cause_table(calls):
             assert f"expected {expected_outcome}: {OUTCOME_DOC[expected_outcome]}" in text
 
     check()
+
+
+# -- A failed check shows its explanation alone -------------------------------------------------
+
+
+def test_a_failed_check_is_an_assertion_error_that_ipython_shows_without_frames(calls, shell, capsys):
+    crashed = calls[("tool_error", "crash")]
+    with pytest.raises(mcp_nb.CheckFailed) as failed:
+        mcp_nb.expect(crashed, "tool_error", "raised", hint="raise ToolError")
+    assert isinstance(failed.value, AssertionError)
+    shown = failed.value._render_traceback_()
+    assert [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in shown] == str(failed.value).splitlines()
+    # In a shell, as in a notebook's cell: the lines alone, no frame of mcp_nb's own code, no "Traceback".
+    shell.user_ns.update(crashed=crashed, mcp_nb=mcp_nb)
+    done = shell.run_cell('mcp_nb.expect(crashed, "tool_error", "raised", hint="raise ToolError")')
+    printed = capsys.readouterr().out
+    assert isinstance(done.error_in_exec, mcp_nb.CheckFailed)
+    assert "ended tool_error / crash, not tool_error / raised" in printed and "hint: raise ToolError" in printed
+    assert "Traceback" not in printed and "expect.py" not in printed and "File " not in printed, printed
+    done = shell.run_cell("mcp_nb.check_prediction(crashed, outcome=None, cause='crash')")
+    printed = capsys.readouterr().out
+    assert printed.strip().startswith("\x1b[1;31mnot answered yet") and "expect.py" not in printed, printed
+
+
+def test_a_hint_can_be_picked_by_how_the_call_ended(calls):
+    hints = {"tool_error / crash": "for the crash", "protocol_error": "for any protocol error", "*": "for the rest"}
+    for key, wanted in [
+        (("tool_error", "crash"), "for the crash"),
+        (("protocol_error", "mcp_error"), "for any protocol error"),
+        (("result", "ok"), "for the rest"),
+    ]:
+        with pytest.raises(AssertionError) as failed:
+            mcp_nb.expect(calls[key], "timeout", "deadline", hint=hints)
+        assert str(failed.value).splitlines()[-1] == f"  hint: {wanted}"
+    with pytest.raises(AssertionError) as failed:
+        mcp_nb.expect(calls[("result", "ok")], "timeout", "deadline", hint={"tool_error": "not this one"})
+    assert "hint:" not in str(failed.value)
+    with pytest.raises(BadType, match=r"^expect\(hint=\.\.\.\) takes a str or a mapping of str to str, not int$"):
+        mcp_nb.expect(calls[("result", "ok")], hint=3)
+
+
+# -- A learner's prediction ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "predicted, says",
+    [
+        ({"outcome": None, "cause": None}, "the outcome type is still None"),
+        ({"outcome": ..., "cause": "crash"}, "the outcome type is still ...: write your answer, one of result, tool_error"),
+        ({"outcome": "tool_error", "cause": mcp_nb.CAUSES}, "name one: the cause is a tuple of 20; a prediction is exactly one"),
+        ({"outcome": "tool_error", "cause": ("crash", "raised")}, "name one: the cause is a tuple of 2"),
+        ({"outcome": ["tool_error"], "cause": "crash"}, "name one: the outcome type is a list of 1"),
+        ({"outcome": {"tool_error"}, "cause": "crash"}, "name one: the outcome type is a set of 1"),
+        ({"outcome": "tool error", "cause": "crash"}, "'tool error' is not the outcome type: name one"),
+        ({"outcome": 1, "cause": "crash"}, "the outcome type is a int: name one"),
+        ({"outcome": "tool_error", "cause": "crash", "code": "-32603"}, "the code the host gets is the text '-32603': write it as an int"),
+        ({"outcome": "tool_error", "cause": "crash", "code": True}, "the code the host gets is a bool"),
+        ({"outcome": "tool_error", "cause": "crash", "code": -32603.0}, "the code the host gets is a float"),
+        ({"outcome": "tool_error", "cause": "crash", "code": (-32603, None)}, "name one: the code the host gets is a tuple of 2"),
+        ({"attempts": 0}, "the number of attempts is 0: a call makes at least one attempt"),
+        ({"fate": "finished"}, "'finished' is not the server's fate: name one, one of running, completed"),
+        ({"outcome": "tool_error", "cause": None, "code": ...}, "the cause is still None"),
+    ],
+)
+def test_a_prediction_that_is_not_one_answer_of_each_fails_as_not_answered(calls, predicted, says):
+    crashed = calls[("tool_error", "crash")]
+    with pytest.raises(mcp_nb.CheckFailed) as failed:
+        mcp_nb.check_prediction(crashed, **predicted)
+    text = str(failed.value)
+    assert text.startswith("not answered yet:") and says in text, text
+
+
+def test_only_the_exact_prediction_passes_and_each_wrong_one_is_explained_with_the_hint_it_fits(calls):
+    crashed = calls[("tool_error", "crash")]
+    hints = {"outcome=protocol_error": "only MCPError escapes", "cause": "nobody planned this one", "*": "in general"}
+    assert mcp_nb.check_prediction(crashed, outcome="tool_error", cause="crash") is crashed
+    with pytest.raises(mcp_nb.CheckFailed) as failed:
+        mcp_nb.check_prediction(crashed, outcome="protocol_error", cause="crash", hints=hints)
+    lines = str(failed.value).splitlines()
+    assert lines[0] == 'the call of tool crashes {"title": "Nothing"} ended tool_error / crash, not protocol_error / crash as you predicted'
+    assert f"  - the outcome type: you predicted protocol_error, it was tool_error: {mcp_nb.records.expect.OUTCOME_DOC['tool_error']}" in lines
+    assert "  - the cause: right, crash" in lines
+    assert lines[-1] == "  hint: only MCPError escapes"
+    with pytest.raises(mcp_nb.CheckFailed) as failed:
+        mcp_nb.check_prediction(crashed, outcome="tool_error", cause="raised", hints=hints)
+    assert str(failed.value).splitlines()[-1] == "  hint: nobody planned this one"
+    with pytest.raises(mcp_nb.CheckFailed) as failed:
+        mcp_nb.check_prediction(crashed, outcome="tool_error", cause="crash", code=-32603, hints=hints)
+    text = str(failed.value)
+    assert "not tool_error / crash, code -32603 as you predicted" in text and text.splitlines()[-1] == "  hint: in general"
+    assert "the code the host gets: you predicted -32603, it was none (the request succeeded: the host got nothing to handle)" in text
+
+
+def test_every_single_prediction_passes_exactly_when_it_is_how_the_call_ended(calls):
+    from mcp_nb.records.expect import PAIRS
+
+    allowed = sorted((outcome, cause) for outcome, causes in PAIRS.items() for cause in causes)
+
+    @settings(max_examples=100, deadline=None)
+    @given(got=st.sampled_from(sorted(calls)), wanted=st.sampled_from(allowed))
+    def check(got, wanted):
+        outcome = calls[got]
+        if (outcome.outcome, outcome.cause) == wanted:
+            assert mcp_nb.check_prediction(outcome, outcome=wanted[0], cause=wanted[1]) is outcome
+        else:
+            with pytest.raises(mcp_nb.CheckFailed, match="as you predicted"):
+                mcp_nb.check_prediction(outcome, outcome=wanted[0], cause=wanted[1])
+
+    check()
+
+
+def test_the_fate_and_the_attempts_of_a_call_can_be_predicted(calls):
+    slow = calls[("timeout", "deadline")]
+    assert slow.server_fate == "cancelled" and slow.attempt == 1
+    assert mcp_nb.check_prediction(slow, outcome="timeout", cause="deadline", fate="cancelled", attempts=1) is slow
+    with pytest.raises(mcp_nb.CheckFailed) as failed:
+        mcp_nb.check_prediction(slow, fate="completed", attempts=3)
+    text = str(failed.value)
+    assert "the server's fate: you predicted completed, it was cancelled: the handler was cancelled on the server" in text
+    assert "the number of attempts: you predicted 3, it was 1" in text
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, error, says",
+    [
+        (("not an outcome",), {"outcome": "result"}, BadType, "check_prediction() checks an Outcome (what mcp_nb.call returns), not str"),
+        ((None,), {}, BadValue, "check_prediction() needs at least one prediction: outcome, cause, code, fate, attempts"),
+        ((None,), {"outcomes": "result"}, BadValue, "check_prediction(outcomes=...): what can be predicted is outcome, cause, code"),
+        ((None,), {"outcome": "result", "hints": ["a hint"]}, BadType, "check_prediction(hints=...) takes a str or a mapping"),
+    ],
+)
+def test_a_mistake_in_the_prediction_check_itself_is_said_in_one_line(calls, args, kwargs, error, says):
+    got = calls[("tool_error", "raised")]
+    args = (got, *args[1:]) if args[0] is None else args
+    with pytest.raises(error) as raised:
+        mcp_nb.check_prediction(*args, **kwargs)
+    assert str(raised.value).startswith(says) and "\n" not in str(raised.value)

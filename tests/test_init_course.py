@@ -106,8 +106,8 @@ def test_the_course_has_its_files_with_mcp_nb_pinned(tmp_path):
 
 
 def test_binders_build_of_the_course_opens_the_student_versions(tmp_path):
-    """binder/postBuild, run as repo2docker runs it (from the course's root, executable), makes
-    notebooks/ the student versions and keeps the solution versions in solutions/."""
+    """binder/postBuild, run as repo2docker runs it (from the course's root, executable), writes
+    the student versions into learn/ and leaves no solution version in the image."""
     assert init_course("course", "--mcp-nb", PIN, cwd=tmp_path).returncode == 0
     root = tmp_path / "course"
     post = root / "binder" / "postBuild"
@@ -117,8 +117,10 @@ def test_binders_build_of_the_course_opens_the_student_versions(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT), PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     built = subprocess.run([str(post)], cwd=root, env=env, capture_output=True, text=True, timeout=120)
     assert built.returncode == 0, built.stderr
-    assert (root / "solutions/01-first-tool.ipynb").read_bytes() == lesson
-    opened = nbformat.read(root / "notebooks/01-first-tool.ipynb", as_version=4)
+    assert lesson.count(b"BEGIN SOLUTION") == 1 and not (root / "notebooks").exists() and not (root / "solutions").exists()
+    assert not [path for path in root.rglob("*.ipynb") if b"BEGIN SOLUTION" in path.read_bytes()]  # no notebook holds a solution
+    assert (root / "learn" / "mine").is_dir()
+    opened = nbformat.read(root / "learn/01-first-tool.ipynb", as_version=4)
     exercise = next(cell for cell in opened.cells if cell.id == "exercise")
     assert "# YOUR CODE HERE" in exercise.source and "ToolError(" not in exercise.source
     assert "### BEGIN SOLUTION" not in "".join(cell.source for cell in opened.cells)
@@ -151,7 +153,7 @@ def test_the_first_lessons_exercise_passes_in_the_solution_version_and_fails_wit
     failed = _run(students)
     assert list(failed) == ["exercise-check"], failed  # only the unanswered check fails, and it says why
     ename, evalue = failed["exercise-check"]
-    assert ename == "AssertionError"
+    assert ename == "CheckFailed"  # an AssertionError that shows its explanation alone
     assert evalue.startswith('the call of tool get_year {"title": "Nothing"} ended tool_error / crash, not tool_error / raised')
     assert f"its cause, crash: {mcp_nb.CAUSE_DOC['crash']}" in evalue and "(KeyError: 'Nothing')" in evalue
     assert "hint: a title the model got wrong is a mistake it can fix" in evalue

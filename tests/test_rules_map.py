@@ -89,7 +89,9 @@ def checks(source: str, rule: str) -> list[str]:
 # it was kept. Names are taken notebook-wide, not by scope. The rule is a floor: a block that passes it
 # reads the run, but may still check less than its rule says; that is for docs/rules.md and review.
 
-OBSERVING_MODULES = ("mcp_nb", "mcp", "subprocess", "httpx", "httpx2")
+# lesson_tools is the course's helper module, next to the notebooks: it starts the HTTP server and the pytest runs the
+# notebooks observe, and what it returns is what those produced (it holds no constants a notebook asserts).
+OBSERVING_MODULES = ("mcp_nb", "mcp", "subprocess", "httpx", "httpx2", "lesson_tools")
 ECHOES = frozenset({"timeout_s", "arguments", "name", "target"})
 HANDLER_MAGICS = ("mcp_tool", "mcp_resource", "mcp_prompt")
 MUTATORS = frozenset({"append", "extend", "add", "update", "insert", "setdefault", "appendleft"})

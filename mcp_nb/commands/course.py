@@ -6,7 +6,7 @@ otherwise have to work out from this repository:
     DIR/README.md                        what is where, and the steps
     DIR/binder/requirements.txt          mcp-notebook, pinned (repo2docker reads binder/ only)
     DIR/binder/runtime.txt               the Python it was made with (Binder's default is older)
-    DIR/binder/postBuild                 Binder's last step: notebooks/ there made the student versions
+    DIR/binder/postBuild                 Binder's last step: the student versions in learn/, no solution kept
     DIR/notebooks/01-first-tool.ipynb    a first lesson, to replace, with one worked exercise in nbgrader's
                                          format (`python -m mcp_nb student-version` strips its solution)
     DIR/sanitize.cfg                     the nbval sanitizer of this mcp_nb (mcp_nb.notebook.nbval)

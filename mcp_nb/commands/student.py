@@ -8,13 +8,19 @@ each such region replaced by a stub indented as its first line (a solution cell 
 region loses all its source to the stub) and every output cleared, as nbgrader's `ClearSolutions`
 and `ClearOutput` preprocessors do, with one difference: the code stub is `# YOUR CODE HERE`
 alone, without nbgrader's `raise NotImplementedError()`, so that a solution cell left blank still
-runs and the exercise's check cell says what is missing. `tests/test_student_version.py` shows
-the two agree (nbgrader's `ClearSolutions(code_stub={"python": "# YOUR CODE HERE"})`).
+runs and the exercise's check cell says what is missing. A check cell (`"grade": true`) may also
+hold hidden tests, between a `BEGIN HIDDEN TESTS` line and an `END HIDDEN TESTS` line: the student
+version leaves them out, as nbgrader's `ClearHiddenTests` does, and `nbgrader autograde` puts them
+back (it restores every check cell from the source). `tests/test_student_version.py` shows the two
+agree (nbgrader's `ClearSolutions(code_stub={"python": "# YOUR CODE HERE"})` and `ClearHiddenTests`).
 
 Given a folder, it writes a copy of the folder in which every notebook with exercises is its
 student version and everything else is as it was (the other notebooks, with their outputs, and
-the files they read): what Binder's build makes of `notebooks/`, so that a class opens the
-exercises without their answers (binder/postBuild).
+the files they read), and a `mine/` folder for the learner's own notebooks: what Binder's build
+makes of `notebooks/`, and what the README's first command makes of it in `learn/`, so that a
+learner opens the exercises without their answers. A learner's work is never overwritten: into a
+folder that exists already, only what it does not hold yet is written (a new notebook of the
+course, say), and every file it holds is left as it is and reported.
 
 Only the standard library: the notebook is JSON, written back as nbformat writes it.
 """
@@ -29,12 +35,37 @@ from pathlib import Path
 from mcp_nb.mistakes import BadValue, read_json
 
 BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"
+BEGIN_HIDDEN, END_HIDDEN = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 CODE_STUB = "# YOUR CODE HERE"
 TEXT_STUB = "YOUR ANSWER HERE"
+MINE = "mine"  # the folder of a course's student version for the learner's own notebooks
 
 
 def _is_solution(cell: dict) -> bool:
     return bool(cell.get("metadata", {}).get("nbgrader", {}).get("solution", False))
+
+
+def _is_check(cell: dict) -> bool:
+    return bool(cell.get("metadata", {}).get("nbgrader", {}).get("grade", False))
+
+
+def _without_hidden_tests(source: str, where: str) -> tuple[str, bool]:
+    """The source without its hidden tests (the lines from BEGIN HIDDEN TESTS to END HIDDEN TESTS), and whether it had any."""
+    kept, inside, removed = [], False, False
+    for line in source.split("\n"):
+        if BEGIN_HIDDEN in line:
+            if inside:
+                raise BadValue(f"{where}: a {BEGIN_HIDDEN} inside another one")
+            inside = removed = True
+        elif END_HIDDEN in line:
+            if not inside:
+                raise BadValue(f"{where}: an {END_HIDDEN} without its {BEGIN_HIDDEN}")
+            inside = False
+        elif not inside:
+            kept.append(line)
+    if inside:
+        raise BadValue(f"{where}: a {BEGIN_HIDDEN} without its {END_HIDDEN}")
+    return "\n".join(kept), removed
 
 
 def _source(cell: dict) -> str:
@@ -72,6 +103,9 @@ def student_version(notebook: dict) -> tuple[dict, int]:
         source, replaced = _stripped(cell, where)
         if replaced and not _is_solution(cell):
             raise BadValue(f"{where}: a solution region in a cell not marked as a solution (nbgrader metadata solution: true)")
+        source, hidden = _without_hidden_tests(source, where)
+        if hidden and not _is_check(cell):
+            raise BadValue(f"{where}: hidden tests in a cell not marked as a check (nbgrader metadata grade: true)")
         if _is_solution(cell):
             solutions += 1
             if not replaced:
@@ -124,25 +158,45 @@ def has_exercises(path: Path) -> bool:
     return isinstance(cells, list) and any(isinstance(cell, dict) and _is_solution(cell) for cell in cells)
 
 
-def make_course(source: str | Path, target: str | Path) -> list[tuple[str, int]]:
-    """Copy the folder `source` to `target` (which must not exist), each notebook with exercises
-    replaced by its student version; returns (notebook, solution cells) for each one replaced."""
+def make_course(source: str | Path, target: str | Path) -> tuple[list[tuple[str, int]], list[str]]:
+    """Copy the folder `source` to `target`, each notebook with exercises replaced by its student
+    version, and make `target/mine/` for the learner's own notebooks. Into a `target` that exists,
+    only what it does not hold yet is written: nothing there is overwritten. Returns (notebook,
+    solution cells) for each student version written, and the files left as they were."""
     folder, out = Path(source), Path(target)
     if not folder.is_dir():
         raise BadValue(f"{folder} is not a folder")
-    if out.exists():
-        raise BadValue(f"{out} exists already: give a folder that does not")
+    if out.exists() and not out.is_dir():
+        raise BadValue(f"{out} exists and is not a folder: give a folder")
     if out.resolve().is_relative_to(folder.resolve()):
         raise BadValue(f"{out} is inside {folder}: give a folder outside it")
     with_exercises = sorted(path for path in folder.glob("*.ipynb") if has_exercises(path))
     if not with_exercises:
         raise BadValue(f"{folder} holds no notebook with a solution cell (nbgrader metadata solution: true): nothing to strip")
-    # Every student version is made before anything is written: a broken markup leaves no half-made folder.
-    versions = [(path.name, *stripped(path)) for path in with_exercises]
-    shutil.copytree(folder, out, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-    for name, version, _ in versions:
-        _write(version, out / name)
-    return [(name, solutions) for name, _, solutions in versions]
+    # Every student version is made before anything is written: a broken markup leaves nothing half-made.
+    versions = {path.name: stripped(path) for path in with_exercises}
+    made, kept = [], []
+    for path in sorted(_files(folder)):
+        relative = path.relative_to(folder)
+        destination = out / relative
+        if destination.exists():
+            kept.append(relative.as_posix())  # the learner's work, or a file of the course they have already
+            continue
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        if relative.as_posix() in versions:
+            version, solutions = versions[relative.as_posix()]
+            _write(version, destination)
+            made.append((relative.as_posix(), solutions))
+        else:
+            shutil.copy2(path, destination)
+    (out / MINE).mkdir(parents=True, exist_ok=True)
+    return made, kept
+
+
+def _files(folder: Path) -> list[Path]:
+    """Every file of the course folder, but Jupyter's checkpoints and Python's caches."""
+    skipped = {".ipynb_checkpoints", "__pycache__"}
+    return [path for path in folder.rglob("*") if path.is_file() and not skipped & set(path.relative_to(folder).parts)]
 
 
 # -- python -m mcp_nb student-version ----------------------------------------------------------
@@ -155,7 +209,9 @@ def arguments(parser) -> None:
     parser.add_argument(
         "-o", "--output", required=True,
         help="where to write the student version (solutions stripped, outputs cleared); for a folder, "
-        "a new folder: its copy, with each notebook that has exercises replaced by its student version",
+        "a folder: its copy, with each notebook that has exercises replaced by its student version, and mine/ "
+        "for your own notebooks. Nothing that exists there is overwritten: what the folder already holds is "
+        "left as it is (and said), and only what is new is written",
     )  # fmt: skip
 
 
@@ -164,12 +220,22 @@ def run(args) -> int:
         args.parser.error("the student version would overwrite its source: give another --output")
     try:
         if Path(args.source).is_dir():
-            made = make_course(args.source, args.output)
+            made, kept = make_course(args.source, args.output)
+        elif Path(args.output).exists():
+            made, kept = [], [args.output]
         else:
-            made = [(args.output, make(args.source, args.output))]
+            made, kept = [(args.output, make(args.source, args.output))], []
     except ValueError as err:
         args.parser.error(str(err))
+    where = (lambda name: str(Path(args.output) / name)) if Path(args.source).is_dir() else str
     for name, solutions in made:
-        where = name if not Path(args.source).is_dir() else str(Path(args.output) / name)
-        print(f"{where}: {solutions} solution cells stripped, outputs cleared")
+        print(f"{where(name)}: {solutions} solution cells stripped, outputs cleared")
+    notebooks = [name for name in kept if name.endswith(".ipynb")]
+    for name in notebooks:
+        print(f"{where(name)}: exists already, left as it is (your work is never overwritten; delete it to start it again)")
+    others = len(kept) - len(notebooks)
+    if others:
+        print(f"{args.output}: {others} other files there already, left as they are")
+    if Path(args.source).is_dir():
+        print(f"{Path(args.output) / MINE}/: a folder for your own notebooks")
     return 0

@@ -1,0 +1,76 @@
+"""Processes the notebooks start: a pytest run and its JUnit report (notebook 09), a Python program in the background (06).
+
+    run = pytest_run(folder, "test_bookshop.py")     # python -m pytest -v test_bookshop.py, in `folder`
+    run.verdicts, run.summary, run.seen              # per test, the line pytest ends with, what each test recorded
+
+    job = python_in_background(PROGRAM)              # a fresh Python process, its stdout read when it is done
+    job.lines()                                      # waits for it, then its output, line by line
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class PytestRun:
+    """A pytest run: its exit status, what it printed, and what each test saw (from its JUnit report)."""
+
+    returncode: int
+    stdout: str
+    verdicts: dict[str, str] = field(default_factory=dict)  # test name -> passed or failed
+    seen: dict[str, dict[str, str]] = field(default_factory=dict)  # test name -> its verdict and the properties it recorded
+    failures: dict[str, str] = field(default_factory=dict)  # test name -> the first line of its failure
+
+    @property
+    def summary(self) -> str:
+        """pytest's last line, without the time, which differs from run to run: `3 passed`."""
+        lines = self.stdout.strip().splitlines()
+        return re.sub(r" in [0-9.]+s.*$", "", lines[-1].strip("= ")) if lines else "no output"
+
+
+def pytest_run(folder: Path, *test_files: str, timeout: float = 120) -> PytestRun:
+    """Run pytest on `test_files` in `folder`, as `python -m pytest -v FILES` in a terminal would, with a JUnit report
+    from which each test's verdict and recorded properties (`record_property`) are read."""
+    report = Path(folder) / "report.xml"
+    report.unlink(missing_ok=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-v", "--no-header", "--color=no", "-p", "no:cacheprovider",
+         "-o", "junit_family=xunit1", f"--junitxml={report.name}", *test_files],
+        cwd=folder, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+    run = PytestRun(done.returncode, done.stdout)
+    if not report.exists():
+        return run
+    for case in ET.parse(report).iter("testcase"):
+        name = case.get("name")
+        problems = [p for p in (case.find("failure"), case.find("error")) if p is not None]
+        run.verdicts[name] = "failed" if problems else "passed"
+        if problems:
+            run.failures[name] = (problems[0].get("message") or "").splitlines()[0] if problems[0].get("message") else "failed"
+        run.seen[name] = {"verdict": run.verdicts[name], **{p.get("name"): p.get("value") for p in case.iter("property")}}
+    return run
+
+
+class PythonJob:
+    """A Python program run in a process of its own while the notebook goes on."""
+
+    def __init__(self, program: str) -> None:
+        self.process = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self._out: str | None = None
+        self.stderr = ""
+
+    def lines(self, timeout: float = 120) -> list[str]:
+        """Wait for the program to end (at most `timeout` s), and return what it printed, line by line."""
+        if self._out is None:
+            self._out, self.stderr = self.process.communicate(timeout=timeout)
+        return self._out.splitlines()
+
+
+def python_in_background(program: str) -> PythonJob:
+    return PythonJob(program)

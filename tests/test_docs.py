@@ -87,3 +87,46 @@ def test_the_guide_has_the_vocabulary_and_the_error_model(site):
         assert f"<code class=\"docutils literal notranslate\"><span class=\"pre\">{cause}</span></code>" in guide, cause
     error_model = page(site, "error-model.html")
     assert "ResourceNotFoundError" in error_model and "-32001" in error_model
+
+
+# -- the pictures ------------------------------------------------------------------------------
+
+IMAGES = DOCS / "images"
+# A picture named by a page: Markdown's ![alt](path), HTML's src= and srcset=, a MyST image or figure directive.
+PICTURE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)|(?:src|srcset)=\"([^\"]+)\"|^```\{(?:image|figure)\}\s+(\S+)", re.M)
+
+
+def screenshots_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("screenshots", ROOT / "tests" / "browser" / "screenshots.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def pictures_named() -> dict[Path, list[str]]:
+    """Each page (the README, every docs page) and the pictures it names, as files."""
+    named = {}
+    for page_path in [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]:
+        if "_build" in page_path.parts:
+            continue
+        found = [next(filter(None, match.groups())) for match in PICTURE.finditer(page_path.read_text(encoding="utf-8"))]
+        named[page_path] = [link for link in found if not link.startswith(("http://", "https://", "data:"))]
+    return named
+
+
+def test_every_picture_a_page_names_exists():
+    missing = [
+        f"{page_path.relative_to(ROOT)}: {link}"
+        for page_path, links in pictures_named().items()
+        for link in links
+        if not (page_path.parent / link).resolve().is_file()
+    ]
+    assert missing == []
+
+
+def test_the_pictures_are_the_ones_the_command_makes():
+    """docs/images holds what `python tests/browser/screenshots.py` makes, no more, no less."""
+    made = set(screenshots_module().PICTURES)
+    assert made and {path.name for path in IMAGES.iterdir()} == made

@@ -8,6 +8,11 @@ The pages are Markdown (MyST). The notebooks live in ../notebooks/, where Binder
 nbval use them; they are rendered here with the outputs stored in them (nothing is
 executed), through symlinks that this file makes in docs/notebooks/ at every build
 (git-ignored there), so no notebook is kept twice.
+
+The build renders what it lists, and nothing else: the pages of docs/ (its top level) and
+the course's notebooks named in NOTEBOOKS. A notebook of the user's own, in notebooks/, in
+learn/ (where the README's first command opens JupyterLab) or anywhere else, is never read,
+so it cannot break the build.
 """
 
 from __future__ import annotations
@@ -35,8 +40,18 @@ extensions = [
     "myst_nb",  # Markdown pages and notebooks; brings myst_parser along
     "sphinx.ext.autodoc",
     "widget_snapshots",  # progress bars drawn from their stored state: no CDN, so they show offline
+    "reference_pages",  # the reference's tables (magics, commands, settings, causes) made from the code
 ]
 
+# The course's notebooks, in its order (docs/course.md); tests/test_docs.py checks that this
+# names every notebook the repository holds, and no other.
+NOTEBOOKS = (
+    "00-primer", "01-quickstart", "02-tool-errors", "03-choosing-the-error", "04-bad-arguments",
+    "05-resources-and-prompts", "06-timeouts", "07-over-the-wire", "08-retries-and-degradation",
+    "09-testing", "10-regression-cases", "11-capstone", "12-analytics", "13-real-servers", "14-serving",
+    "15-inside-a-call", "16-surfaces",
+)  # fmt: skip
+include_patterns = ["*.md", *(f"notebooks/{name}.ipynb" for name in NOTEBOOKS)]
 exclude_patterns = ["_build", "**/.ipynb_checkpoints", "Thumbs.db", ".DS_Store"]
 
 # -- MyST and the notebooks --------------------------------------------------------------------
@@ -64,18 +79,18 @@ html_css_files = ["notebooks.css"]
 # -- pages that are made or may be missing -----------------------------------------------------
 
 NOTEBOOK_LINKS = DOCS / "notebooks"
-# Pages that other changes add (panel.md, ...) join the index's toctree by themselves, these
+# Pages that other changes add (teaching.md, ...) join the index's Learning toctree by themselves, these
 # first, so a page is never left out and a missing one is no error.
-FIRST_EXTRA_PAGES = ["panel"]
+FIRST_EXTRA_PAGES = ["teaching"]
 PLACEHOLDER = "more-pages-here\n"
 
 
 def link_notebooks() -> None:
-    """docs/notebooks/NAME.ipynb -> ../../notebooks/NAME.ipynb, for every notebook, and nothing stale."""
+    """docs/notebooks/NAME.ipynb -> ../../notebooks/NAME.ipynb, for every notebook of NOTEBOOKS, and nothing else."""
     NOTEBOOK_LINKS.mkdir(exist_ok=True)
-    wanted = {path.name: path for path in sorted((ROOT / "notebooks").glob("*.ipynb"))}
+    wanted = {f"{name}.ipynb": ROOT / "notebooks" / f"{name}.ipynb" for name in NOTEBOOKS}
     for link in NOTEBOOK_LINKS.glob("*.ipynb"):
-        if link.name not in wanted or not link.is_symlink():
+        if link.is_symlink() and link.name not in wanted:  # a stale link; a file of someone's own stays (unread)
             link.unlink()
     for name, target in wanted.items():
         link = NOTEBOOK_LINKS / name
@@ -90,8 +105,8 @@ link_notebooks()
 
 def extra_pages(index_source: str) -> list[str]:
     """The top-level pages that exist and the index does not list yet."""
-    block = index_source.split("```{toctree}", 1)[1].split("```", 1)[0]
-    listed = {line.strip() for line in block.splitlines() if line.strip() and not line.startswith(":")}
+    blocks = [part.split("```", 1)[0] for part in index_source.split("```{toctree}")[1:]]
+    listed = {line.strip() for block in blocks for line in block.splitlines() if line.strip() and not line.startswith(":")}
     found = sorted(path.stem for path in DOCS.glob("*.md") if path.stem != "index" and path.stem not in listed)
     return [page for page in FIRST_EXTRA_PAGES if page in found] + [page for page in found if page not in FIRST_EXTRA_PAGES]
 

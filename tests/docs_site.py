@@ -22,9 +22,13 @@ NO_NETWORK = "http://127.0.0.1:9"  # the discard port: nothing listens
 
 
 def _build(folder: Path) -> dict:
-    """`sphinx-build -W --keep-going -b html docs OUT`, where any attempt to reach the network
-    goes to a closed local port, so a build that needed it (an intersphinx inventory, a remote
-    image) fails."""
+    return _build_at(ROOT, folder)
+
+
+def _build_at(root: Path, folder: Path) -> dict:
+    """`sphinx-build -W --keep-going -b html docs OUT` in the repository at `root`, where any
+    attempt to reach the network goes to a closed local port, so a build that needed it (an
+    intersphinx inventory, a remote image) fails."""
     out = folder / "html"
     env = dict(os.environ)
     for key in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
@@ -32,8 +36,8 @@ def _build(folder: Path) -> dict:
     env.pop("no_proxy", None)
     env.pop("NO_PROXY", None)
     done = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", str(DOCS), str(out)],
-        cwd=ROOT, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600,
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", str(root / "docs"), str(out)],
+        cwd=root, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     if "No module named sphinx" in done.stderr:
         pytest.fail("Sphinx is not installed: install the documentation dependencies (sphinx, myst-nb, furo)")

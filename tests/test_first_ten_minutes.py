@@ -4,11 +4,11 @@
   IPython shell of its own (a subprocess: nothing loaded, nothing imported, as a newcomer
   starts), magics and all; a line whose comment promises an outcome ("# result (ok)") is the
   block's last, and the block shows that outcome (a cell shows only its last value).
-- Every code block says what it is: `python` (run here), `text` (a diagram), a MyST
-  directive, or `bash` (the README's two commands only, which cannot run inside the test
-  suite: the second one is the test suite). Of those, the first one's JupyterLab command is
-  run here, with this environment's JupyterLab, as whoever runs the tests (root in CI and
-  containers); its venv and `pip install -e ".[lab]"` are what tests/test_binder.py replays.
+- Every ```bash block of a docs page runs as written, in its page's order with the python
+  blocks, in the same folder.
+- Every code block says what it is: `python` (run here), `text` (a diagram, a file shown),
+  a MyST directive, or `bash` (a command: the README's set up a machine, and
+  tests/test_documented_commands.py runs them in a fresh copy of the repository).
 - The panel's ipywidgets is a core dependency, and `import mcp_nb` still does not import it.
 """
 
@@ -18,14 +18,9 @@ import json
 import os
 import re
 import shlex
-import signal
-import socket
 import subprocess
 import sys
-import threading
-import time
 import tomllib
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -34,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.M | re.S)
-KNOWN = {"python", "text", "bash", "{eval-rst}", "{toctree}"}
+KNOWN = {"python", "text", "bash", "{eval-rst}", "{toctree}", "{image}"}
 
 
 def blocks(page: Path) -> list[tuple[str, str]]:
@@ -45,13 +40,12 @@ def test_every_code_block_says_what_it_is():
     for page in PAGES:
         for language, body in blocks(page):
             where = f"{page.relative_to(ROOT)}: block starting {body.splitlines()[0] if body.strip() else ''!r}"
-            assert language in KNOWN, f"{where} is marked {language!r}; mark it python (it runs in the tests) or text"
-            assert language != "bash" or page == README, f"{where}: a docs page's shell commands belong in a python block or a text block"
+            assert (language.split() or [""])[0] in KNOWN, f"{where} is marked {language!r}; mark it python (it runs in the tests) or text"
     assert sum(language == "python" for page in PAGES for language, _ in blocks(page)) >= 15  # the fences were found
 
 
 RUNNER = r"""
-import json, re, sys
+import json, re, subprocess, sys
 from IPython.core.interactiveshell import InteractiveShell
 
 # A comment that promises an outcome ("# result (ok): ...") is a promise of what the cell shows.
@@ -59,7 +53,13 @@ PROMISE = re.compile(r"#\s*(result|tool_error|protocol_error|timeout) \((\w+)\)"
 SHOWS_NOTHING = re.compile(r"^(?:[A-Za-z_][\w, .\[\]]*=(?!=)|assert |print\(|for |with |if )")
 
 shell = InteractiveShell.instance()
-for number, source in enumerate(json.load(sys.stdin), 1):
+for number, (language, source) in enumerate(json.load(sys.stdin), 1):
+    if language == "bash":  # a command of the page, run as written where its cells wrote their files
+        ran = subprocess.run(["bash", "-e", "-c", source], capture_output=True, text=True, timeout=300)
+        if ran.returncode != 0:
+            print(f"\nBLOCK {number} FAILED: exit status {ran.returncode}\n{source}\n{ran.stdout[-2000:]}{ran.stderr[-2000:]}", file=sys.stderr)
+            sys.exit(1)
+        continue
     result = shell.run_cell(source)
     error = result.error_before_exec or result.error_in_exec
     if error is not None:
@@ -83,9 +83,14 @@ print(f"\nALL {number} BLOCKS RAN")
 
 @pytest.mark.parametrize("page", [p for p in PAGES if any(lang == "python" for lang, _ in blocks(p))], ids=lambda p: p.name)
 def test_every_python_block_runs_as_written(page, tmp_path):
-    sources = [body for language, body in blocks(page) if language == "python"]
+    """A page's ```python blocks, and on a docs page its ```bash blocks too, run as written, in the
+    page's order, in one folder: a command finds the files the cells before it wrote. The README's
+    commands set up a machine: tests/test_documented_commands.py runs them in a copy of the repository."""
+    sources = [(language, body) for language, body in blocks(page) if language == "python" or (language == "bash" and page != README)]
     env = dict(os.environ, IPYTHONDIR=str(tmp_path / "ipython"), MPLBACKEND="Agg")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    # `python`, `pytest`, `mcp-nb` in a page's commands: this environment's, as in the reader's activated one
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     done = subprocess.run(
         [sys.executable, "-c", RUNNER], input=json.dumps(sources), cwd=tmp_path, env=env,
         capture_output=True, text=True, timeout=600,
@@ -99,84 +104,23 @@ def readme_commands() -> list[str]:
 
 
 def test_the_readme_has_its_two_commands_and_what_they_name_exists():
-    setup, tests = readme_commands()
-    for command in (setup, tests):
+    """The first command opens JupyterLab on learn/ (the course's student versions, made by it),
+    never on the solutions; the second is the test command. tests/test_documented_commands.py
+    runs the first as written, from a fresh copy of the repository."""
+    setup, tests = readme_commands()[:2]
+    for command in readme_commands():
         checked = subprocess.run(["bash", "-n", "-c", command], capture_output=True, text=True)
         assert checked.returncode == 0, checked.stderr
-    assert setup.startswith(
-        "python3 -m venv .venv && .venv/bin/pip install -e \".[lab]\" && .venv/bin/python tests/peers.py install --notebooks && .venv/bin/jupyter lab "
-    )
+    steps = [step.strip() for step in setup.split("&&")]
+    assert steps[:3] == ["python3 -m venv .venv", '.venv/bin/pip install -e ".[lab]"', ".venv/bin/python tests/peers.py install --notebooks"]
+    assert ".venv/bin/python -m mcp_nb student-version notebooks -o learn" in steps
+    lab = shlex.split(steps[-1])
+    assert lab[:2] == [".venv/bin/jupyter", "lab"] and "--allow-root" in lab and "--ip=127.0.0.1" in lab and lab[-1] == "learn/"
+    assert "learn/" in (ROOT / ".gitignore").read_text().splitlines()  # a learner's work is never committed
     assert (ROOT / "tests" / "peers.py").exists()  # it installs Node's peers for notebook 13
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert any(req.startswith("jupyterlab") for req in extras["lab"])
-    assert (ROOT / shlex.split(setup)[-1]).is_dir()  # the folder JupyterLab opens on
     assert tests == "bash .ci/run" and os.access(ROOT / ".ci" / "run", os.X_OK)
-
-
-def non_loopback_address() -> str | None:
-    """This machine's address on its outward interface, if it has one (no packet is sent)."""
-    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        probe.connect(("192.0.2.1", 9))  # TEST-NET-1: routing only
-        address = probe.getsockname()[0]
-    except OSError:
-        return None
-    finally:
-        probe.close()
-    return None if address.startswith("127.") else address
-
-
-def test_the_readme_opens_jupyterlab_on_loopback_for_whoever_runs_it(tmp_path):
-    command = readme_commands()[0].split("&&")[-1].strip()
-    argv = shlex.split(command)
-    assert argv[0] == ".venv/bin/jupyter"
-    argv[0] = str(Path(sys.executable).with_name("jupyter"))
-    # The user's own Jupyter config and runtime files stay out of it; nothing opens a browser.
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp_path / "config"), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
-               JUPYTER_DATA_DIR=str(tmp_path / "data"), BROWSER="true")  # fmt: skip
-    server = subprocess.Popen(argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
-    log: list[str] = []
-    found = threading.Event()
-    url: list[str] = []
-
-    def read_log():
-        for line in server.stderr:
-            log.append(line)
-            match = re.search(r"http://127\.0\.0\.1:(\d+)/lab\?token=(\w+)", line)
-            if match and not url:
-                url.append(match.group(0))
-                found.set()
-
-    reader = threading.Thread(target=read_log, daemon=True)
-    reader.start()
-    try:
-        deadline = time.monotonic() + 120
-        while not found.wait(0.2):
-            assert reader.is_alive(), f"JupyterLab exited ({server.poll()}):\n" + "".join(log[-30:])
-            assert time.monotonic() < deadline, "JupyterLab did not start:\n" + "".join(log[-30:])
-        port, token = re.search(r":(\d+)/lab\?token=(\w+)", url[0]).groups()
-        status = None
-        for _ in range(100):
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=5) as response:
-                    status = json.load(response)
-                break
-            except OSError:
-                time.sleep(0.2)
-        assert status is not None and "started" in status, "".join(log[-30:])
-        outward = non_loopback_address()
-        if outward is not None:
-            with pytest.raises(OSError):
-                socket.create_connection((outward, int(port)), timeout=2).close()
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(10)
-        reader.join(10)
 
 
 def test_what_to_install_is_named_as_the_distribution():

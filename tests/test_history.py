@@ -22,11 +22,11 @@ def register():
 
 
 def documented_columns():
-    """The frame's columns as docs/guide.md lists them (`.to_frame()`: ... columns `a, b, ...`)."""
-    guide = (Path(__file__).resolve().parent.parent / "docs" / "guide.md").read_text(encoding="utf-8")
-    listed = re.search(r"`\.to_frame\(\)`:[^`]*columns `([^`]+)`", guide)
-    assert listed, "docs/guide.md no longer lists the history's columns"
-    return [name.strip() for name in listed.group(1).split(",")]
+    """The frame's columns as the reference lists them: docs/outcomes.md shows `mcp_nb.COLUMNS`,
+    made into the page at every build (docs/_ext/reference_pages.py)."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "outcomes.md").read_text(encoding="utf-8")
+    assert "<!-- reference: columns -->" in page, "docs/outcomes.md no longer lists the history's columns"
+    return list(mcp_nb.COLUMNS)
 
 
 def test_eight_threads_times_250_calls_give_exactly_2000_rows():

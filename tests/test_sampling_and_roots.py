@@ -200,7 +200,7 @@ def test_the_guides_chat_completions_adapter_samples_from_an_endpoint_of_that_fo
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    guide = (Path(__file__).resolve().parent.parent / "docs" / "guide.md").read_text()
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "outside-server.md").read_text()
     block = next(b for b in re.findall(r"```python\n(.*?)```", guide, flags=re.S) if "def chat_completions" in b)
     seen = []
 

@@ -3,7 +3,7 @@ the strict check of a learner's prediction, `mcp_nb.check_prediction(o, outcome=
 
 For exercises and tests. A check that does not hold raises `CheckFailed`, an AssertionError whose
 message says, in the error model's words, how the call ended and what was expected: each outcome
-type and cause with its meaning (the cause's from `CAUSE_DOC`, which docs/guide.md's table
+type and cause with its meaning (the cause's from `CAUSE_DOC`, which docs/outcomes.md's table
 mirrors), then what the model read, what the host got and what the server's log says, and a hint
 that fits how the call ended. In IPython (JupyterLab, Notebook 7, nbval's report) it shows as that
 explanation alone: its `_render_traceback_` leaves out the frames of the check's own code.
@@ -32,7 +32,7 @@ OUTCOME_DOC = {
     "timeout": "the client stopped waiting (at the deadline, or because the caller cancelled): the host handles it, "
     "and what the server did is unknown to the client",
 }
-# Which causes each outcome type has (docs/guide.md, "Outcomes and causes").
+# Which causes each outcome type has (docs/outcomes.md, "Causes").
 PAIRS = {
     "result": ("ok",),
     "tool_error": ("raised", "crash", "invalid_arguments", "unknown_tool", "returned", "invalid_output", "non_json_number"),

@@ -418,7 +418,7 @@ class History:
         return coded
 
     def to_frame(self, last: int | None = None, columns: list[str] | None = None) -> pd.DataFrame:
-        """One row per call; the columns are listed in `mcp_nb.COLUMNS` and docs/guide.md.
+        """One row per call; the columns are listed in `mcp_nb.COLUMNS` and docs/outcomes.md.
 
         With a history file, `last=N` (only the latest N calls) and `columns=[...]` (only those)
         read no more of the file than they need."""

@@ -71,7 +71,7 @@ class CauseDoc(dict):
         return f"<table><thead><tr><th>cause</th><th style='text-align:left'>what it means</th></tr></thead><tbody>{rows}</tbody></table>"
 
 
-# What each cause means, for docs and help; the table in docs/guide.md mirrors it.
+# What each cause means, for docs and help; docs/outcomes.md is made from it.
 CAUSE_DOC = CauseDoc({
     "ok": "the handler returned normally",
     "raised": "the tool raised ToolError: its message is what the model reads",

@@ -12,34 +12,20 @@ site is built once and read from its files.
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from browser_pages import STORED
+from lab_server import CHROMIUM, CHROMIUM_ARGS, DidNotStart, Server, free_port, jupyterlab, local_only, stop, wait_until_up
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 ARTIFACTS = ROOT / "artifacts" / "browser"  # git-ignored: screenshots of every step
-CHROMIUM = os.environ.get("MCP_NB_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 # The notebook is a fixture for the browser, not a notebook for nbval to execute.
 collect_ignore_glob = ["*.ipynb"]
@@ -51,51 +37,10 @@ def _unavailable(why: str) -> None:
     pytest.skip(why)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def artifacts() -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
-
-
-@dataclass(frozen=True)
-class Server:
-    """A server the tests started: its address and its token."""
-
-    url: str
-    token: str
-
-    def open(self, path: str, **query: str) -> str:
-        """The address of `path`, with the token (the first request of a browser context logs in)."""
-        return f"{self.url}/{path}?" + "&".join(f"{k}={v}" for k, v in {**query, "token": self.token}.items())
-
-
-def _wait_until_up(server: subprocess.Popen, status: str, log: Path, what: str) -> None:
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            with urllib.request.urlopen(status, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        if server.poll() is not None or time.monotonic() > deadline:
-            pytest.fail(f"{what} did not start:\n" + log.read_text()[-3000:], pytrace=False)
-        time.sleep(0.25)
-
-
-def _stop(server: subprocess.Popen) -> None:
-    server.terminate()
-    try:
-        server.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
 
 
 @pytest.fixture(scope="session")
@@ -109,43 +54,12 @@ def lab(tmp_path_factory):
     for demo in ("panel_demo.ipynb", "looks_demo.ipynb", "question_demo.ipynb"):
         shutil.copy(HERE / demo, served / demo)
     shutil.copy(STORED, served / STORED.name)
-    config = base / "config"
-    (config / "labconfig").mkdir(parents=True)
-    # No news popup over the page.
-    (config / "labconfig" / "page_config.json").write_text(
-        json.dumps({"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}})
-    )
-    settings = base / "settings" / "@jupyterlab" / "notebook-extension"
-    settings.mkdir(parents=True)
-    # Render every cell: Lab's windowing would leave off-screen outputs out of the page.
-    (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
-    port, token = _free_port(), secrets.token_hex(16)
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(config),
-        "JUPYTER_DATA_DIR": str(base / "data"),
-        "JUPYTERLAB_SETTINGS_DIR": str(base / "settings"),
-        "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
-        "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
-        "MCP_NB_TESTS": str(HERE.parent),  # question_demo.ipynb finds the pinned peers through tests/peers.py
-    }
-    log_path = base / "lab.log"
-    with open(log_path, "w") as log:
-        server = subprocess.Popen(
-            [
-                sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
-                "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-                f"--IdentityProvider.token={token}", "--ServerApp.password=", f"--ServerApp.root_dir={served}",
-                "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-            ],
-            env=env, stdout=log, stderr=subprocess.STDOUT, cwd=served,
-        )  # fmt: skip
-        url = f"http://127.0.0.1:{port}"
-        try:
-            _wait_until_up(server, f"{url}/api/status?token={token}", log_path, "JupyterLab")
-            yield Server(url, token)
-        finally:
-            _stop(server)
+    # question_demo.ipynb finds the pinned peers through tests/peers.py
+    try:
+        with jupyterlab(base, served, {"MCP_NB_TESTS": str(HERE.parent)}) as server:
+            yield server
+    except DidNotStart as err:
+        pytest.fail(str(err), pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -159,7 +73,7 @@ def voila(tmp_path_factory):
     served = base / "notebooks"
     served.mkdir()
     shutil.copy(HERE / "voila_demo.ipynb", served / "voila_demo.ipynb")
-    port, token = _free_port(), secrets.token_hex(16)
+    port, token = free_port(), secrets.token_hex(16)
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(base / "config"), "JUPYTER_RUNTIME_DIR": str(base / "runtime")}
     log_path = base / "voila.log"
     with open(log_path, "w") as log:
@@ -173,10 +87,13 @@ def voila(tmp_path_factory):
         url = f"http://127.0.0.1:{port}"
         try:
             # The tree page answers without starting a kernel (a notebook's page starts one).
-            _wait_until_up(server, f"{url}/?token={token}", log_path, "Voila")
+            try:
+                wait_until_up(server, f"{url}/?token={token}", log_path, "Voila")
+            except DidNotStart as err:
+                pytest.fail(str(err), pytrace=False)
             yield Server(url, token)
         finally:
-            _stop(server)
+            stop(server)
 
 
 @pytest.fixture(scope="session")
@@ -226,16 +143,7 @@ def page(browser, request):
     console: list[str] = []
     page.on("console", lambda message: console.append(f"{message.type}: {message.text}"))
 
-    def local_only(route):
-        # Nothing leaves the machine (Lab would try CDN fonts; they fail harmlessly), as on a
-        # reader's machine offline: the docs site's pages are read from their files.
-        url = route.request.url
-        host = url.split("/")[2].split(":")[0] if "://" in url else ""
-        if url.startswith("file://") or host in ("127.0.0.1", "localhost"):
-            route.continue_()
-        else:
-            route.abort()
-
+    # Nothing leaves the machine, as on a reader's machine offline: the docs site's pages are read from their files.
     page.route("**/*", local_only)
     page.set_default_timeout(30_000)
     try:

@@ -141,6 +141,10 @@ class EpisodeRun:
             try:
                 reply = await reply_to(list(messages), self.specs, max(seconds, 0.001), f"call_t{number}")
             except ModelError as err:
+                reached = err.kind == "timeout" and (spending.reached(budget) or _evaluation(shared.spending.reached(shared.total)))
+                if reached:  # the reply was cut short by what the budget had left
+                    episode.stop, episode.detail = "budget", reached
+                    return
                 episode.stop, episode.detail = "model_failed", scrub(str(err))
                 episode.traceback = getattr(err, "traceback", None)
                 return
@@ -157,8 +161,9 @@ class EpisodeRun:
                 episode.stop, episode.answer = "answered", reply.content or ""
                 return
             for index, request in enumerate(reply.tool_calls):
-                step = await self._step(number, index, request)
+                step = Step(number, index, request.id, request.name, request.arguments)
                 turn.steps.append(step)
+                await self._step(step)
                 if step.told is None:
                     episode.stop = "host_stopped"
                     episode.detail = f"{step.reason} (bad_arguments: stop)" if step.outcome is None else f"after a {step.kind} ({step.kind}: stop)"
@@ -166,33 +171,35 @@ class EpisodeRun:
                 messages.append(tool_message(request.id, step.told.text, step.told.is_error))
         episode.stop, episode.detail = "out_of_turns", f"{episode.max_turns} turns"
 
-    async def _step(self, turn: int, index: int, request: Any) -> Step:
-        step = Step(turn, index, request.id, request.name, request.arguments)
-        arguments, why = read_arguments(request.arguments)
+    async def _step(self, step: Step) -> None:
+        """Make the call `step` asks for, or not (the policy), and note what the model is told."""
+        arguments, why = read_arguments(step.arguments)
         if why is not None:
             step.reason = f"the arguments could not be read: {why}"
             step.told = self.policy.unreadable(why)
-            return step
-        if request.name not in self.offered:
-            refused = self.policy.not_offered(request.name, self.offered)
+            return
+        if step.name not in self.offered:
+            refused = self.policy.not_offered(step.name, self.offered)
             if refused is not None:
                 step.reason, step.told = "the tool was not offered", refused
-                return step
+                return
         try:
-            call = self.engine.prepare("tool", request.name, arguments, self.timeout, connection=self.connection)
+            call = self.engine.prepare("tool", step.name, arguments, self.timeout, connection=self.connection)
         except Mistake as err:  # a request no call can carry (an empty name, NaN in the arguments): not sent
             why = first_line(err)
             step.reason = f"no call can carry it: {why}"
             step.told = self.policy.unreadable(why)
-            return step
+            return
         except RuntimeError:
             if self.engine.closed:  # reset between two calls: the episode ends as a cancelled one
                 raise asyncio.CancelledError from None
             raise
-        outcome = await call.run()
-        step.outcome = outcome
-        step.told = self.policy.after(outcome)
-        return step
+        try:
+            step.outcome = await call.run()
+        except asyncio.CancelledError:
+            step.outcome = call.outcome  # recorded as cancelled, as any call is
+            raise
+        step.told = self.policy.after(step.outcome)
 
 
 class _NotJudged:

@@ -114,7 +114,9 @@ async def _in_a_thread(function: Callable[..., Any], *args: Any) -> Any:
         try:
             value = context.run(function, *args)
         except BaseException as err:  # noqa: BLE001 - handed to the awaiting coroutine, which says it
-            _hand(loop, settle, lambda: done.set_exception(err))
+            # SystemExit or KeyboardInterrupt raised in this thread is the function's failure, not the loop's to obey
+            failure = err if isinstance(err, Exception) else RuntimeError(f"{type(err).__name__}: {err}")
+            _hand(loop, settle, lambda: done.set_exception(failure))
         else:
             _hand(loop, settle, lambda: done.set_result(value))
 

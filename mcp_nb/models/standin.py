@@ -36,7 +36,7 @@ NAME = "mcp_nb scripted stand-in"
 LABEL = "scripted stand-in (written rules, not a language model)"
 # Quoted text, as a message or a task quotes a value: '…', "…", `…`, “…”, ‘…’, «…».
 _QUOTED = re.compile(r"'([^'\n]{1,200})'|\"([^\"\n]{1,200})\"|`([^`\n]{1,200})`|“([^”\n]{1,200})”|‘([^’\n]{1,200})’|«([^»\n]{1,200})»")
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])")
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?!\w|\.\d)")
 
 
 class StandIn(Model):

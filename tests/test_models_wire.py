@@ -91,6 +91,7 @@ def test_an_episode_through_an_openai_compatible_endpoint_sends_what_the_api_tak
     # The host's verdict (`is_error`) stays out of what the API is sent: it would refuse the field.
     last = server.requests[-1].body["messages"]
     assert [m["role"] for m in last] == ["user", "assistant", "tool", "assistant", "tool"]
+    assert last[1]["content"] == ""  # not null: llama.cpp's server refuses an assistant turn whose content is null
     assert last[2] == {"role": "tool", "tool_call_id": "call_0", "content": episode.calls[0].content}
 
 

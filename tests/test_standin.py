@@ -56,6 +56,18 @@ def test_it_switches_to_the_nearest_tool_when_told_a_tool_does_not_exist():
     assert episode.fates() == ["switched", None]
 
 
+def test_an_apostrophe_is_not_a_quote():
+    @mcp_nb.tool()
+    def get_author(title: str) -> str:
+        """Who wrote a book."""
+        if title not in BOOKS:
+            raise ToolError(f"No book titled {title!r}. The catalog's titles are: {', '.join(map(repr, BOOKS))}")
+        return BOOKS[title]
+
+    episode = agent("Who wrote 'Emm'?", StandIn())
+    assert [o.arguments["title"] for o in episode.calls] == ["Emm", "Emma"] and episode.answer == "Jane Austen"
+
+
 def test_it_does_not_try_the_same_arguments_twice_nor_past_its_limit():
     @mcp_nb.tool()
     def get_author(title: str) -> str:

@@ -106,4 +106,8 @@ class OpenAICompatible(Model):
 
 
 def _sent(message: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in message.items() if k in MESSAGE_KEYS}
+    sent = {k: v for k, v in message.items() if k in MESSAGE_KEYS}
+    if sent.get("content") is None and sent.get("role") == "assistant":
+        # An assistant turn of tool calls only: OpenAI takes null or "", llama.cpp's server only "".
+        sent["content"] = ""
+    return sent

@@ -114,11 +114,13 @@ def _said(err: BaseException) -> str:
 
 
 def _decoded(raw: bytes, shown: str) -> Any:
+    """The answer's JSON, with every key this process knows taken out of it first: a model (or an
+    endpoint) that echoes the key in its words or a tool's arguments puts it nowhere here."""
+    text = scrub(raw.decode("utf-8", "replace"))
     try:
-        return json.loads(raw)
+        return json.loads(text)
     except (ValueError, RecursionError):
-        text = raw.decode("utf-8", "replace")
-        raise ModelError("bad_reply", f"{shown} answered with something that is not JSON: {one_line(scrub(text), 120) or 'nothing'}") from None
+        raise ModelError("bad_reply", f"{shown} answered with something that is not JSON: {one_line(text, 120) or 'nothing'}") from None
 
 
 def _status_error(shown: str, status: int, headers: Any, raw: bytes) -> ModelError:

@@ -34,8 +34,11 @@ from mcp_nb.mistakes import BadType, BadValue, one_line
 
 NAME = "mcp_nb scripted stand-in"
 LABEL = "scripted stand-in (written rules, not a language model)"
-# Quoted text, as a message or a task quotes a value: '…', "…", `…`, “…”, ‘…’, «…».
-_QUOTED = re.compile(r"'([^'\n]{1,200})'|\"([^\"\n]{1,200})\"|`([^`\n]{1,200})`|“([^”\n]{1,200})”|‘([^’\n]{1,200})’|«([^»\n]{1,200})»")
+# Quoted text, as a message or a task quotes a value: '…', "…", `…`, “…”, ‘…’, «…». A single quote
+# inside a word is an apostrophe ("the catalog's titles"), not a quote.
+_QUOTED = re.compile(
+    r"(?<!\w)'([^'\n]{1,200})'(?!\w)|\"([^\"\n]{1,200})\"|`([^`\n]{1,200})`|“([^”\n]{1,200})”|(?<!\w)‘([^’\n]{1,200})’(?!\w)|«([^»\n]{1,200})»"
+)
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?!\w|\.\d)")
 
 

@@ -17,7 +17,15 @@ tenth tool) and an output schema (a TypedDict), as a notebook's tools have; plus
 - `diff of files`: the same from the two snapshot files (both read and checked);
 - `diff, unchanged`: two snapshots of the same server, the common case in CI.
 
-Usage: python benchmarks/bench_surface.py [--tools 1000] [--rounds 7]
+And the diff of a long enum (`--enum`, 10,000 values by default): two documents of one tool
+whose parameter's enum lost one value, diffed as `mcp_nb.diff(old, new)` (read, checked, every
+value compared, the frame built). Against two references in the same run: the least such a
+comparison must do (a set difference of the two lists of values, `set(old) - set(new)`), and
+the same diff of an enum twice as long, which a linear comparison takes about twice as long for
+(a comparison of every pair, four times). Targets: the diff within 100 times the set difference,
+and at most 3 times as long for twice the values.
+
+Usage: python benchmarks/bench_surface.py [--tools 1000] [--rounds 7] [--enum 10000] [--enum-only]
 """
 
 from __future__ import annotations
@@ -37,6 +45,8 @@ from mcp_nb.calling.surface import take
 
 SNAPSHOT_TARGET_S = 1.0
 DIFF_TARGET_S = 0.5
+ENUM_TO_SET_TARGET = 100.0  # the enum's diff / the set difference of its values
+ENUM_DOUBLED_TARGET = 3.0  # the diff of twice the values / the diff of the values: 2 if linear, 4 if by pairs
 
 
 class Result(TypedDict):
@@ -85,11 +95,64 @@ def median_time(run, rounds: int) -> tuple[float, list[float]]:
     return statistics.median(times), times
 
 
+def enum_documents(values: int) -> tuple[dict, dict]:
+    """Two snapshots of one tool whose parameter `genre` may be any of `values` values; in the
+    second, one value (in the middle) is gone."""
+    names = [f"genre-{i:05d}" for i in range(values)]
+
+    def snapshot(allowed: list[str]) -> dict:
+        schema = {"type": "object", "properties": {"genre": {"type": "string", "enum": allowed}}, "required": ["genre"]}
+        return {"mcp_nb_surface": 1, "server": {"name": "shelf"}, "tools": {"find": {"inputSchema": schema}},
+                "resources": {}, "templates": {}, "prompts": {}}  # fmt: skip
+
+    return snapshot(names), snapshot(names[: values // 2] + names[values // 2 + 1 :])
+
+
+def enum_diff(values: int, rounds: int) -> dict:
+    """The diff of an enum that lost one value, against the set difference of its values and the
+    same diff of twice the values, each the median of `rounds`."""
+    old, new = enum_documents(values)
+    frame = mcp_nb.diff(old, new)
+    assert frame["rule"].tolist() == ["enum-value-removed"], frame
+    old_values = old["tools"]["find"]["inputSchema"]["properties"]["genre"]["enum"]
+    new_values = new["tools"]["find"]["inputSchema"]["properties"]["genre"]["enum"]
+    diff, diff_runs = median_time(lambda: mcp_nb.diff(old, new), rounds)
+    reference, _ = median_time(lambda: set(old_values) - set(new_values), max(rounds, 51))
+    old2, new2 = enum_documents(2 * values)
+    doubled, doubled_runs = median_time(lambda: mcp_nb.diff(old2, new2), rounds)
+    return {"values": values, "diff_s": diff, "diff_runs": diff_runs, "set_difference_s": reference,
+            "doubled_diff_s": doubled, "doubled_runs": doubled_runs,
+            "to_set_difference": diff / reference, "doubled_to_diff": doubled / diff}  # fmt: skip
+
+
+def report_enum(enum: dict) -> bool:
+    values = enum["values"]
+    print(f"an enum of {values:,} values that lost one:")
+    print(f"  diff                  median {enum['diff_s'] * 1000:8.1f} ms")
+    print(f"  set difference        median {enum['set_difference_s'] * 1000:8.3f} ms  (the reference)")
+    print(f"  diff of {2 * values:,} values median {enum['doubled_diff_s'] * 1000:8.1f} ms")
+    print(f"  diff / set difference {enum['to_set_difference']:.1f}; twice the values / the values {enum['doubled_to_diff']:.2f}")
+    ok = enum["to_set_difference"] <= ENUM_TO_SET_TARGET and enum["doubled_to_diff"] <= ENUM_DOUBLED_TARGET
+    print(
+        f"{'PASS' if ok else 'FAIL'}  the enum's diff within {ENUM_TO_SET_TARGET:g}x the set difference, and at most "
+        f"{ENUM_DOUBLED_TARGET:g}x as long for twice the values (linear)"
+    )
+    return ok
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tools", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--enum", type=int, default=10000, help="values of the long enum (0: no enum diff)")
+    parser.add_argument("--enum-only", action="store_true", help="only the enum's diff")
     args = parser.parse_args()
+    enum = enum_diff(args.enum, args.rounds) if args.enum else None
+    enum_ok = report_enum(enum) if enum is not None else True
+    if args.enum_only:
+        out = write_json("surface_enum.json", {"benchmark": "surface", "machine": machine(), "enum": enum, "pass": enum_ok})
+        print(f"wrote {out}")
+        return
     folder = Path(tempfile.mkdtemp())
 
     started = time.perf_counter()
@@ -125,7 +188,9 @@ def main() -> None:
         {"benchmark": "surface", "machine": machine(), "tools": args.tools, "rounds": args.rounds, "snapshot_bytes": size,
          "changes": len(frame), "breaking": frame.attrs["breaking"],
          "seconds": {name: {"median": median, "runs": times} for name, (median, times) in results.items()},
-         "targets": {"snapshot": SNAPSHOT_TARGET_S, "diff": DIFF_TARGET_S}, "pass": snapshot_ok and diff_ok},
+         "targets": {"snapshot": SNAPSHOT_TARGET_S, "diff": DIFF_TARGET_S, "enum_to_set_difference": ENUM_TO_SET_TARGET,
+                     "enum_doubled": ENUM_DOUBLED_TARGET},
+         "enum": enum, "pass": snapshot_ok and diff_ok and enum_ok},
     )  # fmt: skip
     print(f"wrote {out}")
 

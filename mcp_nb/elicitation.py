@@ -24,9 +24,11 @@ This module knows nothing of IPython or widgets; a face that can ask a person pa
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import inspect
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -201,16 +203,60 @@ class Answerer:
         if not callable(self.value) or isinstance(self.value, str):
             return answer_of(self.value), None
         try:
-            if inspect.iscoroutinefunction(self.value):
+            if is_async(self.value):
                 given = await self.value(message, schema)
             else:
                 # A plain function may block (input() in a script): not on mcp_nb's loop.
-                given = await asyncio.to_thread(self.value, message, schema)
+                given = await in_thread(self.value, message, schema)
+                if inspect.isawaitable(given):  # a plain function that hands back a coroutine (a partial, a lambda)
+                    given = await given
             return answer_of(given), None
         except (ValueError, TypeError) as err:
             return Answer.cancel(), f"the elicit function's answer is not one: {err}"
         except Exception as err:  # noqa: BLE001 - a broken answerer cancels the question, the call goes on
             return Answer.cancel(), f"the elicit function raised {type(err).__name__}: {err}"
+
+
+def is_async(function: Any) -> bool:
+    """Whether calling `function` starts a coroutine (an `async def`, or an object whose `__call__` is one)."""
+    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(getattr(function, "__call__", None))
+
+
+async def in_thread(function: Callable[..., Any], *args: Any) -> Any:
+    """`function(*args)` in a daemon thread of its own, awaited: for the user's code that answers a
+    server (an elicit function, a sampling function, a roots function, a watch's listener).
+
+    Never on mcp_nb's loop: it may block (a model's client, `input()`), and every call, the served
+    kernel and the panel would wait on it. Not in the loop's default executor: a function that
+    never returns would keep one of its few threads for ever, and the interpreter joins those at
+    exit, so the kernel could not end. The caller bounds the wait; the thread, which cannot be
+    stopped, is left to finish by itself. The caller's context variables go with it, as
+    `asyncio.to_thread` carries them."""
+    loop = asyncio.get_running_loop()
+    answered: asyncio.Future = loop.create_future()
+    context = contextvars.copy_context()
+
+    def run() -> None:
+        try:
+            result, error = context.run(function, *args), None
+        except BaseException as err:  # noqa: BLE001 - handed to whoever awaits it
+            result, error = None, err
+        try:
+            loop.call_soon_threadsafe(_settle, answered, result, error)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
+
+    threading.Thread(target=run, name=f"mcp_nb-answer-{getattr(function, '__name__', 'function')}", daemon=True).start()
+    return await answered
+
+
+def _settle(future: asyncio.Future, result: Any, error: BaseException | None) -> None:
+    if future.done():  # the awaiting side gave up (cancelled, or its bound passed)
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
 
 
 def check_elicit(value: Any, what: str = "elicit") -> None:

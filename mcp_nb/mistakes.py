@@ -1,15 +1,48 @@
-"""A user's mistake or mcp_nb's own bug: what a face says in one line, and what it lets through.
+"""mcp_nb's exceptions: one root, a user's mistakes and mcp_nb's failures under it.
 
-Every check of mcp_nb that refuses the user's input raises a `Mistake`: `BadValue` and `BadType`
-(still a ValueError and a TypeError, for whoever catches those), or one of mcp_nb's own error
-classes for bad input (a cell that defines no function, a line that does not split, a cases file
-that cannot be read...), which are Mistakes too. A face (the magics, the panel) says a Mistake in
-one line, and nothing has changed.
+Everything mcp_nb raises on purpose descends from `McpNbError`, so a face decides by class: a
+magic says an `McpNbError` in one line, and anything else is a bug that keeps its traceback, to
+be reported. The classes live with the code that raises them (the module in brackets); the root
+and its two branches live here, in the leaf module every layer imports. The tree:
 
-Anything else is a bug and keeps its traceback, so that it can be reported: a ValueError or a
-TypeError that Python raised inside mcp_nb (`None + 1`, a call with the wrong arguments), or
-that a library raised. The line between the two is drawn where the error is raised, on purpose,
-not guessed where it is caught.
+    McpNbError                               anything mcp_nb raises on purpose
+    ├── Mistake                              the user's input is wrong; the message says how, and nothing changed
+    │   ├── BadValue (ValueError)            a value mcp_nb refuses
+    │   │   ├── BadJson                      text that is not JSON Python can read
+    │   │   ├── LineError                    a magic's line that does not split         [notebook/lines.py]
+    │   │   │   └── ArgumentsError           a magic's line that does not read          [notebook/arguments.py]
+    │   │   ├── CellError                    a cell that cannot be registered           [notebook/cells.py]
+    │   │   ├── Invalid                      a panel form that cannot be sent           [widgets/form.py]
+    │   │   ├── CasesError                   a cases file                               [records/cases.py]
+    │   │   ├── SurfaceError                 a snapshot                                 [records/surface.py]
+    │   │   ├── NotTabular                   a structured result that is no table       [records/structured.py]
+    │   │   ├── ConfigError                  an mcpServers configuration                [calling/mcpservers.py]
+    │   │   ├── HistoryFileError             a history file                             [history_file.py]
+    │   │   └── NotShippable                 a registration dask workers cannot take    [batch/cluster/toolbox.py]
+    │   ├── BadType (TypeError)              a value of a kind mcp_nb cannot take
+    │   ├── CallDepthError (RuntimeError)    calls nested past settings.max_depth       [calling/call.py]
+    │   ├── ResetRefused (ToolError)         reset() from inside a handler              [calling/engine.py]
+    │   └── NotebookError (RuntimeError)     a notebook to serve that cannot be run     [serving/notebook.py]
+    ├── Failure                              what mcp_nb was asked to do did not happen, for a reason
+    │   │                                    outside the input: a server, the SDK, a check
+    │   ├── ConnectError (RuntimeError)      a server could not be connected            [calling/connections.py]
+    │   ├── ConnectionLost (RuntimeError)    a connection went away                     [calling/connections.py]
+    │   ├── AuthorizationPending             nobody approved an OAuth flow in time      [calling/oauth.py]
+    │   ├── NonJsonNumber (ValueError)       a server's answer holds NaN or an infinity [records/structured.py]
+    │   ├── BreakingChanges (AssertionError) a surface diff reached its fail_on level   [records/surface_diff.py]
+    │   └── SDKMismatch (RuntimeError)       the installed SDK moved what mcp_nb uses   [sdk_compat.py]
+    └── Stopped                              a batch's waiter was cancelled             [batch/core.py]
+
+Each keeps the built-in class it had (a `BadValue` is still a ValueError for whoever catches
+those). Not in the tree, on purpose: warnings (a separate hierarchy, as in httpx), and what
+stands for a tool's own behaviour, recorded on its call as the tool's: `InjectedCrash` (a fault
+injected to look like any bug), `HandlerExit` (a handler's SystemExit and the like) and
+`NotAResult` (a handler's return value that is none) [registering/].
+
+Every check of mcp_nb that refuses the user's input raises a `Mistake`. Anything not in the
+tree is a bug: a ValueError or a TypeError that Python raised inside mcp_nb (`None + 1`, a call
+with the wrong arguments), or that a library raised. The line between the two is drawn where
+the error is raised, on purpose, not guessed where it is caught.
 
 A leaf module: every layer's checks raise these.
 """
@@ -22,8 +55,17 @@ import unicodedata
 from typing import Any
 
 
-class Mistake(Exception):
+class McpNbError(Exception):
+    """The root: anything mcp_nb raises on purpose (the tree is drawn in this module's docstring)."""
+
+
+class Mistake(McpNbError):
     """The user's input is wrong, and the message says how (one line)."""
+
+
+class Failure(McpNbError):
+    """What mcp_nb was asked to do did not happen, for a reason outside the input (a server that
+    cannot be reached, the SDK, a check that failed); the message says which, in one line."""
 
 
 class BadValue(Mistake, ValueError):
@@ -32,7 +74,6 @@ class BadValue(Mistake, ValueError):
 
 class BadType(Mistake, TypeError):
     """A value of a kind mcp_nb cannot take where the user gave it."""
-
 
 
 class BadJson(BadValue):

@@ -26,6 +26,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Callable, Iterator
 
 from mcp_nb import libraries as lib
+from mcp_nb.mistakes import Failure
 
 SDK_VERSION = version("mcp")
 CHECKED = ("2.3",)  # the minor releases whose privates and texts were verified
@@ -147,7 +148,7 @@ REMOTE_TOOL_ERRORS: tuple[tuple[Callable[[str, str], bool], str], ...] = (
 )
 
 
-class SDKMismatch(RuntimeError):
+class SDKMismatch(Failure, RuntimeError):
     """The installed `mcp` SDK moved something mcp_nb depends on."""
 
 

@@ -4,7 +4,11 @@ import pytest
 from IPython.core.error import UsageError
 
 import mcp_nb
-from mcp_nb.notebook.arguments import ArgumentsError, coerce, parse_call_line, parse_pairs
+from mcp_nb.notebook.arguments import coerce, parse_pairs, read_call_line
+from mcp_nb.notebook.lines import LineError
+from mcp_nb.notebook.magics import McpMagics
+
+CALL = McpMagics.mcp_call.parser
 
 SCHEMA = {
     "type": "object",
@@ -23,7 +27,7 @@ SCHEMA = {
 
 
 def test_coercion_by_schema():
-    args = parse_pairs("\x00".join(["n=3", "x=2.5", "flag=yes", "s=42", 'tags=["a","b"]', "opt=null", "color=red", 'book={"title":"Dune"}']), SCHEMA, "tool 't'")
+    args = parse_pairs(["n=3", "x=2.5", "flag=yes", "s=42", 'tags=["a","b"]', "opt=null", "color=red", 'book={"title":"Dune"}'], SCHEMA, "tool 't'")
     assert args == {"n": 3, "x": 2.5, "flag": True, "s": "42", "tags": ["a", "b"], "opt": None, "color": "red", "book": {"title": "Dune"}}
     assert type(args["n"]) is int and type(args["s"]) is str
 
@@ -35,25 +39,29 @@ def test_values_that_do_not_coerce_are_sent_as_text():
 
 
 def test_line_splitting():
-    assert parse_call_line('t {"n": "3", "s": 1} --timeout 2') == ("t", {"n": "3", "s": 1}, {"timeout": "2"})
-    name, raw, options = parse_call_line("t n=3 's=two words' --timeout=0.5")
-    assert (name, raw.split("\x00"), options) == ("t", ["n=3", "s=two words"], {"timeout": "0.5"})
+    name, payload, options = read_call_line(CALL, 't {"n": "3", "s": 1} --timeout 2')
+    assert (name, payload, options.timeout) == ("t", {"n": "3", "s": 1}, "2")
+    name, payload, options = read_call_line(CALL, "t n=3 's=two words' --timeout=0.5")
+    assert (name, payload, options.timeout) == ("t", ["n=3", "s=two words"], "0.5")
+    # options before the name or among the arguments; after `--`, words are arguments whatever they look like
+    name, payload, options = read_call_line(CALL, "--server kernel t n=3 --timeout 1 m=4 -- --timeout=9 -x=1")
+    assert (name, payload, options.server, options.timeout) == ("t", ["n=3", "m=4", "--timeout=9", "-x=1"], "kernel", "1")
 
 
 @pytest.mark.parametrize(
     "line, message",
     [
-        ("", "missing the name"),
+        ("", "the following arguments are required: NAME"),
         ("t {bad json}", "invalid JSON arguments"),
         ("t [1, 2]", "must be an object"),
-        ("t --retries 3", "unknown option --retries"),
-        ("t --timeout", "--timeout needs a value"),
+        ("t --wat 3", r"unrecognized arguments: --wat 3 \(unknown option --wat; known: --timeout, --retries, --backoff, --server, --reset-on-progress, --max-timeout, --elicit\)"),
+        ("t --timeout", "argument --timeout: expected one argument"),
         ('t {"a": 1} b=2', "unexpected 'b=2' after the JSON object"),
     ],
 )
 def test_bad_lines(line, message):
-    with pytest.raises(ArgumentsError, match=message):
-        parse_call_line(line)
+    with pytest.raises((LineError, UsageError), match=message):
+        read_call_line(CALL, line)
 
 
 def test_magic_coerces_and_sends_json_verbatim(shell):
@@ -81,6 +89,8 @@ def test_magic_coerces_and_sends_json_verbatim(shell):
         ("repeat s=a --timeout 0", "timeout must be a positive number of seconds, got 0.0"),
         ("repeat s=a --timeout soon", "--timeout takes seconds, got 'soon'"),
         ("repeat s=a --wat 1", "unknown option --wat"),
+        ("repeat s=a --timeout=", "--timeout takes seconds, got ''"),
+        ("repeat s=a --server='no such'", "no server named 'no such' is connected"),
     ],
 )
 def test_bad_magic_lines_are_usage_errors_and_record_nothing(shell, line, message):
@@ -94,5 +104,7 @@ def test_bad_magic_lines_are_usage_errors_and_record_nothing(shell, line, messag
 
 
 def test_read_takes_no_arguments(shell):
-    with pytest.raises(UsageError, match="takes no arguments"):
+    with pytest.raises(UsageError, match="unrecognized arguments: a=1"):
         shell.run_line_magic("mcp_read", "books://x a=1")
+    with pytest.raises(UsageError, match=r"unrecognized arguments: a=1 \(%mcp_read takes no arguments\)"):
+        shell.run_line_magic("mcp_read", "books://x -- a=1")

@@ -23,7 +23,7 @@ from pydantic import Field
 
 import mcp_nb
 import mcp_nb.api
-import mcp_nb.notebook.magics as magics_module
+import mcp_nb.notebook.magics.calling as magics_module
 import mcp_nb.registering.registry as registry_module
 from mcp_nb.config import settings
 from mcp_nb.widgets import show

@@ -84,3 +84,33 @@ def test_the_panels_prompt_fields_offer_what_the_server_suggests():
     assert form.value() == {"department": "Engineering", "name": "Someone else"}
     assert len(mcp_nb.history()) == 0  # suggestions are no calls
     panel.close()
+
+
+# -- what the magic's own parser knows --------------------------------------------------------------
+
+
+def test_the_options_offered_are_the_ones_the_magics_parser_knows(shell, tools):
+    from mcp_nb.notebook.magics import McpMagics
+    from mcp_nb.notebook.options import option_names
+
+    for magic in ("mcp_call", "mcp_read", "mcp_get_prompt"):
+        known = option_names(getattr(McpMagics, magic).parser)
+        assert set(completed(shell, f"%{magic} add --")) >= set(known), magic
+        assert not {"--retry", "--quiet"} & set(completed(shell, f"%{magic} add --")), magic  # once offered, never options
+    assert "--reset-on-progress" in completed(shell, "%mcp_call add --re")
+    assert "--reset-on-progress" not in completed(shell, "%mcp_read add --re")  # a tool's call only
+
+
+def test_an_options_value_is_not_taken_for_the_name_or_an_argument(shell, tools):
+    assert completed(shell, "%mcp_call --timeout 5 add ") == ["a=", "b="]
+    assert completed(shell, "%mcp_call --timeout=5 add a=1 ") == ["b="]
+    assert not {"a=", "b="} & set(completed(shell, "%mcp_call add --timeout "))  # seconds come next, not an argument
+    assert completed(shell, "%mcp_call --server ker") == ["kernel"]
+    assert completed(shell, "%mcp_call --server kernel --timeout 5 ad") == ["add", "adder_two"]
+
+
+def test_after_the_end_of_options_every_word_is_an_argument(shell, tools):
+    assert completed(shell, "%mcp_call add -- ") == ["a=", "b="]
+    assert completed(shell, "%mcp_call add -- a=1 ") == ["b="]
+    assert "--timeout" not in completed(shell, "%mcp_call add -- --ti")
+    assert len(mcp_nb.history()) == 0

@@ -1,6 +1,7 @@
 """Every parser of user text, as properties: any input either parses or is refused in ONE clear line.
 
-"Refused" means an exception of the parser's own kind (LineError/ArgumentsError, CasesError,
+"Refused" means an exception of the parser's own kind (LineError/ArgumentsError, the UsageError
+of a magic's argparse parser, CasesError,
 ConfigError, the ValueError/TypeError a fault spec or a grid raises, the form's Invalid) whose
 message is one printable line; never another traceback (KeyError, AttributeError,
 RecursionError, OverflowError...). Where a parser reads something back (a quoted word, a JSON
@@ -19,14 +20,16 @@ from fractions import Fraction
 
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
+from IPython.core.error import UsageError
 
 import mcp_nb
 from mcp_nb.batch.sweeps import argument_sets
 from mcp_nb.calling.mcpservers import ConfigError, read_config
-from mcp_nb.notebook.arguments import ArgumentsError, coerce, pairs_text, parse_call_line, parse_pairs
+from mcp_nb.notebook.arguments import ArgumentsError, coerce, parse_pairs, read_call_line
 from mcp_nb.notebook.lines import LineError, split
+from mcp_nb.notebook.magics import McpMagics
 from mcp_nb.records.cases import Case, CasesError, dump, load, save
 from mcp_nb.registering.faults import FIELDS, Faults
 from mcp_nb.widgets.form import Form, Invalid
@@ -127,33 +130,68 @@ def test_a_trailing_comment_is_dropped_whatever_it_says(line, comment, keep_json
 def test_json_after_key_equals_is_kept_exactly_as_typed(key, value, ascii_only, comment):
     text = json.dumps(value, ensure_ascii=ascii_only)
     assert split(f"tool {key}={text} # {comment}", keep_json=True) == ["tool", f"{key}={text}"]
-    name, payload, options = parse_call_line(f"tool {key}={text}")
-    assert (name, options) == ("tool", {})
+    name, payload, options = read_call_line(CALL, f"tool {key}={text}")
+    assert (name, options.timeout, options.server) == ("tool", None, None)
     assert parse_pairs(payload, None, "tool 'tool'") == {key: value}
 
 
-# -- %mcp_call lines: parse_call_line, parse_pairs, coerce ----------------------------------------------
+@QUICK
+@given(lines(), st.text(max_size=12))
+@example('--input-schema {"type": "object", "description": "a # b"}', "c")
+@example("--title {name} [draft] {", "c")
+def test_options_lines_keep_json_as_typed_and_read_the_rest_by_the_shells_rules(line, comment):
+    """The other magics' lines (`loose`): a word that is JSON is kept as typed, any other word is
+    read as a shell reads it, and only quoting can make a line unsplittable."""
+    try:
+        words = split(line, keep_json=True, loose=True)
+    except LineError as err:
+        assert "quotation" in one_line(err) or "escaped" in str(err)
+        return
+    try:
+        shell_words = split(line)
+    except LineError:
+        return  # a quote inside a JSON string, which the shell's rules would read as an open quote
+    if not any(c in line for c in "{["):
+        assert words == shell_words
+    assert split(f"{line} #{comment}", keep_json=True, loose=True) == words
 
-CALL_OPTIONS = ("timeout", "retries", "backoff", "server", "elicit", "max-timeout")
+
+@QUICK
+@given(json_containers, st.booleans(), st.sampled_from(["--input-schema", "--title"]), st.booleans())
+def test_a_json_value_of_an_option_is_kept_as_typed(value, ascii_only, option, joined):
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    if joined:
+        assert split(f"{option}={text} --quiet # note", keep_json=True, loose=True) == [f"{option}={text}", "--quiet"]
+    else:
+        assert split(f"{option} {text} --quiet # note", keep_json=True, loose=True) == [option, text, "--quiet"]
+
+
+# -- %mcp_call lines: read_call_line, parse_pairs, coerce ----------------------------------------------
+
+CALL = McpMagics.mcp_call.parser
+READ = McpMagics.mcp_read.parser
 
 
 @QUICK
 @given(lines(), st.booleans())
 @example('echo {"a": ' + BIG + "}", True)
 @example("echo k=" + DEEP, True)
-def test_any_call_line_parses_or_is_one_line_arguments_error(line, takes_arguments):
+@example("echo -- --timeout=1 -x", True)
+def test_any_call_line_parses_or_is_one_line_error(line, takes_arguments):
     try:
-        name, payload, options = parse_call_line(line, CALL_OPTIONS, takes_arguments, flags=("reset-on-progress",))
-    except ArgumentsError as err:
+        name, payload, options = read_call_line(CALL if takes_arguments else READ, line, takes_arguments)
+    except (LineError, UsageError) as err:
         one_line(err)
         return
-    assert isinstance(name, str) and not name.startswith(("-", "{", "["))
-    assert isinstance(payload, (str, dict))
-    assert set(options) <= {*CALL_OPTIONS, "reset-on-progress"}
-    if isinstance(payload, str):
+    assert isinstance(name, str) and not name.startswith(("{", "["))
+    assert not name.startswith("-") or " " in name or name.lstrip("-").replace(".", "", 1).isdigit()  # argparse's positionals
+    assert isinstance(payload, (list, dict))
+    assert payload == [] or takes_arguments
+    assert all(value is None or isinstance(value, (str, bool)) for value in vars(options).values() if not isinstance(value, list))
+    if isinstance(payload, list):
         try:
             arguments = parse_pairs(payload, None, "tool")
-        except ArgumentsError as err:
+        except LineError as err:
             one_line(err)
             return
         assert all(isinstance(k, str) and k for k in arguments)
@@ -163,7 +201,22 @@ def test_any_call_line_parses_or_is_one_line_arguments_error(line, takes_argumen
 @given(names, st.dictionaries(st.text(max_size=5), json_values, max_size=4), st.booleans())
 def test_a_json_object_is_sent_as_decoded_duplicates_and_all(name, arguments, ascii_only):
     text = json.dumps(arguments, ensure_ascii=ascii_only)
-    assert parse_call_line(f"{name} {text} --timeout 5  # note") == (name, arguments, {"timeout": "5"})
+    read_name, payload, options = read_call_line(CALL, f"{name} {text} --timeout 5  # note")
+    assert (read_name, payload, options.timeout) == (name, arguments, "5")
+
+
+@QUICK
+@given(names, st.lists(st.tuples(names, st.text(max_size=8)), max_size=4), st.lists(st.text(max_size=8), max_size=3),
+       st.sampled_from(["", "--timeout 5 ", "--server kernel "]))  # fmt: skip
+def test_quoted_pairs_reach_the_call_as_typed_options_or_not(name, pairs, after, before):
+    """Any value quoted by the shell's rules is the value, an option-like word, ` -- ` or `#` in it
+    included; after `--`, any word is an argument."""
+    typed = [f"{k}={v}" for k, v in pairs]
+    assume(typed or not after or not after[0].startswith(("{", "[")))  # that would be the JSON object
+    line = f"{before}{name} {shlex.join(typed)}" + (f" -- {shlex.join(after)}" if after else "")
+    read_name, payload, options = read_call_line(CALL, line)
+    assert (read_name, payload) == (name, typed + after)
+    assert options.timeout == ("5" if "timeout" in before else None)
 
 
 # Schemas as a server may publish them: the usual keywords, with values of any shape, refs that
@@ -216,9 +269,8 @@ values_typed = st.sampled_from(
 @example([("k", "1")], {"properties": ["k"]})
 @example([("k", "1")], {"properties": {"k": {"type": {"a": 1}, "enum": 3}}})
 def test_key_value_pairs_coerce_by_any_schema_or_are_one_line_errors(pairs, schema):
-    raw = pairs_text([f"{k}={v}" for k, v in pairs])
     try:
-        arguments = parse_pairs(raw, schema, "tool 'x'")
+        arguments = parse_pairs([f"{k}={v}" for k, v in pairs], schema, "tool 'x'")
     except ArgumentsError as err:
         one_line(err)
         return

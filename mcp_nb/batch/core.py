@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_nb import libraries as lib
 from mcp_nb.calling.loop import BLOCKS_OWN_LOOP
-from mcp_nb.mistakes import BadValue
+from mcp_nb.mistakes import BadValue, McpNbError
 from mcp_nb.views.live import close_bar, progress_bar
 
 if TYPE_CHECKING:
@@ -34,7 +34,9 @@ RESULT_COLUMNS = ["call_id", "attempt", "outcome", "cause", "duration_ms", "cont
 # its deadline, beside how long it took. Other batches keep their columns.
 PROGRESS_COLUMNS = ["progress", "deadline_resets"]
 TICK_S = 0.1  # how often the waiting thread moves the bar (and looks for a stop)
-STOP_WAIT_S = 10.0  # how long a stopped batch waits for its cancelled calls to record themselves
+# How long a stopped batch waits for its cancelled calls to record themselves; past it (a handler
+# holding mcp_nb's loop, a machine under load), the batch records them itself (`Lanes.stop`).
+STOP_WAIT_S = 10.0
 INTERRUPTED = "interrupted"
 RESET = "stopped by mcp_nb.reset()"
 
@@ -60,8 +62,8 @@ class Batch(Protocol):
         concurrent.futures.CancelledError when the engine was closed under it."""
 
     def stop(self, cancel: bool) -> None:
-        """Stop it (cancel: the caller asked; else the engine already cancelled its calls) and
-        wait, a bounded time, for its calls in flight to record themselves."""
+        """Stop it (cancel: the caller asked; else the engine already cancelled its calls): it
+        starts no call more, and every call it started has its Outcome when this returns."""
 
 
 class Lanes:
@@ -69,7 +71,14 @@ class Lanes:
     and the calls of one lane one after another, in order (by default each call is a lane).
 
     `ended(i, finished)`, when given, is called on the loop as call i ends (finished False:
-    it was cancelled)."""
+    it was cancelled).
+
+    Stopped (`stop`), it starts no call more, and every call it did start has an Outcome when
+    `stop` returns, by construction: the calls in flight are cancelled and record themselves, and
+    one that has not by the end of a bounded wait (its handler holds mcp_nb's loop, the machine
+    is loaded) is recorded as cancelled by the batch (`Call.settle_cancelled`), its own late
+    record then dropped. So the frame of an interrupted batch holds every call it started, and
+    the history each of them once."""
 
     def __init__(
         self, engine: Any, calls: Sequence[Any], concurrency: int, lanes: list[list[int]] | None = None,
@@ -83,8 +92,15 @@ class Lanes:
         self.finished = threading.Event()  # set once `run` has returned or raised
         self._ended = ended
         self._future: concurrent.futures.Future | None = None
+        # Which calls were started, and whether the batch was stopped: both under `_lock`, so that
+        # a call is either started before the stop (and `stop` answers for it) or never.
+        self._lock = threading.Lock()
+        self._started: list[int] = []
+        self._stopped = False
+        self._task: asyncio.Task | None = None  # `run`'s own, once it runs
 
     async def run(self) -> None:
+        self._task = asyncio.current_task()
         try:
             # Workers pull the next lane: `concurrency` lanes in flight, input order kept.
             lanes = iter(self.lanes)
@@ -103,11 +119,16 @@ class Lanes:
         # A cancelled call records itself before the cancellation goes on.
         for lane in lanes:
             for i in lane:
+                with self._lock:
+                    if self._stopped:
+                        return
+                    self._started.append(i)
                 finished = False
                 try:
-                    await self.calls[i].run()
-                    finished = True
-                    self.done += 1
+                    outcome = await self.calls[i].run()
+                    # A call the batch settled as cancelled before it took a step returns that Outcome.
+                    finished = outcome.cause != "cancelled"
+                    self.done += finished
                 finally:
                     if self._ended is not None:
                         self._ended(i, finished)
@@ -130,22 +151,34 @@ class Lanes:
             return False
         return True
 
+    def _cancel(self) -> None:
+        """On the loop: cancel `run` (a `run` not begun yet starts no call: `_stopped` is set)."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+
     def stop(self, cancel: bool) -> None:
-        if self._future is None:
-            return  # stopped before it started: nothing was sent
+        with self._lock:
+            self._stopped = True  # from here no worker starts a call
+            started = [self.calls[i] for i in self._started]
         if cancel:
-            self._future.cancel()
-        if not self.finished.wait(timeout=STOP_WAIT_S):
-            # The frame has no row for these yet; the history gets theirs when they end. Said,
-            # so that a frame shorter than the calls made is never a silent mystery.
-            unrecorded = sum(1 for call in self.calls if call.task is not None and call.outcome is None)
+            # On the loop, not through `_future`: an interrupt may land in `start` before it kept it.
+            try:
+                self.engine.loop.call_soon(self._cancel)
+            except RuntimeError:
+                pass  # the loop is closed: the engine answered for its calls
+        # `run` ends once each call it started has ended, and a call records itself before it ends.
+        ended = not started or self.finished.wait(timeout=STOP_WAIT_S)
+        late = [call for call in started if call.outcome is None]
+        for call in late:
+            call.settle_cancelled()  # its own record of the attempt, when its task gets there, is dropped
+        if late and not ended:
             log.warning(
-                "stopped batch: %d call(s) in flight had not recorded themselves after %g s (no row in its frame; "
-                "the history gets them when they end)", unrecorded, STOP_WAIT_S,
+                "stopped batch: %d call(s) in flight had not recorded themselves after %g s: the batch recorded them "
+                "as cancelled (their handlers go on until they let go of mcp_nb's loop)", len(late), STOP_WAIT_S,
             )  # fmt: skip
 
 
-class Stopped(Exception):
+class Stopped(McpNbError):
     """`wait`'s `stop` event was set (the async face's waiter was cancelled): stop as an interrupt would."""
 
 

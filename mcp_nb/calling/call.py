@@ -38,6 +38,7 @@ from mcp_nb.calling.sampling import Sampler, Sampling
 from mcp_nb.calling.sent import sent_arguments
 from mcp_nb.config import settings
 from mcp_nb.elicitation import Answerer, Ask, Elicitation, answerer, elicit
+from mcp_nb.mistakes import Mistake
 from mcp_nb.records import classify
 from mcp_nb.records.outcome import REQUEST_CANCELLED, REQUEST_TIMEOUT, Outcome, OutcomeDraft, seal
 from mcp_nb.records.trace import CURRENT_TRACE, ServerTrace
@@ -74,7 +75,7 @@ _NOT_SWALLOWED = (GeneratorExit,)
 _NO_CHILDREN: list = []  # shared by every Call that started none; never appended to (`adopt` makes a new list)
 
 
-class CallDepthError(RuntimeError):
+class CallDepthError(Mistake, RuntimeError):
     """Calls nested deeper than `settings.max_depth` (a tool that calls tools that call tools...)."""
 
 
@@ -244,7 +245,7 @@ class Call(CallRecord):
 
     __slots__ = (
         "rule", "parent", "depth", "engine", "connection", "task", "outcome", "expected_by",
-        "_future", "_lock", "_settled", "_ended", "_cancel_asked", "_begun", "_phase", "children", "_entry", "_ceiling",
+        "_future", "_lock", "_settled", "_recorded", "_ended", "_cancel_asked", "_begun", "_phase", "children", "_entry", "_ceiling",
         "progress_listener", "elicit", "answerers", "ask", "via",
     )  # fmt: skip
 
@@ -285,7 +286,8 @@ class Call(CallRecord):
         self.expected_by = time.perf_counter() + timeout + GRACE_S
         self._future: concurrent.futures.Future[Outcome] | None = None
         self._lock = threading.Lock()
-        self._settled = False  # a waiting thread recorded the timeout: the loop's side records nothing
+        self._settled = False  # a waiting thread settled the call: the loop's side records nothing more
+        self._recorded: int | None = None  # the attempt recorded last (under `_lock`: each attempt is recorded once)
         self._ended = False
         self._cancel_asked = False
         self._begun = False  # its task was made (on the loop's thread only)
@@ -592,10 +594,13 @@ class Call(CallRecord):
         return outcome
 
     def _record(self, outcome: Outcome) -> Outcome:
+        """Record the attempt's Outcome, unless it is recorded already: the loop and a waiting
+        thread (`_settle_here`) decide under one lock which of them records an attempt."""
         with self._lock:
-            if self._settled:  # a waiting thread already recorded this call's timeout
+            if self._settled or self._recorded == self.attempt:  # a waiting thread settled the call
                 return self.outcome  # type: ignore[return-value]
             self.outcome = outcome
+            self._recorded = self.attempt
         self.engine.history.record(outcome)
         return outcome
 
@@ -774,26 +779,36 @@ class Call(CallRecord):
         return time.perf_counter() < self.expected_by + SLOW_LOOP_S and self.engine.registry.watch.blocker() is None
 
     def _settle_here(self) -> Outcome:
-        """Record the timeout from the waiting thread: mcp_nb's loop cannot."""
+        """Settle the call from the waiting thread: mcp_nb's loop is held (or silent) past the deadline.
+
+        Under the lock that `_record` takes: an attempt the loop has not recorded is recorded
+        here as a timeout; one it recorded already (its answer came, and then something held the
+        loop: a slow listener of the history, say) is what the call gives back, recorded once.
+        Either way the loop's side then records nothing more and sends no further attempt."""
         held = self.engine.registry.watch.blocker(0.0)
         note = (
             " (mcp_nb's " + HELD_BY.format(handler=held[0], seconds=held[1])
             if held is not None
             else " (mcp_nb's event loop did not answer)"
         )
+        fresh = False
         with self._lock:
             if self._ended or self._settled:
-                settled = self.outcome
+                settled = self.outcome  # whoever ended or settled it recorded it
+            elif self._recorded == self.attempt:
+                settled = self.outcome  # the loop recorded this attempt, then stalled
+                self._settled = True
             else:
                 if self.trace is None:  # never sent: a trace with no handler start reads as dropped
                     self.trace = ServerTrace(time.perf_counter())
                 settled = self.outcome = self._deadline(note)
-                self._settled = True
+                self._settled, self._recorded, fresh = True, self.attempt, True
         if settled is None:
             return self.future.result()
+        if fresh:
+            self.engine.history.record(settled)
         future = self.future
         if not future.done():
-            self.engine.history.record(settled)
             try:
                 future.set_result(settled)
             except concurrent.futures.InvalidStateError:
@@ -803,16 +818,42 @@ class Call(CallRecord):
 
     def abandon(self) -> None:
         """The loop is gone and this call never ran (or never ended): record it as cancelled
-        from here, so its waiter gets an Outcome. Only for a closed engine's leftovers."""
+        from here, so its waiter gets an Outcome. Only for a closed engine's leftovers. An
+        attempt the loop recorded already is not recorded again: the waiter gets that Outcome."""
         with self._lock:
             if self._ended or self._settled:
                 return
+            self._settled = True
+            fresh = self._recorded != self.attempt or self.outcome is None
+            if fresh:
+                self.outcome = self._cancelled() if self.t0 is not None else self._unsent(max(self.attempt, 1))
+                self._recorded = self.attempt
+            outcome = self.outcome
+        if fresh:
+            self.engine.history.record(outcome)
+        future = self.future
+        if not future.done():
+            future.set_result(outcome)
+
+    def settle_cancelled(self) -> Outcome | None:
+        """A batch that started this call was stopped, and builds its frame now: unless the call
+        has recorded an Outcome already, record it as cancelled from here (any thread), as its own
+        task would (unsent, if its request has not gone out: it then never does), and return the
+        call's Outcome. Its own record of that attempt, when its task gets there, is dropped
+        (`_record`): recorded once."""
+        with self._lock:
+            if self.outcome is not None or self._settled or self._ended:
+                return self.outcome
             self._settled = True
             outcome = self.outcome = self._cancelled() if self.t0 is not None else self._unsent(max(self.attempt, 1))
         self.engine.history.record(outcome)
         future = self.future
         if not future.done():
-            future.set_result(outcome)
+            try:
+                future.set_result(outcome)
+            except concurrent.futures.InvalidStateError:
+                pass
+        return outcome
 
     def cancel_soon(self) -> None:
         try:

@@ -18,11 +18,11 @@ import asyncio
 import codecs
 import collections
 import contextlib
+import contextvars
 import logging
 import os
 import re
 import shlex
-import signal
 import shutil
 import socket
 import ssl
@@ -37,7 +37,6 @@ from mcp import Client, MCPError
 from mcp_types import METHOD_NOT_FOUND
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import ElicitResult, ErrorData, ListRootsResult, Root, RootsListChangedNotification, SamplingCapability, SamplingToolsCapability
 
@@ -45,14 +44,16 @@ from mcp_nb import sdk_compat
 from mcp_nb.calling.current import CURRENT_CALL
 from mcp_nb.calling.era import check_mode, sdk_mode
 from mcp_nb.calling.oauth import Flow, OAuth, answer_text, find, flow_failure, step_of
+from mcp_nb.calling.roots import asked as asked_roots
 from mcp_nb.calling.roots import check_roots
 from mcp_nb.calling.roots import current as current_roots
-from mcp_nb.calling.sampling import Sampler, sdk_answer
+from mcp_nb.calling.sampling import REFUSED, Sampler, sdk_answer
+from mcp_nb.calling.stdio import ServerProcess, StdioStreams
 from mcp_nb.config import settings
 from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.redact import REDACTED
 from mcp_nb.records.structured import check_results_locally
-from mcp_nb.records.trace import ServerLog
+from mcp_nb.records.trace import CURRENT_TRACE, ServerLog
 from mcp_nb.registering.registry import (
     ANNOTATION_FLAGS,
     Registration,
@@ -61,7 +62,7 @@ from mcp_nb.registering.registry import (
     template_schema,
 )
 from mcp_nb.views.cards import connection_html, connection_text
-from mcp_nb.mistakes import LINE_LIMIT, BadValue, first_line, one_line
+from mcp_nb.mistakes import LINE_LIMIT, BadValue, Failure, first_line, one_line
 
 METHODS = {"tool": "tools/call", "resource": "resources/read", "prompt": "prompts/get"}
 KERNEL = "kernel"  # the name of the kernel's own server among the connections
@@ -108,13 +109,13 @@ def shown_url(url: str) -> str:
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
-class ConnectError(RuntimeError):
+class ConnectError(Failure, RuntimeError):
     """A server could not be connected (`mcp_nb.connect`): the message is one line, and says
     why in the terms of the step that failed: the command that is not there, the HTTP status
     the server refused with, the OAuth step that gave up. Nothing was kept."""
 
 
-class ConnectionLost(RuntimeError):
+class ConnectionLost(Failure, RuntimeError):
     """The connection is gone (the process exited, the stream closed); calls are recorded as `disconnected`."""
 
 
@@ -136,7 +137,7 @@ class Connection:
         self.unavailable: dict[str, str] = {}  # a kind whose listing failed -> why (`RemoteConnection._listed`)
         self._session_loop: asyncio.AbstractEventLoop | None = None  # the loop the session lives on, once opened
         self.protocol: str | None = None  # the version the open session speaks
-        self.watches: list[Any] = []  # the resources watched on a handshake-era session (`watching.Watch`)
+        self.watches: list[Any] = []  # the resources watched on this session (`watching.Watch`), told when it ends
         self.sending: set[Any] = set()  # the calls waiting for an answer on this connection now
         self._listeners = Listeners("connection listener")
 
@@ -177,32 +178,46 @@ class Connection:
         raise NotImplementedError
 
     async def _elicited(self, context: Any, params: Any) -> Any:
-        """The SDK's elicitation callback: find the call the question belongs to, and let it answer.
-
-        On protocol 2026-07-28 the question comes back inside the call's own result
-        (input-required), so this runs in the call's task and the call is the current one. On
-        2025-11-25 it is a request of its own, read by the session's reader: the call is then the
-        one waiting on this connection, the earliest sent when there are several (the request
-        does not say which call it belongs to).
-        """
-        current = self._asking_call()
+        """The SDK's elicitation callback: the call the question belongs to answers it and
+        records it (`_asking_call`); a question no call can be named for is refused, with why."""
+        current, why = self._asking_call()
         message = getattr(params, "message", "") or ""
-        url = getattr(params, "url", None)
         if current is None or not hasattr(current, "elicited"):
-            note = f"cancelled an elicitation no call was waiting for: {message}"
-            self.logs.append(ServerLog(level="WARNING", logger="mcp_nb.elicitation", message=note))
-            return ElicitResult(action="cancel")
-        asked = await current.elicited(message, getattr(params, "requested_schema", None), url)
+            return self._refused("elicitation", f"the question {message[:200]!r}", why)
+        asked = await current.elicited(message, getattr(params, "requested_schema", None), getattr(params, "url", None))
         return ElicitResult(action=asked.action, content=dict(asked.content) if asked.action == "accept" else None)
 
-    def _asking_call(self) -> Any:
-        """The call a server's request to the client belongs to: the current one, or else the
-        earliest still waiting on this connection (see `_elicited`)."""
+    def _asking_call(self) -> tuple[Any, str]:
+        """The call a server's request to the client belongs to, or None and why none can be named.
+
+        A request that came in a call's own context is that call's: at 2026-07-28 it comes back
+        inside the call's result and is answered in the call's task; over streamable HTTP it
+        comes on the stream of the call's own POST, which the SDK's transport reads in the
+        call's context; in-process the SDK carries the caller's context with each message.
+        Otherwise (stdio at 2025-11-25, or HTTP's standalone stream) nothing says whose it is:
+        it goes to the call waiting on this connection when only one waits; with several, none
+        is guessed (a question answered with another call's answers, or a model run for the
+        wrong call, is worse than a refusal whose reason the server is told).
+        """
         current = CURRENT_CALL.get()
-        if current is None or current not in self.sending:
-            waiting = sorted((c for c in self.sending if c.t0 is not None), key=lambda c: c.t0)
-            current = waiting[0] if waiting else None
-        return current
+        if current is not None and current in self.sending:
+            return current, ""
+        waiting = sorted((c for c in self.sending if c.t0 is not None), key=lambda c: c.t0)
+        if len(waiting) == 1:
+            return waiting[0], ""
+        if not waiting:
+            return None, "it came during no call of mcp_nb's on this connection"
+        calls = ", ".join(f"#{c.id} {c.name}" for c in waiting[:5]) + (", ..." if len(waiting) > 5 else "")
+        return None, (
+            f"{len(waiting)} calls were waiting on this connection ({calls}), and the request does not say which "
+            "it belongs to"
+        )  # fmt: skip
+
+    def _refused(self, kind: str, what: str, why: str) -> ErrorData:
+        """Refuse a server's request no call can answer: said on the connection (and on every call
+        waiting on it), and to the server. No user code runs for it."""
+        self.heard(ServerLog(level="WARNING", logger=f"mcp_nb.{kind}", message=f"refused {what}: {why}", at=time.time()))
+        return ErrorData(code=REFUSED, message=f"{kind} refused: {why}")
 
     async def _open(self) -> Client:
         if self._opening is None:
@@ -212,7 +227,7 @@ class Connection:
             # more (a connect that timed out), asyncio must not report it as never retrieved.
             self._opening.add_done_callback(lambda f: f.cancelled() or f.exception())
             self._closing = asyncio.Event()
-            self._owner = loop.create_task(self._own(self._opening, self._closing))
+            self._owner = loop.create_task(self._own(self._opening, self._closing), context=_outside_calls())
         return await asyncio.shield(self._opening)
 
     async def _own(self, ready: asyncio.Future[Client], closing: asyncio.Event) -> None:
@@ -240,6 +255,7 @@ class Connection:
                 self.lost(f"the session ended: {_reason(exc)}")
         finally:
             self._client = None
+            self._end_watches(f"the session ended ({self.reason or self.state})")
             self._left()
 
     async def _prepare(self) -> None:
@@ -255,6 +271,7 @@ class Connection:
         """Leave the session in its owner task (for a stdio server: end its process)."""
         if self.state != "lost":
             self.state, self.reason = "closed", self.reason or "disconnected"
+        self._end_watches(f"the connection was closed ({self.reason})")
         if self._closing is not None:
             self._closing.set()
         if self._owner is not None:
@@ -264,6 +281,12 @@ class Connection:
         """The server went away under us (its process exited, the stream closed)."""
         if self.state == "connected":
             self.state, self.reason = "lost", reason
+        self._end_watches(f"the connection was lost: {reason}")
+
+    def _end_watches(self, reason: str) -> None:
+        """No change can be said on this session any more: each watch on it is lost, and why."""
+        for watch in list(self.watches):
+            watch.ended(reason)
 
     # -- what the server said outside its answers -------------------------------------------------
 
@@ -799,23 +822,21 @@ class RemoteConnection(Connection):
         return []
 
     async def _sampled(self, context: Any, params: Any) -> Any:
-        """The SDK's sampling callback: the call the request came during answers it and records
-        it (found as a question's call is, `_elicited`); one that came during no call is refused."""
-        current = self._asking_call()
+        """The SDK's sampling callback: the call the request belongs to (found as a question's
+        call is, `_asking_call`) answers it and records it. One no call can be named for is
+        refused, and the model is not asked: nobody would see its reply, and it may cost money."""
+        current, why = self._asking_call()
         if current is None or not hasattr(current, "sampled"):
-            sampled = await self.sampler.answer(params)
-            note = f"a sampling request came during no call of mcp_nb's; {'answered' if sampled.text is not None else 'refused'}"
-            self.heard(ServerLog(level="WARNING", logger="mcp_nb.sampling", message=note, at=time.time()))
-        else:
-            sampled = await current.sampled(self.sampler, params)
-        return sdk_answer(sampled)
+            return self._refused("sampling", "a sampling request", why)
+        return sdk_answer(await current.sampled(self.sampler, params))
 
     async def _roots_listed(self, context: Any) -> Any:
         try:
-            roots = current_roots(self.roots_source)
+            roots = await asked_roots(self.roots_source)
         except Exception as err:  # noqa: BLE001 - a broken roots function is the server's refusal, said
-            self.heard(ServerLog(level="WARNING", logger="mcp_nb.roots", message=f"the roots function failed: {err}", at=time.time()))
-            return ErrorData(code=-32603, message=f"the client's roots could not be listed: {type(err).__name__}: {err}")
+            why = str(err) if isinstance(err, TimeoutError) else f"the roots function failed: {type(err).__name__}: {err}"
+            self.heard(ServerLog(level="WARNING", logger="mcp_nb.roots", message=why, at=time.time()))
+            return ErrorData(code=-32603, message=f"the client's roots could not be listed: {why}")
         return ListRootsResult(roots=[Root(uri=uri, name=name) for uri, name in roots])
 
     @property
@@ -857,7 +878,7 @@ class RemoteConnection(Connection):
         if method == "notifications/resources/updated":
             uri = str(getattr(getattr(message, "params", None), "uri", ""))
             for watch in list(self.watches):
-                if watch.uri == uri:
+                if watch.uri == uri and watch.era < "2026":  # at 2026-07-28 a watch hears its listen stream
                     watch.updated()
             return
         # The server says what it offers changed: read it again (off the receive path).
@@ -933,6 +954,17 @@ def _checked_auth(auth: Any) -> Any:
         f"auth must be an httpx2.Auth (one of the SDK's providers, such as mcp.client.auth.OAuthClientProvider), "
         f"got {type(auth).__name__}; a fixed token goes in headers={{'Authorization': 'Bearer ...'}}"
     )
+
+
+def _outside_calls() -> contextvars.Context:
+    """A copy of this context in which no call runs. A session's owner task starts in it, and so
+    do the tasks the SDK starts for the session (its reader, the stdio pipes, HTTP's standalone
+    stream): a server's request that comes with no call's context of its own must not find the
+    call that happened to open the session (`_asking_call`), nor its trace."""
+    context = contextvars.copy_context()
+    context.run(CURRENT_CALL.set, None)
+    context.run(CURRENT_TRACE.set, None)
+    return context
 
 
 def _on(loop: asyncio.AbstractEventLoop) -> bool:
@@ -1027,136 +1059,52 @@ def _check_runnable(connection: RemoteConnection, command: str) -> None:
 
 
 class _StdioTransport:
-    """The SDK's stdio transport, with the server's stderr read line by line into the connection.
+    """A stdio server's process, started by mcp_nb (`stdio.ServerProcess`), its stdout and stdin
+    the session's streams, its stderr read line by line into the connection.
 
-    The SDK hands `errlog` to the process as its stderr; in Jupyter `sys.stderr` is not a
-    file (the crash users of notebook clients report), and a server's diagnostics would
-    print into whatever cell runs. Here stderr is a pipe that a thread reads: every line
-    goes on the connection and on the calls waiting on it, and end-of-file says the
-    process (and whatever it started) is gone.
+    The server's stderr is not the kernel's: in Jupyter `sys.stderr` is not a file (the crash
+    users of notebook clients report with the SDK's `errlog`), and a server's diagnostics would
+    print into whatever cell runs. Here stderr is a pipe the loop reads: every line goes on the
+    connection and on the calls waiting on it. The process's own exit is watched, whatever
+    holds its pipes (a helper it started): the connection is lost at once, and its group ended.
     """
 
     def __init__(self, connection: RemoteConnection) -> None:
         self.connection = connection
-        self._stack: contextlib.AsyncExitStack | None = None
-        self._group: _ServerGroup | None = None
+        self._streams: StdioStreams | None = None
 
     async def __aenter__(self):
         c = self.connection
-        command, *args = c.command
-        _check_runnable(c, command)
+        _check_runnable(c, c.command[0])
         read_end, write_end = os.pipe()
-        errlog = os.fdopen(write_end, "w")
-        before = _children()
-        params = StdioServerParameters(command=command, args=args, env=c.env or None, cwd=c.cwd)
-        self._stack = contextlib.AsyncExitStack()
         try:
-            streams = await self._stack.enter_async_context(stdio_client(params, errlog=errlog))
+            process = ServerProcess(c.command, c.env or None, c.cwd, stderr=write_end)
         except BaseException:
-            errlog.close()
             os.close(read_end)
-            await self._stack.aclose()
             raise
         finally:
-            errlog.close()  # the process has its own copy: end-of-file comes when it is gone
-        started = _children() - before
-        c.pid = min(started) if started else None
+            os.close(write_end)  # the process has its own copy: end-of-file comes when it is gone
+        c.pid = process.pid
         c._stderr = _StderrReader(c, read_end)
-        self._group = _ServerGroup(c) if c.pid is not None else None
-        return streams
+        process.watch_exit(lambda: c.lost("the server's process exited"))
+        self._streams = StdioStreams(process, self._not_a_message)
+        try:
+            return await self._streams.open()
+        except BaseException:
+            await self._streams.close()
+            raise
 
     async def __aexit__(self, *exc: Any) -> bool | None:
-        try:
-            if self._stack is not None:
-                return await self._stack.__aexit__(*exc)
-            return None
-        finally:
-            if self._group is not None:
-                await self._group.end()
+        if self._streams is not None:
+            await self._streams.close()
+        return None
 
-
-class _ServerGroup:
-    """The stdio server's process and whatever it started, watched and ended together.
-
-    The SDK starts the server in a session (and so a process group) of its own, and ends the
-    group only when the server outlives two seconds of being asked to stop; a helper it started
-    (a language server, a browser, a `sh -c` child) otherwise lives on, with parent 1. And a
-    helper that holds the server's pipes hides its exit: no end-of-file ever comes, so calls
-    waited for their deadline and the connection still said `connected`. So the server's own
-    exit is watched (Linux's pidfd: the loop wakes when the process ends; elsewhere a poll),
-    and then, or when the connection closes, the whole group is ended: the pipes close, and
-    the SDK fails the calls in flight as `disconnected`, at once.
-    """
-
-    POLL_S = 0.5  # where there is no pidfd
-    GRACE_S = 1.0  # between asking the group to stop and killing it
-
-    def __init__(self, connection: RemoteConnection) -> None:
-        self.connection, self.pid = connection, connection.pid
-        self._loop = asyncio.get_running_loop()
-        self._fd: int | None = None
-        self._poll: asyncio.Task | None = None
-        self._ending: asyncio.Task | None = None
-        try:
-            self._fd = os.pidfd_open(self.pid)
-            self._loop.add_reader(self._fd, self._exited)
-        except (AttributeError, OSError):  # no pidfd here: poll for the exit instead, where one can
-            self._fd = None
-            if hasattr(os, "waitid"):
-                self._poll = self._loop.create_task(self._polling())
-
-    def _has_exited(self) -> bool:
-        try:  # WNOWAIT: the SDK, whose child it is, still reaps it
-            found = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        except ChildProcessError:
-            return True  # reaped already
-        return found is not None
-
-    async def _polling(self) -> None:
-        while not self._has_exited():
-            await asyncio.sleep(self.POLL_S)
-        self._exited()
-
-    def _exited(self) -> None:
-        self._unwatch()
-        if self._ending is None:
-            self.connection.lost("the server's process exited")
-            self._ending = self._loop.create_task(self._end_group())
-
-    def _unwatch(self) -> None:
-        if self._fd is not None:
-            with contextlib.suppress(Exception):
-                self._loop.remove_reader(self._fd)
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
-            self._fd = None
-        if self._poll is not None and self._poll is not asyncio.current_task():
-            self._poll.cancel()
-        self._poll = None
-
-    async def end(self) -> None:
-        """The connection closes: end what is left of the group (and stop watching it)."""
-        self._unwatch()
-        if self._ending is None:
-            self._ending = self._loop.create_task(self._end_group())
-        await asyncio.shield(self._ending)
-
-    async def _end_group(self) -> None:
-        if not hasattr(os, "killpg") or self.pid == os.getpgrp():
-            return  # no process groups here; and never our own (the server was to have one of its own)
-        for sig, wait in ((signal.SIGTERM, self.GRACE_S), (signal.SIGKILL, 0.0)):
-            try:
-                os.killpg(self.pid, sig)
-            except (ProcessLookupError, PermissionError):
-                return  # nothing of the group is left
-            waited = 0.0
-            while waited < wait:
-                await asyncio.sleep(0.05)
-                waited += 0.05
-                try:
-                    os.killpg(self.pid, 0)
-                except (ProcessLookupError, PermissionError):
-                    return
+    def _not_a_message(self, line: str) -> None:
+        """A line of the server's stdout that is no JSON-RPC message (a stray print): said on
+        the connection, and on the calls waiting on it."""
+        c = self.connection
+        message = f"the server wrote a line on stdout that is no JSON-RPC message: {line[:500]!r}"
+        c.heard(ServerLog(level="WARNING", logger="mcp_nb.connection", message=message, at=time.time()))
 
 
 class _StderrReader:
@@ -1224,23 +1172,6 @@ class _StderrReader:
             os.close(self.fd)
         except OSError:
             log.debug("could not close the stderr pipe of %r", self.connection.name, exc_info=True)
-
-
-def _children() -> set[int]:
-    """The ids of this process's child processes (Linux's /proc; empty elsewhere)."""
-    me = str(os.getpid())
-    found: set[int] = set()
-    try:
-        tasks = os.listdir(f"/proc/{me}/task")
-    except OSError:
-        return found
-    for task in tasks:
-        try:
-            with open(f"/proc/{me}/task/{task}/children") as children:
-                found.update(int(pid) for pid in children.read().split())
-        except OSError:
-            continue
-    return found
 
 
 class _HttpTransport:

@@ -40,7 +40,7 @@ from mcp_nb.records.trace import CURRENT_TRACE
 from mcp_nb.registering import log_secrets
 from mcp_nb.registering.logs import install_log_capture
 from mcp_nb.registering.registry import Registry
-from mcp_nb.mistakes import BadValue
+from mcp_nb.mistakes import BadValue, Mistake
 
 CLOSED = (
     "this server was closed by mcp_nb.reset(); call the new one with mcp_nb.call(...) "
@@ -56,7 +56,7 @@ CANCELLED_CALLS_S = 5.0
 log = logging.getLogger("mcp_nb")
 
 
-class ResetRefused(ToolError, RuntimeError):
+class ResetRefused(Mistake, ToolError, RuntimeError):
     """`mcp_nb.reset()` (or `Engine.close()`) from inside a handler: it would close the server
     running that handler and wait for itself. A ToolError, so that the message is what the
     call's Outcome says."""

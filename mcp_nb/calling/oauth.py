@@ -49,7 +49,7 @@ from mcp.client.auth import OAuthClientProvider, OAuthFlowError
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from pydantic import ValidationError
 
-from mcp_nb.mistakes import BadType, BadValue, first_line, one_line
+from mcp_nb.mistakes import BadType, BadValue, Failure, first_line, one_line
 
 try:  # the advisory lock of a token file: flock where there is one, else Windows' own
     import fcntl
@@ -70,7 +70,7 @@ PERSON_S = 300.0  # how long a flow waits for the person's approval
 TOKEN_FILE_BYTES = 1 << 20  # tokens and a registered client take a few KB; a file larger is not one of mcp_nb's
 
 
-class AuthorizationPending(RuntimeError):
+class AuthorizationPending(Failure, RuntimeError):
     """Nobody approved the authorization in time."""
 
 

@@ -4,18 +4,24 @@ A server may ask its client which roots it has (`roots/list`); on the handshake 
 client says when they change (`notifications/roots/list_changed`). `connect(..., roots=...)`
 takes paths (a `pathlib.Path`, or text without a scheme: made absolute, as `file://` URIs),
 URIs (`file:///data`, `git://...`), `(uri_or_path, name)` pairs, or a function returning
-any of those, asked each time the server asks.
+any of those, asked each time the server asks (in a worker thread, never on mcp_nb's loop, and
+for at most LISTED_WITHIN_S seconds).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from mcp_nb.elicitation import in_thread
 from mcp_nb.mistakes import BadType, BadValue
+
+# How long a roots function may take to answer a server that asks: the server waits meanwhile.
+LISTED_WITHIN_S = 30.0
 
 
 def check_roots(value: object) -> None:
@@ -36,6 +42,24 @@ def current(value: Any) -> list[tuple[str, str | None]]:
     if value is None:
         return []
     return listed(value() if callable(value) else value)
+
+
+async def asked(value: Any, within: float = LISTED_WITHIN_S) -> list[tuple[str, str | None]]:
+    """The roots now, for a server that asks. A roots function is the user's code and may block
+    (it may read a config, or a network share): it runs in a thread of its own (`in_thread`), so
+    that every other call goes on meanwhile, and one that has not answered within `within`
+    seconds raises TimeoutError."""
+    if not callable(value):
+        return current(value)
+    answering = asyncio.ensure_future(in_thread(value))
+    try:
+        done, _ = await asyncio.wait({answering}, timeout=within)
+    finally:
+        if not answering.done():
+            answering.cancel()
+    if not done:
+        raise TimeoutError(f"the roots function did not answer within {within:g} s")
+    return listed(answering.result())
 
 
 def _root(item: Any) -> tuple[str, str | None]:

@@ -5,7 +5,8 @@ prompt, a token limit, model preferences) while one of its requests runs; the cl
 answers with the model's message, or refuses. A notebook's client has no model of its own,
 so `connect(..., sampling=...)` says where the answers come from:
 
-- a function `(messages, request) -> answer`, sync or async: `messages` is a list of
+- a function `(messages, request) -> answer`, sync (run in a worker thread, never on mcp_nb's
+  loop) or async: `messages` is a list of
   `{"role": ..., "text": ...}` (a non-text part named in brackets, `[image image/png]`),
   `request` the SDK's `CreateMessageRequestParams` (system prompt, limits, preferences);
   it is where an adapter to a model provider plugs in;
@@ -32,6 +33,7 @@ from typing import Any
 
 from mcp_types import CreateMessageResult, CreateMessageResultWithTools, ErrorData, TextContent, ToolUseContent
 
+from mcp_nb.elicitation import in_thread, is_async
 from mcp_nb.mistakes import BadType
 
 MODEL = "mcp_nb"  # the model named in an answer that does not name its own
@@ -41,8 +43,8 @@ NO_MODEL = (
     "function (messages, request) -> reply, or a list of prepared replies"
 )
 SOURCES = ("function", "prepared", "none")
-# How long a sampling function may take: the call's deadline stands still meanwhile, so this
-# is what keeps a model that never answers from holding the call for ever.
+# How long a sampling function may take, sync or async: the call's deadline stands still
+# meanwhile, so this is what keeps a model that never answers from holding the call for ever.
 REPLY_WITHIN_S = 120.0
 
 
@@ -105,15 +107,7 @@ class Sampler:
         value = self.value
         if callable(value):
             source = "function"
-            try:
-                reply = value([dict(m) for m in messages], params)
-                if inspect.isawaitable(reply):
-                    reply = await asyncio.wait_for(reply, within)
-                reason = None if reply is not None else "the sampling function returned None"
-            except asyncio.TimeoutError:
-                reply, reason = None, f"the sampling function did not reply within {within:g} s"
-            except Exception as err:  # noqa: BLE001 - a broken sampler refuses the request; the record says why
-                reply, reason = None, f"the sampling function raised {type(err).__name__}: {err}"
+            reply, reason = await _replied(value, [dict(m) for m in messages], params, within)
         elif isinstance(value, (list, tuple)):
             source = "prepared"
             if self._used < len(value):
@@ -138,6 +132,36 @@ class Sampler:
             source=source, reason=reason, waited_ms=(time.perf_counter() - t0) * 1000.0, tools=offered,
             tool_use=tool_use,
         )  # fmt: skip
+
+
+async def _replied(function: Any, messages: list[dict[str, str]], params: Any, within: float) -> tuple[Any, str | None]:
+    """A sampling function's reply, or None and why not. A plain function runs in a thread of its
+    own (`in_thread`: a model's client blocks while it waits for the model; on mcp_nb's loop that
+    would hold every call, the served kernel and the panel), an async one on the loop; either is
+    given `within` seconds, and one that has not replied by then refuses."""
+    replying = asyncio.ensure_future(_reply_of(function, messages, params))
+    try:
+        done, _ = await asyncio.wait({replying}, timeout=within)
+    finally:
+        if not replying.done():
+            replying.cancel()
+    if not done:
+        return None, f"the sampling function did not reply within {within:g} s"
+    try:
+        reply = replying.result()
+    except Exception as err:  # noqa: BLE001 - a broken sampler refuses the request; the record says why
+        return None, f"the sampling function raised {type(err).__name__}: {err}"
+    return reply, None if reply is not None else "the sampling function returned None"
+
+
+async def _reply_of(function: Any, messages: list[dict[str, str]], params: Any) -> Any:
+    if is_async(function):
+        reply = function(messages, params)
+    else:
+        reply = await in_thread(function, messages, params)
+    if inspect.isawaitable(reply):  # a plain function that hands back a coroutine (a partial, a lambda)
+        reply = await reply
+    return reply
 
 
 def sdk_answer(sampled: Sampling) -> Any:

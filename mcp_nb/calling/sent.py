@@ -11,7 +11,6 @@ that has no JSON form is refused before anything is sent, in one line that names
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from mcp_nb.mistakes import BadType, BadValue
+from mcp_nb.numbers import is_number
 
 # How deep lists and dicts may nest in arguments. JSON parsers bound it (pydantic's, which the SDK
 # reads and writes every message with, stops at about 200 levels, the envelope of a request
@@ -77,7 +77,9 @@ def _sent(value: Any, path: tuple, inside: set[int]) -> Any:
 
 
 def _finite(value: float, path: tuple) -> float:
-    if not math.isfinite(value):
+    # The same check as a result's (`records/structured.py`): what is refused on the way out is
+    # refused on the way back, with the same words.
+    if not is_number(value):
         raise BadValue(
             f"argument {_where(path)} is {value!r}: JSON has no NaN or infinity, so the server would receive "
             "null; send None, or the number as a string, if that is what you mean"

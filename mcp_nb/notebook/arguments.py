@@ -1,100 +1,66 @@
-"""The argument part of `%mcp_call` lines: a JSON object sent verbatim, or key=value pairs.
+"""The arguments of a call as typed on a magic's line: a JSON object sent verbatim, or key=value pairs.
 
-key=value strings are coerced with the tool's input schema (`count=3` sends the
-integer 3). A value that does not coerce is sent as the string it was, so the
-server's own validation answers, and that answer is recorded like any other. A JSON
-object is never touched: it is how a user sends wrong types on purpose.
+The options around them are the magic's parser's (`options.py`); what is left, the words after
+the name, is read here, because neither argparse nor a shell knows it. key=value strings are
+coerced with the tool's input schema (`count=3` sends the integer 3). A value that does not
+coerce is sent as the string it was, so the server's own validation answers, and that answer is
+recorded like any other. A JSON object is never touched: it is how a user sends wrong types on
+purpose.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mcp_nb.notebook.lines import LineError, split
+from mcp_nb.notebook.lines import LineError
+from mcp_nb.notebook.options import read_with_tail
 from mcp_nb.mistakes import BadJson, read_json
-
-_OPTION = re.compile(r"--([a-z][a-z-]*)(?:=(\S+))?$")
 
 
 class ArgumentsError(LineError):
     """A one-line description of what is wrong with the line."""
 
 
-def parse_call_line(
-    line: str, options: tuple[str, ...] = ("timeout",), takes_arguments: bool = True, flags: tuple[str, ...] = ()
-) -> tuple[str, str | dict, dict[str, str]]:
-    """Split `NAME [JSON | key=value ...] [--option VALUE ...] [--flag ...]` into its three parts.
+def read_call_line(
+    parser: argparse.ArgumentParser, line: str, takes_arguments: bool = True
+) -> tuple[str, dict[str, Any] | list[str], argparse.Namespace]:
+    """A calling magic's line: the name, the arguments (the decoded JSON object, or the
+    key=value words for `parse_pairs`), and the options `parser` read.
 
-    Returns the name, then either the decoded JSON object or the raw key=value text
-    (a string), then the options (a flag that is present maps to ""). The words are split by `lines.split`: a trailing
-    `# comment` is dropped, and JSON (the object, or a value after `key=`) is kept as typed.
-    """
-    try:
-        words = split(line, keep_json=takes_arguments)
-    except LineError as err:
-        raise ArgumentsError(str(err)) from None
-    if not words:
-        raise ArgumentsError("missing the name to call")
-    name, rest = words[0], words[1:]
-    if name.startswith("-"):
-        raise ArgumentsError(f"the name comes first, got option {name!r}")
-    if name.startswith(("{", "[")):
+    The arguments are the words the parser takes for ARGUMENT and those after `--`, which are
+    arguments whatever they look like (`-- -x=1`)."""
+    options, tail = read_with_tail(parser, line, arguments=takes_arguments)
+    if tail and not takes_arguments:
+        raise ArgumentsError(f"unrecognized arguments: {' '.join(tail)} (%{parser.prog} takes no arguments)")
+    if options.name.startswith(("{", "[")):
         raise ArgumentsError("the name comes first, then the JSON arguments")
-    payload: str | dict = ""
-    if rest and rest[0].startswith("["):
+    return options.name, read_payload([*getattr(options, "arguments", ()), *(tail or ())]), options
+
+
+def read_payload(words: Sequence[str]) -> dict[str, Any] | list[str]:
+    """The words after the name: the decoded JSON object, or the key=value words (for `parse_pairs`)."""
+    if not words:
+        return []
+    first = words[0]
+    if first.startswith("["):
         raise ArgumentsError("JSON arguments must be an object ({...}), not an array")
-    if rest and rest[0].startswith("{"):
-        try:
-            decoded = read_json(rest[0])
-        except BadJson as err:
-            at = f" at column {err.colno}" if err.colno is not None else ""
-            raise ArgumentsError(f"invalid JSON arguments: {err.msg}{at}") from None
-        if not isinstance(decoded, dict):
-            raise ArgumentsError("JSON arguments must be an object")
-        payload, rest = decoded, rest[1:]
-    found: dict[str, str] = {}
-    pairs: list[str] = []
-    i = 0
-    while i < len(rest):
-        token = rest[i]
-        match = _OPTION.match(token)
-        if match:
-            key = match.group(1)
-            if key in flags:
-                if match.group(2) is not None:
-                    raise ArgumentsError(f"--{key} takes no value")
-                found[key] = ""
-                i += 1
-                continue
-            if key not in options:
-                known = ", ".join(f"--{o}" for o in (*options, *flags)) or "none"
-                raise ArgumentsError(f"unknown option --{key} (known: {known})")
-            value = match.group(2)
-            if value is None:
-                if i + 1 >= len(rest):
-                    raise ArgumentsError(f"--{key} needs a value")
-                value = rest[i + 1]
-                i += 1
-            found[key] = value
-        elif isinstance(payload, dict):
-            raise ArgumentsError(f"unexpected {token!r} after the JSON object")
-        else:
-            pairs.append(token)
-        i += 1
-    if pairs and not takes_arguments:
-        raise ArgumentsError(f"unexpected {pairs[0]!r}: this magic takes no arguments")
-    return name, payload if isinstance(payload, dict) else pairs_text(pairs), found
+    if not first.startswith("{"):
+        return list(words)
+    try:
+        decoded = read_json(first)
+    except BadJson as err:
+        at = f" at column {err.colno}" if err.colno is not None else ""
+        raise ArgumentsError(f"invalid JSON arguments: {err.msg}{at}") from None
+    if len(words) > 1:
+        raise ArgumentsError(f"unexpected {words[1]!r} after the JSON object")
+    return decoded
 
 
-def pairs_text(pairs: list[str]) -> str:
-    return "\x00".join(pairs)
-
-
-def parse_pairs(raw: str, schema: dict[str, Any] | None, what: str) -> dict[str, Any]:
-    """`key=value` tokens to arguments, each value coerced with its property's schema.
+def parse_pairs(pairs: Sequence[str], schema: dict[str, Any] | None, what: str) -> dict[str, Any]:
+    """`key=value` words to arguments, each value coerced with its property's schema.
 
     The names are checked against the schema's `properties`; a schema whose `properties` is
     not an object (a server may publish anything) checks no names, and its values are guessed."""
@@ -104,7 +70,7 @@ def parse_pairs(raw: str, schema: dict[str, Any] | None, what: str) -> dict[str,
     if not isinstance(properties, Mapping):
         checked = checked and properties is None
         properties = {}
-    for token in filter(None, raw.split("\x00")):
+    for token in pairs:
         key, sep, value = token.partition("=")
         if not sep or not key:
             raise ArgumentsError(f"expected key=value, got {token!r}")

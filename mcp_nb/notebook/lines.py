@@ -8,9 +8,11 @@ every line follows the same rules:
   a POSIX shell (a backslash keeps the next character literal);
 - a word starting with `#` ends the line: ` # result` is a comment, `a#b` is one word,
   and a `#` inside quotes or inside a JSON string is data;
-- with `keep_json=True` (the lines that carry arguments), a JSON object or array that starts a
-  word or follows `key=` is kept exactly as typed, inner quotes and spaces included, so
-  `d={"k": "v"}` still reads as JSON when the value is converted.
+- with `keep_json=True`, a JSON object or array that starts a word or follows `key=` is kept
+  exactly as typed, inner quotes and spaces included, so `d={"k": "v"}` still reads as JSON
+  when the value is converted. On the lines that carry a call's arguments, a word that starts
+  like JSON and is none is refused (`{bad json}`); elsewhere (`loose=True`: an option's value,
+  `--input-schema {"type": "object"}`) such a word is read as any other, by the shell's rules.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ class LineError(BadValue):
     """The line cannot be split; the message is one line for the user."""
 
 
-def split(line: str, keep_json: bool = False) -> list[str]:
+def split(line: str, keep_json: bool = False, loose: bool = False) -> list[str]:
     """The words of `line` (see the module docstring for the rules)."""
     words: list[str] = []
     i, n = 0, len(line)
@@ -35,11 +37,11 @@ def split(line: str, keep_json: bool = False) -> list[str]:
             i += 1
         if i >= n or line[i] == "#":
             return words
-        word, i = _word(line, i, keep_json)
+        word, i = _word(line, i, keep_json, loose)
         words.append(word)
 
 
-def _word(line: str, i: int, keep_json: bool) -> tuple[str, int]:
+def _word(line: str, i: int, keep_json: bool, loose: bool) -> tuple[str, int]:
     parts: list[str] = []
     start, n = i, len(line)
     after_key = False  # the previous character was the first `=` of a key=value word
@@ -48,17 +50,15 @@ def _word(line: str, i: int, keep_json: bool) -> tuple[str, int]:
         char = line[i]
         if keep_json and char in "{[" and (i == start or after_key):
             end = _json_end(line, i)
+            if end is None and not loose:
+                if i == start:
+                    _raise_invalid_json(line, i)
+                # Not JSON after key=: the value is text, kept as typed (quotes too) up to the next space.
+                end = _verbatim_end(line, i)
             if end is not None:
                 parts.append(line[i:end])
                 i, after_key = end, False
                 continue
-            if i == start:
-                _raise_invalid_json(line, i)
-            # Not JSON after key=: the value is text, kept as typed (quotes too) up to the next space.
-            end = _verbatim_end(line, i)
-            parts.append(line[i:end])
-            i = end
-            continue
         after_key = False
         if char == "'":
             close = line.find("'", i + 1)

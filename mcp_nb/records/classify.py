@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
+from mcp_nb.records.structured import says_not_json
 from mcp_nb.records.trace import ServerLog, ServerTrace
 from mcp_nb.sdk_compat import (
     CONNECTION_CLOSED,
@@ -55,6 +56,8 @@ def tool_result_cause(name: str, content: str, is_error: bool, trace: ServerTrac
         return _OK
     if not local:
         return "tool_error", _remote_tool_error(name, content, trace)
+    if _refused_not_json(name, content, trace):
+        return "tool_error", "non_json_number"
     seen = _templates(trace.logs) if trace is not None else set()
     if TOOL_REJECTED in seen:
         return "tool_error", "invalid_arguments"
@@ -69,6 +72,15 @@ def tool_result_cause(name: str, content: str, is_error: bool, trace: ServerTrac
     if trace is not None and trace.status == "raised":
         return ("tool_error", "raised") if trace.error_type == "ToolError" else ("tool_error", "crash")
     return "tool_error", "returned"
+
+
+def _refused_not_json(name: str, content: str, trace: ServerTrace | None) -> bool:
+    """The kernel's server refused what the handler returned as no JSON (NaN, an infinity): the
+    probe raised it as a ToolError, whose text the SDK sends after its prefix."""
+    prefix = f"Error executing tool {name}: "
+    if trace is None or trace.status != "raised" or trace.error_type != "ToolError" or not content.startswith(prefix):
+        return False
+    return says_not_json(content[len(prefix) :])
 
 
 def _output_refused(trace: ServerTrace | None) -> bool:
@@ -119,6 +131,8 @@ def protocol_error_cause(
         return "url_required"
     if not local:
         return _remote_protocol_error(target, code, message or "", trace)
+    if code == INTERNAL_ERROR and trace is not None and trace.error_type == "MCPError" and says_not_json(message):
+        return "non_json_number"  # the kernel's server refused a resource's or a prompt's NaN (registering/probe.py)
     logs = trace.logs if trace is not None else ()
     seen = _templates(logs)
     if target != "prompt" and HANDLER_RAISED in seen:
@@ -228,6 +242,8 @@ def client_failure(err: BaseException) -> tuple[str, Any]:
         except Exception:  # noqa: BLE001 - a streamed body may not be readable any more
             body = ""
         return "http_error", {"status": status, "body": body}
+    if "NonJsonNumber" in kinds:  # mcp_nb's client refused an answer holding NaN or an infinity
+        return "non_json_number", None
     if kinds & {"OAuthFlowError", "AuthorizationPending"}:  # a step-up during the call that got no token
         return "unauthorized", None
     if kinds & {"ConnectionLost", "ClosedResourceError", "BrokenResourceError", "EndOfStream", "ConnectionError",

@@ -11,13 +11,10 @@ calls all read.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Iterable, NamedTuple
 
-from mcp_nb.records.structured import json_equal
+from mcp_nb.records.structured import json_equal, json_path
 from mcp_nb.mistakes import BadJson, read_json
-
-_PLAIN_KEY = re.compile(r"[A-Za-z_][\w-]*")
 
 
 class _Absent:
@@ -30,21 +27,6 @@ class _Absent:
 
 
 _MISSING = _Absent()
-
-
-def json_path(steps: Iterable[str | int]) -> str:
-    """A JSON path of the simple kind the cases' checks read (`$.a.b`, `$.items[0]`, `$['$defs']`)."""
-    out = "$"
-    for step in steps:
-        if isinstance(step, int):
-            out += f"[{step}]"
-        elif _PLAIN_KEY.fullmatch(step):
-            out += f".{step}"
-        elif "'" not in step:
-            out += f"['{step}']"
-        else:
-            out += f'["{step}"]'
-    return out
 
 
 class Difference(NamedTuple):
@@ -70,6 +52,8 @@ def _json(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
     except (TypeError, ValueError):
         return repr(value)
+    except RecursionError:  # a value nested deeper than the writer goes: its kind, not its text
+        return f"[{type(value).__name__} nested too deeply to show]"
 
 
 def as_json(text: Any) -> Any:
@@ -95,23 +79,22 @@ def same_content(expected: str | None, got: str | None) -> bool:
 
 def json_differences(a: Any, b: Any, steps: list | None = None, limit: int = 20) -> list[Difference]:
     """Where two JSON values differ, deepest first found: objects by key, lists of one length by
-    index, anything else as a whole (at most `limit` places)."""
+    index, anything else as a whole (at most `limit` places). A loop, not recursion: the values
+    may come from a case file nested as deep as Python's JSON reader takes."""
     found: list[Difference] = []
-    _walk(a, b, steps or [], found, limit)
+    stack: list[tuple[Any, Any, list]] = [(a, b, list(steps or []))]
+    while stack and len(found) < limit:
+        x, y, at = stack.pop()
+        if x is y:
+            continue
+        if type(x) is dict and type(y) is dict:  # read key by key, not compared whole first: each level once
+            keys = list(x) + [k for k in y if k not in x]
+            stack.extend((x.get(key, _MISSING), y.get(key, _MISSING), [*at, key]) for key in reversed(keys))
+        elif type(x) is list and type(y) is list and len(x) == len(y):
+            stack.extend((x[i], y[i], [*at, i]) for i in range(len(x) - 1, -1, -1))
+        elif not json_equal(x, y):
+            found.append(Difference(json_path(at), x, y))
     return found
-
-
-def _walk(a: Any, b: Any, steps: list, found: list[Difference], limit: int) -> None:
-    if len(found) >= limit or json_equal(a, b):
-        return
-    if type(a) is dict and type(b) is dict:
-        for key in list(a) + [k for k in b if k not in a]:
-            _walk(a.get(key, _MISSING), b.get(key, _MISSING), [*steps, key], found, limit)
-    elif type(a) is list and type(b) is list and len(a) == len(b):
-        for index, (x, y) in enumerate(zip(a, b)):
-            _walk(x, y, [*steps, index], found, limit)
-    else:
-        found.append(Difference(json_path(steps), a, b))
 
 
 def content_differences(a: str | None, b: str | None) -> list[Difference]:
@@ -145,12 +128,23 @@ def outcome_differences(a: Any, b: Any, arguments: bool = False) -> list[Differe
 
 
 def _plain(value: Any) -> Any:
-    """Mappings and tuples as the JSON they stand for (a frame's cell may hold either)."""
-    if isinstance(value, dict) or (hasattr(value, "items") and hasattr(value, "keys")):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
+    """Mappings and tuples as the JSON they stand for (a frame's cell may hold either). A loop, not
+    recursion, for the same reason as `json_differences`."""
+    top: list = [None]
+    stack: list[tuple[Any, Any, Any]] = [(value, top, 0)]
+    while stack:
+        item, holder, key = stack.pop()
+        if isinstance(item, dict) or (hasattr(item, "items") and hasattr(item, "keys")):
+            pairs = [(str(k), v) for k, v in item.items()]
+            copy: Any = dict.fromkeys(name for name, _ in pairs)  # the keys in their order, filled below
+            stack.extend((v, copy, name) for name, v in pairs)
+        elif isinstance(item, (list, tuple)):
+            copy = [None] * len(item)
+            stack.extend((v, copy, i) for i, v in enumerate(item))
+        else:
+            copy = item
+        holder[key] = copy
+    return top[0]
 
 
 def said(differences: list[Difference]) -> str:

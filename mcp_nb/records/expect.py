@@ -28,10 +28,11 @@ OUTCOME_DOC = {
 # Which causes each outcome type has (docs/guide.md, "Outcomes and causes").
 PAIRS = {
     "result": ("ok",),
-    "tool_error": ("raised", "crash", "invalid_arguments", "unknown_tool", "returned", "invalid_output"),
+    "tool_error": ("raised", "crash", "invalid_arguments", "unknown_tool", "returned", "invalid_output", "non_json_number"),
     "protocol_error": (
         "mcp_error", "not_found", "resource_error", "crash", "invalid_arguments", "client_error", "disconnected",
-        "http_error", "unauthorized", "url_required", "invalid_response", "invalid_output", "worker_lost",
+        "http_error", "unauthorized", "url_required", "invalid_response", "invalid_output", "non_json_number",
+        "worker_lost",
     ),
     "timeout": ("deadline", "max_timeout", "cancelled"),
 }  # fmt: skip

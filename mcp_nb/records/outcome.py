@@ -43,6 +43,7 @@ CAUSES = (
     "url_required",
     "invalid_response",
     "invalid_output",
+    "non_json_number",
     "deadline",
     "max_timeout",
     "cancelled",
@@ -90,6 +91,10 @@ CAUSE_DOC = CauseDoc({
     "invalid_output": (
         "the tool's structured result did not match its declared output schema "
         "(refused by the server's check of the return value, or by the client's)"
+    ),
+    "non_json_number": (
+        "the answer held NaN or an infinity, which JSON has not: the kernel's server refused what its handler "
+        "returned (the text says which number and where), or the client refused an outside server's answer"
     ),
     "deadline": "the client stopped waiting at the deadline (code -32001); with reset_on_progress, no progress came for a whole timeout",
     "max_timeout": "the call reset its deadline on progress until the hard ceiling max_timeout ended it (code -32001)",

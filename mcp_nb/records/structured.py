@@ -20,12 +20,12 @@ check; nothing global changes.
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any, Callable
 
 from mcp_nb import sdk_compat
-from mcp_nb.mistakes import BadValue
+from mcp_nb.mistakes import BadValue, Failure
+from mcp_nb.numbers import is_number, non_finite_at, spelled
 
 TYPES = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
 JSON_VALUES = frozenset({type(None), bool, int, float, str, list, dict})
@@ -93,10 +93,10 @@ def _supported(node: Any, defs: dict) -> bool:
             if type(value) is not int or value < 0:
                 return False
         elif key in _BOUNDS:
-            if type(value) not in (int, float) or not math.isfinite(value):
+            if type(value) not in (int, float) or not is_number(value):  # an int beyond a float's range is one too
                 return False
         elif key == "multipleOf":
-            if type(value) not in (int, float) or not math.isfinite(value) or value <= 0:
+            if type(value) not in (int, float) or not is_number(value) or value <= 0:
                 return False
         elif key == "uniqueItems":
             if not isinstance(value, bool):
@@ -328,13 +328,43 @@ def json_equal(a: Any, b: Any) -> bool:
     if a is b:
         return True
     ta, tb = type(a), type(b)  # exact types: a bool is never taken for an int here
-    if ta in (int, float) and tb in (int, float):
+    if ta in _NUMBERS and tb in _NUMBERS:
         return a == b
-    if ta is list and tb is list:
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
-    if ta is dict and tb is dict:
-        return len(a) == len(b) and all(key in b and json_equal(item, b[key]) for key, item in a.items())
+    if (ta is list and tb is list) or (ta is dict and tb is dict):
+        return _containers_equal(a, b)
     return ta is str and tb is str and a == b
+
+
+_NUMBERS = (int, float)
+
+
+def _containers_equal(a: list | dict, b: list | dict) -> bool:
+    # A loop, not recursion: the values may come from a file or a peer nested as deep as a JSON
+    # reader takes (Python's, to its recursion limit), and a comparison must not fail where the
+    # reading did not.
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if x is y:
+            continue
+        tx, ty = type(x), type(y)
+        if tx in _NUMBERS and ty in _NUMBERS:
+            if x != y:
+                return False
+        elif tx is list and ty is list:
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y))
+        elif tx is dict and ty is dict:
+            if len(x) != len(y):
+                return False
+            for key, item in x.items():
+                if key not in y:
+                    return False
+                stack.append((item, y[key]))
+        elif not (tx is str and ty is str and x == y):
+            return False
+    return True
 
 
 def _distinct(items: list) -> bool:
@@ -352,7 +382,9 @@ class LocalCheck:
     """The check of one session's structured results: proved here when possible, else the SDK's.
 
     It reads the schema the SDK itself would check against (the session's last listing
-    of the tool), so both checks always judge the same schema.
+    of the tool), so both checks always judge the same schema. First of all, a result whose
+    structured content holds a number JSON cannot carry is refused (`NonJsonNumber`), whatever
+    the schema: see `refused_answer`.
     """
 
     def __init__(self, session: Any, sdk_check: Any) -> None:
@@ -361,9 +393,14 @@ class LocalCheck:
         self._checks: dict[str, tuple[Any, Check | None]] = {}  # tool -> (schema object, its check)
 
     async def __call__(self, name: str, result: Any) -> None:
+        structured = result.structured_content
+        if structured is not None and type(structured) is not str:
+            refusal = refused_answer(structured)
+            if refusal is not None:
+                raise NonJsonNumber(refusal)
         schemas = sdk_compat.output_schemas(self._session)  # absent: the SDK checks
         schema = schemas.get(name) if schemas is not None else None
-        if schema is not None and result.structured_content is not None:
+        if schema is not None and structured is not None:
             check = self._check(name, schema)
             if check is not None and check(result.structured_content):
                 return
@@ -380,6 +417,74 @@ class LocalCheck:
 def check_results_locally(session: Any) -> None:
     """Give this session (mcp_nb's own) the check above, in place of the SDK's first step."""
     sdk_compat.replace_result_check(session, lambda sdk_check: LocalCheck(session, sdk_check))
+
+
+# -- numbers JSON cannot carry ---------------------------------------------------------------------
+#
+# JSON has no NaN and no infinity (`mcp_nb.numbers`). A handler of the kernel's server that returns
+# one is refused by the server (`registering/probe.py`): the result becomes a `tool_error` (a
+# `protocol_error` for a resource or a prompt, which have no isError) with the cause
+# `non_json_number`, whose text says which number and where. Not null, which pydantic writes in
+# its place in a message: a silent null is a different answer, and it breaks a `-> float` tool's
+# own output schema. Not the literal, which pydantic writes into a result's text: the model then
+# reads a "NaN" that strict readers of the text refuse. An outside server that sends one (a
+# `NaN` literal in its JSON, which the SDK's reader takes) is refused by mcp_nb's client: the
+# answer is no JSON a strict client could read, a `protocol_error` with the same cause.
+
+NOT_JSON_TEXT = re.compile(
+    r"the (?:result|answer) (?:is|holds) (?:NaN|Infinity|-Infinity)(?: at \$.*)?, a number JSON cannot carry "
+    r"\(JSON has no NaN or infinity\).*",
+    re.S,
+)
+# What the kernel's server says after that sentence, to whoever wrote the handler.
+RETURN_INSTEAD = ": return None, or the number as a string, where that is what it means"
+
+
+class NonJsonNumber(Failure, ValueError):
+    """An answer that holds a number JSON cannot carry: NaN, Infinity, -Infinity (a strict
+    client cannot read it; mcp_nb's client refuses it, as its classification says)."""
+
+
+def not_json(value: Any, what: str = "the result", root: tuple = ()) -> str | None:
+    """What is wrong with `value` as JSON's numbers go, in a sentence (`NOT_JSON_TEXT`), or None when
+    every number in it is one JSON can carry. `root`: the path `value` sits at, for the sentence."""
+    found = non_finite_at(value)
+    if found is None:
+        return None
+    path, number = found
+    where = (*root, *path)
+    said = f"{what} holds {spelled(number)} at {json_path(where)}" if where else f"{what} is {spelled(number)}"
+    return f"{said}, a number JSON cannot carry (JSON has no NaN or infinity)"
+
+
+def refused_answer(structured: Any) -> str | None:
+    """Why mcp_nb's client refuses an answer's structured content, or None when it does not."""
+    return not_json(structured, "the answer", ("structuredContent",))
+
+
+def says_not_json(text: str | None) -> bool:
+    """Whether `text` is the sentence `not_json` makes."""
+    return text is not None and NOT_JSON_TEXT.fullmatch(text) is not None
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][\w-]*")
+
+
+def json_path(steps: Any) -> str:
+    """A JSON path of the simple kind the cases' checks read (`$.a.b`, `$.items[0]`, `$['$defs']`)."""
+    out = "$"
+    for step in steps:
+        if isinstance(step, int):
+            out += f"[{step}]"
+        elif not isinstance(step, str):
+            out += f"[{step!r}]"
+        elif _PLAIN_KEY.fullmatch(step):
+            out += f".{step}"
+        elif "'" not in step:
+            out += f"['{step}']"
+        else:
+            out += f'["{step}"]'
+    return out
 
 
 # -- a structured result as a table ----------------------------------------------------------------

@@ -41,6 +41,14 @@ FORMAT = 1  # the value of "mcp_nb_surface": a later format gets a new number, a
 SECTIONS = {"tool": ("tools", "name"), "resource": ("resources", "uri"), "template": ("templates", "uriTemplate"), "prompt": ("prompts", "name")}
 KINDS = ("server", *SECTIONS)
 SERVER_FIELDS = ("name", "title", "version", "description", "websiteUrl", "icons", "instructions", "capabilities", "protocol")
+# How deep a snapshot may nest, in objects and lists, its own four levels included (the document,
+# a section, an entry, its inputSchema). A listing's schemas nest a few levels (a model inside a
+# model is a `$ref`, not a nesting); a schema a hundred levels deep is a generator's accident or
+# an attack. The comparison of two snapshots (`schema_compat`) recurses about three frames a
+# level, so this bound keeps any diff far inside Python's recursion limit, from any caller. It
+# is checked wherever a document comes in, a snapshot taken (`document`) and one read (`load`),
+# with the same words: every snapshot mcp_nb takes or reads is one it can diff.
+MAX_DEPTH = 100
 
 
 class SurfaceError(BadValue):
@@ -84,7 +92,9 @@ def document(server: dict[str, Any], listed: dict[str, list[dict[str, Any]]]) ->
             key, kept = entry(kind, item)
             entries[key] = kept  # a server that lists a name twice: the last one, as a client's lookup finds it
         doc[section] = entries
-    return sorted_keys(doc)
+    doc = sorted_keys(doc)
+    shallow_enough(doc, "the snapshot")
+    return doc
 
 
 def sorted_keys(value: Any) -> Any:
@@ -153,8 +163,52 @@ def load(source: str | Path | dict[str, Any]) -> dict[str, Any]:
     except TypeError as err:
         raise SurfaceError(f"{where} holds what is not JSON: {_reason(err)}") from None
     except RecursionError:
-        raise SurfaceError(f"{where}: nested too deeply") from None
+        raise SurfaceError(f"{where}: {_too_deep(None)}") from None
+    shallow_enough(data, where)
     return checked(data, where)
+
+
+def shallow_enough(data: Any, where: str) -> None:
+    """A `SurfaceError` unless `data` nests at most `MAX_DEPTH` levels of objects and lists."""
+    path = too_deep(data)
+    if path is not None:
+        raise SurfaceError(f"{where}: {_too_deep(path)}")
+
+
+def too_deep(data: Any, limit: int = MAX_DEPTH) -> list | None:
+    """The path to the first object or list deeper than `limit` levels in `data`, or None.
+
+    Level by level, a loop (not recursion: the data may nest as deep as a reader took it); the
+    path is looked for only once the answer is known to be yes."""
+    level, depth = ([data] if type(data) is dict or type(data) is list else []), 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return _path_below(data, limit)
+        below: list = []
+        keep = below.append
+        for node in level:
+            for value in node.values() if type(node) is dict else node:
+                if type(value) is dict or type(value) is list:
+                    keep(value)
+        level = below
+    return None
+
+
+def _path_below(data: Any, limit: int) -> list:
+    stack: list[tuple[Any, list]] = [(data, [])]
+    while stack:
+        node, path = stack.pop()
+        if len(path) >= limit:
+            return path
+        pairs = node.items() if type(node) is dict else enumerate(node)
+        stack.extend((value, [*path, key]) for key, value in pairs if type(value) is dict or type(value) is list)
+    return []
+
+
+def _too_deep(path: list | None) -> str:
+    at = "" if not path else " (at " + ".".join(str(step) for step in path[:6]) + (".…" if len(path) > 6 else "") + ")"
+    return f"nested more than {MAX_DEPTH} levels deep{at}: mcp_nb takes, reads and compares snapshots up to {MAX_DEPTH} levels"
 
 
 def checked(data: Any, where: str) -> dict[str, Any]:

@@ -5,8 +5,9 @@ entry: `$.inputSchema.properties.title`), whether something was `added`, `remove
 `changed`, the values `before` and `after`, whether it is `breaking` (True, False, or
 "unknown"), the `rule` that said so, and `why` in a sentence ("`title` became required").
 
-The rules are the table `RULES`, one small function per kind of change below, and docs/cases.md
-lists them. A schema is read from the side of who uses it:
+The rules are the table `RULES`, one small function per kind of change below (the walk of a
+schema's two versions is `schema_compat.SchemaDiff`'s, which knows nothing of MCP), and
+docs/cases.md lists them. A schema is read from the side of who uses it:
 
 - an **input** schema (a tool's parameters, a prompt's arguments) breaks a client when a call it
   could make before is refused now: a new required parameter, a parameter removed, a type, an
@@ -25,17 +26,19 @@ Pure data work: no connection, no engine. `calling/surface.py` takes the snapsho
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from mcp_nb import libraries as lib
-from mcp_nb.records.compare import json_path as where
+from mcp_nb.records.schema_compat import ABSENT as _ABSENT
+from mcp_nb.records.schema_compat import SchemaDiff, renamed, twins_of
+from mcp_nb.records.schema_compat import change_of as _change
+from mcp_nb.records.schema_compat import shown as _shown
 from mcp_nb.records.structured import json_equal
-from mcp_nb.records.surface import SECTIONS
-from mcp_nb.mistakes import BadValue
+from mcp_nb.records.structured import json_path as where
+from mcp_nb.records.surface import MAX_DEPTH, SECTIONS, too_deep
+from mcp_nb.mistakes import BadValue, Failure
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -115,13 +118,6 @@ class Change:
 
 
 COLUMNS = [f.name for f in fields(Change)]
-_ABSENT = object()  # a key that is not there (None is a JSON value)
-
-
-def _shown(value: Any) -> str:
-    if value is _ABSENT:
-        return "nothing"
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
 # -- one entry's changes -------------------------------------------------------------------------------
@@ -146,12 +142,6 @@ class _Entry:
         self.row("unknown", steps, _change(before, after), before, after, f"{what}: the rules do not know this change", side)
 
 
-def _change(before: Any, after: Any) -> str:
-    if before is _ABSENT:
-        return "added"
-    return "removed" if after is _ABSENT else "changed"
-
-
 def entry_changes(kind: str, name: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[Change]:
     """The changes between two versions of one entry (None: it is not there)."""
     entry = _Entry(kind, name)
@@ -161,6 +151,11 @@ def entry_changes(kind: str, name: str, old: dict[str, Any] | None, new: dict[st
         entry.row("added", [], "added", _ABSENT, new, f"new {kind} `{name}`")
     elif new is None:
         entry.row("removed", [], "removed", old, _ABSENT, f"{kind} `{name}` removed: clients that use it break")
+    elif too_deep(old, MAX_DEPTH - 2) is not None or too_deep(new, MAX_DEPTH - 2) is not None:
+        # Deeper than any snapshot's entry (two levels into its document) can be: not from a
+        # snapshot, which is bounded where it is read, but two registrations of the kernel's,
+        # say. Said as a change no rule could read, not compared level by level.
+        entry.unknown([], old, new, f"nested more than {MAX_DEPTH} levels deep, so not compared")
     else:
         ENTRY_RULES[kind](entry, old, new)
     return entry.rows
@@ -223,7 +218,7 @@ def _hint(entry: _Entry, steps: list, before: Any, after: Any) -> None:
 
 
 def _input_schema(entry: _Entry, steps: list, before: Any, after: Any) -> None:
-    _Schema(entry, "input", before, after).compare(_or_any(before), _or_any(after), steps, [])
+    SchemaDiff(entry, "input", before, after).compare(_or_any(before), _or_any(after), steps, [])
 
 
 def _output_schema(entry: _Entry, steps: list, before: Any, after: Any) -> None:
@@ -232,7 +227,7 @@ def _output_schema(entry: _Entry, steps: list, before: Any, after: Any) -> None:
     elif after is _ABSENT:
         entry.row("output-schema-removed", steps, "removed", before, after, "the tool no longer declares an output schema: clients reading its structured content lose it")
     else:
-        _Schema(entry, "output", before, after).compare(before, after, steps, [])
+        SchemaDiff(entry, "output", before, after).compare(before, after, steps, [])
 
 
 def _or_any(schema: Any) -> Any:
@@ -273,6 +268,7 @@ def _prompt(entry: _Entry, old: dict, new: dict) -> None:
 def _arguments(entry: _Entry, steps: list, before: Any, after: Any) -> None:
     old = before if isinstance(before, dict) else {}
     new = after if isinstance(after, dict) else {}
+    twins = twins_of(old, new)
     for name in sorted(set(old) | set(new)):
         at = [*steps, name]
         was, now = old.get(name), new.get(name)
@@ -281,7 +277,7 @@ def _arguments(entry: _Entry, steps: list, before: Any, after: Any) -> None:
             rule = "required-property-added" if required else "property-added"
             entry.row(rule, at, "added", _ABSENT, now, f"new {'required' if required else 'optional'} argument `{name}`")
         elif now is None:
-            entry.row("property-removed", at, "removed", was, _ABSENT, f"argument `{name}` removed{_renamed(name, was, old, new)}")
+            entry.row("property-removed", at, "removed", was, _ABSENT, f"argument `{name}` removed{renamed(was, twins)}")
         elif not json_equal(was, now):
             _each_key(entry, was, now, {"description": _described, "title": _described, "required": _argument_required}, at)
 
@@ -294,12 +290,6 @@ def _argument_required(entry: _Entry, steps: list, before: Any, after: Any) -> N
         entry.row("became-required", steps, _change(before, after), before, after, f"`{name}` became required")
     else:
         entry.row("became-optional", steps, _change(before, after), before, after, f"`{name}` became optional")
-
-
-def _renamed(name: str, was: Any, old: dict, new: dict) -> str:
-    """" (renamed to `x`?)" when a new key beside it has exactly its old value."""
-    twins = [other for other, value in new.items() if other not in old and json_equal(value, was)]
-    return f" (renamed to `{twins[0]}`?)" if len(twins) == 1 else ""
 
 
 # -- the server ----------------------------------------------------------------------------------------
@@ -339,391 +329,6 @@ def _server(entry: _Entry, old: dict, new: dict) -> None:
 ENTRY_RULES: dict[str, Callable[[_Entry, dict, dict], None]] = {
     "server": _server, "tool": _tool, "resource": _resource, "template": _resource, "prompt": _prompt,
 }  # fmt: skip
-
-
-# -- schemas -------------------------------------------------------------------------------------------
-
-_DESCRIPTIVE = ("title", "description", "examples", "$comment", "deprecated", "readOnly", "writeOnly", "contentMediaType", "contentEncoding")
-_LOWER_BOUNDS = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains")
-_UPPER_BOUNDS = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains")
-_SIMPLE_TYPE = re.compile(r"array|boolean|integer|null|number|object|string")
-
-
-class _Schema:
-    """The walk of one schema's two versions; `side` is "input" or "output" (see the module doc)."""
-
-    def __init__(self, entry: _Entry, side: str, old_root: Any, new_root: Any) -> None:
-        self.entry, self.side = entry, side
-        self.roots = (old_root if isinstance(old_root, dict) else {}, new_root if isinstance(new_root, dict) else {})
-        self.refs_seen: set[tuple[str, str]] = set()
-        # Properties whose being required changed: a default that came or went with that is said
-        # by became-required / became-optional, not again as a default changed.
-        self.required_changed: set[tuple] = set()
-
-    # -- rows -----------------------------------------------------------------------------------------
-
-    def row(self, rule: str, steps: list, before: Any, after: Any, why: str) -> None:
-        self.entry.row(rule, steps, _change(before, after), before, after, why, self.side)
-
-    def unknown(self, steps: list, before: Any, after: Any, what: str) -> None:
-        self.entry.unknown(steps, before, after, what, self.side)
-
-    def named(self, names: list[str]) -> str:
-        """How a place in the schema is named in a sentence: `title`, `book.title`, `tags[]`."""
-        if not names:
-            return "the parameters" if self.side == "input" else "the result"
-        return "`" + ".".join(names).replace(".[]", "[]") + "`"
-
-    # -- the walk -------------------------------------------------------------------------------------
-
-    def compare(self, old: Any, new: Any, steps: list, names: list[str]) -> None:
-        if json_equal(old, new):
-            return
-        old, new = _boolean_schema(old), _boolean_schema(new)
-        if not isinstance(old, dict) or not isinstance(new, dict):
-            self.unknown(steps, old, new, f"{self.named(names)}: a schema that is not an object")
-            return
-        old, new = _folded(old), _folded(new)
-        for key in _keywords(old, new):
-            before, after = old.get(key, _ABSENT), new.get(key, _ABSENT)
-            if key in ("enum", "const"):
-                # One set of allowed values, whichever keyword says it (Literal["a"] is a const, Literal["a", "b"] an enum).
-                if key == "const" and ("enum" in old or "enum" in new):
-                    continue
-                key = "enum" if "enum" in old or "enum" in new else "const"
-                before, after = _allowed(old), _allowed(new)
-            if before is not _ABSENT and after is not _ABSENT and json_equal(before, after):
-                continue
-            self.keyword(key, old, new, before, after, [*steps, key], names)
-
-    def keyword(self, key: str, old: dict, new: dict, before: Any, after: Any, steps: list, names: list[str]) -> None:
-        what = self.named(names)
-        if key in _DESCRIPTIVE:
-            self.row("described", steps, before, after, f"{what}: {key} {_change(before, after)}")
-        elif key == "default":
-            if (before is _ABSENT or after is _ABSENT) and tuple(steps[:-1]) in self.required_changed:
-                return
-            self.row("default-changed", steps, before, after, f"{what}: default {_shown(before)} → {_shown(after)}")
-        elif key == "type":
-            self.types(steps, before, after, what)
-        elif key == "properties":
-            self.properties(old, new, steps, names)
-        elif key == "required":
-            self.required(old, new, steps, names)
-        elif key in ("enum", "const"):
-            self.values(key, before, after, steps, what)
-        elif key in _LOWER_BOUNDS or key in _UPPER_BOUNDS:
-            self.bound(key, before, after, steps, what)
-        elif key == "multipleOf":
-            self.multiple(before, after, steps, what)
-        elif key in ("pattern", "uniqueItems", "additionalProperties"):
-            self.constraint(key, before, after, steps, names)
-        elif key in ("anyOf", "oneOf"):
-            self.union(key, before, after, steps, names)
-        elif key == "items" and isinstance(_or_any_absent(before), dict) and isinstance(_or_any_absent(after), dict):
-            self.compare(_or_any_absent(before), _or_any_absent(after), steps, [*names, "[]"])
-        elif key == "$ref":
-            self.ref(before, after, steps, names)
-        elif key == "$defs":
-            self.definitions(before, after, steps)
-        else:
-            self.unknown(steps, before, after, f"{what}: {key} {_change(before, after)}")
-
-    # -- one function per kind of change ----------------------------------------------------------------
-
-    def types(self, steps: list, before: Any, after: Any, what: str) -> None:
-        old, new = _types(before), _types(after)
-        if old is False or new is False:
-            self.unknown(steps, before, after, f"{what}: type is not a JSON Schema type")
-            return
-        said = f"{what}: type {_type_text(old)} → {_type_text(new)}"
-        lost = sorted(t for t in (old or _ANY) if not _covers(new, t))
-        gained = sorted(t for t in (new or _ANY) if not _covers(old, t))
-        if lost and gained:
-            self.row("type-changed", steps, before, after, said)
-        elif lost:
-            self.row("type-narrowed", steps, before, after, said.replace(": type", ": type narrowed:", 1))
-        elif gained:
-            self.row("type-widened", steps, before, after, said.replace(": type", ": type widened:", 1))
-        else:
-            self.row("described", steps, before, after, said + " (the same values)")
-
-    def properties(self, old: dict, new: dict, steps: list, names: list[str]) -> None:
-        was, now = old.get("properties", {}), new.get("properties", {})
-        if not isinstance(was, dict) or not isinstance(now, dict):
-            self.unknown(steps, old.get("properties", _ABSENT), new.get("properties", _ABSENT), f"{self.named(names)}: properties is not an object")
-            return
-        required = _names(new.get("required")) or []
-        required_before = _names(old.get("required")) or []
-        for name in sorted(set(was) | set(now)):
-            if (name in required) != (name in required_before):
-                self.required_changed.add((*steps, name))
-            at, inner = [*steps, name], [*names, name]
-            if name not in was:
-                needed = name in required
-                rule = "required-property-added" if needed else "property-added"
-                self.row(rule, at, _ABSENT, now[name], self.added_why(inner, needed))
-            elif name not in now:
-                self.row("property-removed", at, was[name], _ABSENT, self.removed_why(inner) + _renamed(name, was[name], was, now))
-            else:
-                self.compare(was[name], now[name], at, inner)
-
-    def added_why(self, names: list[str], required: bool) -> str:
-        thing = self.named(names)
-        if self.side == "input":
-            return f"new {'required' if required else 'optional'} parameter {thing}" if len(names) == 1 else f"new {'required' if required else 'optional'} property {thing}"
-        if required:
-            return f"new required field {thing}: results recorded before lack it"
-        return f"new optional field {thing}"
-
-    def removed_why(self, names: list[str]) -> str:
-        thing = self.named(names)
-        if self.side == "input":
-            return f"{'parameter' if len(names) == 1 else 'property'} {thing} removed: calls that send it break"
-        return f"field {thing} removed: clients that read it break"
-
-    def required(self, old: dict, new: dict, steps: list, names: list[str]) -> None:
-        before, after = old.get("required", _ABSENT), new.get("required", _ABSENT)
-        if any(value is not _ABSENT and _names(value) is None for value in (before, after)):
-            self.unknown(steps, before, after, f"{self.named(names)}: required is not a list of names")
-            return
-        was, now = _names(before) or [], _names(after) or []
-        old_properties, new_properties = old.get("properties"), new.get("properties")
-        both = set(old_properties) & set(new_properties) if isinstance(old_properties, dict) and isinstance(new_properties, dict) else None
-        changed = False
-        for name in [n for n in now if n not in was]:
-            if both is None or name in both:  # a property added or removed is said where properties are compared
-                self.row("became-required", steps, before, after, f"{self.named([*names, name])} became required")
-                changed = True
-        for name in [n for n in was if n not in now]:
-            if both is None or name in both:
-                why = f"{self.named([*names, name])} became optional"
-                self.row("became-optional", steps, before, after, why + ("" if self.side == "input" else ": clients may no longer get it"))
-                changed = True
-        if not changed and set(was) == set(now) and was != now:
-            self.row("described", steps, before, after, f"{self.named(names)}: required listed in another order")
-
-    def values(self, key: str, before: Any, after: Any, steps: list, what: str) -> None:
-        old = _enum(before)
-        new = _enum(after)
-        if old is False or new is False:
-            self.unknown(steps, before, after, f"{what}: {key} is not a list of values")
-            return
-        if old is None:
-            self.row("bound-tightened", steps, before, after, f"{what}: limited to {_values_text(new)}")
-            return
-        if new is None:
-            self.row("bound-loosened", steps, before, after, f"{what}: no longer limited to {_values_text(old)}")
-            return
-        lost = [v for v in old if not any(json_equal(v, w) for w in new)]
-        gained = [v for v in new if not any(json_equal(v, w) for w in old)]
-        if lost:
-            self.row("enum-value-removed", steps, before, after, f"{what}: {_plural('value', lost)} {_values_text(lost)} removed")
-        if gained:
-            self.row("enum-value-added", steps, before, after, f"{what}: {_plural('value', gained)} {_values_text(gained)} added")
-        if not lost and not gained:
-            self.row("described", steps, before, after, f"{what}: {key} listed in another order")
-
-    def bound(self, key: str, before: Any, after: Any, steps: list, what: str) -> None:
-        if any(value is not _ABSENT and not _number(value) for value in (before, after)):
-            self.unknown(steps, before, after, f"{what}: {key} is not a number")
-            return
-        lower = key in _LOWER_BOUNDS
-        if before is _ABSENT:
-            tighter, said = True, f"{key} {_shown(after)} added"
-        elif after is _ABSENT:
-            tighter, said = False, f"{key} {_shown(before)} removed"
-        else:
-            tighter = after > before if lower else after < before
-            said = f"{key} {'raised' if after > before else 'lowered'}: {_shown(before)} → {_shown(after)}"
-        self.row("bound-tightened" if tighter else "bound-loosened", steps, before, after, f"{what}: {said}")
-
-    def multiple(self, before: Any, after: Any, steps: list, what: str) -> None:
-        if any(value is not _ABSENT and (not _number(value) or value <= 0) for value in (before, after)):
-            self.unknown(steps, before, after, f"{what}: multipleOf is not a positive number")
-            return
-        if before is _ABSENT:
-            tighter = True
-        elif after is _ABSENT:
-            tighter = False
-        else:
-            quotient = before / after
-            tighter = not (math.isfinite(quotient) and quotient == int(quotient))  # the old step is a multiple of the new one: looser
-        said = f"multipleOf {_shown(before)} → {_shown(after)}"
-        self.row("bound-tightened" if tighter else "bound-loosened", steps, before, after, f"{what}: {said}")
-
-    def constraint(self, key: str, before: Any, after: Any, steps: list, names: list[str]) -> None:
-        what = self.named(names)
-        if key == "pattern":
-            if before is _ABSENT or after is _ABSENT:
-                tighter = before is _ABSENT
-                self.row("bound-tightened" if tighter else "bound-loosened", steps, before, after, f"{what}: pattern {_shown(after if tighter else before)} {'added' if tighter else 'removed'}")
-            else:
-                self.unknown(steps, before, after, f"{what}: pattern {_shown(before)} → {_shown(after)}")
-        elif key == "uniqueItems":
-            was, now = before is True, after is True
-            if {type(v) for v in (before, after) if v is not _ABSENT} - {bool}:
-                self.unknown(steps, before, after, f"{what}: uniqueItems is not true or false")
-            elif was != now:
-                self.row("bound-tightened" if now else "bound-loosened", steps, before, after, f"{what}: items {'must now be' if now else 'need no longer be'} unique")
-            else:
-                self.row("described", steps, before, after, f"{what}: uniqueItems {_change(before, after)} (the same values)")
-        else:  # additionalProperties: left out, true and {} allow any other property; false none; a schema some
-            was, now = _extra(before), _extra(after)
-            if isinstance(was, dict) and isinstance(now, dict) and was and now:
-                self.compare(was, now, steps, [*names, "*"])
-            elif was == now:
-                self.row("described", steps, before, after, f"{what}: additionalProperties {_change(before, after)} (the same values)")
-            else:
-                tighter = now is False or (was == {} and now is not False)
-                said = "other properties " + ("no longer allowed" if now is False else "limited" if tighter else "allowed again")
-                self.row("bound-tightened" if tighter else "bound-loosened", steps, before, after, f"{what}: {said}")
-
-    def union(self, key: str, before: Any, after: Any, steps: list, names: list[str]) -> None:
-        what = self.named(names)
-        if before is _ABSENT or after is _ABSENT:
-            self.unknown(steps, before, after, f"{what}: {key} {_change(before, after)}")
-            return
-        if not isinstance(before, list) or not isinstance(after, list):
-            self.unknown(steps, before, after, f"{what}: {key} is not a list of schemas")
-            return
-        lost = [m for m in before if not any(json_equal(m, n) for n in after)]
-        gained = [m for m in after if not any(json_equal(m, n) for n in before)]
-        # A member edited in place (Optional[int] to Optional[float]) is compared where it stands.
-        while lost and gained:
-            was, now = lost.pop(0), gained.pop(0)
-            self.compare(was, now, [*steps, before.index(was)], names)
-        if lost:
-            self.row("union-member-removed", steps, before, after, f"{what}: {key} lost {_members(lost)}")
-        if gained:
-            self.row("union-member-added", steps, before, after, f"{what}: {key} gained {_members(gained)}")
-
-    def ref(self, before: Any, after: Any, steps: list, names: list[str]) -> None:
-        old, new = self.resolved(0, before), self.resolved(1, after)
-        if old is None or new is None or (before, after) in self.refs_seen:
-            self.unknown(steps, before, after, f"{self.named(names)}: $ref {_shown(before)} → {_shown(after)}")
-            return
-        self.refs_seen.add((before, after))
-        self.compare(old, new, steps[:-1], names)  # another definition's name: what matters is what it holds, read where it is used
-
-    def resolved(self, which: int, ref: Any) -> Any:
-        if not isinstance(ref, str) or not ref.startswith("#/$defs/"):
-            return None
-        defs = self.roots[which].get("$defs")
-        found = defs.get(ref[len("#/$defs/") :]) if isinstance(defs, dict) else None
-        return found if isinstance(found, (dict, bool)) else None
-
-    def definitions(self, before: Any, after: Any, steps: list) -> None:
-        old = before if isinstance(before, dict) else {}
-        new = after if isinstance(after, dict) else {}
-        for name in sorted(set(old) | set(new)):
-            at = [*steps, name]
-            if name not in old or name not in new:
-                was, now = old.get(name, _ABSENT), new.get(name, _ABSENT)
-                self.row("definition-changed", at, was, now, f"definition {name} {_change(was, now)}")
-            else:
-                self.compare(old[name], new[name], at, [name])
-
-
-_ANY = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
-
-
-def _boolean_schema(schema: Any) -> Any:
-    """`true` is the schema that takes anything, as `{}` is; `false` takes nothing."""
-    if schema is True:
-        return {}
-    if schema is False:
-        return {"not": {}}
-    return schema
-
-
-def _extra(value: Any) -> Any:
-    """additionalProperties as {} (any other property), False (none) or the schema they must fit."""
-    if value is _ABSENT or value is True:
-        return {}
-    return value
-
-
-def _or_any_absent(schema: Any) -> Any:
-    return {} if schema is _ABSENT else _boolean_schema(schema)
-
-
-def _folded(node: dict) -> dict:
-    """`anyOf` of bare types (pydantic's `int | None`) read as the list of types it is."""
-    members = node.get("anyOf")
-    if "type" in node or not isinstance(members, list) or not members:
-        return node
-    kinds = [m.get("type") for m in members if isinstance(m, dict) and set(m) == {"type"}]
-    if len(kinds) != len(members) or not all(isinstance(k, str) and _SIMPLE_TYPE.fullmatch(k) for k in kinds):
-        return node
-    folded = {k: v for k, v in node.items() if k != "anyOf"}
-    folded["type"] = kinds if len(kinds) > 1 else kinds[0]
-    return folded
-
-
-def _keywords(old: dict, new: dict) -> list[str]:
-    # The type first, then the rest in order: a row about a type reads before rows about its bounds.
-    keys = sorted(set(old) | set(new))
-    return sorted(keys, key=lambda k: (k != "type", k))
-
-
-def _types(value: Any) -> frozenset[str] | None | bool:
-    """The types a `type` keyword allows (None: left out, any; False: not a type keyword)."""
-    if value is _ABSENT:
-        return None
-    kinds = [value] if isinstance(value, str) else value
-    if not isinstance(kinds, list) or not kinds or not all(isinstance(k, str) and k in _ANY for k in kinds):
-        return False
-    return frozenset(kinds)
-
-
-def _covers(kinds: frozenset[str] | None, kind: str) -> bool:
-    if kinds is None:
-        return True
-    return kind in kinds or (kind == "integer" and "number" in kinds)
-
-
-def _type_text(kinds: frozenset[str] | None) -> str:
-    return "any" if kinds is None else " | ".join(sorted(kinds))
-
-
-def _names(value: Any) -> list[str] | None:
-    if value is _ABSENT:
-        return []
-    if not isinstance(value, list) or not all(isinstance(n, str) for n in value):
-        return None
-    return value
-
-
-def _allowed(node: dict) -> Any:
-    """The values a schema node allows by `const` or `enum` (a const as a list of one), or absent."""
-    if "const" in node and "enum" in node:
-        return node["enum"] if not isinstance(node["enum"], list) else [v for v in node["enum"] if json_equal(v, node["const"])]
-    if "const" in node:
-        return [node["const"]]
-    return node.get("enum", _ABSENT)
-
-
-def _enum(value: Any) -> list | None | bool:
-    if value is _ABSENT:
-        return None
-    return value if isinstance(value, list) else False
-
-
-def _number(value: Any) -> bool:
-    return type(value) in (int, float) and math.isfinite(value)
-
-
-def _values_text(values: list) -> str:
-    return ", ".join(_shown(v) for v in values)
-
-
-def _members(members: list) -> str:
-    return ", ".join(_shown(m) for m in members)
-
-
-def _plural(word: str, items: list) -> str:
-    return word if len(items) == 1 else word + "s"
 
 
 # -- two whole snapshots -----------------------------------------------------------------------------
@@ -802,7 +407,7 @@ def failing(rows: Iterable[Change], fail_on: str) -> list[Change]:
     return [r for r in rows if fail_on == "any" or r.breaking is True or (fail_on == "unknown" and r.breaking == UNKNOWN)]
 
 
-class BreakingChanges(AssertionError):
+class BreakingChanges(Failure, AssertionError):
     """A diff that reached the level it was told to fail on (`mcp_nb.diff(..., fail_on=)`); `.frame`
     is the diff, and the message names each failing change."""
 

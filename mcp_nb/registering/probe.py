@@ -2,8 +2,9 @@
 
 It writes the handler's start and end to the current call's trace (so a timed-out
 call's fate can be seen), acts out injected faults on the path real faults take, files
-a handler's Context logs under its call, contains a handler's BaseExceptions, and times
-each step of an async handler on the engine's `LoopWatch`.
+a handler's Context logs under its call, contains a handler's BaseExceptions, refuses a
+value no JSON can carry (NaN, an infinity: `records/structured.py`), and times each step
+of an async handler on the engine's `LoopWatch`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,11 @@ import inspect
 import time
 from typing import Any, Callable
 
+from mcp import MCPError
+from mcp.server.mcpserver.exceptions import ToolError
+
 from mcp_nb import sdk_compat
+from mcp_nb.records.structured import RETURN_INSTEAD, not_json
 from mcp_nb.records.trace import CURRENT_TRACE, ServerTrace
 from mcp_nb.registering.context import context_parameter, filed
 from mcp_nb.registering.faults import raise_fault
@@ -129,6 +134,7 @@ def probe(
                 if ctx_name is not None and ctx_name in kwargs:
                     kwargs[ctx_name] = filed(kwargs[ctx_name], handler)
                 value = await _Stepped(fn(*args, **kwargs), named, trace, fn, watch)
+                _refuse_non_json(value, kind)
             except BaseException as exc:
                 exc = _contained(exc, in_task=True)
                 if trace is not None:
@@ -157,6 +163,7 @@ def probe(
                 kwargs[ctx_name] = filed(kwargs[ctx_name], handler)
             value = fn(*args, **kwargs)
             _check_returned(value, named)
+            _refuse_non_json(value, kind)
         except BaseException as exc:
             exc = _contained(exc, in_task=False)
             if trace is not None:
@@ -193,3 +200,19 @@ def _check_returned(value: Any, named: str) -> None:
             f"{named} returned {kind} ({type(value).__name__}), not a result: "
             "write it as `async def` and await inside, or return the value itself"
         )
+
+
+INTERNAL_ERROR = -32603
+
+
+def _refuse_non_json(value: Any, kind: str) -> None:
+    # A number JSON cannot carry would reach a client as null in structured content (breaking a
+    # `-> float` tool's own output schema) and as a bare NaN in the text the SDK writes: neither
+    # is what the handler meant. Refused where it is made, saying which number and where: a tool
+    # gets the tool_error the model reads, a resource or a prompt (no isError) a JSON-RPC error.
+    refusal = not_json(value)  # a str, an int, None: no walk
+    if refusal is None:
+        return
+    if kind == "tool":
+        raise ToolError(refusal + RETURN_INSTEAD)
+    raise MCPError(code=INTERNAL_ERROR, message=refusal + RETURN_INSTEAD)

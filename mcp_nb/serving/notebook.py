@@ -17,10 +17,12 @@ from pathlib import Path
 from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
+from mcp_nb.mistakes import Mistake
+
 SKIP_TAG = "mcp-skip"
 
 
-class NotebookError(RuntimeError):
+class NotebookError(Mistake, RuntimeError):
     """The notebook cannot be read, or one of its cells failed; the message says which and why."""
 
 

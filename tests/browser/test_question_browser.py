@@ -5,9 +5,19 @@ artifacts/browser/."""
 
 from __future__ import annotations
 
+import pytest
 from browser_pages import OUTCOME, PANEL, call, open_notebook, outcome_badge, pick, run_all, shot
 
+import peers
+
 QUESTION = f"{PANEL} .mcp-nb-question-box"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def everything_installed():
+    """The notebook connects to server-everything: without it, fail (CI) or skip at once, saying
+    what to install, before JupyterLab and Chromium are started for a panel that never comes."""
+    peers.require(peers.EVERYTHING)
 
 
 def test_the_question_form_shows_titles_and_whole_buttons(page, lab, artifacts):

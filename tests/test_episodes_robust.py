@@ -76,7 +76,8 @@ def test_a_host_that_refuses_an_unknown_tool_sends_nothing_and_names_the_tools(b
 
 @pytest.mark.parametrize(
     ("arguments", "why"),
-    [('{ "title": "Dun&#34; }', "not JSON"), ('["Dune"]', "JSON array"), ("null", "JSON null"), ('{"title": NaN}', "no call can carry")],
+    [('{ "title": "Dun&#34; }', "not JSON"), ('["Dune"]', "JSON array"), ("null", "JSON null"), ('{"title": NaN}', "no call can carry"),
+     ('{"title": "Du' + chr(1) + 'n"}', "(Invalid control character at line 1, column 14)")],  # fmt: skip
 )
 def test_arguments_that_are_not_a_json_object_are_not_sent_and_the_model_is_told_why(books, arguments, why):
     episode = agent("Who wrote 'Dune'?", scripted(call("get_author", arguments), call("get_author", '{"title": "Dune"}', "c2"), "Frank Herbert"))

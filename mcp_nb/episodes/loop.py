@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -84,7 +85,7 @@ class EpisodeRun:
 
     __slots__ = (
         "engine", "episode", "model", "shared", "connection", "offered", "specs", "policy", "budget", "timeout",
-        "model_timeout", "check", "task", "outcome",
+        "model_timeout", "check", "task", "outcome", "current", "_lock", "_settled",
     )  # fmt: skip
 
     def __init__(
@@ -106,6 +107,9 @@ class EpisodeRun:
         self.check = check if judged else _NOT_JUDGED
         self.task: asyncio.Task | None = None
         self.outcome: Episode | None = None
+        self.current: Any = None  # the call in flight
+        self._lock = threading.Lock()
+        self._settled = False  # the batch recorded it as cancelled: its own end records nothing
 
     async def run(self) -> Episode:
         self.task = asyncio.current_task()
@@ -116,15 +120,44 @@ class EpisodeRun:
         try:
             await self._turns(spending)
         except asyncio.CancelledError:
-            episode.stop, episode.detail = "cancelled", RESET if self.engine.closed else INTERRUPTED
+            self._end(t0, spending, "cancelled", RESET if self.engine.closed else INTERRUPTED)
             raise
-        finally:
+        except BaseException:
+            self._end(t0, spending, "cancelled", "mcp_nb failed: a bug (the traceback follows)")
+            raise
+        self._end(t0, spending)
+        return episode
+
+    def _end(self, t0: float, spending: Spending, stop: str | None = None, detail: str | None = None) -> None:
+        """The episode ended (`stop`, `detail` when it did not end by itself): judged, kept, recorded once."""
+        with self._lock:
+            if self._settled:  # the batch already recorded it as cancelled
+                return
+            episode = self.episode
+            if stop is not None:
+                episode.stop, episode.detail = stop, detail
             episode.duration_ms = (time.perf_counter() - t0) * 1000.0
             episode.tokens = spending.tokens
             if self.check is not _NOT_JUDGED:
                 episode.passed, episode.check_error = judge(self.check, episode)
             self.outcome = episode
-            log_of(self.engine.history).record(episode)
+        log_of(self.engine.history).record(episode)
+
+    def settle_cancelled(self) -> Episode:
+        """A stopped batch builds its frame, and this episode has not ended: recorded as cancelled
+        from here (any thread), its call in flight too (`Call.settle_cancelled`); its own end, when
+        its task gets there, records nothing. Recorded once."""
+        call = self.current
+        if call is not None:
+            call.settle_cancelled()
+        with self._lock:
+            if self.outcome is not None or self._settled:
+                return self.outcome
+            self._settled = True
+            episode = self.episode
+            episode.stop, episode.detail = "cancelled", "it did not end when its batch was stopped"
+            self.outcome = episode
+        log_of(self.engine.history).record(episode)
         return episode
 
     async def _turns(self, spending: Spending) -> None:
@@ -194,11 +227,14 @@ class EpisodeRun:
             if self.engine.closed:  # reset between two calls: the episode ends as a cancelled one
                 raise asyncio.CancelledError from None
             raise
+        self.current = call
         try:
             step.outcome = await call.run()
         except asyncio.CancelledError:
             step.outcome = call.outcome  # recorded as cancelled, as any call is
             raise
+        finally:
+            self.current = None
         step.told = self.policy.after(step.outcome)
 
 
@@ -230,6 +266,9 @@ class Episodes(Lanes):
                 await super().run()
         finally:
             self.finished.set()
+
+    def finished_as(self, episode: Episode) -> bool:
+        return episode.stop != "cancelled"
 
     def episodes(self) -> list[Episode]:
         """The episodes that ran (an interrupt or a reset may have stopped some before they began)."""

@@ -13,10 +13,12 @@ every key this process knows taken out (`keys.scrub`).
 
 from __future__ import annotations
 
+from mcp_nb.mistakes import Failure
+
 KINDS = ("unreachable", "http_error", "rate_limited", "bad_reply", "timeout", "raised")
 
 
-class ModelError(Exception):
+class ModelError(Failure):
     """A model gave no reply. `kind` is one of KINDS; `status` the HTTP status when there was one;
     `retry_after` the seconds an endpoint asked to wait (a rate limit)."""
 

@@ -15,6 +15,7 @@ from mcp import MCPError
 from mcp.server import MCPServer
 
 from mcp_nb import libraries as lib
+from mcp_nb.batch.cluster import sweep as cluster_sweep
 from mcp_nb.batch.replays import run_replay
 from mcp_nb.batch.sweeps import arun_sweep, run_sweep
 from mcp_nb.calling import default
@@ -321,9 +322,7 @@ def _on_cluster(limits: dict):
         raise BadValue("reset_on_progress and max_timeout are not available for a sweep on a cluster (cluster=...)")
     if limits["elicit"] is not None:
         raise BadValue("elicit= is for sweeps in the kernel; a cluster's workers answer with their own settings (none: cancelled)")
-    from mcp_nb.batch.cluster import sweep  # pandas and the cluster's modules: loaded for a cluster's sweep
-
-    return sweep
+    return cluster_sweep
 
 
 async def asweep(

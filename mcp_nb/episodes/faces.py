@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_nb.batch.core import wait
 from mcp_nb.calling import default
+from mcp_nb.episodes import cluster as on_cluster
 from mcp_nb.episodes import evaluate as evaluation
 from mcp_nb.episodes.episode import Episode, log_of, next_id
 from mcp_nb.episodes.loop import (
@@ -107,7 +108,7 @@ def evaluate(
     tasks: Any, models: Any, *, repeats: int = 1, variants: Any = None, check: Any = None, policy: Any = None,
     max_turns: int = 8, budget: Any = None, total_budget: Any = None, concurrency: int = 4, timeout: float | None = None,
     model_timeout: float = MODEL_TIMEOUT_S, system: str | None = None, server: str | None = None, progress: bool = True,
-    cluster: Any = None,
+    cluster: Any = None, partition_size: int | None = None,
 ) -> pd.DataFrame:  # fmt: skip
     engine = default.engine()
     found = evaluation.plan(
@@ -115,6 +116,9 @@ def evaluate(
         budget=budget, total_budget=total_budget, timeout=timeout, model_timeout=model_timeout, system=system,
         concurrency=concurrency, server=server,
     )  # fmt: skip
-    if cluster is not None:
-        raise BadValue("cluster= is not available for evaluations yet")
-    return evaluation.run(engine, found, progress)
+    if cluster is None:
+        if partition_size is not None:
+            raise BadValue("partition_size is for an evaluation on a cluster (cluster=...)")
+        return evaluation.run(engine, found, progress)
+    episodes, stopped = on_cluster.run_on_cluster(engine, found, cluster, progress, partition_size)
+    return evaluation.frame(episodes, found, stopped)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import threading
 import time
 from collections.abc import Sequence
@@ -43,6 +44,9 @@ from mcp_nb.models.shape import tool_message, tool_spec
 from mcp_nb.mistakes import BadJson, BadType, BadValue, Mistake, first_line, read_json
 
 MODEL_TIMEOUT_S = 120.0  # how long one reply may take, unless told otherwise
+# The episode whose task runs now: the calls it makes record themselves in its context, so a
+# listener of the history (a dask worker's partition) can tell them from others'.
+CURRENT_EPISODE: contextvars.ContextVar[int | None] = contextvars.ContextVar("mcp_nb_episode", default=None)
 RESET = "stopped by mcp_nb.reset()"
 INTERRUPTED = "interrupted"
 
@@ -85,13 +89,13 @@ class EpisodeRun:
 
     __slots__ = (
         "engine", "episode", "model", "shared", "connection", "offered", "specs", "policy", "budget", "timeout",
-        "model_timeout", "check", "task", "outcome", "current", "_lock", "_settled",
+        "model_timeout", "check", "task", "outcome", "current", "recorded", "_lock", "_settled",
     )  # fmt: skip
 
     def __init__(
         self, engine: Any, episode: Episode, model: Model, shared: Shared, connection: Any, specs: list[dict[str, Any]],
         policy: HostPolicy, budget: Budget | None, timeout: float | None, model_timeout: float, check: Any = None,
-        judged: bool = False,
+        judged: bool = False, recorded: bool = True,
     ) -> None:  # fmt: skip
         self.engine = engine
         self.episode = episode
@@ -108,6 +112,7 @@ class EpisodeRun:
         self.task: asyncio.Task | None = None
         self.outcome: Episode | None = None
         self.current: Any = None  # the call in flight
+        self.recorded = recorded  # kept beside the history (not on a dask worker: the kernel keeps it)
         self._lock = threading.Lock()
         self._settled = False  # the batch recorded it as cancelled: its own end records nothing
 
@@ -117,6 +122,7 @@ class EpisodeRun:
         episode.started = time.time()
         t0 = time.perf_counter()
         spending = Spending()
+        token = CURRENT_EPISODE.set(episode.id)
         try:
             await self._turns(spending)
         except asyncio.CancelledError:
@@ -125,6 +131,8 @@ class EpisodeRun:
         except BaseException:
             self._end(t0, spending, "cancelled", "mcp_nb failed: a bug (the traceback follows)")
             raise
+        finally:
+            CURRENT_EPISODE.reset(token)
         self._end(t0, spending)
         return episode
 
@@ -141,7 +149,8 @@ class EpisodeRun:
             if self.check is not _NOT_JUDGED:
                 episode.passed, episode.check_error = judge(self.check, episode)
             self.outcome = episode
-        log_of(self.engine.history).record(episode)
+        if self.recorded:
+            log_of(self.engine.history).record(episode)
 
     def settle_cancelled(self) -> Episode:
         """A stopped batch builds its frame, and this episode has not ended: recorded as cancelled
@@ -157,7 +166,8 @@ class EpisodeRun:
             episode = self.episode
             episode.stop, episode.detail = "cancelled", "it did not end when its batch was stopped"
             self.outcome = episode
-        log_of(self.engine.history).record(episode)
+        if self.recorded:
+            log_of(self.engine.history).record(episode)
         return episode
 
     async def _turns(self, spending: Spending) -> None:
@@ -253,8 +263,11 @@ def _evaluation(reached: str | None) -> str | None:
 class Episodes(Lanes):
     """Episodes on mcp_nb's loop, in lanes (`batch.core.Lanes`), their models opened once for all."""
 
-    def __init__(self, engine: Any, runs: Sequence[EpisodeRun], shared: Shared, models: Sequence[Model], concurrency: int) -> None:
-        super().__init__(engine, runs, concurrency)
+    def __init__(
+        self, engine: Any, runs: Sequence[EpisodeRun], shared: Shared, models: Sequence[Model], concurrency: int,
+        ended: Any = None,
+    ) -> None:  # fmt: skip
+        super().__init__(engine, runs, concurrency, ended=ended)
         self.shared = shared
         self.models = list({id(m): m for m in models}.values())
 

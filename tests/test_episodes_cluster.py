@@ -13,9 +13,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 import mcp_nb
 from mcp_nb.episodes.episode import log_of
-from mcp_nb.episodes.faces import evaluate
-from mcp_nb.models.keys import Key
-from mcp_nb.models.standin import StandIn
+from mcp_nb import Key, StandIn, evaluate
 from mcp_nb.mistakes import Mistake
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.serial]
@@ -89,7 +87,7 @@ def test_a_tool_registered_again_with_changes_is_swept_on_the_cluster(client):
 def test_a_model_that_cannot_travel_is_refused_before_anything_runs(client, monkeypatch):
     mcp_nb.tool(name="get_author")(helpful)
     monkeypatch.setattr("getpass.getpass", lambda prompt: "sk-typed-0000000000")
-    from mcp_nb.models.chat_completions import OpenAICompatible
+    from mcp_nb import OpenAICompatible
 
     typed = OpenAICompatible("m", "http://127.0.0.1:9/v1", key=Key.prompt())
     with pytest.raises(Mistake, match="cannot be shipped to the dask workers: TypeError: a key typed at a prompt stays in this process"):

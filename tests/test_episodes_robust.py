@@ -13,10 +13,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 import mcp_nb
 from mcp_nb.episodes.episode import log_of
-from mcp_nb.episodes.faces import agent, evaluate
-from mcp_nb.episodes.policy import HostPolicy
-from mcp_nb.models.budget import Budget
-from mcp_nb.models.standin import StandIn
+from mcp_nb import Budget, HostPolicy, StandIn, agent, evaluate
 from mcp_nb.mistakes import Mistake
 
 pytestmark = pytest.mark.timeout(120)

@@ -16,8 +16,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 import mcp_nb
 from mcp_nb.episodes.episode import log_of
-from mcp_nb.episodes.faces import agent, evaluate
-from mcp_nb.models.chat_completions import OpenAICompatible
+from mcp_nb import OpenAICompatible, agent, evaluate
 from mcp_nb.records.recovery import STOPS
 
 pytestmark = [pytest.mark.serial, pytest.mark.timeout(900)]

@@ -12,8 +12,7 @@ import pytest
 from model_servers import Answer, ModelServer, anthropic_check, completion, message, openai_check
 from nbclient import NotebookClient
 
-from mcp_nb.models.chat_completions import OpenAICompatible
-from mcp_nb.models.keys import Key
+from mcp_nb import Key, OpenAICompatible
 from mcp_nb.mistakes import Mistake
 
 KEY = "sk-proj-T0pS3cretKeyValue0123456789"
@@ -56,8 +55,7 @@ def test_after_episodes_with_a_key_no_saved_notebook_case_file_history_file_or_d
             "for name in ('httpx2', 'httpcore2', 'httpx', 'httpcore', 'mcp', 'mcp_nb'):\n"
             "    logging.getLogger(name).setLevel(logging.DEBUG)\n"
             "mcp_nb.configure(history_file='history')",
-            "from mcp_nb.episodes.faces import agent\nfrom mcp_nb.models.chat_completions import OpenAICompatible\n"
-            "from mcp_nb.models.anthropic import Anthropic\n"
+            "from mcp_nb import agent, OpenAICompatible, Anthropic\n"
             "@mcp_nb.tool()\ndef get_author(title: str, note: str = '') -> str:\n"
             "    return {'Dune': 'Frank Herbert', 'Emma': 'Jane Austen'}[title]",
             f"model = OpenAICompatible('gpt-test', '{openai.url}/v1', key={ENV!r})\nmodel",

@@ -10,10 +10,7 @@ import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
 import mcp_nb
-from mcp_nb.episodes.faces import agent
-from mcp_nb.models.anthropic import Anthropic
-from mcp_nb.models.chat_completions import OpenAICompatible
-from mcp_nb.models.errors import ModelError
+from mcp_nb import Anthropic, ModelError, OpenAICompatible, agent
 from model_servers import (
     Answer,
     ModelServer,

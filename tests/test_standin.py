@@ -7,8 +7,7 @@ import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
 import mcp_nb
-from mcp_nb.episodes.faces import agent, evaluate
-from mcp_nb.models.standin import StandIn
+from mcp_nb import StandIn, agent, evaluate
 
 pytestmark = pytest.mark.timeout(120)
 

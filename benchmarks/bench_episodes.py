@@ -98,18 +98,12 @@ def loop_cost(tool: str, pairs: int, turns: int, episodes: int) -> dict:
         model = Instant(tool, turns)
         shared = Shared()
         shared.sessions[id(model)] = model.reply
-        runs = [
-            EpisodeRun(
-                engine, Episode(next_id(), "go", "instant", max_turns=turns + 1, messages=conversation("go", None)), model, shared,
-                connection, specs, policy, None, 30.0, 60.0,
-            )
-            for _ in range(episodes)
-        ]  # fmt: skip
         t0 = time.perf_counter()
-        for run in runs:
-            await run.run()
+        for _ in range(episodes):  # each episode made, run and let go, as a face does: its making is the loop's too
+            episode = Episode(next_id(), "go", "instant", max_turns=turns + 1, messages=conversation("go", None))
+            await EpisodeRun(engine, episode, model, shared, connection, specs, policy, None, 30.0, 60.0).run()
         elapsed = time.perf_counter() - t0 - model.inside
-        assert all(len(run.outcome.calls) == turns and run.outcome.stop == "answered" for run in runs)
+        assert len(episode.calls) == turns and episode.stop == "answered"
         return elapsed / calls
 
     async def measure() -> dict:
@@ -122,14 +116,77 @@ def loop_cost(tool: str, pairs: int, turns: int, episodes: int) -> dict:
     return engine.loop.run(measure())
 
 
+def child(variant: str, tool: str, calls: int, turns: int) -> None:
+    """Run in a measured process: `calls` calls of `tool`, made directly or by episodes of `turns` calls."""
+    mcp_nb.tool()(aecho)
+    mcp_nb.tool()(echo)
+    engine = mcp_nb.engine()
+    assert mcp_nb.call(tool, {"text": "x"}).outcome == "result"  # the session opened, the tools listed
+    specs = offered_tools(engine.connection, [tool])
+    policy = HostPolicy()
+
+    async def run() -> None:
+        if variant == "direct":
+            for i in range(calls):
+                await engine.prepare("tool", tool, {"text": "x"}, 30.0).run()
+                if i % 300 == 299:
+                    engine.history.clear()
+            return
+        model = Instant(tool, turns)
+        shared = Shared()
+        shared.sessions[id(model)] = model.reply
+        for i in range(calls // turns):
+            episode = Episode(next_id(), "go", "instant", max_turns=turns + 1, messages=conversation("go", None))
+            await EpisodeRun(engine, episode, model, shared, engine.connection, specs, policy, None, 30.0, 60.0).run()
+            if (i + 1) * turns % 294 == 0:
+                engine.history.clear()
+
+    engine.loop.run(run())
+
+
+def counted(variant: str, tool: str, calls: int, turns: int) -> int:
+    """The instructions a whole process making `calls` calls executes (valgrind's cachegrind, counting only)."""
+    import os
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    command = [
+        "valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", sys.executable,
+        str(Path(__file__).resolve()), "--child", variant, tool, str(calls), str(turns),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, PYTHONHASHSEED="0"), check=False)
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        raise SystemExit(f"{variant} {tool} x{calls} failed under valgrind:\n{done.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def instructions(turns: int, few: int, many: int) -> dict:
+    """Instructions per call, made directly and by episodes: the ratio without the clock's noise."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    results = {}
+    for tool in ("aecho", "echo"):
+        jobs = {(v, n): (v, tool, n, turns) for v in ("direct", "episodes") for n in (few, many)}
+        with ThreadPoolExecutor(2) as pool:
+            counts = dict(zip(jobs, pool.map(lambda args: counted(*args), jobs.values())))
+        per = {v: (counts[(v, many)] - counts[(v, few)]) / (many - few) for v in ("direct", "episodes")}
+        results[tool] = {"direct": per["direct"], "episodes": per["episodes"], "ratio": per["episodes"] / per["direct"]}
+    return results
+
+
 def thousand(episodes: int) -> dict:
     mcp_nb.tool(name="get_author")(helpful)
     mcp_nb.history().clear()
     t0 = time.perf_counter()
-    table = mcp_nb_evaluate("Who wrote 'Dun'?", StandIn(), repeats=episodes, concurrency=episodes, check="Herbert")
+    task = {"task": "Who wrote 'Dun'?", "check": "Herbert", "tools": ["get_author"]}
+    table = mcp_nb_evaluate(task, StandIn(), repeats=episodes, concurrency=episodes)
     elapsed = time.perf_counter() - t0
     row = table.iloc[0]
-    assert row["episodes"] == episodes and row["passed"] == episodes and len(mcp_nb.history()) == 2 * episodes
+    recorded = len(mcp_nb.history())
+    assert row["episodes"] == episodes and row["passed"] == episodes and recorded == 2 * episodes, (row.to_dict(), recorded)
     return {"episodes": episodes, "calls": 2 * episodes, "seconds": elapsed, "per_episode_ms": elapsed / episodes * 1000}
 
 
@@ -179,7 +236,24 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--model-timeout", type=float, default=120.0)
+    parser.add_argument("--instructions", action="store_true", help="the loop's cost in instructions (valgrind), not the clock")
+    parser.add_argument("--few", type=int, default=210, help="with --instructions: calls in the short run")
+    parser.add_argument("--many", type=int, default=1260, help="with --instructions: calls in the long run")
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
+
+    if args.child:
+        variant, tool, calls, turns = args.child
+        child(variant, tool, int(calls), int(turns))
+        return
+    if args.instructions:
+        found = instructions(args.turns, args.few, args.many)
+        for tool, measured in found.items():
+            print(f"  {tool:<6} direct {measured['direct']:,.0f} instructions/call  in episodes {measured['episodes']:,.0f}  "
+                  f"ratio {measured['ratio']:.3f}  {'PASS' if measured['ratio'] <= TARGET else 'FAIL'} <= {TARGET}")  # fmt: skip
+        path = write_json("episodes_instructions.json", {"benchmark": "episodes_instructions", "machine": machine(), "turns": args.turns, **found})
+        print(f"figures written to {path}")
+        return
 
     if args.endpoint or args.anthropic:
         if not args.model:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mcp_nb import libraries as lib
-from mcp_nb.episodes.policy import Told
+from mcp_nb.episodes.policy import Told, policy_text
 from mcp_nb.records.recovery import fates, measures
 from mcp_nb.views.episode import episode_html, episode_text
 
@@ -33,7 +33,7 @@ def next_id() -> int:
     return next(_ids)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Step:
     """One tool call the model asked for. `outcome` is the call's final Outcome, None when the host
     did not send it (`reason` says why); `told` is what the model was told of it, None when the
@@ -56,20 +56,24 @@ class Step:
     def failed(self) -> bool:
         return self.kind != "result"
 
+    def kept(self) -> tuple:
+        """The step as plain values, in STEP_FIELDS' order: what an episode's record keeps of it."""
+        sent, told = self.outcome, self.told
+        if sent is None:
+            return (self.turn, self.index, None, self.name, self.arguments, "not_sent", self.reason, *(told or _NOT_TOLD))
+        # The arguments as sent (a dict: the same arguments written in another order are equal); the
+        # text the model wrote when nothing was sent
+        return (self.turn, self.index, sent.call_id, self.name, sent.arguments, sent.outcome, sent.cause, *(told or _NOT_TOLD))
+
     def row(self) -> dict[str, Any]:
-        sent = self.outcome
-        return {
-            "turn": self.turn, "index": self.index, "call_id": None if sent is None else sent.call_id, "name": self.name,
-            # Compared as JSON when they are (the same arguments written twice in another order are the same)
-            "arguments": self.arguments if sent is None else json.dumps(sent.arguments, sort_keys=True, default=str),
-            "outcome": self.kind, "cause": self.reason if sent is None else sent.cause,
-            "told": None if self.told is None else self.told.text,
-            "told_error": None if self.told is None else self.told.is_error,
-            "rule": None if self.told is None else self.told.rule,
-        }  # fmt: skip
+        return dict(zip(STEP_FIELDS, self.kept()))
 
 
-@dataclass(eq=False)
+STEP_FIELDS = ("turn", "index", "call_id", "name", "arguments", "outcome", "cause", "told", "told_error", "rule")
+_NOT_TOLD = (None, None, None)
+
+
+@dataclass(eq=False, slots=True)
 class Turn:
     """One reply of the model: its words, the tools it asked for, and what the reply cost."""
 
@@ -147,16 +151,18 @@ class Episode:
         ]  # fmt: skip
         return lib.pandas.DataFrame(found, columns=["turn", "name", "arguments", "outcome", "cause", "told", "fate"])
 
+    def kept(self) -> tuple:
+        """The episode as plain values, in KEPT_FIELDS' order, its steps' (`Step.kept`) last: what
+        the history keeps of it (a tuple made once as it ends, a row when read)."""
+        return (
+            self.id, self.evaluation, self.task_id, self.task, self.model, self.variant, self.repeat, self.server, self.stop,
+            self.detail, self.answer, self.passed, len(self.turns), self.tokens, self.started, self.duration_ms,
+            policy_text(self.policy), tuple(step.kept() for turn in self.turns for step in turn.steps),
+        )  # fmt: skip
+
     def row(self) -> dict[str, Any]:
-        """The episode as plain values: what the history keeps (`recovery.EPISODE_COLUMNS`'s own, and its steps)."""
-        row = {
-            "episode": self.id, "evaluation": self.evaluation, "task_id": self.task_id, "task": self.task, "model": self.model,
-            "variant": self.variant, "repeat": self.repeat, "server": self.server, "stop": self.stop, "detail": self.detail,
-            "answer": self.answer, "passed": self.passed, "turns": len(self.turns), "tokens": self.tokens,
-            "started_at": self.started, "duration_ms": self.duration_ms, "policy": json.dumps(self.policy, sort_keys=True),
-            "steps": [s.row() for s in self.steps],
-        }  # fmt: skip
-        return row
+        """The episode as a row (`recovery.EPISODE_COLUMNS`' own, and its `steps`)."""
+        return row_of(self.kept())
 
     def _repr_html_(self) -> str:
         return episode_html(self)
@@ -168,24 +174,39 @@ class Episode:
         printer.text(repr(self))
 
 
+KEPT_FIELDS = (
+    "episode", "evaluation", "task_id", "task", "model", "variant", "repeat", "server", "stop", "detail", "answer",
+    "passed", "turns", "tokens", "started_at", "duration_ms", "policy", "steps",
+)  # fmt: skip
+
+
+def row_of(kept: tuple) -> dict[str, Any]:
+    row = dict(zip(KEPT_FIELDS, kept))
+    row["steps"] = [dict(zip(STEP_FIELDS, step)) for step in row["steps"]]
+    return row
+
+
 class EpisodeLog:
-    """The episodes of one history, as rows, each recorded once (by its id), from any thread."""
+    """The episodes of one history, each recorded once (by its id), from any thread: kept as plain
+    values (`Episode.kept`), a row each when read, so that an episode's Outcomes die young, as a
+    call's do once the history has their row."""
 
     def __init__(self) -> None:
-        self._rows: dict[int, dict[str, Any]] = {}
+        self._kept: dict[int, tuple] = {}
         self._lock = threading.Lock()
 
     def record(self, episode: Episode) -> None:
-        row = episode.row()
+        kept = episode.kept()
         with self._lock:
-            self._rows.setdefault(episode.id, row)
+            self._kept.setdefault(episode.id, kept)
 
     def rows(self) -> list[dict[str, Any]]:
         with self._lock:
-            return list(self._rows.values())
+            kept = list(self._kept.values())
+        return [row_of(k) for k in kept]
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._kept)
 
 
 _logs: weakref.WeakKeyDictionary[Any, EpisodeLog] = weakref.WeakKeyDictionary()

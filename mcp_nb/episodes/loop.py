@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import json
 import threading
 import time
 from collections.abc import Sequence
@@ -54,15 +55,18 @@ INTERRUPTED = "interrupted"
 def read_arguments(text: str) -> tuple[dict[str, Any] | None, str | None]:
     """A tool call's arguments as the model wrote them: the object, or why they cannot be sent.
     No text at all is an empty object (what a model writes for a tool without parameters)."""
-    if not text or text.isspace():
-        return {}, None
     try:
-        value = read_json(text)
-    except BadJson as err:
-        return None, f"they are not JSON ({err})"
-    if not isinstance(value, dict):
-        return None, f"they are JSON {_json_kind(value)}, where an object is needed"
-    return value, None
+        value = json.loads(text)  # the common case first: a JSON object
+    except (ValueError, RecursionError):
+        if not text or text.isspace():
+            return {}, None
+        try:
+            value = read_json(text)  # said in one line, as every reader of JSON says it
+        except BadJson as err:
+            return None, f"they are not JSON ({err})"
+    if isinstance(value, dict):
+        return value, None
+    return None, f"they are JSON {_json_kind(value)}, where an object is needed"
 
 
 def _json_kind(value: Any) -> str:
@@ -103,7 +107,7 @@ class EpisodeRun:
         self.shared = shared
         self.connection = connection
         self.specs = specs
-        self.offered = [spec["function"]["name"] for spec in specs]
+        self.offered = {spec["function"]["name"]: None for spec in specs}  # in the order offered, looked up at once
         self.policy = policy
         self.budget = budget
         self.timeout = timeout
@@ -172,17 +176,20 @@ class EpisodeRun:
 
     async def _turns(self, spending: Spending) -> None:
         episode, shared, budget = self.episode, self.shared, self.budget
-        messages = episode.messages
+        messages, turns, specs = episode.messages, episode.turns, self.specs
         reply_to = shared.sessions[id(self.model)]
+        budgeted = budget is not None or shared.total is not None
+        seconds = self.model_timeout
         for number in range(1, episode.max_turns + 1):
-            reached = spending.reached(budget) or _evaluation(shared.spending.reached(shared.total))
-            if reached:
-                episode.stop, episode.detail = "budget", reached
-                return
-            seconds = min(self.model_timeout, spending.seconds_left(budget), shared.spending.seconds_left(shared.total))
+            if budgeted:
+                reached = spending.reached(budget) or _evaluation(shared.spending.reached(shared.total))
+                if reached:
+                    episode.stop, episode.detail = "budget", reached
+                    return
+                seconds = max(0.001, min(self.model_timeout, spending.seconds_left(budget), shared.spending.seconds_left(shared.total)))
             t0 = time.perf_counter()
             try:
-                reply = await reply_to(list(messages), self.specs, max(seconds, 0.001), f"call_t{number}")
+                reply = await reply_to(list(messages), specs, seconds, f"call_t{number}")
             except ModelError as err:
                 reached = err.kind == "timeout" and (spending.reached(budget) or _evaluation(shared.spending.reached(shared.total)))
                 if reached:  # the reply was cut short by what the budget had left
@@ -195,18 +202,31 @@ class EpisodeRun:
                 failure = raised(err, f"the model {self.model.name!r} failed:")
                 episode.stop, episode.detail, episode.traceback = "model_failed", str(failure), failure.traceback
                 return
-            turn = Turn(number, reply.content, finish=reply.finish, model_ms=(time.perf_counter() - t0) * 1000.0, tokens=reply.tokens)
-            episode.turns.append(turn)
-            spending.spent(reply.tokens)
-            shared.spending.spent(reply.tokens)
+            tokens = reply.tokens
+            turn = Turn(number, reply.content, [], reply.finish, (time.perf_counter() - t0) * 1000.0, tokens)
+            turns.append(turn)
+            spending.spent(tokens)
+            if budgeted:
+                shared.spending.spent(tokens)
             messages.append(reply.message())
             if not reply.tool_calls:
                 episode.stop, episode.answer = "answered", reply.content or ""
                 return
+            steps = turn.steps
             for index, request in enumerate(reply.tool_calls):
                 step = Step(number, index, request.id, request.name, request.arguments)
-                turn.steps.append(step)
-                await self._step(step)
+                steps.append(step)
+                call = self._prepared(step)
+                if call is not None:  # awaited here, not in a coroutine of its own: every step of the call passes fewer frames
+                    self.current = call
+                    try:
+                        step.outcome = await call.run()
+                    except asyncio.CancelledError:
+                        step.outcome = call.outcome  # recorded as cancelled, as any call is
+                        raise
+                    finally:
+                        self.current = None
+                    step.told = self.policy.after(step.outcome)
                 if step.told is None:
                     episode.stop = "host_stopped"
                     episode.detail = f"{step.reason} (bad_arguments: stop)" if step.outcome is None else f"after a {step.kind} ({step.kind}: stop)"
@@ -214,38 +234,30 @@ class EpisodeRun:
                 messages.append(tool_message(request.id, step.told.text, step.told.is_error))
         episode.stop, episode.detail = "out_of_turns", f"{episode.max_turns} turns"
 
-    async def _step(self, step: Step) -> None:
-        """Make the call `step` asks for, or not (the policy), and note what the model is told."""
+    def _prepared(self, step: Step) -> Any:
+        """The call `step` asks for, prepared by the engine; None when the host does not send it
+        (the policy's answer is then on the step already)."""
         arguments, why = read_arguments(step.arguments)
         if why is not None:
             step.reason = f"the arguments could not be read: {why}"
             step.told = self.policy.unreadable(why)
-            return
+            return None
         if step.name not in self.offered:
-            refused = self.policy.not_offered(step.name, self.offered)
+            refused = self.policy.not_offered(step.name, list(self.offered))
             if refused is not None:
                 step.reason, step.told = "the tool was not offered", refused
-                return
+                return None
         try:
-            call = self.engine.prepare("tool", step.name, arguments, self.timeout, connection=self.connection)
+            return self.engine.prepare("tool", step.name, arguments, self.timeout, connection=self.connection)
         except Mistake as err:  # a request no call can carry (an empty name, NaN in the arguments): not sent
             why = first_line(err)
             step.reason = f"no call can carry it: {why}"
             step.told = self.policy.unreadable(why)
-            return
+            return None
         except RuntimeError:
             if self.engine.closed:  # reset between two calls: the episode ends as a cancelled one
                 raise asyncio.CancelledError from None
             raise
-        self.current = call
-        try:
-            step.outcome = await call.run()
-        except asyncio.CancelledError:
-            step.outcome = call.outcome  # recorded as cancelled, as any call is
-            raise
-        finally:
-            self.current = None
-        step.told = self.policy.after(step.outcome)
 
 
 class _NotJudged:

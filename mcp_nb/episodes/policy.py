@@ -95,7 +95,12 @@ class HostPolicy:
         raise BadType(f"policy= is a mcp_nb.HostPolicy, 'guides', 'transparent' or a dict of choices, not {type(value).__name__}")
 
     def as_dict(self) -> dict[str, str]:
-        return asdict(self)
+        """The choices as plain values: one dict per policy, shared by the episodes it rules (never changed)."""
+        kept = self.__dict__.get("_as_dict")
+        if kept is None:
+            kept = asdict(self)
+            object.__setattr__(self, "_as_dict", kept)
+        return kept
 
     # -- what the model is told --------------------------------------------------------------------
 
@@ -132,6 +137,19 @@ class HostPolicy:
         if self.bad_arguments == "generic":
             return Told(self.generic, True, "bad_arguments: generic")
         return Told(f"The arguments could not be read, so the tool was not called: {why}.", True, "bad_arguments: refuse")
+
+
+_texts: dict[int, tuple[dict, str]] = {}
+
+
+def policy_text(policy: dict[str, str]) -> str:
+    """A policy's choices as JSON text (keys sorted), made once per policy dict (`as_dict` shares one)."""
+    kept = _texts.get(id(policy))
+    if kept is None or kept[0] is not policy:
+        kept = _texts[id(policy)] = (policy, json.dumps(policy, sort_keys=True))
+        while len(_texts) > 64:  # a few policies live at once; the oldest are forgotten
+            del _texts[next(iter(_texts))]
+    return kept[1]
 
 
 def _result_text(outcome: Any) -> str:

@@ -271,3 +271,14 @@ def test_many_tool_calls_in_one_reply_are_each_a_step_and_answered_in_order(book
     assert [m["tool_call_id"] for m in tools] == ["a", "b"]
     wait_until(lambda: len(mcp_nb.history()) == 2)
     recorded_once([episode])
+
+
+def test_the_await_face_from_another_event_loop(books):
+    import asyncio
+
+    async def main():
+        return await mcp_nb.aagent("Who wrote 'Dun'?", StandIn())
+
+    episode = asyncio.run(main())
+    assert episode.answer == "Frank Herbert" and episode.fates() == ["recovered", None]
+    recorded_once([episode])

@@ -35,6 +35,7 @@ from .api import (
     replay as replay,
     reset as reset,
     resource as resource,
+    save_evaluation as save_evaluation,
     serve as serve,
     server as server,
     servers as servers,

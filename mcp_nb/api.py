@@ -27,6 +27,7 @@ from mcp_nb.calling.watching import Watch, check_uri
 from mcp_nb.config import check_timeout, settings
 from mcp_nb.episodes import evaluate as evaluation
 from mcp_nb.episodes import faces
+from mcp_nb.episodes import saved as saved_evaluations
 from mcp_nb.episodes.episode import Episode
 from mcp_nb.episodes.loop import MODEL_TIMEOUT_S
 from mcp_nb.records.history import History
@@ -453,6 +454,16 @@ def evaluate(
         total_budget=total_budget, concurrency=concurrency, timeout=timeout, model_timeout=model_timeout, system=system,
         server=server, progress=progress, cluster=cluster, partition_size=partition_size,
     )  # fmt: skip
+
+
+def save_evaluation(table, path: str | os.PathLike):
+    """Write the evaluation `table` came from (`mcp_nb.evaluate`) into a cases file, to be run again
+    as regression cases (`pytest --mcp-cases PATH`, one item per task and model): its tasks and their
+    checks, its models (the stand-in, or an endpoint with the name of its key's environment variable,
+    never a key), its settings and what it measured. Added to the file's cases and evaluations when
+    it exists. One that cannot be run elsewhere (a function as model or check, variants) is refused,
+    saying why. Returns the path."""
+    return saved_evaluations.save_evaluation(table, path)
 
 
 def plot_evaluation(table, measure: str = "success_rate", ax: Any = None):

@@ -16,6 +16,7 @@ from mcp_nb.batch.core import wait
 from mcp_nb.calling import default
 from mcp_nb.episodes import cluster as on_cluster
 from mcp_nb.episodes import evaluate as evaluation
+from mcp_nb.episodes import saved
 from mcp_nb.episodes.episode import Episode, log_of, next_id
 from mcp_nb.episodes.loop import (
     MODEL_TIMEOUT_S,
@@ -119,6 +120,9 @@ def evaluate(
     if cluster is None:
         if partition_size is not None:
             raise BadValue("partition_size is for an evaluation on a cluster (cluster=...)")
-        return evaluation.run(engine, found, progress)
-    episodes, stopped = on_cluster.run_on_cluster(engine, found, cluster, progress, partition_size)
-    return evaluation.frame(episodes, found, stopped)
+        table = evaluation.run(engine, found, progress)
+    else:
+        episodes, stopped = on_cluster.run_on_cluster(engine, found, cluster, progress, partition_size)
+        table = evaluation.frame(episodes, found, stopped)
+    table.attrs[saved.SAVED] = saved.spec_of(found)  # what save_evaluation writes (or why it cannot)
+    return table

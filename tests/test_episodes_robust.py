@@ -52,6 +52,8 @@ def recorded_once(episodes):
     assert sorted(frame["call_id"].tolist()) == sorted(ids), (frame["call_id"].tolist(), ids)
     logged = [row["episode"] for row in log_of(mcp_nb.history()).rows()]
     assert sorted(logged) == sorted({e.id for e in episodes})
+    for episode in episodes:  # each call says the episode and the turn of the model that asked for it
+        assert all((s.outcome.episode, s.outcome.turn) == (episode.id, s.turn) for s in episode.steps if s.outcome is not None)
 
 
 def test_an_unknown_tool_is_called_and_what_the_server_says_is_told(books):

@@ -248,7 +248,7 @@ class EpisodeRun:
                 step.reason, step.told = "the tool was not offered", refused
                 return None
         try:
-            return self.engine.prepare("tool", step.name, arguments, self.timeout, connection=self.connection)
+            call = self.engine.prepare("tool", step.name, arguments, self.timeout, connection=self.connection)
         except Mistake as err:  # a request no call can carry (an empty name, NaN in the arguments): not sent
             why = first_line(err)
             step.reason = f"no call can carry it: {why}"
@@ -258,6 +258,8 @@ class EpisodeRun:
             if self.engine.closed:  # reset between two calls: the episode ends as a cancelled one
                 raise asyncio.CancelledError from None
             raise
+        call.episode, call.turn = self.episode.id, step.turn  # on its Outcome, and its row in the history
+        return call
 
 
 class _NotJudged:

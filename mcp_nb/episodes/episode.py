@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_nb import libraries as lib
 from mcp_nb.episodes.policy import Told, policy_text
+from mcp_nb.records.episode_log import STEP_FIELDS, EpisodeLog, row_of
 from mcp_nb.records.recovery import fates, measures
 from mcp_nb.views.episode import episode_html, episode_text
 
@@ -69,7 +70,6 @@ class Step:
         return dict(zip(STEP_FIELDS, self.kept()))
 
 
-STEP_FIELDS = ("turn", "index", "call_id", "name", "arguments", "outcome", "cause", "told", "told_error", "rule")
 _NOT_TOLD = (None, None, None)
 
 
@@ -172,41 +172,6 @@ class Episode:
 
     def _repr_pretty_(self, printer, cycle) -> None:
         printer.text(repr(self))
-
-
-KEPT_FIELDS = (
-    "episode", "evaluation", "task_id", "task", "model", "variant", "repeat", "server", "stop", "detail", "answer",
-    "passed", "turns", "tokens", "started_at", "duration_ms", "policy", "steps",
-)  # fmt: skip
-
-
-def row_of(kept: tuple) -> dict[str, Any]:
-    row = dict(zip(KEPT_FIELDS, kept))
-    row["steps"] = [dict(zip(STEP_FIELDS, step)) for step in row["steps"]]
-    return row
-
-
-class EpisodeLog:
-    """The episodes of one history, each recorded once (by its id), from any thread: kept as plain
-    values (`Episode.kept`), a row each when read, so that an episode's Outcomes die young, as a
-    call's do once the history has their row."""
-
-    def __init__(self) -> None:
-        self._kept: dict[int, tuple] = {}
-        self._lock = threading.Lock()
-
-    def record(self, episode: Episode) -> None:
-        kept = episode.kept()
-        with self._lock:
-            self._kept.setdefault(episode.id, kept)
-
-    def rows(self) -> list[dict[str, Any]]:
-        with self._lock:
-            kept = list(self._kept.values())
-        return [row_of(k) for k in kept]
-
-    def __len__(self) -> int:
-        return len(self._kept)
 
 
 _logs: weakref.WeakKeyDictionary[Any, EpisodeLog] = weakref.WeakKeyDictionary()

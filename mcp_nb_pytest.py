@@ -92,7 +92,7 @@ def pytest_collection_modifyitems(session, config, items) -> None:
         return
     # A cases file outside the paths pytest collected (the usual case: `pytest --mcp-cases
     # tests/cases.json` collects `tests/`, or nothing at all) is collected here.
-    collected = {Path(item.path).resolve() for item in items if isinstance(item, (CaseItem, ChangeItem))}
+    collected = {Path(item.path).resolve() for item in items if isinstance(item, (CaseItem, EvaluationItem, ChangeItem))}
     for path in run.cases:
         if path not in collected:
             items.extend(CasesFile.from_parent(session, path=path).collect())
@@ -115,7 +115,7 @@ class CasesRun:
         surfaces: list[str] = (), modes: list[str] = (), fail_on: str = "unknown",
     ) -> None:  # fmt: skip
         from mcp_nb.calling.era import check_eras
-        from mcp_nb.records.cases import CasesError, load
+        from mcp_nb.records.cases import CasesError, load_file
         from mcp_nb.records.surface import SurfaceError
         from mcp_nb.records.surface import load as load_snapshot
 
@@ -131,12 +131,15 @@ class CasesRun:
                 raise pytest.UsageError(f"--mcp-header takes 'Name: value', got {header!r}")
             self.headers[name.strip()] = value.strip()
         self.cases = {}
+        self.evaluations = {}  # a file's saved evaluations of a model in the loop: an item per task and model
         for path in paths:
             resolved = Path(path).resolve()
             try:
-                self.cases[resolved] = load(resolved)  # a bad file stops the run before any test, saying where
+                found = load_file(resolved)  # a bad file stops the run before any test, saying where
             except CasesError as err:
                 raise pytest.UsageError(f"--mcp-cases: {err}") from None
+            self.cases[resolved], self.evaluations[resolved] = found.cases, found.evaluations
+        self.evaluated: dict[str, object] = {}  # an evaluation's id -> its replay's frame, made by its first item
         self.surfaces = {}
         for path in surfaces:
             resolved = Path(path).resolve()
@@ -199,6 +202,15 @@ class CasesRun:
             self.server = None
 
 
+    def evaluation(self, saved):
+        """The saved evaluation run again on the session's server (once, by the first of its items)."""
+        import mcp_nb
+        from mcp_nb.episodes.saved import replay
+
+        if saved.id not in self.evaluated:
+            self.evaluated[saved.id] = replay(mcp_nb.engine(), saved, self.server)
+        return self.evaluated[saved.id]
+
     def across_eras(self, case):
         """The case's replay at every era (made once, by the first of its items to run)."""
         import mcp_nb
@@ -216,6 +228,11 @@ class CasesFile(pytest.File):
                 yield CaseItem.from_parent(self, name=case.id, case=case)
             for mode in run.modes:
                 yield CaseItem.from_parent(self, name=f"{case.id}[{mode}]", case=case, mode=mode)
+        from mcp_nb.episodes.saved import item_name
+
+        for saved in run.evaluations[Path(self.path).resolve()]:
+            for row in saved.expect:
+                yield EvaluationItem.from_parent(self, name=f"{saved.id}[{item_name(row)}]", saved=saved, row=row)
 
 
 class CaseFailed(Exception):
@@ -256,6 +273,38 @@ class CaseItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, None, f"case {self.case.id}" + (f" at {self.mode}" if self.mode else "")
+
+
+class EvaluationItem(pytest.Item):
+    """One task and model of a saved evaluation: run again (the whole evaluation, once), and judged
+    against what was saved."""
+
+    def __init__(self, *, saved, row, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.saved = saved
+        self.row = row
+
+    def runtest(self) -> None:
+        from mcp_nb.episodes.saved import judged, row_of
+        from mcp_nb.mistakes import McpNbError
+
+        run = self.config.stash[_RUN]
+        run.start()
+        try:
+            frame = run.evaluation(self.saved)
+        except McpNbError as err:  # a model whose key is not set, a tool the server lacks: said as this item's failure
+            raise CaseFailed(f"evaluation {self.saved.id}: cannot run: {err}") from None
+        why = judged(self.row, self.saved.models[self.row.model].deterministic, row_of(frame, self.row))
+        if why:
+            raise CaseFailed(f"evaluation {self.saved.id}: {why}")
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, CaseFailed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        return self.path, None, f"evaluation {self.saved.id}: {self.row.task_id} with {self.row.model}"
 
 
 def report(case, row) -> str:

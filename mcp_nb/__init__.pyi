@@ -8,7 +8,9 @@
 __version__: str
 
 from .api import (
+    aagent as aagent,
     acall as acall,
+    agent as agent,
     aget_prompt as aget_prompt,
     aread as aread,
     asweep as asweep,
@@ -19,10 +21,12 @@ from .api import (
     diff as diff,
     disconnect as disconnect,
     engine as engine,
+    evaluate as evaluate,
     get_prompt as get_prompt,
     history as history,
     inject as inject,
     panel as panel,
+    plot_evaluation as plot_evaluation,
     prompt as prompt,
     read as read,
     reconnect as reconnect,
@@ -31,6 +35,7 @@ from .api import (
     replay as replay,
     reset as reset,
     resource as resource,
+    save_evaluation as save_evaluation,
     serve as serve,
     server as server,
     servers as servers,
@@ -45,7 +50,15 @@ from .calling.retry import Retry as Retry
 from .calling.sampling import Sampling as Sampling
 from .config import configure as configure, settings as settings
 from .elicitation import Answer as Answer, Elicitation as Elicitation
+from .episodes.episode import Episode as Episode
+from .episodes.policy import HostPolicy as HostPolicy
 from .history_file import HistoryFileError as HistoryFileError
+from .models.anthropic import Anthropic as Anthropic
+from .models.budget import Budget as Budget
+from .models.chat_completions import OpenAICompatible as OpenAICompatible
+from .models.errors import ModelError as ModelError
+from .models.keys import Key as Key
+from .models.standin import StandIn as StandIn
 from .notebook.magics import load_ipython_extension as load_ipython_extension, unload_ipython_extension as unload_ipython_extension
 from .records.expect import CheckFailed as CheckFailed, check_prediction as check_prediction, expect as expect
 from .records.history import COLUMNS as COLUMNS, History as History, HistoryFileWarning as HistoryFileWarning

@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # what each name is, for type checkers and editors
     import mcp_types as mcp_types
     import numpy as numpy
     import pandas as pandas
+    import matplotlib.pyplot as pyplot
     import pyarrow.parquet as parquet
     import tenacity as tenacity
     import tqdm.auto as tqdm
@@ -55,6 +56,7 @@ DEFERRED: dict[str, str] = {
     "cloudpickle": "cloudpickle",  # dask's extra: the first cluster= sweep
     "distributed": "distributed",  # dask's extra: the first cluster= sweep, and on its workers
     "tqdm": "tqdm.auto",  # the first progress bar (with ipywidgets in a kernel)
+    "pyplot": "matplotlib.pyplot",  # the first plot of an evaluation (matplotlib: the lab extra)
     # the SDK, for sdk_compat, which the commands that need no MCP import for its texts
     "mcp_types": "mcp_types",
     "sdk_types": "mcp.types",

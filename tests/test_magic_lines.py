@@ -12,7 +12,7 @@ import mcp_nb
 LINE_MAGICS = (
     "mcp_call", "mcp_read", "mcp_get_prompt", "mcp_list", "mcp_remove", "mcp_history", "mcp_panel",
     "mcp_connect", "mcp_disconnect", "mcp_servers", "mcp_serve", "mcp_save_cases", "mcp_replay",
-    "mcp_snapshot", "mcp_diff",
+    "mcp_snapshot", "mcp_diff", "mcp_agent",
 )  # fmt: skip
 CELL_MAGICS = ("mcp_tool", "mcp_resource", "mcp_prompt")
 
@@ -72,6 +72,7 @@ UNSPLITTABLE = [
     '%mcp_replay "cases.json',
     "%mcp_snapshot 'surface.json",
     '%mcp_diff "surface.json',
+    "%mcp_agent --stand-in \"Who wrote 'Dun'?",
 ]
 
 

@@ -1,7 +1,7 @@
 """Every magic's options come from its argparse parser, and `%magic?` shows each of them.
 
 The magics are split by domain (registering, calling, connecting, history and cases,
-surfaces, serving) and joined in `McpMagics`, which `%load_ext mcp_nb` registers and
+surfaces, serving, a model in the loop) and joined in `McpMagics`, which `%load_ext mcp_nb` registers and
 `%config McpMagics` configures.
 """
 
@@ -19,8 +19,8 @@ MCP_MAGICS = sorted(
 )
 
 
-def test_there_are_eighteen_magics_each_in_one_domain():
-    assert len(MCP_MAGICS) == 18
+def test_there_are_nineteen_magics_each_in_one_domain():
+    assert len(MCP_MAGICS) == 19
     owners = {}
     for domain in MAGICS:
         assert issubclass(domain, Magics)

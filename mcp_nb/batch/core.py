@@ -126,12 +126,17 @@ class Lanes:
                 finished = False
                 try:
                     outcome = await self.calls[i].run()
-                    # A call the batch settled as cancelled before it took a step returns that Outcome.
-                    finished = outcome.cause != "cancelled"
+                    finished = self.finished_as(outcome)
                     self.done += finished
                 finally:
                     if self._ended is not None:
                         self._ended(i, finished)
+
+    def finished_as(self, outcome: Any) -> bool:
+        """Whether what a call's `run` returned counts as finished (what the bar counts): a call
+        the batch settled as cancelled before it took a step returns that Outcome. A batch of
+        other things to run (an evaluation's episodes) says what finished means for them."""
+        return outcome.cause != "cancelled"
 
     def outcomes(self) -> list[Any]:
         """Each call's latest Outcome, None for a call never made (the batch was stopped first)."""

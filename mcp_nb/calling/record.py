@@ -31,7 +31,7 @@ class CallRecord:
 
     __slots__ = (
         "id", "target", "name", "arguments", "timeout", "attempt", "backoff", "trace", "started", "t0",
-        "reset_on_progress", "max_timeout", "resets", "_by_ceiling", "elicitations", "samplings",
+        "reset_on_progress", "max_timeout", "resets", "_by_ceiling", "elicitations", "samplings", "episode", "turn",
     )  # fmt: skip
 
     via = "kernel"  # who sent it (a subclass that records an outside client's call has its own)
@@ -61,6 +61,8 @@ class CallRecord:
         # allocates nothing here for the cycle collector to count.
         self.elicitations: tuple[Elicitation, ...] = ()
         self.samplings: tuple[Sampling, ...] = ()
+        self.episode: int | None = None  # the episode whose model asked for this call (`episodes/loop.py`), and its turn
+        self.turn: int | None = None
 
     def observes(self, target: str, key: str) -> bool:
         """Whether mcp_nb's probe watches the handler this call reaches."""
@@ -96,6 +98,7 @@ class CallRecord:
             backoff_s=self.backoff, server=self.server_name(), via=self.via, client=self.client,
             elicitations=self.elicitations, deadline_resets=self.resets, samplings=self.samplings, protocol=self.protocol(),
             max_timeout_s=self.max_timeout, retry=None if self.rule is None else self.rule.as_dict(), media=media,
+            episode=self.episode, turn=self.turn,
         ))
 
     def _elapsed_ms(self) -> float:

@@ -46,6 +46,7 @@ from mcp_nb import libraries as lib
 from mcp_nb.elicitation import ACTIONS, Answer, is_secret
 from mcp_nb.records.compare import same_content
 from mcp_nb.records.outcome import CAUSES, OUTCOMES, TARGETS
+from mcp_nb.records.saved_evaluations import SavedEvaluation
 from mcp_nb.records.structured import json_equal
 from mcp_nb.mistakes import BadJson, BadValue, first_line, one_line, read_json
 from mcp_nb.numbers import is_number
@@ -265,6 +266,8 @@ class CaseFile(BaseModel):
 
     mcp_nb_cases: Literal[1]
     cases: list[Case]
+    # Saved evaluations of a model in the loop (`records/saved_evaluations.py`), replayed beside the cases.
+    evaluations: list[SavedEvaluation] = Field(default_factory=list)
 
 
 # -- reading and writing ------------------------------------------------------------------------
@@ -277,6 +280,16 @@ def load(source: str | Path | list | dict) -> list[Case]:
     the field at fault."""
     if isinstance(source, list) and all(isinstance(c, Case) for c in source):
         return list(source)
+    return load_file(source).cases
+
+
+def load_evaluations(source: str | Path | dict) -> list[SavedEvaluation]:
+    """The saved evaluations of a cases file (none in most), checked as `load` checks its cases."""
+    return load_file(source).evaluations
+
+
+def load_file(source: str | Path | list | dict) -> CaseFile:
+    """A whole cases file: its cases and its saved evaluations (CasesError, one line, for a bad one)."""
     where = "the cases"
     if isinstance(source, (str, Path)):
         where = _printable(str(source))
@@ -296,15 +309,15 @@ def load(source: str | Path | list | dict) -> list[Case]:
     if isinstance(data, list):
         data = {"mcp_nb_cases": FORMAT, "cases": data}
     try:
-        cases = CaseFile.model_validate(data).cases
+        found = CaseFile.model_validate(data)
     except ValidationError as err:
         raise CasesError(f"{where}: {_first_error(err, data)}") from None
     seen: dict[str, int] = {}
-    for i, case in enumerate(cases):
+    for i, case in enumerate(found.cases):
         if case.id in seen:
             raise CasesError(f"{where}: case {case.id!r} (number {i + 1}): field id: the same id as case number {seen[case.id] + 1}")
         seen[case.id] = i
-    return cases
+    return found
 
 
 def _printable(text: str, quoted: bool = True) -> str:
@@ -345,9 +358,11 @@ def _dotted(location: list) -> str:
     return out
 
 
-def dump(cases: list[Case]) -> str:
+def dump(cases: list[Case], evaluations: list[SavedEvaluation] = ()) -> str:
     """The file's text: indented for reading and editing, keys in the documented order."""
-    document = {"mcp_nb_cases": FORMAT, "cases": [_plain(case) for case in cases]}
+    document: dict[str, Any] = {"mcp_nb_cases": FORMAT, "cases": [_plain(case) for case in cases]}
+    if evaluations:
+        document["evaluations"] = [evaluation.model_dump(exclude_none=True) for evaluation in evaluations]
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -369,11 +384,11 @@ def _plain(case: Case) -> dict[str, Any]:
     return {key: out[key] for key in order if key in out}
 
 
-def save(cases: list[Case], path: str | Path) -> Path:
-    """Write the cases file, whole or not at all (`records/files.py`): a crash or a second writer
-    never leaves half a file."""
+def save(cases: list[Case], path: str | Path, evaluations: list[SavedEvaluation] = ()) -> Path:
+    """Write the cases file (and the evaluations saved beside its cases), whole or not at all
+    (`records/files.py`): a crash or a second writer never leaves half a file."""
     path = Path(path)
-    text = dump(cases)
+    text = dump(cases, evaluations)
     try:
         write_whole(path, text)
     except OSError as err:

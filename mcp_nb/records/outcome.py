@@ -144,6 +144,10 @@ class Outcome:
     # AudioContent, an EmbeddedResource of an image or sound). The card shows them; `content`
     # names them; the history keeps only the text.
     media: tuple = field(default=(), repr=False)
+    # The episode of a model in the loop whose model asked for this call, and the model's turn it
+    # came in (`mcp_nb.agent`, `mcp_nb.evaluate`); None for a call no model made.
+    episode: int | None = None
+    turn: int | None = None
 
     def __post_init__(self) -> None:
         if self.elicitations:
@@ -237,7 +241,7 @@ class Outcome:
         printer.text(repr(self))
 
 
-# mcp_nb makes an Outcome for every call, and a frozen dataclass sets each of its 29 fields
+# mcp_nb makes an Outcome for every call, and a frozen dataclass sets each of its fields
 # through `object.__setattr__`: 8 µs an Outcome on this kind of machine, the largest single
 # part of what mcp_nb adds to a call. So mcp_nb's calls fill a mutable twin with the same
 # slots (an ordinary `__init__`, under 1 µs) and then make it an Outcome: the same object,

@@ -46,6 +46,7 @@ from mcp_nb.registering.registry import Registration
 from mcp_nb.views.cards import outcome_html
 from mcp_nb.views.live import countable
 from mcp_nb.views.theme import MUTED, escape
+from mcp_nb.widgets.agent_tab import AgentTab
 from mcp_nb.widgets.authorize import AuthorizationBox
 from mcp_nb.widgets.callbacks import FailureView, Guard, KernelThread
 from mcp_nb.widgets.changes_tab import ChangesTab
@@ -271,9 +272,11 @@ class Panel(w.VBox):
         self.history_tab.on_count = self._count_calls
         # -- what changed for clients since each entry's first version (widgets/changes_tab.py)
         self.changes_tab = ChangesTab(engine, lambda: self.server)
+        # -- a model in the loop with the tools shown (widgets/agent_tab.py)
+        self.agent_tab = AgentTab(engine, lambda: self.server, self._guard)
         self.tabs = w.Tab(
-            children=[call_page, self.history_tab.widget, self.changes_tab.widget],
-            titles=["Call", self._history_title(len(self.history)), "Changes"],
+            children=[call_page, self.history_tab.widget, self.changes_tab.widget, self.agent_tab.widget],
+            titles=["Call", self._history_title(len(self.history)), "Changes", "Agent"],
         )
         self.tabs.add_class("mcp-nb-tabs")
         self.tabs.observe(self._guard("switching tabs", self._tab_changed), "selected_index")
@@ -783,6 +786,7 @@ class Panel(w.VBox):
     def _tab_changed(self, change) -> None:
         self.history_tab.show(change["new"] == 1)
         self.changes_tab.show(change["new"] == 2)
+        self.agent_tab.show(change["new"] == 3)
 
     def _count_calls(self, n: int) -> None:
         titles = list(self.tabs.titles)
@@ -897,6 +901,7 @@ class Panel(w.VBox):
         self._unsubscribe()
         self.history_tab.close()
         self.changes_tab.close()
+        self.agent_tab.close()
         for entry in self._entries.values():
             entry.form.close()
         self._entries.clear()

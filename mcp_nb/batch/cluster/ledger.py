@@ -54,6 +54,12 @@ class Ledger:
                 if latest is None or outcome.attempt >= latest.attempt:
                     self.final[position] = outcome
 
+    def kernel_id(self, k: int, call_id: int) -> int | None:
+        """The id this kernel gave a call that partition k's worker made and numbered `call_id`
+        (None until its record was merged)."""
+        nested = self._nested.get((k, call_id))
+        return None if nested is None else nested.id
+
     def drew(self, address: str, seen: dict[str, int]) -> None:
         """A partition's count of seeded fault draws in its worker process so far (they only grow)."""
         draws = self.draws.setdefault(address, {})

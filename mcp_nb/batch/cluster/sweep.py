@@ -26,10 +26,8 @@ import pickle
 import threading
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 import asyncio
-
-import pandas as pd
 
 from mcp_nb._version import __version__
 from mcp_nb.batch.cluster import require_distributed, toolbox, worker
@@ -37,6 +35,9 @@ from mcp_nb.batch.cluster.ledger import Ledger
 from mcp_nb.batch.core import STOP_WAIT_S, check_concurrency, result_frame, wait
 from mcp_nb.batch.sweeps import argument_sets, prepare_calls
 from mcp_nb.mistakes import BadType, BadValue, first_line
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PARTITIONS_PER_THREAD = 4  # the default split: enough partitions to balance, few enough to be cheap
 
@@ -47,7 +48,7 @@ def run_cluster_sweep(
 ) -> pd.DataFrame:  # fmt: skip
     distributed = require_distributed()
     sweep = ClusterSweep(engine, name, argument_sets(grid), concurrency, timeout, retry, server, partition_size)
-    client, owned = _client(distributed, cluster)
+    client, owned = client_for(distributed, cluster)
     try:
         return sweep.run(client, progress, stop)
     finally:
@@ -55,7 +56,7 @@ def run_cluster_sweep(
             client.close()
 
 
-def _client(distributed, cluster) -> tuple[Any, bool]:
+def client_for(distributed, cluster) -> tuple[Any, bool]:
     """A `Client` for `cluster`: the user's own, or one made (and closed) for this sweep."""
     if isinstance(cluster, distributed.Client):
         return cluster, False
@@ -91,6 +92,7 @@ class ClusterSweep:
         self._settled: set[int] = set()
         self._answered: set[int] = set()  # partitions whose calls are all accounted for (their result, or lost)
         self._inbox: collections.deque = collections.deque()
+        self.results: dict[int, list] = {}  # partition -> what its answer carried besides records (a `Job.work`'s)
 
     # -- running --------------------------------------------------------------------------------
 
@@ -102,8 +104,8 @@ class ClusterSweep:
         self._client = client
         _listen(client, self.id, self._inbox)
         try:
-            label = f"sweep {self.name}" if progress else None
-            interrupted = wait(self, n, label, f"sweep of {self.name!r}", "calls finished", stop)
+            label, subject, unit = self.said()
+            interrupted = wait(self, n, label if progress else None, subject, unit, stop)
         finally:
             if self.seeded:
                 # The workers' draws of the seeded faults count as the kernel's own: a call made here
@@ -115,6 +117,10 @@ class ClusterSweep:
             if self._futures:
                 client.cancel(list(self._futures))
         return self.frame(interrupted)
+
+    def said(self) -> tuple[str, str, str]:
+        """How its progress bar is named, and its interrupt said: the label, the subject, the unit."""
+        return f"sweep {self.name}", f"sweep of {self.name!r}", "calls finished"
 
     def _check_workers(self, client) -> int:
         threads = client.nthreads()
@@ -226,6 +232,8 @@ class ClusterSweep:
                 return
             ledger.merge(k, part.worker, part.records)
             ledger.finished.update(part.finished)
+            if part.results:
+                self.results[k] = part.results
             if part.seen:
                 ledger.drew(part.worker, part.seen)
             return

@@ -45,6 +45,7 @@ FAULT_FIELDS = ("latency", "tool_error", "crash", "protocol_error", "seed")
 NOT_COMPARED = {
     "function": "a copy of the kernel's, by value or by reference",
     "replaced": "a worker registers each once",
+    "changes": "what changed since the version it replaced: the kernel's history of the cell, not what it registers",
     "faults": "the faults injected at registration: those in force travel beside it (Shipped.faults)",
 }
 

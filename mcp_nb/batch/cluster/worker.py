@@ -64,6 +64,10 @@ class Job:
     concurrency: int
     server: str | None
     seen: dict[str, int] | None  # the kernel's count of seeded fault draws per argument set (`Faults.drawn`)
+    # What each position runs when it is not one call of `name` (an evaluation's episodes):
+    # `work.on(engine, sets, concurrency, ended)` gives the lanes to run, which records are the
+    # partition's (`owns(outcome)`), and what its answer carries besides them (`results()`).
+    work: Any = None
 
 
 @dataclasses.dataclass
@@ -77,6 +81,7 @@ class Partition:
     seen: dict[str, int] = dataclasses.field(default_factory=dict)  # this sweep's fault draws in this process so far
     rerun: bool = False  # dask ran it again after its first worker died: it did nothing
     stopped: bool = False  # the sweep was stopped before this partition started
+    results: list = dataclasses.field(default_factory=list)  # a `Job.work`'s results (an evaluation's episodes)
 
 
 class _Run:
@@ -249,7 +254,7 @@ def _run(worker: Any, address: str, engine: Any, job: Job, k: int, positions: li
         # worker with several threads runs several): this partition's are its grid calls and
         # the calls their tools made, whose chain of parents leads to one of them. A grid call
         # the stop records from this thread (`Lanes.stop`) is known by its id.
-        if outcome is None or (outcome.call_id not in ids and _root(CURRENT_CALL.get()) not in ids):
+        if outcome is None or (outcome.call_id not in ids and not owns(outcome)):
             return
         with lock:
             records.append((len(records), ids.get(outcome.call_id), outcome))
@@ -273,9 +278,18 @@ def _run(worker: Any, address: str, engine: Any, job: Job, k: int, positions: li
         if not due:
             asyncio.get_running_loop().call_later(TELL_EVERY_S, tell)
 
-    calls = prepare_calls(engine, job.name, sets, job.timeout, job.retry, job.server)
-    lanes = Lanes(engine, calls, job.concurrency, ended=ended)
-    ids.update({call.id: positions[i] for i, call in enumerate(calls)})
+    if job.work is None:
+        calls = prepare_calls(engine, job.name, sets, job.timeout, job.retry, job.server)
+        lanes = Lanes(engine, calls, job.concurrency, ended=ended)
+        ids.update({call.id: positions[i] for i, call in enumerate(calls)})
+
+        def owns(outcome: Any) -> bool:
+            return _root(CURRENT_CALL.get()) in ids
+
+        results: Any = list
+    else:
+        worked = job.work.on(engine, sets, job.concurrency, ended)
+        lanes, owns, results = worked.lanes, worked.owns, worked.results
     engine.history.subscribe(heard)
     try:
         future = engine.loop.submit(lanes.run())
@@ -296,7 +310,7 @@ def _run(worker: Any, address: str, engine: Any, job: Job, k: int, positions: li
         rest, done = records[sent[0] :], finished[told[0] :]
         sent[0], told[0] = len(records), len(finished)
     _tell(worker, {"s": job.sweep, "k": k, "w": address, "f": done, "r": _packed(rest)})
-    return Partition(k, address, records=records, finished=finished, seen=_draws(job))
+    return Partition(k, address, records=records, finished=finished, seen=_draws(job), results=results())
 
 
 def _root(call: Any) -> int | None:

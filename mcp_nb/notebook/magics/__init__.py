@@ -9,6 +9,7 @@ of its own, and `McpMagics` joins them; `load_ipython_extension` registers it:
     history.py       %mcp_history  %mcp_save_cases  %mcp_replay
     surfaces.py      %mcp_snapshot  %mcp_diff
     serving.py       %mcp_serve
+    agents.py        %mcp_agent
 
 Every magic gets its line as typed (`no_var_expand`: `{title}` in a URI template and `$` in
 JSON are never IPython variables) and reads it by the same rules (`options.py`: shell quoting,
@@ -29,6 +30,7 @@ from traitlets import link
 from mcp_nb import api
 from mcp_nb.config import CONFIGURABLE, SharedTraits, settings
 from mcp_nb.notebook import completion
+from mcp_nb.notebook.magics.agents import AgentMagics
 from mcp_nb.notebook.magics.calling import CallingMagics
 from mcp_nb.notebook.magics.connecting import ConnectingMagics
 from mcp_nb.notebook.magics.history import HistoryMagics
@@ -37,7 +39,7 @@ from mcp_nb.notebook.magics.serving import ServingMagics
 from mcp_nb.notebook.magics.surfaces import SurfaceMagics
 from mcp_nb.notebook.warmup import open_session_early
 
-MAGICS = (RegisteringMagics, CallingMagics, ConnectingMagics, HistoryMagics, SurfaceMagics, ServingMagics)
+MAGICS = (RegisteringMagics, CallingMagics, ConnectingMagics, HistoryMagics, SurfaceMagics, ServingMagics, AgentMagics)
 _config_applied = False  # whether a McpMagics of this process has applied the IPython config
 
 

@@ -20,6 +20,7 @@ and its two branches live here, in the leaf module every layer imports. The tree
     │   │   ├── HistoryFileError             a history file                             [history_file.py]
     │   │   └── NotShippable                 a registration dask workers cannot take    [batch/cluster/toolbox.py]
     │   ├── BadType (TypeError)              a value of a kind mcp_nb cannot take
+    │   ├── NotARegularFile (OSError)        a path to read or write that is a folder, a FIFO, a device [records/files.py]
     │   ├── CallDepthError (RuntimeError)    calls nested past settings.max_depth       [calling/call.py]
     │   ├── ResetRefused (ToolError)         reset() from inside a handler              [calling/engine.py]
     │   └── NotebookError (RuntimeError)     a notebook to serve that cannot be run     [serving/notebook.py]
@@ -30,6 +31,7 @@ and its two branches live here, in the leaf module every layer imports. The tree
     │   ├── AuthorizationPending             nobody approved an OAuth flow in time      [calling/oauth.py]
     │   ├── NonJsonNumber (ValueError)       a server's answer holds NaN or an infinity [records/structured.py]
     │   ├── BreakingChanges (AssertionError) a surface diff reached its fail_on level   [records/surface_diff.py]
+    │   ├── CheckFailed (AssertionError)     an expect() or a prediction that did not hold [records/expect.py]
     │   ├── Misnamed (ValueError)            a history file's part of other rows than named [records/disk.py]
     │   ├── ModelError                       a model gave no reply (its `kind` says why) [models/errors.py]
     │   │   └── BadReply                     a reply not in the chat-completions shape  [models/errors.py]

@@ -225,7 +225,7 @@ def test_a_hint_can_be_picked_by_how_the_call_ended(calls):
     [
         ({"outcome": None, "cause": None}, "the outcome type is still None"),
         ({"outcome": ..., "cause": "crash"}, "the outcome type is still ...: write your answer, one of result, tool_error"),
-        ({"outcome": "tool_error", "cause": mcp_nb.CAUSES}, "name one: the cause is a tuple of 20; a prediction is exactly one"),
+        ({"outcome": "tool_error", "cause": mcp_nb.CAUSES}, f"name one: the cause is a tuple of {len(mcp_nb.CAUSES)}; a prediction is exactly one"),
         ({"outcome": "tool_error", "cause": ("crash", "raised")}, "name one: the cause is a tuple of 2"),
         ({"outcome": ["tool_error"], "cause": "crash"}, "name one: the outcome type is a list of 1"),
         ({"outcome": {"tool_error"}, "cause": "crash"}, "name one: the outcome type is a set of 1"),

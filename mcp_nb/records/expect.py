@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping
 
-from mcp_nb.mistakes import BadType, BadValue
+from mcp_nb.mistakes import BadType, BadValue, Failure
 from mcp_nb.records.outcome import CAUSE_DOC, CAUSES, FATES, OUTCOMES, Outcome
 
 # What each outcome type means, in the words of the course's glossary and the error model's table.
@@ -55,7 +55,7 @@ _SHOWN = 300  # characters of what the model read or the host got, in a message
 _RED, _PLAIN = "\x1b[1;31m", "\x1b[0m"  # the first line of a failed check, as IPython colours an error's name
 
 
-class CheckFailed(AssertionError):
+class CheckFailed(Failure, AssertionError):
     """A check that did not hold. Its message is the whole explanation: how the call ended, what was
     expected, what each audience got, and a hint. IPython shows it as those lines alone, without the
     frames of the check's own code (JupyterLab, Notebook 7 and nbval's report all use

@@ -21,8 +21,10 @@ import os
 import stat
 from pathlib import Path
 
+from mcp_nb.mistakes import Mistake
 
-class NotARegularFile(OSError):
+
+class NotARegularFile(Mistake, OSError):
     """The path exists and is no regular file (a folder, a FIFO, a device)."""
 
 

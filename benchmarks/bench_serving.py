@@ -500,12 +500,12 @@ def main() -> None:
     print("(r: the plain server given an event store, resumable as mcp_nb is)")
     for variant in VARIANTS:
         for tool in TOOLS:
-            ours, theirs = rates[(variant, tool, "mcp_nb")], rates[(variant, tool, "plain")]
-            ratios = [a / b for a, b in zip(ours, theirs)]
+            mine, plains = rates[(variant, tool, "mcp_nb")], rates[(variant, tool, "plain")]
+            ratios = [a / b for a, b in zip(mine, plains)]
             ratio = median(ratios)
-            rows.append({"variant": variant, "reference": VARIANTS[variant][2], "tool": tool, "mcp_nb": median(ours), "plain": median(theirs),
+            rows.append({"variant": variant, "reference": VARIANTS[variant][2], "tool": tool, "mcp_nb": median(mine), "plain": median(plains),
                          "ratio": ratio, "ratios": ratios})  # fmt: skip
-            print(f"{variant:<15} {tool:<6} {median(ours):>15.0f} {median(theirs):>14.0f} {ratio:>7.3f}  "
+            print(f"{variant:<15} {tool:<6} {median(mine):>15.0f} {median(plains):>14.0f} {ratio:>7.3f}  "
                   f"{min(ratios):.3f} - {max(ratios):.3f}")  # fmt: skip
             if variant in NOT_JUDGED:
                 verdicts.append((f"{variant} {tool}: mcp_nb/plain {ratio:.3f} (a plain server that is not resumable)", None))

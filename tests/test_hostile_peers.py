@@ -106,12 +106,44 @@ def test_a_flood_of_log_messages_is_kept_and_the_card_shows_a_bounded_part(hosti
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.xfail(strict=True, reason=f"{CALLING}: each tools/list_changed starts a listing of its own (5,000 notices, 5,000 listings); one in flight and a 'changed again' flag would do")
 def test_a_flood_of_list_changed_notices_is_coalesced_into_few_listings(hostile):
     o = mcp_nb.call("list_changed_flood", {"count": 5000}, server="h", timeout=60)
     assert o.outcome == "result"
     counted = [int(mcp_nb.call("listings", {}, server="h", timeout=60).content) for _ in range(2)]
     assert counted[1] < 100, f"{counted[1]} listings for 5,000 notices"
+
+
+def listings(method: str) -> int:
+    return int(mcp_nb.call("listings", {"method": method}, server="h", timeout=60).content)
+
+
+def offered(kind: str) -> list[str]:
+    frame = mcp_nb.registered(server="h")
+    return frame.loc[frame["kind"] == kind, "name"].tolist()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind, method", [("tools", "tools/list"), ("resources", "resources/list"), ("prompts", "prompts/list")])
+def test_each_kinds_flood_of_list_changed_notices_costs_few_listings_of_that_kind_alone(hostile, kind, method):
+    before = {m: listings(m) for m in ("tools/list", "resources/list", "prompts/list")}
+    o = mcp_nb.call("list_changed_flood", {"count": 5000, "kind": kind}, server="h", timeout=60)
+    assert o.outcome == "result"
+    listings(method)  # the listings the flood started have been asked for by now (one stdin, in order)
+    after = {m: listings(m) for m in before}
+    assert after[method] - before[method] < 100, f"{after[method] - before[method]} listings of {method} for 5,000 notices"
+    others = {m: after[m] - before[m] for m in before if m != method}
+    assert others == {m: 0 for m in others}, f"a {kind} notice listed other kinds: {others}"
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind, entry", [("tools", "tool"), ("resources", "resource"), ("prompts", "prompt")])
+def test_the_change_said_last_after_a_flood_is_read(hostile, kind, entry):
+    o = mcp_nb.call("list_changed_flood", {"count": 2000, "kind": kind, "add": True}, server="h", timeout=60)
+    assert o.outcome == "result"
+    deadline = time.monotonic() + 30
+    while "added_late" not in offered(entry) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "added_late" in offered(entry), offered(entry)[:10]
 
 
 @pytest.mark.timeout(120)

@@ -180,14 +180,16 @@ def test_nan_in_an_answer_is_a_protocol_error_at_once(hostile):
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.xfail(strict=True, reason=f"{CALLING}: a line with the request's id that does not validate is dropped; the call waits for its deadline")
-@pytest.mark.parametrize("tool", ["huge_int", "deep", "surrogate", "error_odd", "result_list"])
+@pytest.mark.parametrize("tool", ["huge_int", "deep", "surrogate", "error_odd", "result_list", "deep_id_last", "result_list_id_text"])
 def test_an_answer_that_is_no_valid_message_fails_its_call_at_once_not_at_the_deadline(hostile, tool):
     started = time.monotonic()
     o = mcp_nb.call(tool, {}, server="h", timeout=15)
-    assert o.outcome == "protocol_error", (o.outcome, o.cause, o.message)
+    assert (o.outcome, o.cause) == ("protocol_error", "invalid_response"), (o.outcome, o.cause, o.message)
+    assert o.message.startswith("the server's answer is no message the protocol allows: "), o.message
+    assert "\n" not in o.message and len(o.message) < 500, o.message
     assert time.monotonic() - started < 10
     still_answers()
+    recorded_once()
 
 
 @pytest.mark.timeout(120)

@@ -5,7 +5,7 @@ as an older server would. What it does wrong is chosen two ways:
 
 - by the tool called: each tool below misbehaves in its own way when called (`garbage`,
   `dup_id`, `unknown_id`, `flood`, `hang`, `half_line`, `nan`, `huge_int`, `deep`, `surrogate`,
-  `nul`, `error_huge`, `error_odd`, `error_control`, `result_list`, `both`, `ping_first`,
+  `deep_id_last`, `nul`, `error_huge`, `error_odd`, `error_control`, `result_list`, `result_list_id_text`, `both`, `ping_first`,
   `ask_unknown`, `sample_garbage`, `elicit_garbage`, `progress_odd`, `log_odd`, `roots_flood`,
   `list_changed_flood` (`count` notices that a `kind`'s list changed; with `add`, one more entry and notice after them),
   `listings` (how many times the listing `method`, tools/list unless said, was asked), `slow_trickle`, `exit_mid`, `id_string`, `batch`);
@@ -30,8 +30,8 @@ OUT = sys.stdout.buffer
 LOCK = threading.Lock()
 BIDI = "\u202e"
 TOOLS = (
-    "garbage dup_id unknown_id flood hang half_line nan huge_int deep surrogate nul error_huge error_odd "
-    "error_control result_list both ping_first ask_unknown sample_garbage elicit_garbage progress_odd log_odd "
+    "garbage dup_id unknown_id flood hang half_line nan huge_int deep deep_id_last surrogate nul error_huge error_odd "
+    "error_control result_list result_list_id_text both ping_first ask_unknown sample_garbage elicit_garbage progress_odd log_odd "
     "roots_flood slow_trickle exit_mid id_string batch echo list_changed_flood html_text listings"
 ).split()
 
@@ -137,6 +137,10 @@ def call_tool(rid, name: str, args: dict, meta: dict) -> None:  # noqa: C901 - o
     elif name == "deep":
         depth = int(args.get("depth", 100000))
         send_raw(b'{"jsonrpc": "2.0", "id": ' + json.dumps(rid).encode() + b', "result": {"content": [{"type": "text", "text": "x"}], "structuredContent": {"v": ' + b"[" * depth + b"]" * depth + b"}}}\n")
+    elif name == "deep_id_last":  # the id after a result nested past any parser's depth
+        send_raw(b'{"jsonrpc": "2.0", "result": {"content": [], "structuredContent": {"v": ' + b"[" * 100000 + b"]" * 100000 + b'}}, "id": ' + json.dumps(rid).encode() + b"}\n")
+    elif name == "result_list_id_text":  # the request's id as text, which the SDK takes for it
+        answer(str(rid), [1, 2, 3])
     elif name == "surrogate":
         send_raw(b'{"jsonrpc": "2.0", "id": ' + json.dumps(rid).encode() + b', "result": {"content": [{"type": "text", "text": "lone \\ud800 surrogate \\udfff"}]}}\n')
     elif name == "nul":

@@ -1,10 +1,13 @@
-"""Streamable HTTP: an answer with the request's id that is no valid message fails its call at once.
+"""Streamable HTTP: an answer with the request's id that is no valid message fails its call at once;
+a progress no float can hold leaves the call and the connection alone.
 
 The stdio side is tests/test_hostile_peers.py (`..._fails_its_call_at_once_not_at_the_deadline`),
 where mcp_nb's own transport reads the line again for its id. Over HTTP the SDK's transport knows
 which request a POST's answer belongs to, as a JSON body or as an event of an SSE stream, and
 makes its own error of what it cannot validate: the same answers here, both ways, must be
-`invalid_response` long before the deadline, and the connection must stay.
+`invalid_response` long before the deadline, and the connection must stay. The SDK's dispatcher
+converts a progress with `float()` whatever the transport: mcp_nb's guard on the read stream
+(`connections/inbound.py`) is tested here over HTTP as over stdio in test_hostile_peers.py.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ def broken(rid: object) -> dict[str, bytes]:
 
 
 TOOLS = list(broken(0))
+HUGE = 10**400
+PROGRESSES = {"progress_huge": {"progress": HUGE, "total": 5}, "total_huge": {"progress": 1, "total": HUGE}}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -59,7 +64,14 @@ class Handler(BaseHTTPRequestHandler):
         if method == "initialize":
             result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "broken", "version": "1"}}
         elif method == "tools/list":
-            result = {"tools": [{"name": f"{name}_{how}", "inputSchema": {"type": "object"}} for name in TOOLS for how in ("json", "sse")]}
+            names = [f"{name}_{how}" for name in TOOLS for how in ("json", "sse")] + list(PROGRESSES)
+            result = {"tools": [{"name": name, "inputSchema": {"type": "object"}} for name in names]}
+        elif method == "tools/call" and message["params"]["name"] in PROGRESSES:
+            token = message["params"].get("_meta", {}).get("progressToken", ident)
+            progress = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, **PROGRESSES[message["params"]["name"]]}}
+            answer = {"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": "after the progress"}]}}
+            events = b"".join(b"event: message\ndata: " + json.dumps(m).encode() + b"\n\n" for m in (progress, answer))
+            return self._send(200, "text/event-stream", events)
         elif method == "tools/call":
             name, _, how = message["params"]["name"].rpartition("_")
             answer = broken(ident)[name]
@@ -92,3 +104,15 @@ def test_an_answer_that_is_no_valid_message_fails_its_call_at_once_over_http(bro
     assert time.monotonic() - started < 10
     assert mcp_nb.servers().loc["broken", "state"] == "connected"
     assert len(mcp_nb.history()) == 1
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("tool", PROGRESSES)
+def test_a_progress_past_any_float_leaves_an_http_call_and_its_connection_alone(broken_url, tool):
+    mcp_nb.connect("broken", broken_url, timeout=10)
+    o = mcp_nb.call(tool, server="broken", timeout=15)
+    assert (o.outcome, o.content) == ("result", "after the progress"), (o.outcome, o.cause, o.message)
+    said = [log.message for log in o.server_logs if "past any float" in log.message]
+    assert len(said) == 1 and "an integer of 401 digits" in said[0], said
+    again = mcp_nb.call(tool, server="broken", timeout=15)
+    assert again.outcome == "result", (again.outcome, again.cause, again.message)

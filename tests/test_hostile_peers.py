@@ -229,12 +229,13 @@ def test_progress_of_odd_values_leaves_the_call_and_the_connection_alone(hostile
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.xfail(strict=True, reason="the SDK's dispatcher (float(progress)) raises OverflowError; route: calling-house, to keep a progress the SDK cannot convert from the session")
 @pytest.mark.parametrize("total", [5, 10**400], ids=["progress", "total"])
 def test_a_progress_past_any_float_does_not_end_the_connection(hostile, total):
     which = [3] if total == 5 else [2]
     o = mcp_nb.call("progress_odd", {"which": which, "total": total}, server="h", timeout=20)
     assert o.outcome == "result", (o.outcome, o.cause, o.message)
+    said = [log.message for log in o.server_logs if "past any float" in log.message]
+    assert len(said) == 1 and "an integer of 401 digits" in said[0] and "\n" not in said[0], said
     still_answers()
 
 

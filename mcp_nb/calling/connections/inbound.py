@@ -1,4 +1,6 @@
-"""What a server sends that the SDK would drop in silence: taken before it gets there.
+"""What a server sends that the SDK would drop in silence, or choke on: taken before it gets there.
+
+Two kinds, found on the way in (the stdio transport's lines, both transports' read streams):
 
 - an answer to one of our requests that is no message the protocol allows (a number past any
   parser's, nesting past its depth, a lone surrogate, an error whose code is text, a result that
@@ -7,13 +9,25 @@
   request gets an error of mcp_nb's making at once (`refused_answer`, recorded `invalid_response`).
   Streamable HTTP needs none of this: the SDK's transport knows which request a POST's answer
   belongs to and makes such an error itself (`sdk_compat.BROKEN_ANSWER_TEXTS`).
+- a progress notification whose progress or total no float can hold (an integer of 400 digits):
+  the SDK's dispatcher converts both with `float()`, and its OverflowError would end the session.
+  `Guarded` wraps a read stream: such a progress is dropped, such a total left out, and either
+  said in one line on the connection (and so on the calls waiting on it).
 """
 
 from __future__ import annotations
 
+import contextvars
+import dataclasses
 import json
 import re
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any, Generic, Protocol, TypeVar
 
+import anyio
+from mcp.shared.message import SessionMessage
+from mcp_types import JSONRPCNotification
 from pydantic import ValidationError
 
 # The start of the message of the error a request gets for an answer that is no message the
@@ -113,3 +127,91 @@ def refused_answer(line: bytes, err: ValidationError) -> str:
 def _bounded(text: str, limit: int = 300) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# -- progress no float can hold ------------------------------------------------------------------
+
+Item = TypeVar("Item")
+
+
+class _Receiving(Protocol[Item]):  # a transport's read stream, as the SDK's dispatcher reads it
+    async def receive(self) -> Item: ...
+
+    async def aclose(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class Guarded(Generic[Item]):
+    """A transport's read stream, with each progress notification the SDK's dispatcher cannot
+    convert taken out of it (the progress: the notification dropped; the total: left out), and
+    said (`said(line)`). Everything else passes as it came, with the context the transport read
+    it in (`last_context`, which streamable HTTP's stream carries for each message)."""
+
+    def __init__(self, inner: _Receiving[Item], said: Callable[[str], None]) -> None:
+        self._inner, self._said = inner, said
+
+    @property
+    def last_context(self) -> contextvars.Context | None:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Item:
+        while True:
+            item = await self._inner.receive()
+            kept = self._kept(item)
+            if kept is not None:
+                return kept
+
+    def _kept(self, item: Item) -> Item | None:
+        if not isinstance(item, SessionMessage):
+            return item
+        message = item.message
+        if not isinstance(message, JSONRPCNotification) or message.method != "notifications/progress":
+            return item
+        params = message.params
+        if not isinstance(params, Mapping):
+            return item
+        if _past_any_float(params.get("progress")):
+            self._said(f"a progress notification was dropped: its progress, {_digits(params['progress'])}, is past any float")
+            return None
+        if _past_any_float(params.get("total")):
+            self._said(f"a progress notification's total, {_digits(params['total'])}, is past any float: it was left out")
+            params = {name: value for name, value in params.items() if name != "total"}
+            return dataclasses.replace(item, message=message.model_copy(update={"params": params}))  # type: ignore[return-value]
+        return item
+
+    def __aiter__(self) -> Guarded[Item]:
+        return self
+
+    async def __anext__(self) -> Item:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Guarded[Item]:
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None) -> None:
+        await self.aclose()
+
+
+def _past_any_float(value: Any) -> bool:
+    if not isinstance(value, int) or isinstance(value, bool):
+        return False
+    try:
+        float(value)
+    except OverflowError:
+        return True
+    return False
+
+
+def _digits(value: int) -> str:
+    bits = abs(value).bit_length()  # Python writes no integer of more than 4,300 digits out: counted from its bits
+    return f"an integer of {len(str(abs(value))) if bits < 14000 else f'some {int(bits * 0.30103) + 1}'} digits"

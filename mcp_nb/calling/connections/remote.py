@@ -153,7 +153,7 @@ class RemoteConnection(Connection):
         if spec.transport == "http":
             given = spec.auth if isinstance(spec.auth, httpx2.Auth) else None
             auth, step = (self._provider, self._oauth_step) if self.oauth is not None else (given, None)
-            http = self._http = HttpTransport(spec.url, dict(spec.headers), auth, step)
+            http = self._http = HttpTransport(spec.url, dict(spec.headers), auth, step, self._warned)
             transport: HttpTransport | StdioTransport = http
         else:
             transport = self._stdio = StdioTransport(spec, self)
@@ -311,7 +311,10 @@ class RemoteConnection(Connection):
         self._changed()
 
     def _unlisted(self, why: str) -> None:
-        self.heard(ServerLog(level="WARNING", logger="mcp_nb.connection", message=why + "; none listed", at=time.time()))
+        self._warned(why + "; none listed")
+
+    def _warned(self, message: str) -> None:
+        self.heard(ServerLog(level="WARNING", logger="mcp_nb.connection", message=message, at=time.time()))
 
     def entries(self) -> list[Registration]:
         return list(self._catalog)

@@ -8,6 +8,7 @@ in the user's cell, breaks a line of the card or recolours a terminal.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -15,9 +16,18 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import mcp_nb
 from helpers import checkout_env
+from mcp_nb.calling.connections import inbound
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=10) | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=20,
+)
 
 SERVER = str(Path(__file__).parent / "servers" / "hostile_rpc.py")
 CALLING = "calling-house (mcp_nb/calling/stdio.py, connections.py)"
@@ -190,6 +200,43 @@ def test_an_answer_that_is_no_valid_message_fails_its_call_at_once_not_at_the_de
     assert time.monotonic() - started < 10
     still_answers()
     recorded_once()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("read", ["resource", "prompt"])
+def test_a_read_answered_with_no_valid_message_fails_at_once_too(hostile, read):
+    started = time.monotonic()
+    if read == "resource":
+        o = mcp_nb.read("mem://invalid", server="h", timeout=15)
+    else:
+        o = mcp_nb.get_prompt("invalid", server="h", timeout=15)
+    assert (o.outcome, o.cause) == ("protocol_error", "invalid_response"), (o.outcome, o.cause, o.message)
+    assert time.monotonic() - started < 10
+    still_answers()
+    recorded_once()
+
+
+@pytest.mark.timeout(120)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rid=st.one_of(st.integers(-(10**15), 10**15), st.text(max_size=20)), result=JSON, first=st.booleans())
+def test_the_id_of_an_answer_is_read_back_however_deep_its_result(rid, result, first):
+    # What the stdio transport reads for the request a broken answer answers: the id, whether the
+    # line is parsed whole or (too deep to parse) read at its top level only.
+    members = [("id", rid), ("result", result)] if first else [("result", result), ("id", rid)]
+    line = json.dumps(dict([("jsonrpc", "2.0"), *members])).encode()
+    assert inbound.answered_id(line) == rid
+    top = inbound._top_level(line)
+    assert top is not None and set(top) == {"jsonrpc", "id", "result"} and top["id"] == rid
+    deep = line.replace(b'"result": ', b'"result": ' + b"[" * 5000, 1).replace(b', "id"', b"]" * 5000 + b', "id"', 1) if not first else None
+    if deep is not None:
+        assert inbound.answered_id(deep) == rid
+
+
+@given(st.binary(max_size=300))
+@settings(max_examples=300, deadline=None)
+def test_any_bytes_are_read_for_an_id_without_raising(line):
+    found = inbound.answered_id(line)
+    assert found is None or isinstance(found, (str, int))
 
 
 @pytest.mark.timeout(120)

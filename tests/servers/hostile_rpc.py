@@ -9,6 +9,8 @@ as an older server would. What it does wrong is chosen two ways:
   `ask_unknown`, `sample_garbage`, `elicit_garbage`, `progress_odd`, `log_odd`, `roots_flood`,
   `list_changed_flood` (`count` notices that a `kind`'s list changed; with `add`, one more entry and notice after them),
   `listings` (how many times the listing `method`, tools/list unless said, was asked), `slow_trickle`, `exit_mid`, `id_string`, `batch`);
+- by what is read: `resources/read` of `mem://invalid` and `prompts/get` of `invalid` are answered
+  with no message the protocol allows (a result that is a list; an error whose code is text);
 - by the argument after the script's name, what its listings and handshake hold: `plain`,
   `odd_names` (names holding newlines, HTML, bidi and control characters, a huge description),
   `odd_info` (a server name and instructions holding newlines, HTML and control characters),
@@ -258,6 +260,10 @@ def main() -> None:
         elif method in ("resources/list", "resources/templates/list", "prompts/list"):
             key = {"resources/list": "resources", "resources/templates/list": "resourceTemplates", "prompts/list": "prompts"}[method]
             answer(rid, {key: listed(method)})
+        elif method == "resources/read" and params.get("uri") == "mem://invalid":
+            answer(rid, [1, 2, 3])  # a result that is a list
+        elif method == "prompts/get" and params.get("name") == "invalid":
+            send({"jsonrpc": "2.0", "id": rid, "error": {"code": "not a number", "message": ["not", "text"]}})
         elif method == "logging/setLevel":
             answer(rid, {})
         else:

@@ -48,7 +48,7 @@ def panel_on():
 def test_entries_of_hostile_names_and_descriptions_are_shown_safely_and_bounded(panel_on):
     panel = panel_on("odd_names")
     labels = [label for label, _ in panel.picker.options]
-    assert len(labels) == 37  # 31 tools of misbehaviours, 6 of odd names
+    assert len(labels) == 39  # 33 tools of misbehaviours, 6 of odd names
     for label in labels:
         safe(label, html=False)
         assert "\n" not in label and len(label) < 100

@@ -31,7 +31,7 @@ from mcp import MCPError
 from mcp.shared.dispatcher import ProgressFnT
 from mcp_types import CreateMessageRequestParams
 
-from mcp_nb.calling.connections import METHODS, Answer, Connection, ConnectionLost
+from mcp_nb.calling.connections import METHODS, REFUSED_ANSWER, Answer, Connection, ConnectionLost
 from mcp_nb.calling.current import CURRENT_CALL
 from mcp_nb.calling.deadline import Deadline
 from mcp_nb.calling.record import CallRecord
@@ -76,6 +76,9 @@ HELD_LATE = " (the answer came after the deadline: mcp_nb's event loop was held)
 # What a coroutine must never swallow: it is being closed (GeneratorExit), or the process is
 # being stopped. Anything else escaping the SDK is a failure of the call, recorded.
 _NOT_SWALLOWED = (GeneratorExit,)
+# The errors a transport makes of an answer the client could not take (the SDK's streamable HTTP
+# transport, mcp_nb's stdio one: `connections.inbound`), recorded `invalid_response`.
+_BROKEN_ANSWERS = {"http": BROKEN_ANSWER_TEXTS, "stdio": (REFUSED_ANSWER,)}
 _NO_CHILDREN: list[Call] = []  # shared by every Call that started none; never appended to (`adopt` makes a new list)
 
 
@@ -423,7 +426,7 @@ class Call(CallRecord):
                 status = connection.http_error(METHODS[self.target], self._sent_params())
                 if status is not None:
                     outcome = self._http_error(failure.error, status)
-            elif connection.transport == "http" and failure.error.message.startswith(BROKEN_ANSWER_TEXTS):
+            elif failure.error.message.startswith(_BROKEN_ANSWERS.get(connection.transport, ())):
                 outcome = self._outcome(
                     "protocol_error", "invalid_response", self._elapsed_ms(), code=failure.error.code,
                     message=failure.error.message, data=failure.error.data,

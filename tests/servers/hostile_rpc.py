@@ -5,9 +5,12 @@ as an older server would. What it does wrong is chosen two ways:
 
 - by the tool called: each tool below misbehaves in its own way when called (`garbage`,
   `dup_id`, `unknown_id`, `flood`, `hang`, `half_line`, `nan`, `huge_int`, `deep`, `surrogate`,
-  `nul`, `error_huge`, `error_odd`, `error_control`, `result_list`, `both`, `ping_first`,
+  `deep_id_last`, `nul`, `error_huge`, `error_odd`, `error_control`, `result_list`, `result_list_id_text`, `both`, `ping_first`,
   `ask_unknown`, `sample_garbage`, `elicit_garbage`, `progress_odd`, `log_odd`, `roots_flood`,
-  `listings` (how many times tools/list was asked), `slow_trickle`, `exit_mid`, `id_string`, `batch`);
+  `list_changed_flood` (`count` notices that a `kind`'s list changed; with `add`, one more entry and notice after them),
+  `listings` (how many times the listing `method`, tools/list unless said, was asked), `slow_trickle`, `exit_mid`, `id_string`, `batch`);
+- by what is read: `resources/read` of `mem://invalid` and `prompts/get` of `invalid` are answered
+  with no message the protocol allows (a result that is a list; an error whose code is text);
 - by the argument after the script's name, what its listings and handshake hold: `plain`,
   `odd_names` (names holding newlines, HTML, bidi and control characters, a huge description),
   `odd_info` (a server name and instructions holding newlines, HTML and control characters),
@@ -29,8 +32,8 @@ OUT = sys.stdout.buffer
 LOCK = threading.Lock()
 BIDI = "\u202e"
 TOOLS = (
-    "garbage dup_id unknown_id flood hang half_line nan huge_int deep surrogate nul error_huge error_odd "
-    "error_control result_list both ping_first ask_unknown sample_garbage elicit_garbage progress_odd log_odd "
+    "garbage dup_id unknown_id flood hang half_line nan huge_int deep deep_id_last surrogate nul error_huge error_odd "
+    "error_control result_list result_list_id_text both ping_first ask_unknown sample_garbage elicit_garbage progress_odd log_odd "
     "roots_flood slow_trickle exit_mid id_string batch echo list_changed_flood html_text listings"
 ).split()
 
@@ -101,7 +104,7 @@ def call_tool(rid, name: str, args: dict, meta: dict) -> None:  # noqa: C901 - o
     if name == "echo":
         answer(rid, text(json.dumps(args)))
     elif name == "listings":
-        answer(rid, text(str(LISTINGS["tools/list"])))
+        answer(rid, text(str(LISTINGS[args.get("method", "tools/list")])))
     elif name == "garbage":
         send_raw(b"this is no json\n{\"jsonrpc\": \"2.0\"\n[1,2,3]\n{\"jsonrpc\":\"2.0\",\"id\":null,\"result\":{}}\n\xff\xfe\n")
         answer(rid, text("after garbage"))
@@ -118,8 +121,12 @@ def call_tool(rid, name: str, args: dict, meta: dict) -> None:  # noqa: C901 - o
             send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": f"line {i}"}})
         answer(rid, text("after the flood"))
     elif name == "list_changed_flood":
+        notice = {"jsonrpc": "2.0", "method": f"notifications/{args.get('kind', 'tools')}/list_changed"}
         for _ in range(int(args.get("count", 5000))):
-            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            send(notice)
+        if args.get("add"):  # a change after the flood, said once more: the last notice must be read
+            ADDED.add(args.get("kind", "tools"))
+            send(notice)
         answer(rid, text("after the list changes"))
     elif name == "hang":
         pass  # never answers
@@ -132,6 +139,10 @@ def call_tool(rid, name: str, args: dict, meta: dict) -> None:  # noqa: C901 - o
     elif name == "deep":
         depth = int(args.get("depth", 100000))
         send_raw(b'{"jsonrpc": "2.0", "id": ' + json.dumps(rid).encode() + b', "result": {"content": [{"type": "text", "text": "x"}], "structuredContent": {"v": ' + b"[" * depth + b"]" * depth + b"}}}\n")
+    elif name == "deep_id_last":  # the id after a result nested past any parser's depth
+        send_raw(b'{"jsonrpc": "2.0", "result": {"content": [], "structuredContent": {"v": ' + b"[" * 100000 + b"]" * 100000 + b'}}, "id": ' + json.dumps(rid).encode() + b"}\n")
+    elif name == "result_list_id_text":  # the request's id as text, which the SDK takes for it
+        answer(str(rid), [1, 2, 3])
     elif name == "surrogate":
         send_raw(b'{"jsonrpc": "2.0", "id": ' + json.dumps(rid).encode() + b', "result": {"content": [{"type": "text", "text": "lone \\ud800 surrogate \\udfff"}]}}\n')
     elif name == "nul":
@@ -200,7 +211,8 @@ def call_tool(rid, name: str, args: dict, meta: dict) -> None:  # noqa: C901 - o
         send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": f"Unknown tool: {name}"}})
 
 
-LISTINGS = {"tools/list": 0}
+LISTINGS = {"tools/list": 0, "resources/list": 0, "resources/templates/list": 0, "prompts/list": 0}
+ADDED: set[str] = set()  # the kinds `list_changed_flood` added one more of, after its flood
 
 
 def list_tools(rid) -> None:
@@ -208,7 +220,18 @@ def list_tools(rid) -> None:
     if MODE == "garbage_list":
         answer(rid, {"tools": [{"name": 5}, "not a tool", {"inputSchema": None}, {"name": "fine", "inputSchema": {"type": "object"}}]})
         return
-    answer(rid, {"tools": tools()})
+    added = [{"name": "added_late", "inputSchema": {"type": "object"}}] if "tools" in ADDED else []
+    answer(rid, {"tools": tools() + added})
+
+
+def listed(method: str) -> list[dict]:
+    """What a listing other than the tools' holds: nothing, or the one entry added after a flood."""
+    LISTINGS[method] += 1
+    if method == "resources/list" and "resources" in ADDED:
+        return [{"uri": "mem://added_late", "name": "added_late"}]
+    if method == "prompts/list" and "prompts" in ADDED:
+        return [{"name": "added_late"}]
+    return []
 
 
 def main() -> None:
@@ -223,8 +246,8 @@ def main() -> None:
         if rid is None:
             continue  # a notification
         if method == "initialize":
-            result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {"listChanged": True}, "logging": {}, "resources": {"subscribe": True}},
-                      "serverInfo": info()}
+            capabilities = {"tools": {"listChanged": True}, "logging": {}, "resources": {"subscribe": True, "listChanged": True}, "prompts": {"listChanged": True}}
+            result = {"protocolVersion": "2025-11-25", "capabilities": capabilities, "serverInfo": info()}
             if instructions() is not None:
                 result["instructions"] = instructions()
             answer(rid, result)
@@ -236,7 +259,11 @@ def main() -> None:
             call_tool(rid, params.get("name"), params.get("arguments") or {}, params.get("_meta") or {})
         elif method in ("resources/list", "resources/templates/list", "prompts/list"):
             key = {"resources/list": "resources", "resources/templates/list": "resourceTemplates", "prompts/list": "prompts"}[method]
-            answer(rid, {key: []})
+            answer(rid, {key: listed(method)})
+        elif method == "resources/read" and params.get("uri") == "mem://invalid":
+            answer(rid, [1, 2, 3])  # a result that is a list
+        elif method == "prompts/get" and params.get("name") == "invalid":
+            send({"jsonrpc": "2.0", "id": rid, "error": {"code": "not a number", "message": ["not", "text"]}})
         elif method == "logging/setLevel":
             answer(rid, {})
         else:

@@ -1,4 +1,5 @@
-"""The streamable HTTP transport: the SDK's, with what it drops about each answer kept.
+"""The streamable HTTP transport: the SDK's, with what it drops about each answer kept, and what
+it would choke on taken out (`inbound.Guarded`).
 
 The SDK's transport turns an HTTP error answer into a stand-in message ("Unauthorized"); the
 call's record wants the status and the body the server sent. Each answer's status is noted,
@@ -20,6 +21,7 @@ import httpx2
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp_nb import sdk_compat
+from mcp_nb.calling.connections.inbound import Guarded
 from mcp_nb.calling.oauth import step_of
 
 if TYPE_CHECKING:  # the SDK names no public alias for a transport's two streams
@@ -66,8 +68,10 @@ class HttpTransport:
         headers: dict[str, str],
         auth: httpx2.Auth | None = None,
         step: Callable[[str], None] | None = None,
+        said: Callable[[str], None] = lambda line: None,
     ) -> None:
         self.url, self.headers, self.auth = url, headers, auth
+        self.said = said  # what mcp_nb took out of the server's messages (`inbound.Guarded`), said on the connection
         self.errors: collections.deque[HttpError] = collections.deque(maxlen=64)  # newest last
         self.statuses: collections.deque[int] = collections.deque(maxlen=32)  # every answer's, newest last
         self.step = step  # files each OAuth step in the connection's log
@@ -109,7 +113,8 @@ class HttpTransport:
             http = sdk_compat.http_client(self.headers, self.auth)
             http.event_hooks["response"].append(self._answered)
             http = await self._stack.enter_async_context(http)
-            return await self._stack.enter_async_context(streamable_http_client(self.url, http_client=http))
+            read, write = await self._stack.enter_async_context(streamable_http_client(self.url, http_client=http))
+            return cast("TransportStreams", (Guarded(read, self.said), write))
         except BaseException:
             await self._stack.aclose()
             raise

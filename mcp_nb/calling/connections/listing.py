@@ -1,6 +1,7 @@
 """What an outside server offers, read from its lists: its tools, resources, templates and prompts.
 
-Each kind is listed when the server's capabilities say it has it (every kind when the era is
+Each kind (`KINDS`: its own listing, and its own notice that it changed) is listed when the
+server's capabilities say it has it (every kind when the era is
 pinned to the stateless one, where the server was never asked). A listing the server answers
 with an error, or with what is not a listing, leaves that kind unavailable, and says why (its
 words in one bounded line, `mistakes.one_line`): one broken list must not hide the tools. What only the connection can judge
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import TypeVar
 
 from mcp import Client, MCPError
@@ -23,6 +24,9 @@ from mcp_nb.mistakes import one_line
 from mcp_nb.registering.registry import ANNOTATION_FLAGS, Registration, prompt_schema, template_schema
 
 log = logging.getLogger(__package__)
+
+# What a server lists, each kind read by a listing (or two: resources and their templates) of its own.
+KINDS = ("tools", "resources", "prompts")
 
 Listing = TypeVar("Listing")
 Item = TypeVar("Item")
@@ -37,10 +41,10 @@ class Catalog:
     unavailable: dict[str, str] = dataclasses.field(default_factory=dict[str, str])  # the listing's field -> why
 
 
-async def read(client: Client, every_kind: bool, said: Callable[[str], None]) -> Catalog:
-    """Read what the server on `client` offers (what it lacks a capability for is simply empty);
-    `every_kind`: list them all, whatever the capabilities say (none were asked for). `said(why)`
-    hears at once of each kind that could not be listed."""
+async def read(client: Client, every_kind: bool, said: Callable[[str], None], kinds: Collection[str] = KINDS) -> Catalog:
+    """Read what the server on `client` offers of `kinds` (what it lacks a capability for is simply
+    empty); `every_kind`: list them all, whatever the capabilities say (none were asked for).
+    `said(why)` hears at once of each kind that could not be listed."""
     caps = None if every_kind else client.session.server_capabilities
     catalog = Catalog()
     entries = catalog.entries
@@ -49,7 +53,7 @@ async def read(client: Client, every_kind: bool, said: Callable[[str], None]) ->
         catalog.unavailable[field] = why
         said(why)
 
-    if caps is None or caps.tools is not None:
+    if "tools" in kinds and (caps is None or caps.tools is not None):
         for tool in await _listed(client.list_tools, "tools", lambda listing: listing.tools, unavailable):
             hints = tool.annotations
             catalog.annotations[tool.name] = hints
@@ -63,7 +67,7 @@ async def read(client: Client, every_kind: bool, said: Callable[[str], None]) ->
                     execution=_sent(tool.execution), meta=tool.meta,
                 )  # fmt: skip
             )
-    if caps is None or caps.resources is not None:
+    if "resources" in kinds and (caps is None or caps.resources is not None):
         for resource in await _listed(client.list_resources, "resources", lambda listing: listing.resources, unavailable):
             entries.append(
                 Registration(
@@ -80,7 +84,7 @@ async def read(client: Client, every_kind: bool, said: Callable[[str], None]) ->
                     input_schema=template_schema(template.uri_template), meta=template.meta,
                 )  # fmt: skip
             )
-    if caps is None or caps.prompts is not None:
+    if "prompts" in kinds and (caps is None or caps.prompts is not None):
         for prompt in await _listed(client.list_prompts, "prompts", lambda listing: listing.prompts, unavailable):
             entries.append(
                 Registration(

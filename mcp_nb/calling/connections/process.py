@@ -29,7 +29,12 @@ import anyio
 import mcp_types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.client.stdio import get_default_environment
+from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.message import SessionMessage
+from mcp_types import PARSE_ERROR, ErrorData, JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse, RequestId
+from pydantic import ValidationError
+
+from mcp_nb.calling.connections.inbound import answered_id, refused_answer
 
 if TYPE_CHECKING:  # the SDK names no public alias for a transport's two streams
     from mcp.client._transport import TransportStreams
@@ -43,6 +48,7 @@ FLUSH_S = 0.5  # how long messages already accepted have to reach the server's s
 POLL_S = 0.5  # how often an exit is looked for where the loop cannot watch for it (no pidfd)
 STEP_S = 0.02  # how often a group that is ending is looked at
 READ_CHUNK = 1 << 16
+WAITING_KEPT = 4096  # the requests waiting for an answer a transport remembers (the oldest forgotten first)
 
 
 class ServerProcess:
@@ -199,7 +205,13 @@ class ServerProcess:
 class StdioStreams:
     """The server's stdout and stdin as the session's read and write streams (what the SDK's
     stdio transport yields): a line of stdout is one message, each message sent is one line.
-    A line that is no message is said (`said(line)`: on the connection, and the calls waiting)."""
+    A line that is no message is said (`said(line)`: on the connection, and the calls waiting).
+
+    A line that answers a request still waiting, but is no message the protocol allows, fails
+    that request at once (`inbound.refused_answer`): the SDK's session drops what it cannot
+    validate, and the request would wait for its deadline. So the ids of the requests sent and
+    not yet answered are kept (`_waiting`, as the SDK's session matches them: "7" answers 7).
+    """
 
     def __init__(self, process: ServerProcess, said: Callable[[str], None]) -> None:
         self.process, self.said = process, said
@@ -217,6 +229,7 @@ class StdioStreams:
         self._stdin: asyncio.WriteTransport | None = None
         self._stdin_ready: _Writable | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._waiting: dict[RequestId, RequestId] = {}  # a request sent and not answered: its id as matched -> as sent
 
     async def open(self) -> TransportStreams:
         popen = self.process.popen
@@ -245,8 +258,11 @@ class StdioStreams:
                         try:
                             item: SessionMessage | Exception = SessionMessage(adapter.validate_json(line, by_name=False))
                         except ValueError as err:
-                            item = err
+                            item = self._refused(line, err)
                             self.said(line.decode("utf-8", errors="replace"))
+                        else:
+                            if isinstance(item.message, JSONRPCResponse | JSONRPCError) and item.message.id is not None:
+                                self._waiting.pop(coerce_request_id(item.message.id), None)
                         await self._to_session.send(item)
                     if start < len(chunk):
                         parts.append(chunk[start:])
@@ -256,12 +272,35 @@ class StdioStreams:
             while await self._stdout.read(READ_CHUNK):
                 pass
 
+    def _refused(self, line: bytes, err: ValueError) -> SessionMessage | Exception:
+        """What the session gets for a line that is no valid message: an error of mcp_nb's making
+        for the request it answers, if that request still waits; else the error it is, as the
+        SDK's own transport sends it."""
+        rid = answered_id(line) if isinstance(err, ValidationError) else None
+        sent = self._waiting.pop(coerce_request_id(rid), None) if rid is not None else None
+        if sent is None or not isinstance(err, ValidationError):
+            return err
+        refused = ErrorData(code=PARSE_ERROR, message=refused_answer(line, err))
+        return SessionMessage(JSONRPCError(jsonrpc="2.0", id=sent, error=refused))
+
+    def _sent(self, message: mcp_types.JSONRPCMessage) -> None:
+        """Keep the id of a request sent; forget that of a request the session stopped waiting for."""
+        if isinstance(message, JSONRPCRequest):
+            self._waiting[coerce_request_id(message.id)] = message.id
+            if len(self._waiting) > WAITING_KEPT:
+                del self._waiting[next(iter(self._waiting))]
+        elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+            cancelled = (message.params or {}).get("requestId")
+            if isinstance(cancelled, str | int):
+                self._waiting.pop(coerce_request_id(cancelled), None)
+
     async def _write(self) -> None:
         stdin, ready = self._stdin, self._stdin_ready
         assert stdin is not None and ready is not None  # `open` made both before this task
         try:
             async with self._from_session:
                 async for sent in self._from_session:
+                    self._sent(sent.message)
                     line = sent.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
                     stdin.write(line.encode("utf-8"))
                     await ready.drained()

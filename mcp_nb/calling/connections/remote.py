@@ -61,8 +61,8 @@ from mcp_nb.registering.registry import Registration
 
 log = logging.getLogger(__package__)
 
-# The notices that what a server offers changed: its lists are read again.
-_LIST_CHANGED = (ToolListChangedNotification, ResourceListChangedNotification, PromptListChangedNotification)
+# The notices that what a server offers changed, and the kind (`listing.KINDS`) each says to read again.
+_LIST_CHANGED = {ToolListChangedNotification: "tools", ResourceListChangedNotification: "resources", PromptListChangedNotification: "prompts"}
 
 
 class RemoteConnection(Connection):
@@ -81,6 +81,9 @@ class RemoteConnection(Connection):
         self._authorizing_open: asyncio.Future[Client] | None = None  # the opening an authorizing connection waits on
         self._catalog: list[Registration] = []
         self._annotations: dict[str, ToolAnnotations | None] = {}
+        self._listed: dict[str, listing.Catalog] = {}  # each kind, as its last listing read it
+        self._relisting: dict[str, asyncio.Task[None]] = {}  # a kind -> its listing in flight (one at a time)
+        self._relist_again: set[str] = set()  # the kinds said changed while their listing ran
         self._stdio: StdioTransport | None = None
         self._http: HttpTransport | None = None
 
@@ -150,7 +153,7 @@ class RemoteConnection(Connection):
         if spec.transport == "http":
             given = spec.auth if isinstance(spec.auth, httpx2.Auth) else None
             auth, step = (self._provider, self._oauth_step) if self.oauth is not None else (given, None)
-            http = self._http = HttpTransport(spec.url, dict(spec.headers), auth, step)
+            http = self._http = HttpTransport(spec.url, dict(spec.headers), auth, step, self._warned)
             transport: HttpTransport | StdioTransport = http
         else:
             transport = self._stdio = StdioTransport(spec, self)
@@ -295,17 +298,23 @@ class RemoteConnection(Connection):
 
     # -- what it offers ------------------------------------------------------------------------
 
-    async def _list(self, client: Client) -> None:
-        """Read what the server offers (`listing.read`); a kind that cannot be listed is said in the
-        connection's log and on its card, and the connection stays up. With the era pinned
-        (`mode=MODERN_ERA`) the server was never asked what it offers: every kind is listed."""
-        self.unavailable = {}
-        catalog = await listing.read(client, self.mode == MODERN_ERA, self._unlisted)
-        self._catalog, self._annotations, self.unavailable = catalog.entries, catalog.annotations, catalog.unavailable
+    async def _list(self, client: Client, kinds: tuple[str, ...] = listing.KINDS) -> None:
+        """Read what the server offers of `kinds` (`listing.read`); a kind that cannot be listed is
+        said in the connection's log and on its card, and the connection stays up. With the era
+        pinned (`mode=MODERN_ERA`) the server was never asked what it offers: every kind is listed."""
+        for kind in kinds:
+            self._listed[kind] = await listing.read(client, self.mode == MODERN_ERA, self._unlisted, (kind,))
+        listed = [self._listed[kind] for kind in listing.KINDS if kind in self._listed]
+        self._catalog = [entry for catalog in listed for entry in catalog.entries]
+        self._annotations = {name: hints for catalog in listed for name, hints in catalog.annotations.items()}
+        self.unavailable = {field: why for catalog in listed for field, why in catalog.unavailable.items()}
         self._changed()
 
     def _unlisted(self, why: str) -> None:
-        self.heard(ServerLog(level="WARNING", logger="mcp_nb.connection", message=why + "; none listed", at=time.time()))
+        self._warned(why + "; none listed")
+
+    def _warned(self, message: str) -> None:
+        self.heard(ServerLog(level="WARNING", logger="mcp_nb.connection", message=message, at=time.time()))
 
     def entries(self) -> list[Registration]:
         return list(self._catalog)
@@ -377,16 +386,33 @@ class RemoteConnection(Connection):
                 if watch.uri == uri and is_handshake(watch.era):  # at 2026-07-28 a watch hears its listen stream
                     watch.updated()
             return
-        # The server says what it offers changed: read it again (off the receive path).
-        if isinstance(message, _LIST_CHANGED) and self._client is not None:
-            asyncio.get_running_loop().create_task(self._relist_quietly())
+        kind = _LIST_CHANGED.get(type(message))
+        if kind is not None and self._client is not None:
+            self._relist(kind)
 
-    async def _relist_quietly(self) -> None:
+    def _relist(self, kind: str) -> None:
+        """The server says what it offers of `kind` changed: list it again (off the receive path),
+        or again once the listing in flight ends (as a watch reads a resource, `watching`)."""
+        if kind in self._relisting:
+            self._relist_again.add(kind)
+            return
+        self._relisting[kind] = asyncio.get_running_loop().create_task(self._relist_while_changed(kind))
+
+    async def _relist_while_changed(self, kind: str) -> None:
         try:
-            if self._client is not None:
-                await self._list(self._client)
-        except Exception:  # noqa: BLE001 - the lists stay as they were; the next change re-reads them
-            log.debug("re-reading what %r offers failed", self.name, exc_info=True)
+            while True:
+                self._relist_again.discard(kind)
+                client = self._client
+                if client is None:
+                    return
+                try:
+                    await self._list(client, (kind,))
+                except Exception:  # noqa: BLE001 - the list stays as it was; the next change re-reads it
+                    log.debug("re-reading the %s %r offers failed", kind, self.name, exc_info=True)
+                if kind not in self._relist_again:
+                    return
+        finally:
+            del self._relisting[kind]
 
     async def _logged(self, params: LoggingMessageNotificationParams) -> None:
         level = str(params.level).upper()
@@ -397,6 +423,8 @@ class RemoteConnection(Connection):
             self._stdio.heard_all()
 
     def _left(self) -> None:
+        for relisting in self._relisting.values():  # a session that is gone has nothing more to list
+            relisting.cancel()
         if self._flow is not None:
             self._flow.close()  # the loopback listener goes with the session
         if self._stdio is not None:  # the process is gone: what it wrote last is filed, the pipe closed

@@ -1,7 +1,7 @@
 """The stdio transport: a server's process as a session's streams, and its stderr as its words.
 
 `StdioTransport` starts the process (`process.ServerProcess`), hands its stdout and stdin to the
-session (`process.StdioStreams`) and reads its stderr line by line (`StderrReader`) onto the
+session (`process.StdioStreams`; what the SDK would choke on taken out, `inbound.Guarded`) and reads its stderr line by line (`StderrReader`) onto the
 connection that owns it (`Owner`: the lines go on the connection and on the calls waiting on it).
 The server's exit is watched whatever holds its pipes: the connection is lost at once, and why.
 
@@ -19,9 +19,10 @@ import shutil
 import time
 from collections.abc import Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 from mcp_nb.calling.connections.errors import ConnectError
+from mcp_nb.calling.connections.inbound import Guarded
 from mcp_nb.calling.connections.process import ServerProcess, StdioStreams
 from mcp_nb.calling.connections.spec import ServerSpec
 from mcp_nb.mistakes import one_line
@@ -98,7 +99,8 @@ class StdioTransport:
         process.watch_exit(lambda: owner.lost("the server's process exited"))
         self._streams = StdioStreams(process, self._not_a_message)
         try:
-            return await self._streams.open()
+            read, write = await self._streams.open()
+            return cast("TransportStreams", (Guarded(read, self._warned), write))
         except BaseException:
             await self._streams.close()
             raise
@@ -123,7 +125,10 @@ class StdioTransport:
     def _not_a_message(self, line: str) -> None:
         """A line of the server's stdout that is no JSON-RPC message (a stray print): said on
         the connection, and on the calls waiting on it."""
-        message = f"the server wrote a line on stdout that is no JSON-RPC message: {line[:STRAY_LINE_CHARS]!r}"
+        self._warned(f"the server wrote a line on stdout that is no JSON-RPC message: {line[:STRAY_LINE_CHARS]!r}")
+
+    def _warned(self, message: str) -> None:
+        """What mcp_nb took out of the server's stdout: said on the connection, and on the calls waiting on it."""
         self.owner.heard(ServerLog(level="WARNING", logger="mcp_nb.connection", message=message, at=time.time()))
 
 

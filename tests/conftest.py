@@ -39,6 +39,23 @@ ALONE = (
 )  # fmt: skip
 
 
+# What `pytest -m "not slow"` leaves out, for a quick loop while working: the groups that start
+# processes of their own for minutes (fresh venvs, kernels running notebooks, a browser, pytest or
+# pip in subprocesses, a language model). The README's test command runs them all.
+SLOW = (
+    *LONG_FIRST,
+    "tests/test_documented_commands.py",  # the README's first command, as root and as a user
+    "tests/test_course_grading.py",  # nbgrader from release to feedback
+    "tests/test_course_notebooks.py",
+    "tests/test_models_llama.py",  # llama.cpp's server with a real small model
+    "tests/test_history_file_kernel.py",  # kernels killed and restarted
+    "tests/test_stored_notebooks.py",
+    "tests/test_student_version.py",
+    "tests/test_cluster.py",  # dask clusters of processes
+    "tests/test_episodes_cluster.py",
+)
+
+
 # The tests that build a fresh machine (a venv installed from the package index, as Binder and a
 # course's CI would) get longer than the run's 300 s: pip's install alone took 66 s here on a quiet
 # machine and over 300 s with both cores busy. Still a bound: a hang fails in minutes.
@@ -71,6 +88,8 @@ def pytest_collection_modifyitems(items):
             first[group] = (rank, first.get(group, (rank, index))[1])
     items[:] = [item for _, item in sorted(enumerate(items), key=lambda pair: (*first[_group(pair[1].nodeid)], pair[0]))]
     for item in items:
+        if item.nodeid.startswith(SLOW):
+            item.add_marker(pytest.mark.slow)
         if item.nodeid.startswith(FRESH_MACHINE):
             item.add_marker(pytest.mark.timeout(FRESH_MACHINE_S))
 

@@ -254,7 +254,7 @@ class JsonArray(ExtensionArray):
             if dtype == self._dtype:
                 return self.copy() if copy else self
             return JsonArray.held(self.materialize(), dtype.wrap)
-        if isinstance(dtype, np.dtype) and dtype == object:
+        if isinstance(dtype, np.dtype) and dtype.kind == "O":
             return self.materialize()
         return super().astype(dtype, copy=copy)
 

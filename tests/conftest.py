@@ -18,6 +18,9 @@ LONG_FIRST = (
     # What makes something for later tests goes first: the Binder environment (a minute of pip,
     # mostly waiting on the package index), the course's fresh venv, the documentation site.
     "tests/test_binder.py::test_the_kernel_runs",
+    "tests/test_documented_commands.py::",  # 1 to 3 min each: the README's first command in a fresh copy, JupyterLab started
+    "tests/test_models_llama.py",  # llama.cpp's server started with a real model
+    "tests/test_course_grading.py",  # nbgrader through its exchange, three students
     "tests/test_init_course.py",  # 100 to 150 s: a fresh venv with the course's wheel, JupyterLab and nbval
     "tests/test_docs.py",  # the Sphinx build (tests/docs_site.py) the browser's docs pages use too
     "tests/browser/",  # 140 s: JupyterLab, Voila and Chromium
@@ -36,6 +39,7 @@ LONG_FIRST = (
 ALONE = (
     "tests/test_binder.py::test_notebook_runs", "tests/test_own_notebooks.py::", "tests/test_pytest_plugin.py::",
     "tests/test_student_version.py::test_each_notebooks", "tests/test_surface_ci.py::", "tests/test_course_answers.py::",
+    "tests/test_documented_commands.py::",
 )  # fmt: skip
 
 
@@ -44,10 +48,7 @@ ALONE = (
 # pip in subprocesses, a language model). The README's test command runs them all.
 SLOW = (
     *LONG_FIRST,
-    "tests/test_documented_commands.py",  # the README's first command, as root and as a user
-    "tests/test_course_grading.py",  # nbgrader from release to feedback
     "tests/test_course_notebooks.py",
-    "tests/test_models_llama.py",  # llama.cpp's server with a real small model
     "tests/test_history_file_kernel.py",  # kernels killed and restarted
     "tests/test_stored_notebooks.py",
     "tests/test_student_version.py",

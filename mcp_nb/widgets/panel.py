@@ -48,7 +48,7 @@ from mcp_nb.views.cards import outcome_html
 from mcp_nb.views.live import countable
 from mcp_nb.widgets.callbacks import FailureView, Guard, KernelThread
 from mcp_nb.widgets.form import Form, Invalid, close_tree, dotted
-from mcp_nb.widgets.panel_parts import FORM, RAW, PanelParts, _seconds
+from mcp_nb.widgets.panel_parts import FORM, RAW, PanelParts, seconds_text
 from mcp_nb.widgets.picker import (
     entry_key,
     picker_label,
@@ -724,8 +724,8 @@ class Panel(PanelParts, w.VBox):
 
     def _default_timeout_changed(self, change) -> None:
         # Follow the configured default, unless the user typed a timeout of their own.
-        if self.timeout.value == _seconds(change["old"]):
-            self.timeout.value = _seconds(change["new"])
+        if self.timeout.value == seconds_text(change["old"]):
+            self.timeout.value = seconds_text(change["new"])
 
     def _unsubscribe(self) -> None:
         self._catalog().unsubscribe(self._offers_heard)

@@ -20,7 +20,7 @@ from mcp_nb.widgets.style import (
 FORM, RAW = "form", "raw JSON"  # the two ways of writing a call's arguments
 
 
-def _seconds(value: float) -> str:
+def seconds_text(value: float) -> str:
     return f"{value:g}"
 
 
@@ -91,7 +91,7 @@ class PanelParts:
 
     def _build_controls(self) -> w.HBox:
         """The timeout, the Call and Cancel buttons, and the running call's status and progress."""
-        self.timeout = w.Text(value=_seconds(settings.timeout), layout=w.Layout(width="70px"))
+        self.timeout = w.Text(value=seconds_text(settings.timeout), layout=w.Layout(width="70px"))
         self.timeout.add_class("mcp-nb-timeout")
         self.reset_on_progress = w.Checkbox(
             value=False, description="reset on progress", indent=False, layout=w.Layout(width="auto"),

@@ -73,6 +73,16 @@ def test_a_name_whose_escape_is_another_name_keeps_both_apart(tmp_path):
     assert back.groupby("name", observed=True).size().to_dict() == {"echo\\ud800": 1, "echo\ud800": 1}
 
 
+def test_parts_with_and_without_exact_texts_merge_and_read_back_the_same(tmp_path):
+    history = _kept(tmp_path)
+    for i in range(20):  # a part each: 16 of them merged into one, beside parts that had no surrogate
+        history.record(_outcome(i, LONE if i in (0, 7) else f"plain {i}", name="echo\udc80" if i == 7 else "echo"))
+        assert history.sync()
+    parts = sorted(p.name for p in (tmp_path / "calls").glob("*.arrow"))
+    assert any(name.endswith(".000000000000-000000000015.arrow") for name in parts), parts  # the merged part
+    _same(history.to_frame(), History.open(tmp_path / "calls").to_frame())
+
+
 # Any str a tool, a client or a server may hand over: surrogates, NULs and control characters included.
 ANY_TEXT = st.text(alphabet=st.characters(blacklist_categories=()), max_size=40)
 
@@ -114,30 +124,50 @@ def test_texts_of_megabytes_and_nuls_are_written_whole(tmp_path):
 # -- through the kernel: a tool's result, its error, its logs ---------------------------------------
 
 
+# The kernel's side in a process of its own: what its tools log (a lone surrogate included) goes to
+# its stderr, not into pytest's captured logs, which pytest-xdist cannot send to the controller.
+KERNEL = """
+import json, logging, sys, mcp_nb
+LONE = %r
+
+@mcp_nb.tool()
+def echo(text: str) -> str:
+    logging.getLogger("echo").warning("heard %%s", text)
+    return text
+
+@mcp_nb.tool()
+def refuse(text: str) -> str:
+    raise ValueError(text)
+
+mcp_nb.configure(history_file=sys.argv[1])
+assert mcp_nb.call("echo", {"text": LONE}).content == LONE
+mcp_nb.call("refuse", {"text": LONE})
+mcp_nb.call("echo", {"text": "after"})
+assert mcp_nb.history().sync()
+frame = mcp_nb.history().to_frame()
+print(json.dumps({"content": frame["content"].tolist(), "arguments": frame["arguments"].tolist(),
+                  "outcome": frame["outcome"].astype(str).tolist(),
+                  "logs": [[[r.message, r.traceback] for r in logs] for logs in frame["server_logs"]]}))
+""" % LONE
+
+
 def test_a_kernel_tools_text_arguments_error_and_logs_with_a_lone_surrogate_reach_the_file(tmp_path):
-    import logging
+    import subprocess
+    import sys
 
-    @mcp_nb.tool()
-    def echo(text: str) -> str:
-        logging.getLogger("echo").warning("heard %s", text)
-        return text
+    from helpers import checkout_env
 
-    @mcp_nb.tool()
-    def refuse(text: str) -> str:
-        raise ValueError(text)
-
-    mcp_nb.configure(history_file=str(tmp_path / "calls"))
-    assert mcp_nb.call("echo", {"text": LONE}).content == LONE
-    mcp_nb.call("refuse", {"text": LONE})
-    mcp_nb.call("echo", {"text": "after"})
-    assert mcp_nb.history().sync()
-    live, back = mcp_nb.history().to_frame(), History.open(tmp_path / "calls").to_frame()
-    assert len(back) == 3
-    _same(live, back)
-    assert [r.message for r in back["server_logs"].iloc[0]] == [r.message for r in live["server_logs"].iloc[0]]
-    assert any(LONE in r.message for r in back["server_logs"].iloc[0])
-    assert back["outcome"].iloc[1] == "tool_error"
-    assert any(LONE in (r.traceback or "") for r in back["server_logs"].iloc[1])  # the error, as the tool raised it
+    done = subprocess.run([sys.executable, "-c", KERNEL, str(tmp_path / "calls")], env=checkout_env(), capture_output=True,
+                          text=True, errors="backslashreplace", timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    live = json.loads(done.stdout.splitlines()[-1])
+    back = History.open(tmp_path / "calls").to_frame()
+    assert back["content"].tolist() == live["content"] and LONE in live["content"][0]
+    assert back["arguments"].tolist() == live["arguments"] == [{"text": LONE}, {"text": LONE}, {"text": "after"}]
+    assert back["outcome"].astype(str).tolist() == live["outcome"] == ["result", "tool_error", "result"]
+    assert [[[r.message, r.traceback] for r in logs] for logs in back["server_logs"]] == live["logs"]
+    assert any(LONE in message for message, _ in live["logs"][0])  # what the tool logged
+    assert any(LONE in (traceback or "") for _, traceback in live["logs"][1])  # the error, as the tool raised it
 
 
 # -- exports -----------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from mcp_nb.records.frame import nanoseconds
 from mcp_nb.records.json_text import CHUNKS, ENCODE, EXACT, plain
-from mcp_nb.records.surrogates import SURROGATE, escape_surrogates
+from mcp_nb.records.surrogates import escape_surrogates
 from mcp_nb.records.outcome import CAUSES, FATES, OUTCOMES, TARGETS, VIAS
 from mcp_nb.records.store import NO_FLAG, objects
 
@@ -49,7 +49,7 @@ def json_column(values: np.ndarray, scrub: Callable[[str], str]) -> pa.Array:
         texts = [ENCODE(plain(value)) for value in objects.values()]
         if id(None) in position:
             codes[codes == position[id(None)]] = -1
-    return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), pa.array(scrub_all(texts, scrub), type=pa.string()))
+    return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), arrow_texts(scrub_all(texts, scrub)))
 
 
 # What JSON text would escape: a text without it is its own JSON string's inside.
@@ -82,25 +82,31 @@ def distinct_column(values: np.ndarray, scrub: Callable[[str], str], content: np
             add(None)
         else:
             add(ENCODE(plain(value)))
-    return pa.array(scrub_all(texts, scrub), type=pa.string())
+    return arrow_texts(scrub_all(texts, scrub))
 
 
-def scrub_all(texts: list[str | None], scrub: Callable[[str], str], changed: dict[int, str] | None = None) -> list[str | None]:
-    """`texts` with every secret the scrubber knows replaced, and each lone surrogate (which no UTF-8,
-    so no Arrow text, holds) as its JSON escape; both looked for in one pass over them all. JSON
-    texts read back the same (records/json_text.py). Plain texts are given `changed`: each row
-    whose text was escaped is added to it, with its text as it was (scrubbed)."""
+def scrub_all(texts: list[str | None], scrub: Callable[[str], str]) -> list[str | None]:
+    """`texts` with every secret the scrubber knows replaced; looked for in one pass over them all."""
     if not texts:
         return texts
     joined = "\x00".join(filter(None, texts))
-    if scrub(joined) is not joined:
-        texts = [None if text is None else scrub(text) for text in texts]
-    if joined.isascii() or SURROGATE.search(joined) is None:
+    if scrub(joined) is joined:
         return texts
-    out = [None if text is None else escape_surrogates(text) for text in texts]
-    if changed is not None:
-        changed.update((row, text) for row, (text, written) in enumerate(zip(texts, out)) if text is not written)
-    return out
+    return [None if text is None else scrub(text) for text in texts]
+
+
+def arrow_texts(texts: list[str | None], changed: dict[int, str] | None = None) -> pa.Array:
+    """`texts` as Arrow text. A lone surrogate, which no UTF-8 (so no Arrow text) holds, is written
+    as its JSON escape: in JSON text, it reads back the same (records/surrogates.py). Plain texts
+    are given `changed`: each row whose text was escaped is added to it, with its text as it was.
+    Arrow's own encoding finds them (no pass of its own over every batch's texts)."""
+    try:
+        return pa.array(texts, type=pa.string())
+    except UnicodeEncodeError:
+        escaped = [None if text is None else escape_surrogates(text) for text in texts]
+        if changed is not None:
+            changed.update((row, text) for row, (text, written) in enumerate(zip(texts, escaped)) if text is not written)
+        return pa.array(escaped, type=pa.string())
 
 
 def exact_texts(exact: dict[str, dict[int, str]], n: int) -> pa.Array | None:
@@ -124,22 +130,17 @@ def coded(codes: np.ndarray, names: list[str], changed: dict[int, str] | None = 
     """A vocabulary column: the codes, and the names as its dictionary. Given `changed`, a name
     holding a lone surrogate is written escaped, and each row that has it is added to `changed`."""
     indices = codes.astype(np.int32)
-    if changed is not None:
-        escaped: dict[int, str] = {}
-        names = scrub_all(names, _kept, escaped)
-        if escaped:
-            for row in np.nonzero(np.isin(indices, list(escaped)))[0].tolist():
-                changed[row] = escaped[int(indices[row])]
-    return pa.DictionaryArray.from_arrays(pa.array(indices, mask=indices < 0), pa.array(names, type=pa.string()))
+    escaped: dict[int, str] = {}
+    dictionary = arrow_texts(names, escaped)
+    if escaped and changed is not None:
+        for row in np.nonzero(np.isin(indices, list(escaped)))[0].tolist():
+            changed[row] = escaped[int(indices[row])]
+    return pa.DictionaryArray.from_arrays(pa.array(indices, mask=indices < 0), dictionary)
 
 
 def texts(values: np.ndarray, scrub: Callable[[str], str], changed: dict[int, str] | None = None) -> pa.Array:
     rows = values.tolist()
-    return pa.array(scrub_all(rows, scrub, changed), type=pa.string())
-
-
-def _kept(text: str) -> str:
-    return text
+    return arrow_texts(scrub_all(rows, scrub), changed)
 
 
 @dataclass

@@ -20,10 +20,10 @@ def escape_surrogates(text: str) -> str:
     surrogate can only stand inside a string) nothing is lost: `json.loads` gives the same str back,
     but for a high surrogate directly followed by a low one, which it reads as the one character
     the pair names. In plain text it is a visible substitution."""
-    if text.isascii() or SURROGATE.search(text) is None:
+    if text.isascii():
         return text
-    return SURROGATE.sub(_escaped, text)
-
-
-def _escaped(found: re.Match) -> str:
-    return f"\\u{ord(found.group()):04x}"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # the only characters UTF-8 cannot encode: escaped by the codec's C code
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text

@@ -170,6 +170,20 @@ def test_a_kernel_tools_text_arguments_error_and_logs_with_a_lone_surrogate_reac
     assert any(LONE in (traceback or "") for _, traceback in live["logs"][1])  # the error, as the tool raised it
 
 
+def test_a_read_of_a_uri_holding_a_lone_surrogate_is_written_to_the_file_under_that_name(tmp_path):
+    @mcp_nb.resource("note://{key}")
+    def note(key: str) -> str:
+        return "n" + key
+
+    mcp_nb.configure(history_file=str(tmp_path / "calls"))
+    mcp_nb.read("note://k\udc80")  # whatever it ends as, it is a call, and the calls after it are written
+    mcp_nb.read("note://fine")
+    assert mcp_nb.history().sync()
+    back = History.open(tmp_path / "calls").to_frame()
+    assert back["name"].astype(object).tolist() == ["note://k\udc80", "note://fine"]
+    assert back["content"].tolist()[1] == "nfine"
+
+
 # -- exports -----------------------------------------------------------------------------------
 
 

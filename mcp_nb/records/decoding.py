@@ -32,7 +32,7 @@ import pyarrow.ipc as ipc
 from mcp_nb import libraries as lib
 from mcp_nb.records.disk import COMPRESSED, Listing, Misnamed, Part, listing, read_table, regular, why
 from mcp_nb.records.frame import VOCABULARIES, Coded
-from mcp_nb.records.json_text import events_of, logs_of
+from mcp_nb.records.json_text import EXACT, events_of, logs_of
 from mcp_nb.records.outcome import CAUSES, FATES, OUTCOMES, TARGETS, VIAS
 from mcp_nb.records.store import NO_FLAG
 
@@ -47,7 +47,7 @@ def read(found: Listing, parts: list[Part] | None = None, seqs: tuple[int, int] 
     chosen = list(found.parts if parts is None else parts)
     wanted = None
     if columns is not None:
-        wanted = list(dict.fromkeys(["session", "seq", "call_id", *columns]))
+        wanted = list(dict.fromkeys(["session", "seq", "call_id", *columns, EXACT]))
     opened = Opened(wanted)
     try:
         for part in chosen:
@@ -220,6 +220,8 @@ def _decode(whole: Opened | pa.Table | None, seqs: tuple[int, int] | None, fates
     for name in ("content", "message", "protocol"):
         if name in present:
             out[name] = _strings(whole.column(name))
+    if EXACT in present:
+        _put_back_exact(out, vocab, whole.column(EXACT))
     # the nested columns stay JSON text, decoded when a value is looked at (records/lazy.py)
     for name, stored, wrap in (("arguments", "arguments", "json"), ("structured_content", "structured", "json"),
                                ("data", "data", "json"), ("server_logs", "logs", "logs"), ("elicitations", "elicitations", "tuple"),
@@ -229,6 +231,49 @@ def _decode(whole: Opened | pa.Table | None, seqs: tuple[int, int] | None, fates
     if fates and "server_fate" in present:
         _apply_fates(out, fates, vocab["session"])
     return Coded(out, vocab)
+
+
+def _put_back_exact(out: dict[str, np.ndarray], vocab: dict[str, list[str]], column) -> None:
+    """The plain texts that held a lone surrogate, as they were (the writer's EXACT column): in the
+    rows that had one, in place of their escaped form."""
+    present = column.is_valid()
+    rows = np.nonzero(present.to_numpy(zero_copy_only=False))[0].tolist()
+    if not rows:
+        return
+    by_column: dict[str, dict[int, str]] = {}
+    for row, text in zip(rows, column.filter(present).to_pylist()):
+        try:
+            held = json.loads(text)
+        except ValueError:  # not one this mcp_nb wrote: the escaped texts stand
+            continue
+        if type(held) is dict:
+            for name, value in held.items():
+                if type(value) is str and name in out:
+                    by_column.setdefault(name, {})[row] = value.encode("latin-1", "replace").decode("unicode_escape", "replace")
+    for name, exact in by_column.items():
+        values = out[name] = out[name].copy()
+        if name not in vocab:  # a text column (content, message, protocol)
+            for row, value in exact.items():
+                values[row] = value
+            continue
+        # a vocabulary column: each row given the code of its exact name (added to the names), and
+        # the escaped names no row has any more left out
+        names = vocab[name]
+        escaped = {int(values[row]) for row in exact}
+        position = {text: i for i, text in enumerate(names)}
+        for row, value in exact.items():
+            code = position.get(value)
+            if code is None:
+                code = position[value] = len(names)
+                names.append(value)
+            values[row] = code
+        gone = sorted(code for code in escaped if code >= 0 and not (values == code).any())
+        if gone:
+            kept = np.ones(len(names), dtype=bool)
+            kept[gone] = False
+            renumbered = np.append(np.cumsum(kept) - 1, -1).astype(values.dtype)  # -1 (missing) stays -1
+            out[name] = renumbered[values]
+            vocab[name] = [text for text, keep in zip(names, kept) if keep]
 
 
 def _ns(column) -> np.ndarray:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from mcp_nb import libraries as lib
 from mcp_nb.records.outcome import CAUSES, FATES, OUTCOMES, TARGETS, VIAS, Outcome
+from mcp_nb.records.surrogates import SURROGATE
 
 if TYPE_CHECKING:
     import numpy as np
@@ -152,7 +153,13 @@ def build(coded: Coded, columns: tuple[str, ...] | list[str]) -> pd.DataFrame:
     names = coded.names
 
     def category(codes: np.ndarray, categories: list[str] | tuple[str, ...]) -> pd.Categorical:
-        return pd.Categorical.from_codes(codes, categories=list(categories))
+        categories = list(categories)
+        joined = "".join(categories)
+        if not joined.isascii() and SURROGATE.search(joined) is not None:
+            # a name holding a lone surrogate (a server's, a tool's): pandas' `str` categories are
+            # Arrow text, which no UTF-8 can hold; `object` ones hold any str
+            return pd.Categorical.from_codes(codes, categories=pd.Index(categories, dtype=object))
+        return pd.Categorical.from_codes(codes, categories=categories)
 
     def flags(values: np.ndarray) -> pd.arrays.BooleanArray:
         values = values.astype(np.int8)

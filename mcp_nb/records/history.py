@@ -29,6 +29,7 @@ from mcp_nb.config import DEFAULT_WINDOW, check_window, settings
 from mcp_nb.history_file import HistoryFileError, check_readable, check_writable, shown
 from mcp_nb.mistakes import BadValue
 from mcp_nb.records.cases import CallsLeftOut, LeftOut, from_frame, save
+from mcp_nb.records.surrogates import escape_surrogates
 from mcp_nb.records.frame import Coded, build, collector_paused, fate_of, join, overlay
 from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.outcome import Outcome, progress_frame
@@ -105,6 +106,19 @@ class _Segment:
 
 def _nothing_secret(text: str) -> str:
     return text
+
+
+def _without_surrogates(column: pd.Series) -> pd.Series:
+    """`column` (of str and None, or categories of str) with each lone surrogate as its escape."""
+    if isinstance(column.dtype, lib.pandas.CategoricalDtype):
+        names = column.cat.categories.tolist()
+        written = [escape_surrogates(name) if type(name) is str else name for name in names]
+        if written == names:
+            return column
+        return column.astype(object).map(lambda v: escape_surrogates(v) if type(v) is str else v)
+    values = column.tolist()
+    written = [escape_surrogates(v) if type(v) is str else v for v in values]
+    return column if written == values else lib.pandas.Series(written, index=column.index, dtype=object)
 
 
 def _file():
@@ -475,8 +489,13 @@ class History:
     # -- export ---------------------------------------------------------------------------------
 
     def to_records_frame(self) -> pd.DataFrame:
-        """The frame with its nested columns (arguments, data, logs...) as JSON text, for files."""
+        """The frame with its nested columns (arguments, data, logs...) as JSON text, for files. A
+        lone surrogate (which no UTF-8 file holds) in a text or a name is written as its escape
+        (`\\ud800`); in the JSON text, as JSON writes it, which reads back as the same str."""
         frame = self.to_frame()
+        for column in ("content", "message", "protocol", "name", "server", "worker", "client"):
+            if column in frame.columns:
+                frame[column] = _without_surrogates(frame[column])
         for column in ("arguments", "structured_content", "data", "retry"):
             frame[column] = [None if v is None else json.dumps(v, default=str) for v in frame[column]]
         frame["elicitations"] = [json.dumps(list(asked), default=str) for asked in frame["elicitations"]]

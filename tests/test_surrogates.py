@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 import mcp_nb
+from mcp_nb.mistakes import BadValue
 from mcp_nb import History, Outcome
 
 LONE = "a\ud800b\udfff\x00c"  # a high and a low surrogate, apart, and a NUL
@@ -170,18 +171,26 @@ def test_a_kernel_tools_text_arguments_error_and_logs_with_a_lone_surrogate_reac
     assert any(LONE in (traceback or "") for _, traceback in live["logs"][1])  # the error, as the tool raised it
 
 
-def test_a_read_of_a_uri_holding_a_lone_surrogate_is_written_to_the_file_under_that_name(tmp_path):
+def test_a_call_or_read_naming_a_lone_surrogate_is_refused_before_it_is_sent():
+    """No UTF-8 holds a lone surrogate, so no request's Mcp-Name header can: one line, nothing sent or recorded."""
+
     @mcp_nb.resource("note://{key}")
     def note(key: str) -> str:
         return "n" + key
 
-    mcp_nb.configure(history_file=str(tmp_path / "calls"))
-    mcp_nb.read("note://k\udc80")  # whatever it ends as, it is a call, and the calls after it are written
-    mcp_nb.read("note://fine")
-    assert mcp_nb.history().sync()
-    back = History.open(tmp_path / "calls").to_frame()
-    assert back["name"].astype(object).tolist() == ["note://k\udc80", "note://fine"]
-    assert back["content"].tolist()[1] == "nfine"
+    for refused in (lambda: mcp_nb.read("note://k\udc80"), lambda: mcp_nb.call("echo\udc80")):
+        with pytest.raises(BadValue, match="lone surrogate") as said:
+            refused()
+        assert "\n" not in str(said.value)
+    assert len(mcp_nb.history()) == 0
+    assert mcp_nb.read("note://fine").content == "nfine"
+
+
+def test_the_tallies_of_a_history_holding_a_lone_surrogate_name_are_made(lone_history):
+    """pandas' text is Arrow's, which cannot hold one: the rows keep the name as Python's str."""
+    assert ("kernel", "tool", "echo\udc80") in lone_history.summary().index
+    assert ("kernel", "tool", "echo\udc80") in lone_history.health().index
+    assert ("kernel", "tool", "echo\udc80") in lone_history.summary(by="session").index
 
 
 # -- exports -----------------------------------------------------------------------------------

@@ -36,6 +36,9 @@ from mcp_nb.records.json_text import EXACT, events_of, logs_of
 from mcp_nb.records.outcome import CAUSES, FATES, OUTCOMES, TARGETS, VIAS
 from mcp_nb.records.store import NO_FLAG
 
+# Whole-number columns added to the history after files were written, and their type in the
+# store: -1 stands for none (`store.NO_EPISODE`), and a file without the column has none.
+ADDED = {"episode": np.int64, "turn": np.int32}
 # The vocabulary columns of fixed categories, by the codes the in-memory store gives them.
 FIXED = {"target": TARGETS, "outcome": OUTCOMES, "cause": CAUSES, "via": VIAS}
 
@@ -61,9 +64,10 @@ def read(found: Listing, parts: list[Part] | None = None, seqs: tuple[int, int] 
             except Exception as err:  # noqa: BLE001 - a part cut short since the listing
                 found.problems.append(f"{part.name} ({why(err)})")
         if not opened.parts:
-            return _decode(None, seqs, [])
+            return _decode(None, seqs, [], columns)
         try:
-            return _decode(opened, seqs, _fates(found, {p.session for p in chosen}) if columns is None or "server_fate" in columns else [])
+            fates = _fates(found, {p.session for p in chosen}) if columns is None or "server_fate" in columns else []
+            return _decode(opened, seqs, fates, columns)
         except Misnamed as err:  # a compressed part's rows are counted as its first column is read
             found.problems.append(f"{Path(err.path).name} ({why(err)})")
             opened.close()
@@ -179,9 +183,10 @@ class _Filtered:
         return self.source.column(name).filter(self.keep)
 
 
-def _decode(whole: Opened | pa.Table | None, seqs: tuple[int, int] | None, fates: list) -> Coded:
-    """The columns of `whole` (all a part has, or those asked for; read a column at a time) coded as
-    the store codes them."""
+def _decode(whole: Opened | pa.Table | None, seqs: tuple[int, int] | None, fates: list, columns: list[str] | None = None) -> Coded:
+    """The columns of `whole` (all a part has, or those asked for: `columns`; read a column at a
+    time) coded as the store codes them. A column added since a file was written (`ADDED`) reads as
+    its missing value there."""
     from mcp_nb.records.lazy import JsonArray  # pandas: loaded when a file is first read back
 
     if whole is None:
@@ -228,6 +233,12 @@ def _decode(whole: Opened | pa.Table | None, seqs: tuple[int, int] | None, fates
                                ("samplings", "samplings", "tuple"), ("progress", "progress", "events"), ("retry", "retry", "json")):  # fmt: skip
         if name in present:
             out[stored] = JsonArray.from_texts(whole.column(name), wrap)
+    rows = len(out["call_id"])  # read whatever else is asked for
+    for name, kind in ADDED.items():
+        if name in present:
+            out[name] = whole.column(name).fill_null(-1).to_numpy().astype(kind, copy=False)
+        elif columns is None or name in columns:  # a file written before it was a column
+            out[name] = np.full(rows, -1, dtype=kind)
     if fates and "server_fate" in present:
         _apply_fates(out, fates, vocab["session"])
     return Coded(out, vocab)

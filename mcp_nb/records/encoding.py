@@ -138,6 +138,11 @@ def coded(codes: np.ndarray, names: list[str], changed: dict[int, str] | None = 
     return pa.DictionaryArray.from_arrays(pa.array(indices, mask=indices < 0), dictionary)
 
 
+def numbered(values: np.ndarray, kind: pa.DataType) -> pa.Array:
+    """A column of whole numbers where -1 is none (`store.NO_EPISODE`), as nulls."""
+    return pa.array(values, type=kind, mask=values < 0)
+
+
 def texts(values: np.ndarray, scrub: Callable[[str], str], changed: dict[int, str] | None = None) -> pa.Array:
     rows = values.tolist()
     return arrow_texts(scrub_all(rows, scrub), changed)
@@ -216,6 +221,8 @@ def table(batch: Batch, session: str, scrub: Callable[[str], str]) -> pa.Table:
         "deadline_resets": pa.array(c["resets"].astype(np.int64)),
         "max_timeout_s": pa.array(c["max_timeout"].astype(np.float64)),
         "retry": json_column(c["retry"], scrub),
+        "episode": numbered(c["episode"], pa.int64()),
+        "turn": numbered(c["turn"], pa.int32()),
     }
     held = exact_texts({column: changed for column, changed in exact.items() if changed}, n)
     if held is not None:

@@ -174,6 +174,10 @@ def build(coded: Coded, columns: tuple[str, ...] | list[str]) -> pd.DataFrame:
         missing = np.isnan(values)  # NaN where a call has no code: pd.array(..., dtype="Int64") finds them row by row
         return pd.arrays.IntegerArray(np.where(missing, 0, values).astype(np.int64), missing)
 
+    def numbered(values: np.ndarray) -> pd.arrays.IntegerArray:
+        values = values.astype(np.int64, copy=False)  # -1 where a call has none (store.NO_EPISODE)
+        return pd.arrays.IntegerArray(values, values < 0)
+
     made = {
         "call_id": lambda v: v.astype(np.int64, copy=False), "attempt": lambda v: v.astype(np.int32, copy=False),
         "target": lambda v: category(v, TARGETS), "name": lambda v: category(v, names["name"]),
@@ -193,6 +197,7 @@ def build(coded: Coded, columns: tuple[str, ...] | list[str]) -> pd.DataFrame:
         "session": lambda v: category(v, names["session"]),
         "progress": lambda v: lazy(v, "events").lengths() if not isinstance(v, np.ndarray) else np.fromiter(map(len, v), dtype=np.int64, count=len(v)),
         "deadline_resets": lambda v: v.astype(np.int64, copy=False),
+        "episode": numbered, "turn": numbered,  # a call no model asked for has neither
     }  # fmt: skip
     floats = ("duration_ms", "timeout_s", "backoff_s", "fate_after_ms", "max_timeout_s")
     frame = {}

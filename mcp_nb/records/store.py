@@ -31,12 +31,13 @@ if TYPE_CHECKING:
 CHUNK = 1024  # pending rows turned into column chunks at once
 STORED = ("call_id", "attempt", "backoff", "server", "worker", "target", "name", "arguments", "outcome", "cause", "content", "structured",
           "is_error", "code", "message", "data", "logs", "elicitations", "samplings", "protocol", "started", "duration", "timeout", "via", "client",
-          "progress", "resets", "max_timeout", "retry", "recorded")  # fmt: skip
+          "progress", "resets", "max_timeout", "retry", "episode", "turn", "recorded")  # fmt: skip
 # The numeric columns' types (numpy's names); the others are object columns.
 DTYPES = {"call_id": "int64", "attempt": "int32", "backoff": "float64", "server": "int64", "worker": "int64",
           "target": "int8", "name": "int64", "outcome": "int8", "cause": "int8", "is_error": "int8", "code": "float64",
           "started": "float64", "duration": "float64", "timeout": "float64", "via": "int8", "client": "int64",
-          "resets": "int32", "max_timeout": "float64", "recorded": "float64"}  # fmt: skip
+          "resets": "int32", "max_timeout": "float64", "episode": "int64", "turn": "int32", "recorded": "float64"}  # fmt: skip
+NO_EPISODE = -1  # the episode and turn columns of a call no model asked for
 NO_FLAG = 2  # is_error code for "no result, so no flag"
 _NO_CODE = float("nan")  # the code column of a call that got none
 _EMPTY: tuple = ()
@@ -124,7 +125,8 @@ class Store:
             o.started, o.duration_ms, o.timeout_s, _VIA_CODE[o.via],
             -1 if o.client is None else clients.setdefault(o.client, len(clients)),
             tuple(trace.progress) if trace is not None and trace.progress else _EMPTY, o.deadline_resets,
-            _NO_CODE if o.max_timeout_s is None else o.max_timeout_s, o.retry, time(),
+            _NO_CODE if o.max_timeout_s is None else o.max_timeout_s, o.retry,
+            NO_EPISODE if o.episode is None else o.episode, NO_EPISODE if o.turn is None else o.turn, time(),
         )  # fmt: skip
         self.pending.append(row)
         return row

@@ -178,3 +178,21 @@ def test_the_magic_leaves_its_episode_in_the_history(shell):
     episodes = mcp_nb.history().episodes()
     assert episodes["episode"].tolist() == [episode.id] and episodes["recovered"].tolist() == [1]
     assert numbers(mcp_nb.history().to_frame()["episode"]) == [episode.id, episode.id]
+
+
+def test_every_target_and_maker_of_a_call_reads_back_as_recorded(tmp_path):
+    # The store keeps a call's target and `via` as one code, and its episode and turn as one value
+    from mcp_nb.records.outcome import TARGETS, VIAS, Outcome
+
+    made = [(t, v, e) for t in TARGETS for v in VIAS for e in (None, 7)]
+    history = History()
+    history.keep(tmp_path / "calls.mcpnb")
+    for i, (target, via, episode) in enumerate(made):
+        history.record(Outcome(i + 1, target, "x", {}, "result", "ok", "", None, False, None, None, None, 1_750_000_000.0 + i, 1.0, 30.0,
+                               via=via, episode=episode, turn=None if episode is None else i))  # fmt: skip
+    assert history.sync()
+    expected = ([t for t, _, _ in made], [v for _, v, _ in made], [e for _, _, e in made], [None if e is None else i for i, (_, _, e) in enumerate(made)])
+    for frame in (history.to_frame(), History.open(tmp_path / "calls.mcpnb").to_frame()):
+        got = (frame["target"].astype(str).tolist(), frame["via"].astype(str).tolist(), numbers(frame["episode"]), numbers(frame["turn"]))
+        assert got == expected
+    history.close()

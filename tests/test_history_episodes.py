@@ -196,3 +196,18 @@ def test_every_target_and_maker_of_a_call_reads_back_as_recorded(tmp_path):
         got = (frame["target"].astype(str).tolist(), frame["via"].astype(str).tolist(), numbers(frame["episode"]), numbers(frame["turn"]))
         assert got == expected
     history.close()
+
+
+def test_a_frame_written_to_leaves_the_history_as_it_was():
+    # The frame's columns were the store's own arrays while the history held one chunk of calls
+    mcp_nb.tool(name="get_author")(helpful)
+    episode = agent(TASK, StandIn())
+    frame = mcp_nb.history().to_frame()
+    frame.loc[0, "call_id"] = 999
+    frame.loc[0, "episode"] = 999
+    frame.loc[1, "turn"] = pd.NA
+    frame.loc[0, "duration_ms"] = -1.0
+    again = mcp_nb.history().to_frame()
+    assert again["call_id"].tolist() == [o.call_id for o in episode.calls]
+    assert numbers(again["episode"]) == [episode.id, episode.id] and numbers(again["turn"]) == [1, 2]
+    assert (again["duration_ms"] > 0).all()

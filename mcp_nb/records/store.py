@@ -169,9 +169,10 @@ class Store:
         self.sizes.append(len(rows))
         self.rows += len(rows)
 
-    def tail(self, start: int, most: int | None = None) -> dict[str, np.ndarray]:
+    def tail(self, start: int, most: int | None = None, fresh: bool = False) -> dict[str, np.ndarray]:
         """Every column from row `start` on (rows in the chunks, still in memory), at most `most` rows,
-        reading only the chunks it needs."""
+        reading only the chunks it needs. `fresh`: arrays of their own, never a chunk's (a frame
+        written to must not write into the history)."""
         first, skip = len(self.sizes), self.rows - start
         while first > 0 and skip > 0:
             first -= 1
@@ -189,7 +190,10 @@ class Store:
             if not picked:
                 out[name] = empty(name)
                 continue
-            whole = picked[0] if len(picked) == 1 else lib.numpy.concatenate(picked)
+            if len(picked) > 1:
+                whole = lib.numpy.concatenate(picked)
+            else:
+                whole = picked[0].copy() if fresh else picked[0]
             out[name] = whole[offset:] if most is None else whole[offset : offset + most]
         return out
 
@@ -197,7 +201,7 @@ class Store:
         """The rows from `start` on (in the chunks: flush first), coded as a history file's rows are
         read back (records/frame.py), so that the two join by their codes."""
         np = lib.numpy
-        memory = self.tail(start)
+        memory = self.tail(start, fresh=True)
         n = len(memory["call_id"])
         first = self.rows - n
         memory["started_ns"] = nanoseconds(memory.pop("started"))

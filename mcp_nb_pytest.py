@@ -41,20 +41,33 @@ UNCHANGED = "unchanged"  # the one item of a surface with no change
 
 def pytest_addoption(parser) -> None:
     group = parser.getgroup("mcp_nb", "MCP regression cases and surfaces (mcp_nb; see its docs/cases.md)")
-    group.addoption("--mcp-cases", action="append", default=[], metavar="PATH", help="a cases file: one test per case (repeatable)")
     group.addoption(
-        "--mcp-surface", action="append", default=[], metavar="SNAPSHOT",
+        "--mcp-cases", action="append", default=[], metavar="PATH", help="a cases file: one test per case (repeatable)"
+    )
+    group.addoption(
+        "--mcp-surface",
+        action="append",
+        default=[],
+        metavar="SNAPSHOT",
         help="a surface snapshot: one test per change of the server's surface since (repeatable)",
-    )  # fmt: skip
+    )
     group.addoption(
-        "--mcp-fail-on", choices=FAIL_ON, default="unknown", metavar="LEVEL",
+        "--mcp-fail-on",
+        choices=FAIL_ON,
+        default="unknown",
+        metavar="LEVEL",
         help="with --mcp-surface, a change fails at: breaking; unknown (breaking, or no rule knows it; the default); any",
-    )  # fmt: skip
+    )
     group.addoption(
-        "--mcp-mode", action="append", default=[], metavar="ERA",
+        "--mcp-mode",
+        action="append",
+        default=[],
+        metavar="ERA",
         help="with --mcp-cases, replay each case at this protocol era (repeatable: 2025-11-25, 2026-07-28)",
-    )  # fmt: skip
-    group.addoption("--mcp-notebook", metavar="NOTEBOOK", help="run this notebook's code cells first: its tools are the ones tested")
+    )
+    group.addoption(
+        "--mcp-notebook", metavar="NOTEBOOK", help="run this notebook's code cells first: its tools are the ones tested"
+    )
     group.addoption("--mcp-server", metavar="COMMAND", help="start this stdio MCP server for the session and test it")
     group.addoption("--mcp-url", metavar="URL", help="test the streamable HTTP MCP server at this URL")
     group.addoption(
@@ -111,9 +124,16 @@ class CasesRun:
     """The session's cases files and the server they run against, started at the first case."""
 
     def __init__(
-        self, paths: list[str], notebook: str | None, command: str | None, url: str | None, headers: list[str],
-        surfaces: list[str] = (), modes: list[str] = (), fail_on: str = "unknown",
-    ) -> None:  # fmt: skip
+        self,
+        paths: list[str],
+        notebook: str | None,
+        command: str | None,
+        url: str | None,
+        headers: list[str],
+        surfaces: list[str] = (),
+        modes: list[str] = (),
+        fail_on: str = "unknown",
+    ) -> None:
         from mcp_nb.calling.era import check_eras
         from mcp_nb.records.cases import CasesError, load_file
         from mcp_nb.records.surface import SurfaceError
@@ -201,7 +221,6 @@ class CasesRun:
                 mcp_nb.disconnect(self.server)
             self.server = None
 
-
     def evaluation(self, saved):
         """The saved evaluation run again on the session's server (once, by the first of its items)."""
         import mcp_nb
@@ -247,7 +266,6 @@ class CaseItem(pytest.Item):
 
     def runtest(self) -> None:
         import mcp_nb
-
         from mcp_nb.mistakes import Mistake
 
         run = self.config.stash[_RUN]
@@ -259,7 +277,9 @@ class CaseItem(pytest.Item):
                 frame = run.across_eras(self.case)
                 frame = frame[frame["mode"] == self.mode]
         except Mistake as err:  # a case the engine refuses: said as a case's failure, not as a traceback
-            raise CaseFailed(f"case {self.case.id}: {self.case.target} {self.case.name}: refused before anything was sent: {err}") from None
+            raise CaseFailed(
+                f"case {self.case.id}: {self.case.target} {self.case.name}: refused before anything was sent: {err}"
+            ) from None
         if frame.empty:  # the replay across eras was stopped before this era
             raise CaseFailed(f"case {self.case.id}: not replayed at {self.mode} (the replay was stopped)")
         row = frame.iloc[0]
@@ -337,7 +357,6 @@ class SurfaceFile(pytest.File):
 
     def collect(self):
         import mcp_nb
-
         from mcp_nb.mistakes import Mistake
 
         run = self.config.stash[_RUN]
@@ -402,10 +421,12 @@ def change_report(change) -> str:
         return text if len(text) <= 200 else text[:199] + "…"
 
     entry = "the server" if change.kind == "server" else f"{change.kind} {change.name}"
-    return "\n".join([
-        f"change: {entry} {change.where} ({change.change})",
-        f"verdict: {_verdict(change.breaking)} (rule {change.rule})",
-        f"why:     {change.why}",
-        f"before:  {shown(change.before)}",
-        f"after:   {shown(change.after)}",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            f"change: {entry} {change.where} ({change.change})",
+            f"verdict: {_verdict(change.breaking)} (rule {change.rule})",
+            f"why:     {change.why}",
+            f"before:  {shown(change.before)}",
+            f"after:   {shown(change.after)}",
+        ]
+    )

@@ -55,7 +55,10 @@ def cpuidle() -> dict | None:
         except OSError:
             return None
 
-    info = {"driver": read(base / "current_driver"), "governor": read(base / "current_governor_ro") or read(base / "current_governor")}
+    info = {
+        "driver": read(base / "current_driver"),
+        "governor": read(base / "current_governor_ro") or read(base / "current_governor"),
+    }
     poll = read(Path("/sys/module/haltpoll/parameters/guest_halt_poll_ns"))
     if poll is not None:
         info["guest_halt_poll_ns"] = int(poll)

@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 
 import httpx2
+from _common import alternate, machine, median, p10_p90, write_json
 
 import mcp_nb
-from _common import alternate, machine, median, p10_p90, write_json
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -54,8 +54,12 @@ def measured(url: str, folder: str, pairs: int, block_calls: int) -> tuple[dict,
         await block("header")()
         await block("oauth")()  # warm-up pair, not kept
         plain, authorized, ratios = await alternate(block("header"), block("oauth"), pairs, eng.history.clear)
-        return {"header_us": median(plain) * 1e6, "oauth_us": median(authorized) * 1e6, "ratio": median(ratios),
-                "ratio_p10_p90": p10_p90(ratios)}  # fmt: skip
+        return {
+            "header_us": median(plain) * 1e6,
+            "oauth_us": median(authorized) * 1e6,
+            "ratio": median(ratios),
+            "ratio_p10_p90": p10_p90(ratios),
+        }
 
     result = eng.loop.run(measure())
     return result, set(mcp_nb.history().to_frame()["outcome"])
@@ -76,9 +80,13 @@ def main() -> None:
     assert outcomes <= {"result"}, outcomes
     ok = result["ratio"] <= TARGET
     low, high = result["ratio_p10_p90"]
-    print(f"{args.pairs} pairs of {args.block}-call blocks: fixed header {result['header_us']:.1f} us, "
-          f"mcp_nb.OAuth {result['oauth_us']:.1f} us per call")  # fmt: skip
-    print(f"{'PASS' if ok else 'FAIL'}  oauth/header {result['ratio']:.3f} (10th-90th percentile of pairs {low:.2f}-{high:.2f}; target <= {TARGET})")
+    print(
+        f"{args.pairs} pairs of {args.block}-call blocks: fixed header {result['header_us']:.1f} us, "
+        f"mcp_nb.OAuth {result['oauth_us']:.1f} us per call"
+    )
+    print(
+        f"{'PASS' if ok else 'FAIL'}  oauth/header {result['ratio']:.3f} (10th-90th percentile of pairs {low:.2f}-{high:.2f}; target <= {TARGET})"
+    )
     path = write_json("auth.json", {"benchmark": "auth", "machine": machine(), "target": TARGET, **result})
     print(f"wrote {path}")
 

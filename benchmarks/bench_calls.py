@@ -23,9 +23,9 @@ import gc
 import time
 
 import mcp
+from _common import alternate, machine, median, p10_p90, write_json
 
 import mcp_nb
-from _common import alternate, machine, median, p10_p90, write_json
 
 TARGETS = {"sync": 1.5, "in-loop": 1.05}  # the in-loop target is the house issue's (docs/performance.md)
 VARIANTS = ("raw", "sync", "in-loop", "hopped")
@@ -135,8 +135,12 @@ def paired_in_loop(name: str, pairs: int, n: int) -> dict:
             await mcp_nb_block()  # warm-up pair, not kept
             raws, ours, ratios = await alternate(raw_block, mcp_nb_block, pairs, eng.history.clear)
             eng.history.clear()
-            return {"raw_us": median(raws) * 1e6, "in_loop_us": median(ours) * 1e6, "ratio": median(ratios),
-                    "ratio_p10_p90": p10_p90(ratios)}
+            return {
+                "raw_us": median(raws) * 1e6,
+                "in_loop_us": median(ours) * 1e6,
+                "ratio": median(ratios),
+                "ratio_p10_p90": p10_p90(ratios),
+            }
 
     return eng.loop.run(measure())
 
@@ -186,7 +190,10 @@ def main() -> None:
     for name in TOOLS:
         times = per_call[name]
         med = {v: median(times[v]) for v in VARIANTS}
-        entry = {"median_us": {v: med[v] * 1e6 for v in VARIANTS}, "rounds_us": {v: [t * 1e6 for t in times[v]] for v in VARIANTS}}
+        entry = {
+            "median_us": {v: med[v] * 1e6 for v in VARIANTS},
+            "rounds_us": {v: [t * 1e6 for t in times[v]] for v in VARIANTS},
+        }
         for v, target in TARGETS.items():
             # Paired per-round ratios show how much the noise moves the figure.
             paired = [a / b for a, b in zip(times[v], times["raw"], strict=False)]
@@ -206,11 +213,16 @@ def main() -> None:
     print(f"{'tool':<7}{'raw':>9}{'sync':>9}{'in-loop':>9}   {'sync/raw':>16}   {'in-loop/raw':>16}")
     for name, e in results.items():
         m = e["median_us"]
-        cells = [f"{e[f'{v}/raw']['ratio']:.2f} ({e[f'{v}/raw']['per_round_min']:.2f}-{e[f'{v}/raw']['per_round_max']:.2f})" for v in TARGETS]
+        cells = [
+            f"{e[f'{v}/raw']['ratio']:.2f} ({e[f'{v}/raw']['per_round_min']:.2f}-{e[f'{v}/raw']['per_round_max']:.2f})"
+            for v in TARGETS
+        ]
         print(f"{name:<7}{m['raw']:9.1f}{m['sync']:9.1f}{m['in-loop']:9.1f}   {cells[0]:>16}   {cells[1]:>16}")
     for name, e in results.items():
-        print(f"{name:<7}hopped {e['median_us']['hopped']:.1f} us: hopped/raw {e['hopped/raw']:.2f}, "
-              f"sync/hopped {e['sync/hopped']:.3f} (what mcp_nb adds to the sync face beyond the hop)")
+        print(
+            f"{name:<7}hopped {e['median_us']['hopped']:.1f} us: hopped/raw {e['hopped/raw']:.2f}, "
+            f"sync/hopped {e['sync/hopped']:.3f} (what mcp_nb adds to the sync face beyond the hop)"
+        )
     print(f"thread hop alone (empty coroutine via loop.run): {median(hops) * 1e6:.1f} us")
     host = machine()
     idle = host["cpuidle"]
@@ -221,10 +233,16 @@ def main() -> None:
     print(f"in-loop/raw, paired: {args.pairs} pairs of {args.pair_calls}-call blocks, median of per-pair ratios")
     for name in TOOLS:
         paired = paired_in_loop(name, args.pairs, args.pair_calls)
-        results[name]["in-loop/raw paired"] = {**paired, "target": TARGETS["in-loop"], "pass": paired["ratio"] <= TARGETS["in-loop"]}
+        results[name]["in-loop/raw paired"] = {
+            **paired,
+            "target": TARGETS["in-loop"],
+            "pass": paired["ratio"] <= TARGETS["in-loop"],
+        }
         lo, hi = paired["ratio_p10_p90"]
-        print(f"{name:<7}raw {paired['raw_us']:.1f} us  in-loop {paired['in_loop_us']:.1f} us  "
-              f"ratio {paired['ratio']:.3f}  (10th-90th percentile of pairs {lo:.2f}-{hi:.2f})")
+        print(
+            f"{name:<7}raw {paired['raw_us']:.1f} us  in-loop {paired['in_loop_us']:.1f} us  "
+            f"ratio {paired['ratio']:.3f}  (10th-90th percentile of pairs {lo:.2f}-{hi:.2f})"
+        )
     print("(ratios are of medians; in brackets the range of the per-round ratios)")
     print()
     for name, e in results.items():

@@ -24,8 +24,9 @@ import os
 import statistics
 import time
 
-import mcp_nb
 from _common import machine, write_json
+
+import mcp_nb
 
 TARGET = 1.6
 
@@ -120,15 +121,19 @@ def main() -> None:
         trivial_grid = {"i": list(range(args.trivial_calls))}
         local_trivial = timed("trivial", trivial_grid, args.repeat, concurrency=8)
         sizes = [int(s) for s in args.sizes.split(",")]
-        per_size = {size: timed("trivial", trivial_grid, args.repeat, concurrency=8, cluster=client, partition_size=size)
-                    for size in sizes}
+        per_size = {
+            size: timed("trivial", trivial_grid, args.repeat, concurrency=8, cluster=client, partition_size=size)
+            for size in sizes
+        }
     finally:
         client.close()
         cluster.close()
     load_after = os.getloadavg()
 
-    print(f"load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
-          f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f} (2 cores)")
+    print(
+        f"load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
+        f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f} (2 cores)"
+    )
     print(f"one call's work: {per_call_kernel:.1f} ms in the kernel, {per_call_worker:.1f} ms on a worker")
     print(f"first cluster sweep (4 calls, engines built): {cold:.2f} s")
     print(f"{args.calls} calls of the CPU-bound tool, median of {args.repeat}:")
@@ -146,14 +151,32 @@ def main() -> None:
         ms = statistics.median(times) / args.trivial_calls * 1000
         rows[size] = ms
         partitions = -(-args.trivial_calls // size)
-        print(f"  cluster, partitions of {size:<5} ({partitions:>4} partitions) {ms:7.3f} ms   ({ms / local_ms:5.1f}x the kernel's)")
+        print(
+            f"  cluster, partitions of {size:<5} ({partitions:>4} partitions) {ms:7.3f} ms   ({ms / local_ms:5.1f}x the kernel's)"
+        )
     path = write_json(
         "cluster.json",
-        {"benchmark": "cluster", "machine": machine(), "load_before": load_before, "load_after": load_after,
-         "work_ms_kernel": per_call_kernel, "work_ms_worker": per_call_worker, "calls": args.calls,
-         "kernel_s": kernel, "cluster_s": remote, "speedup": speedup, "pairs": pairs, "worker_cpu_share": shares, "kernel_cpu_s": kernel_cpu, "target": TARGET, "pass": speedup >= TARGET,
-         "cold_first_sweep_s": cold, "trivial_calls": args.trivial_calls, "trivial_kernel_ms_per_call": local_ms,
-         "trivial_cluster_ms_per_call": rows},
+        {
+            "benchmark": "cluster",
+            "machine": machine(),
+            "load_before": load_before,
+            "load_after": load_after,
+            "work_ms_kernel": per_call_kernel,
+            "work_ms_worker": per_call_worker,
+            "calls": args.calls,
+            "kernel_s": kernel,
+            "cluster_s": remote,
+            "speedup": speedup,
+            "pairs": pairs,
+            "worker_cpu_share": shares,
+            "kernel_cpu_s": kernel_cpu,
+            "target": TARGET,
+            "pass": speedup >= TARGET,
+            "cold_first_sweep_s": cold,
+            "trivial_calls": args.trivial_calls,
+            "trivial_kernel_ms_per_call": local_ms,
+            "trivial_cluster_ms_per_call": rows,
+        },
     )
     print(f"wrote {path}")
 

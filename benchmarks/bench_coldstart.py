@@ -38,9 +38,8 @@ import statistics
 import time
 from pathlib import Path
 
-from jupyter_client.manager import start_new_kernel
-
 from _common import machine, write_json
+from jupyter_client.manager import start_new_kernel
 
 TARGETS_MS = {"first_call": 50.0, "load_cell_call": 1000.0}
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,7 +49,7 @@ NO_BYTECODE = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
 
 MCP_NB_CELLS = [
     ("load", "%load_ext mcp_nb"),
-    ("cell", "%%mcp_tool\ndef add(a: int, b: int) -> int:\n    \"\"\"Add two integers.\"\"\"\n    return a + b\n"),
+    ("cell", '%%mcp_tool\ndef add(a: int, b: int) -> int:\n    """Add two integers."""\n    return a + b\n'),
     ("first_call", "%mcp_call add a=1 b=2"),
     ("second_call", "%mcp_call add a=2 b=3"),
 ]
@@ -59,9 +58,15 @@ MCP_NB_CELLS = [
 # so the call is a top-level `await` (a `Client` must be entered and left by one task).
 SDK_CELLS = [
     ("load", "from mcp import Client\nfrom mcp.server import MCPServer\nserver = MCPServer('bare')"),
-    ("cell", "@server.tool()\ndef add(a: int, b: int) -> int:\n    \"\"\"Add two integers.\"\"\"\n    return a + b\n"),
-    ("first_call", "async with Client(server, cache=None) as client:\n    result = await client.call_tool('add', {'a': 1, 'b': 2})\nresult"),
-    ("second_call", "async with Client(server, cache=None) as client:\n    result = await client.call_tool('add', {'a': 2, 'b': 3})\nresult"),
+    ("cell", '@server.tool()\ndef add(a: int, b: int) -> int:\n    """Add two integers."""\n    return a + b\n'),
+    (
+        "first_call",
+        "async with Client(server, cache=None) as client:\n    result = await client.call_tool('add', {'a': 1, 'b': 2})\nresult",
+    ),
+    (
+        "second_call",
+        "async with Client(server, cache=None) as client:\n    result = await client.call_tool('add', {'a': 2, 'b': 3})\nresult",
+    ),
 ]
 
 # Modules whose presence after the first call tells where a cold start went.
@@ -118,7 +123,7 @@ def collect(kc, ids: list[str]) -> tuple[dict[str, float], dict | None]:
         elif kind == "error":
             raise RuntimeError("a cell failed:\n" + "\n".join(content["traceback"]))
         elif kind == "stream" and content["text"].startswith("PROBE "):
-            probe = json.loads(content["text"][len("PROBE "):])
+            probe = json.loads(content["text"][len("PROBE ") :])
     return spans, probe
 
 
@@ -181,7 +186,9 @@ def main() -> None:
         print(f"\nthe SDK's own import and MCPServer() (the floor), one by one: median {floor:.1f} ms")
         for way in ways:
             total = results["mcp_nb"][way]["median_ms"]["load_cell_call"]
-            print(f"  mcp_nb's load + cell + first call, {way.replace('_', ' ')}: {total:.1f} ms, {total - floor:+.1f} ms over the floor")
+            print(
+                f"  mcp_nb's load + cell + first call, {way.replace('_', ' ')}: {total:.1f} ms, {total - floor:+.1f} ms over the floor"
+            )
     load_after = os.getloadavg()
     print(f"load average (1, 5, 15 min) before {_loads(load_before)}, after {_loads(load_after)} on {os.cpu_count()} CPUs")
     if NO_BYTECODE:
@@ -192,14 +199,23 @@ def main() -> None:
         for key, target in TARGETS_MS.items():
             value = results["mcp_nb"][way]["median_ms"][key]
             verdicts[f"{way}:{key}"] = value <= target
-            print(f"{'PASS' if value <= target else 'FAIL'}  {key} ({way.replace('_', ' ')}): median {value:.1f} ms <= {target:g} ms")
+            print(
+                f"{'PASS' if value <= target else 'FAIL'}  {key} ({way.replace('_', ' ')}): median {value:.1f} ms <= {target:g} ms"
+            )
     path = write_json(
         "coldstart.json",
-        {"benchmark": "coldstart", "machine": machine(), "kernels": args.kernels, "targets_ms": TARGETS_MS,
-         "load_average": {"before": load_before, "after": load_after}, "sdk_floor_ms": floor,
-         "pythondontwritebytecode": NO_BYTECODE,
-         "results": results, "pass": verdicts},
-    )  # fmt: skip
+        {
+            "benchmark": "coldstart",
+            "machine": machine(),
+            "kernels": args.kernels,
+            "targets_ms": TARGETS_MS,
+            "load_average": {"before": load_before, "after": load_after},
+            "sdk_floor_ms": floor,
+            "pythondontwritebytecode": NO_BYTECODE,
+            "results": results,
+            "pass": verdicts,
+        },
+    )
     print(f"\nresults: {path}")
 
 

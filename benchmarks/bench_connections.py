@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 
 import mcp
+from _common import alternate, machine, median, write_json
 
 import mcp_nb
-from _common import alternate, machine, median, write_json
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -88,8 +88,13 @@ def sweep_throughput(url: str, calls: int, concurrency: int) -> dict:
     ours = time.perf_counter() - t0
     assert (frame["outcome"] == "result").all() and len(frame) == calls
     raw = mcp_nb.engine().loop.run(raw_gather())
-    return {"raw_s": raw, "mcp_nb_s": ours, "raw_calls_per_s": calls / raw, "mcp_nb_calls_per_s": calls / ours,
-            "throughput_ratio": raw / ours}  # fmt: skip
+    return {
+        "raw_s": raw,
+        "mcp_nb_s": ours,
+        "raw_calls_per_s": calls / raw,
+        "mcp_nb_calls_per_s": calls / ours,
+        "throughput_ratio": raw / ours,
+    }
 
 
 def main() -> None:
@@ -130,16 +135,30 @@ def main() -> None:
         r = results[transport]
         ok = r["ratio"] <= TARGETS["per_call"]
         verdicts.append(ok)
-        print(f"  {transport:<6} raw {r['raw_us']:8.1f} us  mcp_nb {r['mcp_nb_us']:8.1f} us  ratio {r['ratio']:.3f}  "
-              f"{'PASS' if ok else 'FAIL'} (<= {TARGETS['per_call']})")  # fmt: skip
+        print(
+            f"  {transport:<6} raw {r['raw_us']:8.1f} us  mcp_nb {r['mcp_nb_us']:8.1f} us  ratio {r['ratio']:.3f}  "
+            f"{'PASS' if ok else 'FAIL'} (<= {TARGETS['per_call']})"
+        )
     s = results["sweep"]
     ok = s["throughput_ratio"] >= TARGETS["sweep_throughput"]
     verdicts.append(ok)
     print(f"sweep of {args.calls} calls at concurrency {args.concurrency} over HTTP (server-everything)")
-    print(f"  raw gather {s['raw_calls_per_s']:7.1f} calls/s   mcp_nb.sweep {s['mcp_nb_calls_per_s']:7.1f} calls/s   "
-          f"ratio {s['throughput_ratio']:.3f}  {'PASS' if ok else 'FAIL'} (>= {TARGETS['sweep_throughput']})")  # fmt: skip
-    path = write_json("connections.json", {"benchmark": "connections", "machine": machine(), "targets": TARGETS,
-                                           "pairs": args.pairs, "block": args.block, **results, "pass": all(verdicts)})  # fmt: skip
+    print(
+        f"  raw gather {s['raw_calls_per_s']:7.1f} calls/s   mcp_nb.sweep {s['mcp_nb_calls_per_s']:7.1f} calls/s   "
+        f"ratio {s['throughput_ratio']:.3f}  {'PASS' if ok else 'FAIL'} (>= {TARGETS['sweep_throughput']})"
+    )
+    path = write_json(
+        "connections.json",
+        {
+            "benchmark": "connections",
+            "machine": machine(),
+            "targets": TARGETS,
+            "pairs": args.pairs,
+            "block": args.block,
+            **results,
+            "pass": all(verdicts),
+        },
+    )
     print(f"wrote {path}")
 
 

@@ -22,13 +22,12 @@ Usage: python benchmarks/bench_episodes.py [--pairs 40] [--turns 7] [--episodes 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import time
 
+from _common import alternate, machine, median, p10_p90, write_json
 from mcp.server.mcpserver.exceptions import ToolError
 
 import mcp_nb
-from _common import alternate, machine, median, p10_p90, write_json
 from mcp_nb.episodes import evaluate as evaluation
 from mcp_nb.episodes.episode import Episode, next_id
 from mcp_nb.episodes.loop import EpisodeRun, Shared, conversation, offered_tools
@@ -153,9 +152,18 @@ def counted(variant: str, tool: str, calls: int, turns: int) -> int:
     from pathlib import Path
 
     command = [
-        "valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", sys.executable,
-        str(Path(__file__).resolve()), "--child", variant, tool, str(calls), str(turns),
-    ]  # fmt: skip
+        "valgrind",
+        "--tool=cachegrind",
+        "--cache-sim=no",
+        "--cachegrind-out-file=/dev/null",
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child",
+        variant,
+        tool,
+        str(calls),
+        str(turns),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, PYTHONHASHSEED="0"), check=False)
     found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
     if done.returncode != 0 or found is None:
@@ -200,7 +208,9 @@ def against(args) -> dict:
     from mcp_nb.models.chat_completions import OpenAICompatible
 
     if args.anthropic:
-        model = Anthropic(args.model, key=args.key_env or "ANTHROPIC_API_KEY", **({"base_url": args.endpoint} if args.endpoint else {}))
+        model = Anthropic(
+            args.model, key=args.key_env or "ANTHROPIC_API_KEY", **({"base_url": args.endpoint} if args.endpoint else {})
+        )
     else:
         model = OpenAICompatible(args.model, args.endpoint, key=args.key_env, temperature=0)
     mcp_nb.tool(name="get_author")(helpful)
@@ -211,16 +221,30 @@ def against(args) -> dict:
     ]
     t0 = time.perf_counter()
     table = mcp_nb_evaluate(
-        tasks, {args.model: model}, repeats=args.repeats, variants={"ToolError": {"get_author": helpful}, "crash": {"get_author": crashing}},
-        system="You answer questions by calling the tools you are given.", max_turns=4, concurrency=args.concurrency,
+        tasks,
+        {args.model: model},
+        repeats=args.repeats,
+        variants={"ToolError": {"get_author": helpful}, "crash": {"get_author": crashing}},
+        system="You answer questions by calling the tools you are given.",
+        max_turns=4,
+        concurrency=args.concurrency,
         model_timeout=args.model_timeout,
-    )  # fmt: skip
+    )
     elapsed = time.perf_counter() - t0
     print(table.to_string())
-    by_variant = table.groupby("variant").agg(with_failures=("with_failures", "sum"), recovered=("recovered", "sum"), passed=("passed", "sum"), episodes=("episodes", "sum"))
+    by_variant = table.groupby("variant").agg(
+        with_failures=("with_failures", "sum"),
+        recovered=("recovered", "sum"),
+        passed=("passed", "sum"),
+        episodes=("episodes", "sum"),
+    )
     print(by_variant.to_string())
-    return {"model": args.model, "seconds": elapsed, "rows": table.drop(columns=["task"]).to_dict("records"),
-            "by_variant": by_variant.reset_index().to_dict("records")}  # fmt: skip
+    return {
+        "model": args.model,
+        "seconds": elapsed,
+        "rows": table.drop(columns=["task"]).to_dict("records"),
+        "by_variant": by_variant.reset_index().to_dict("records"),
+    }
 
 
 def main() -> None:
@@ -249,9 +273,14 @@ def main() -> None:
     if args.instructions:
         found = instructions(args.turns, args.few, args.many)
         for tool, measured in found.items():
-            print(f"  {tool:<6} direct {measured['direct']:,.0f} instructions/call  in episodes {measured['episodes']:,.0f}  "
-                  f"ratio {measured['ratio']:.3f}  {'PASS' if measured['ratio'] <= TARGET else 'FAIL'} <= {TARGET}")  # fmt: skip
-        path = write_json("episodes_instructions.json", {"benchmark": "episodes_instructions", "machine": machine(), "turns": args.turns, **found})
+            print(
+                f"  {tool:<6} direct {measured['direct']:,.0f} instructions/call  in episodes {measured['episodes']:,.0f}  "
+                f"ratio {measured['ratio']:.3f}  {'PASS' if measured['ratio'] <= TARGET else 'FAIL'} <= {TARGET}"
+            )
+        path = write_json(
+            "episodes_instructions.json",
+            {"benchmark": "episodes_instructions", "machine": machine(), "turns": args.turns, **found},
+        )
         print(f"figures written to {path}")
         return
 
@@ -266,16 +295,24 @@ def main() -> None:
     mcp_nb.tool()(aecho)
     mcp_nb.tool()(echo)
     results = {}
-    print(f"the loop's own cost per turn: {args.pairs} pairs of {args.per_block} episodes x {args.turns} calls, the model's time left out")
+    print(
+        f"the loop's own cost per turn: {args.pairs} pairs of {args.per_block} episodes x {args.turns} calls, the model's time left out"
+    )
     for tool in ("aecho", "echo"):
         measured = loop_cost(tool, args.pairs, args.turns, args.per_block)
         results[tool] = measured
-        print(f"  {tool:<6} direct {measured['direct_us']:7.1f} us/call  in episodes {measured['episodes_us']:7.1f} us/call  "
-              f"ratio {measured['ratio']:.3f}  (10th-90th percentile {measured['p10']:.2f}-{measured['p90']:.2f})  "
-              f"{'PASS' if measured['ratio'] <= TARGET else 'FAIL'} <= {TARGET}")  # fmt: skip
+        print(
+            f"  {tool:<6} direct {measured['direct_us']:7.1f} us/call  in episodes {measured['episodes_us']:7.1f} us/call  "
+            f"ratio {measured['ratio']:.3f}  (10th-90th percentile {measured['p10']:.2f}-{measured['p90']:.2f})  "
+            f"{'PASS' if measured['ratio'] <= TARGET else 'FAIL'} <= {TARGET}"
+        )
     many = thousand(args.episodes)
-    print(f"{many['episodes']} stand-in episodes at once ({many['calls']} calls): {many['seconds']:.2f} s, {many['per_episode_ms']:.2f} ms an episode")
-    path = write_json("episodes.json", {"benchmark": "episodes", "machine": machine(), "loop": results, "thousand": many, "target": TARGET})
+    print(
+        f"{many['episodes']} stand-in episodes at once ({many['calls']} calls): {many['seconds']:.2f} s, {many['per_episode_ms']:.2f} ms an episode"
+    )
+    path = write_json(
+        "episodes.json", {"benchmark": "episodes", "machine": machine(), "loop": results, "thousand": many, "target": TARGET}
+    )
     print(f"figures written to {path}")
 
 

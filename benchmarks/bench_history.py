@@ -29,9 +29,10 @@ import time
 import tracemalloc
 from pathlib import Path
 
+from _common import machine, median, write_json
+
 from mcp_nb.records.history import History
 from mcp_nb.records.outcome import Outcome
-from _common import machine, median, write_json
 
 TO_FRAME_TARGET_S = 1.0
 FILE_RSS_TARGET_GB = 2.0  # ten million calls recorded with a history file, resident in the kernel
@@ -49,18 +50,67 @@ def outcome(i: int, rng: random.Random) -> Outcome:
     u = rng.random()
     if u < 0.94:
         text = str(i + arguments["b"])
-        return Outcome(i, "tool", name, arguments, "result", "ok", text, {"result": text}, False,
-                       None, None, None, started, duration, 30.0, None)  # fmt: skip
+        return Outcome(
+            i,
+            "tool",
+            name,
+            arguments,
+            "result",
+            "ok",
+            text,
+            {"result": text},
+            False,
+            None,
+            None,
+            None,
+            started,
+            duration,
+            30.0,
+            None,
+        )
     if u < 0.97:
         cause = ("raised", "crash", "invalid_arguments")[i % 3]
         text = f"Error executing tool {name}: bad input {i}"
-        return Outcome(i, "tool", name, arguments, "tool_error", cause, text, None, True,
-                       None, None, None, started, duration, 30.0, None)  # fmt: skip
+        return Outcome(
+            i, "tool", name, arguments, "tool_error", cause, text, None, True, None, None, None, started, duration, 30.0, None
+        )
     if u < 0.99:
-        return Outcome(i, "tool", name, arguments, "protocol_error", "mcp_error", None, None, None,
-                       -32602, f"Invalid params for call {i}", None, started, duration, 30.0, None)  # fmt: skip
-    return Outcome(i, "tool", name, arguments, "timeout", "deadline", None, None, None,
-                   -32001, "Timed out after 30s waiting for 'tools/call'", None, started, 30000.0, 30.0, None)  # fmt: skip
+        return Outcome(
+            i,
+            "tool",
+            name,
+            arguments,
+            "protocol_error",
+            "mcp_error",
+            None,
+            None,
+            None,
+            -32602,
+            f"Invalid params for call {i}",
+            None,
+            started,
+            duration,
+            30.0,
+            None,
+        )
+    return Outcome(
+        i,
+        "tool",
+        name,
+        arguments,
+        "timeout",
+        "deadline",
+        None,
+        None,
+        None,
+        -32001,
+        "Timed out after 30s waiting for 'tools/call'",
+        None,
+        started,
+        30000.0,
+        30.0,
+        None,
+    )
 
 
 def fill(history: History, n: int, chunk: int = 100_000) -> float:
@@ -140,8 +190,14 @@ def record_to_file(path: str, n: int) -> dict:
     written_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
     in_memory = history.in_memory
     history.close()
-    return {"records": n, "recorded_s": recorded_s, "written_s": written_s, "cpu_s": cpu_s, "peak_rss_gb": peak_rss_gb(),
-            "rows_in_memory": in_memory}  # fmt: skip
+    return {
+        "records": n,
+        "recorded_s": recorded_s,
+        "written_s": written_s,
+        "cpu_s": cpu_s,
+        "peak_rss_gb": peak_rss_gb(),
+        "rows_in_memory": in_memory,
+    }
 
 
 def frame_from_file(path: str, repeat: int) -> dict:
@@ -157,7 +213,13 @@ def frame_from_file(path: str, repeat: int) -> dict:
         mix = frame["outcome"].value_counts().to_dict()
         del frame, history
         gc.collect()
-    return {"to_frame_s": times, "to_frame_cpu_s": cpu, "rows": rows, "outcome_mix": {str(k): int(v) for k, v in mix.items()}, "peak_rss_gb": peak_rss_gb()}
+    return {
+        "to_frame_s": times,
+        "to_frame_cpu_s": cpu,
+        "rows": rows,
+        "outcome_mix": {str(k): int(v) for k, v in mix.items()},
+        "peak_rss_gb": peak_rss_gb(),
+    }
 
 
 def file_targets(n: int, repeat: int) -> None:
@@ -179,21 +241,38 @@ def file_targets(n: int, repeat: int) -> None:
         shutil.rmtree(workdir, ignore_errors=True)
     best = min(read["to_frame_s"])
     rss_ok, frame_ok = recorded["peak_rss_gb"] <= FILE_RSS_TARGET_GB, best <= FILE_FRAME_TARGET_S
-    print(f"{n:,} calls recorded with a history file in {recorded['recorded_s']:.1f} s (written by {recorded['written_s']:.1f} s, "
-          f"{recorded['cpu_s']:.1f} s of the process's CPU); "
-          f"{recorded['rows_in_memory']:,} kept in memory; {files} parts, {size / 1e6:.0f} MB")  # fmt: skip
+    print(
+        f"{n:,} calls recorded with a history file in {recorded['recorded_s']:.1f} s (written by {recorded['written_s']:.1f} s, "
+        f"{recorded['cpu_s']:.1f} s of the process's CPU); "
+        f"{recorded['rows_in_memory']:,} kept in memory; {files} parts, {size / 1e6:.0f} MB"
+    )
     print(f"peak resident memory while recording: {recorded['peak_rss_gb']:.2f} GB")
-    print(f"History.open(path).to_frame() of {read['rows']:,} calls: {', '.join(f'{t:.2f}' for t in read['to_frame_s'])} s "
-          f"(CPU {', '.join(f'{t:.2f}' for t in read['to_frame_cpu_s'])} s) "
-          f"(peak resident memory of that process {read['peak_rss_gb']:.2f} GB)")  # fmt: skip
+    print(
+        f"History.open(path).to_frame() of {read['rows']:,} calls: {', '.join(f'{t:.2f}' for t in read['to_frame_s'])} s "
+        f"(CPU {', '.join(f'{t:.2f}' for t in read['to_frame_cpu_s'])} s) "
+        f"(peak resident memory of that process {read['peak_rss_gb']:.2f} GB)"
+    )
     print()
-    print(f"{'PASS' if rss_ok else 'FAIL'}  {n:,} calls recorded with a history file: peak {recorded['peak_rss_gb']:.2f} GB (target <= {FILE_RSS_TARGET_GB:.0f} GB)")
-    print(f"{'PASS' if frame_ok else 'FAIL'}  to_frame() of {n:,} calls from the file: best {best:.2f} s (target <= {FILE_FRAME_TARGET_S:.0f} s)")
-    path_json = write_json("history_file_10m.json" if n >= 10_000_000 else f"history_file_{n}.json", {
-        "benchmark": "history file", "machine": machine(), "records": n, "recording": recorded, "reading": read,
-        "parts": files, "bytes": size, "targets": {"peak_rss_gb": FILE_RSS_TARGET_GB, "to_frame_s": FILE_FRAME_TARGET_S},
-        "pass": {"peak_rss": rss_ok, "to_frame": frame_ok},
-    })  # fmt: skip
+    print(
+        f"{'PASS' if rss_ok else 'FAIL'}  {n:,} calls recorded with a history file: peak {recorded['peak_rss_gb']:.2f} GB (target <= {FILE_RSS_TARGET_GB:.0f} GB)"
+    )
+    print(
+        f"{'PASS' if frame_ok else 'FAIL'}  to_frame() of {n:,} calls from the file: best {best:.2f} s (target <= {FILE_FRAME_TARGET_S:.0f} s)"
+    )
+    path_json = write_json(
+        "history_file_10m.json" if n >= 10_000_000 else f"history_file_{n}.json",
+        {
+            "benchmark": "history file",
+            "machine": machine(),
+            "records": n,
+            "recording": recorded,
+            "reading": read,
+            "parts": files,
+            "bytes": size,
+            "targets": {"peak_rss_gb": FILE_RSS_TARGET_GB, "to_frame_s": FILE_FRAME_TARGET_S},
+            "pass": {"peak_rss": rss_ok, "to_frame": frame_ok},
+        },
+    )
     print(f"\nwrote {path_json}")
 
 
@@ -202,7 +281,11 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=None, help="1,000,000 (10,000,000 with --file)")
     parser.add_argument("--memory-records", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--file", action="store_true", help="the history file's targets: memory at ten million calls, and to_frame() from the file")
+    parser.add_argument(
+        "--file",
+        action="store_true",
+        help="the history file's targets: memory at ten million calls, and to_frame() from the file",
+    )
     args = parser.parse_args()
     if args.file:
         file_targets(args.records or 10_000_000, args.repeat)
@@ -229,7 +312,9 @@ def main() -> None:
     print(f"memory          {per_record:8.0f} bytes per record retained ({args.memory_records:,} records, tracemalloc)")
     print(f"  of which      {columns_only:8.0f} bytes are the History's own columns (the rest: arguments, content...)")
     print()
-    print(f"{'PASS' if passed else 'FAIL'}  to_frame() on {args.records:,} records: best {best:.3f} s (target <= {TO_FRAME_TARGET_S:.1f} s)")
+    print(
+        f"{'PASS' if passed else 'FAIL'}  to_frame() on {args.records:,} records: best {best:.3f} s (target <= {TO_FRAME_TARGET_S:.1f} s)"
+    )
 
     path = write_json(
         "history.json",
@@ -239,11 +324,15 @@ def main() -> None:
             "records": args.records,
             "outcome_mix": mix,
             "record_us_per_record": record_s / args.records * 1e6,
-            "to_frame_s": {"best": best, "median": median(to_frame), "runs": to_frame,
-                           "target": TO_FRAME_TARGET_S, "pass": passed},  # fmt: skip
+            "to_frame_s": {
+                "best": best,
+                "median": median(to_frame),
+                "runs": to_frame,
+                "target": TO_FRAME_TARGET_S,
+                "pass": passed,
+            },
             "summary_s": {"best": min(summary), "median": median(summary), "runs": summary},
-            "memory": {"records": args.memory_records, "bytes_per_record": per_record,
-                       "columns_bytes_per_record": columns_only},  # fmt: skip
+            "memory": {"records": args.memory_records, "bytes_per_record": per_record, "columns_bytes_per_record": columns_only},
         },
     )
     print(f"\nwrote {path}")

@@ -28,8 +28,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import mcp_nb
 from _common import machine, median, p10_p90, write_json
+
+import mcp_nb
 
 TARGET = 1.05  # the issue's: a trivial call with a history file costs at most 1.05 times one without
 
@@ -116,9 +117,18 @@ def pairs(face: str, name: str, count: int, n: int, folder: Path) -> dict:
         cpu_with.append(b[1])
         cpu_ratios.append(b[1] / a[1])
     mcp_nb.history().keep(None)
-    return {"without_us": median(without) * 1e6, "with_file_us": median(with_file) * 1e6, "ratio": median(ratios),
-            "ratio_p10_p90": p10_p90(ratios), "cpu_without_us": median(cpu_without) * 1e6, "cpu_with_file_us": median(cpu_with) * 1e6,
-            "cpu_ratio": median(cpu_ratios), "cpu_ratio_p10_p90": p10_p90(cpu_ratios), "pairs": count, "calls_per_block": n}  # fmt: skip
+    return {
+        "without_us": median(without) * 1e6,
+        "with_file_us": median(with_file) * 1e6,
+        "ratio": median(ratios),
+        "ratio_p10_p90": p10_p90(ratios),
+        "cpu_without_us": median(cpu_without) * 1e6,
+        "cpu_with_file_us": median(cpu_with) * 1e6,
+        "cpu_ratio": median(cpu_ratios),
+        "cpu_ratio_p10_p90": p10_p90(cpu_ratios),
+        "pairs": count,
+        "calls_per_block": n,
+    }
 
 
 def main() -> None:
@@ -140,26 +150,38 @@ def main() -> None:
                 r = results.setdefault(face, {})[name] = pairs(face, name, args.pairs, args.calls, folder)
                 lo, hi = r["ratio_p10_p90"]
                 clo, chi = r["cpu_ratio_p10_p90"]
-                print(f"{face:<8}{name:<6} wall: without {r['without_us']:7.1f} us, with a history file {r['with_file_us']:7.1f} us, "
-                      f"ratio {r['ratio']:.3f} ({lo:.3f}-{hi:.3f});  process CPU: {r['cpu_without_us']:7.1f} / {r['cpu_with_file_us']:7.1f} us, "
-                      f"ratio {r['cpu_ratio']:.3f} ({clo:.3f}-{chi:.3f})", flush=True)  # fmt: skip
+                print(
+                    f"{face:<8}{name:<6} wall: without {r['without_us']:7.1f} us, with a history file {r['with_file_us']:7.1f} us, "
+                    f"ratio {r['ratio']:.3f} ({lo:.3f}-{hi:.3f});  process CPU: {r['cpu_without_us']:7.1f} / {r['cpu_with_file_us']:7.1f} us, "
+                    f"ratio {r['cpu_ratio']:.3f} ({clo:.3f}-{chi:.3f})",
+                    flush=True,
+                )
         for name in TOOLS:
             w = results.setdefault("writer", {})[name] = writer_share(name, 20 * args.calls, folder)
-            print(f"writer  {name:<6} the writer thread's CPU {w['writer_cpu_us']:.2f} us per call, against {w['call_cpu_us_without']:.1f} us "
-                  f"of process CPU per call without a file: {100 * w['share']:.1f} %", flush=True)  # fmt: skip
+            print(
+                f"writer  {name:<6} the writer thread's CPU {w['writer_cpu_us']:.2f} us per call, against {w['call_cpu_us_without']:.1f} us "
+                f"of process CPU per call without a file: {100 * w['share']:.1f} %",
+                flush=True,
+            )
         written = len(mcp_nb.History.open(folder))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     print(f"\n{written:,} calls written to the history file in all")
-    print(f"median of per-pair ratios (10th-90th percentile of pairs), {args.pairs} pairs of {args.calls}-call blocks; "
-          "a block with the file includes its last write")  # fmt: skip
+    print(
+        f"median of per-pair ratios (10th-90th percentile of pairs), {args.pairs} pairs of {args.calls}-call blocks; "
+        "a block with the file includes its last write"
+    )
     for face, by_tool in results.items():
         if face == "writer":
             continue
         for name, r in by_tool.items():
             r["target"], r["pass"] = TARGET, r["ratio"] <= TARGET
-            print(f"{'PASS' if r['pass'] else 'FAIL'}  {face:<8}{name:<6} wall {r['ratio']:.3f}, process CPU {r['cpu_ratio']:.3f}  (target <= {TARGET:.2f})")
-    path = write_json("history_file.json", {"benchmark": "history_file", "machine": machine(), "faces": results, "written": written})
+            print(
+                f"{'PASS' if r['pass'] else 'FAIL'}  {face:<8}{name:<6} wall {r['ratio']:.3f}, process CPU {r['cpu_ratio']:.3f}  (target <= {TARGET:.2f})"
+            )
+    path = write_json(
+        "history_file.json", {"benchmark": "history_file", "machine": machine(), "faces": results, "written": written}
+    )
     print(f"\nwrote {path}")
 
 

@@ -36,14 +36,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-from mcp_nb.records import disk, encoding
-from mcp_nb.records.redact import scrubber
-from mcp_nb.records.frame import Coded, build, fate_of
-from mcp_nb.records.history import COLUMNS, History
-from mcp_nb.records.store import Store, columns_of
 from _common import machine, write_json
 from bench_history import outcome
+
+from mcp_nb.records import disk, encoding
+from mcp_nb.records.frame import Coded, build, fate_of
+from mcp_nb.records.history import COLUMNS, History
+from mcp_nb.records.redact import scrubber
+from mcp_nb.records.store import Store, columns_of
 
 WRITE = 512  # calls a write
 SCRUB = scrubber(lambda: ())
@@ -81,7 +81,9 @@ SQL_COLUMNS = ["session", "seq", "recorded_at", *[c for c in COLUMNS if c not in
 def sqlite_open(path: Path) -> sqlite3.Connection:
     db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")  # durable at each commit against a killed process; a checkpoint's fsync for power loss
+    db.execute(
+        "PRAGMA synchronous=NORMAL"
+    )  # durable at each commit against a killed process; a checkpoint's fsync for power loss
     db.execute(f"CREATE TABLE IF NOT EXISTS calls ({', '.join(SQL_COLUMNS)})")
     return db
 
@@ -129,19 +131,33 @@ def sqlite_frame(path: Path) -> pd.DataFrame:
         c[column], names[column] = codes(raw[column])
     for column, vocabulary in (("target", TARGETS), ("outcome", OUTCOMES), ("cause", CAUSES), ("via", VIAS)):
         c[column] = codes(raw[column], list(vocabulary))[0]
-    for column, stored, vocabulary in (("server_fate", "fate", FATES), ("fate_outcome", "fate_outcome", OUTCOMES), ("fate_cause", "fate_cause", CAUSES)):
+    for column, stored, vocabulary in (
+        ("server_fate", "fate", FATES),
+        ("fate_outcome", "fate_outcome", OUTCOMES),
+        ("fate_cause", "fate_cause", CAUSES),
+    ):
         c[stored] = codes(raw[column], list(vocabulary))[0]
     for column, stored in (("call_id", "call_id"), ("attempt", "attempt"), ("seq", "seq"), ("deadline_resets", "resets")):
         c[stored] = np.array(raw[column], dtype=np.int64)
-    for column, stored in (("backoff_s", "backoff"), ("duration_ms", "duration"), ("timeout_s", "timeout"),
-                           ("max_timeout_s", "max_timeout"), ("fate_after_ms", "fate_after"), ("code", "code")):  # fmt: skip
+    for column, stored in (
+        ("backoff_s", "backoff"),
+        ("duration_ms", "duration"),
+        ("timeout_s", "timeout"),
+        ("max_timeout_s", "max_timeout"),
+        ("fate_after_ms", "fate_after"),
+        ("code", "code"),
+    ):
         c[stored] = np.array([np.nan if v is None else v for v in raw[column]], dtype=np.float64)
     c["started_ns"], c["recorded_ns"] = np.array(raw["started_at"], dtype=np.int64), np.array(raw["recorded_at"], dtype=np.int64)
     c["is_error"] = np.array([2 if v is None else int(v) for v in raw["is_error"]], dtype=np.int8)
     for column in ("content", "message", "protocol"):
         c[column] = _objects(raw[column])
-    c["arguments"], c["structured"], c["data"], c["retry"] = (loads(raw[k]) for k in ("arguments", "structured_content", "data", "retry"))
-    c["logs"], c["elicitations"], c["samplings"] = (_objects([tuple(v) for v in loads(raw[k])]) for k in ("server_logs", "elicitations", "samplings"))
+    c["arguments"], c["structured"], c["data"], c["retry"] = (
+        loads(raw[k]) for k in ("arguments", "structured_content", "data", "retry")
+    )
+    c["logs"], c["elicitations"], c["samplings"] = (
+        _objects([tuple(v) for v in loads(raw[k])]) for k in ("server_logs", "elicitations", "samplings")
+    )
     c["progress"] = _objects([tuple(v) for v in loads(raw["progress"])])
     return build(Coded(c, names), COLUMNS)
 
@@ -260,7 +276,10 @@ def killed(kind: str, path: Path, seconds: float) -> dict:
     counter = path / "counter"
     counter.write_bytes(b"\0" * 8)
     target = path / ("calls.sqlite" if kind == "sqlite" else "calls.mcpnb")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH", "")]),
+    }
     script = WRITER.format(benchmarks=str(Path(__file__).resolve().parent))
     process = subprocess.Popen([sys.executable, "-c", script, kind, str(target), str(counter)], env=env)
     deadline = time.monotonic() + 120
@@ -313,10 +332,16 @@ def main() -> None:
         finally:
             shutil.rmtree(work, ignore_errors=True)
         k = r["killed"]
-        print(f"{kind:<8} append {r['cpu_us_per_call']:6.2f} us CPU / {r['wall_us_per_call']:6.2f} us wall per call   "
-              f"reopen {r['reopen_s'] * 1e3:8.1f} ms   to_frame({args.records:,}) {r['to_frame_s']:6.2f} s   {r['bytes'] / 1e6:7.1f} MB   "
-              f"killed: {k['lost']} of {k['recorded_before_kill']} lost, reads whole: {k['reads_whole']}", flush=True)  # fmt: skip
-    path = write_json(f"history_store_{args.records}.json", {"benchmark": "history_store", "machine": machine(), "records": args.records, "stores": results})
+        print(
+            f"{kind:<8} append {r['cpu_us_per_call']:6.2f} us CPU / {r['wall_us_per_call']:6.2f} us wall per call   "
+            f"reopen {r['reopen_s'] * 1e3:8.1f} ms   to_frame({args.records:,}) {r['to_frame_s']:6.2f} s   {r['bytes'] / 1e6:7.1f} MB   "
+            f"killed: {k['lost']} of {k['recorded_before_kill']} lost, reads whole: {k['reads_whole']}",
+            flush=True,
+        )
+    path = write_json(
+        f"history_store_{args.records}.json",
+        {"benchmark": "history_store", "machine": machine(), "records": args.records, "stores": results},
+    )
     print(f"\nwrote {path}")
 
 

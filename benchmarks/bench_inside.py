@@ -24,10 +24,10 @@ import gc
 import time
 
 import mcp
+from _common import alternate, machine, median, p10_p90, write_json
 from mcp.server.mcpserver import Context
 
 import mcp_nb
-from _common import alternate, machine, median, p10_p90, write_json
 
 TARGET = 1.10
 LOGS, EVENTS = 3, 10
@@ -75,6 +75,7 @@ def paired(pairs: int, n: int) -> dict:
             assert len(logs) >= LOGS * n and len(events) >= EVENTS * n, (len(logs), len(events))
             last = eng.history.to_frame().iloc[-1]
             assert last["progress"] == EVENTS and len(last["server_logs"]) == LOGS, last
+
             def reset() -> None:
                 eng.history.clear()
                 logs.clear()

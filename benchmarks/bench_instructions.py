@@ -123,9 +123,17 @@ def counted(variant: str, tool: str, calls: int) -> int:
     """The instructions a whole process making `calls` calls executes."""
     env = dict(os.environ, PYTHONHASHSEED="0")  # the same dict layouts in every run
     command = [
-        "valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-        sys.executable, str(Path(__file__).resolve()), "--child", variant, tool, str(calls),
-    ]  # fmt: skip
+        "valgrind",
+        "--tool=cachegrind",
+        "--cache-sim=no",
+        "--cachegrind-out-file=/dev/null",
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child",
+        variant,
+        tool,
+        str(calls),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
     if done.returncode != 0 or found is None:
@@ -137,7 +145,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--few", type=int, default=200, help="calls in the short run")
     parser.add_argument("--many", type=int, default=1200, help="calls in the long run")
-    parser.add_argument("--deadlines", action="store_true", help="count the deadline part alone (Deadlines.start and end per call)")
+    parser.add_argument(
+        "--deadlines", action="store_true", help="count the deadline part alone (Deadlines.start and end per call)"
+    )
     parser.add_argument("--variants", default=",".join(VARIANTS), help="which of raw, in-loop, file")
     parser.add_argument("--child", nargs=3, metavar=("VARIANT", "TOOL", "CALLS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -184,7 +194,9 @@ def main() -> None:
         if "ratio" in r:
             print(f"{'PASS' if r['pass'] else 'FAIL'}  {tool:6s} in-loop/raw instructions {r['ratio']:.3f}  (target <= {TARGET})")
         if "file_ratio" in r:
-            print(f"{'PASS' if r['file_pass'] else 'FAIL'}  {tool:6s} with a history file / without, instructions {r['file_ratio']:.3f}  (target <= {FILE_TARGET})")
+            print(
+                f"{'PASS' if r['file_pass'] else 'FAIL'}  {tool:6s} with a history file / without, instructions {r['file_ratio']:.3f}  (target <= {FILE_TARGET})"
+            )
     path = write_json("instructions.json", {"machine": machine(), "few": args.few, "many": args.many, "results": results})
     print(f"\nwrote {path}")
 

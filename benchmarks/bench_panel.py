@@ -220,8 +220,10 @@ def main() -> None:
     for key, target in TARGETS_MS.items():
         ok = judged[key]["median"] <= target
         verdicts[key] = ok
-        print(f"{'PASS' if ok else 'FAIL'}  {key}: median {judged[key]['median']:.1f} ms <= {target:g} ms"
-              f" ({'in a kernel' if kernel else 'in-process'})")  # fmt: skip
+        print(
+            f"{'PASS' if ok else 'FAIL'}  {key}: median {judged[key]['median']:.1f} ms <= {target:g} ms"
+            f" ({'in a kernel' if kernel else 'in-process'})"
+        )
     path = write_json(
         "panel.json",
         {"machine": machine(), "targets_ms": TARGETS_MS, "in_process": here, "in_kernel": kernel, "pass": verdicts},

@@ -19,8 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import mcp_nb
 from _common import machine, write_json
+
+import mcp_nb
 
 TARGET = 1.2
 
@@ -72,17 +73,30 @@ def main() -> None:
         replays.append(r)
         ratios.append(r / s)
     ratio = statistics.median(ratios)
-    print(f"{args.cases} calls of a read-only async tool ({args.sleep * 1000:.0f} ms each), concurrency {args.concurrency}, {args.rounds} rounds")
+    print(
+        f"{args.cases} calls of a read-only async tool ({args.sleep * 1000:.0f} ms each), concurrency {args.concurrency}, {args.rounds} rounds"
+    )
     print(f"  mcp_nb.sweep   median {statistics.median(sweeps):7.3f} s  ({min(sweeps):.3f} – {max(sweeps):.3f})")
     print(f"  mcp_nb.replay  median {statistics.median(replays):7.3f} s  ({min(replays):.3f} – {max(replays):.3f})")
     print(f"  replay / sweep median {ratio:7.3f}    (per round {min(ratios):.3f} – {max(ratios):.3f})")
     print(f"{'PASS' if ratio <= TARGET else 'FAIL'}  replay / sweep <= {TARGET:g}")
     out = write_json(
         "replay.json",
-        {"benchmark": "replay", "machine": machine(), "cases": args.cases, "concurrency": args.concurrency,
-         "sleep_s": args.sleep, "rounds": args.rounds, "sweep_s": sweeps, "replay_s": replays, "ratios": ratios,
-         "ratio": ratio, "target": TARGET, "pass": ratio <= TARGET},
-    )  # fmt: skip
+        {
+            "benchmark": "replay",
+            "machine": machine(),
+            "cases": args.cases,
+            "concurrency": args.concurrency,
+            "sleep_s": args.sleep,
+            "rounds": args.rounds,
+            "sweep_s": sweeps,
+            "replay_s": replays,
+            "ratios": ratios,
+            "ratio": ratio,
+            "target": TARGET,
+            "pass": ratio <= TARGET,
+        },
+    )
     print(f"wrote {out}")
 
 

@@ -188,9 +188,13 @@ class Server:
         env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
         self.name = name
         self.process = subprocess.Popen(
-            [sys.executable, "-c", source], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+            [sys.executable, "-c", source],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
             preexec_fn=None if cpus is None else (lambda: os.sched_setaffinity(0, cpus)),
-        )  # fmt: skip
+        )
         url, token = self.process.stdout.readline().split()
         self.url, self.token = url, None if token == "-" else token
 
@@ -211,11 +215,21 @@ class Caller:
         self.path, self.era = parts.path, era
         self.connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
         # The same headers for both servers; the plain one ignores the token.
-        self.headers = {"Content-Type": "application/json", "Accept": ACCEPT, "Authorization": f"Bearer {server.token or '-'}",
-                        "MCP-Protocol-Version": era}  # fmt: skip
+        self.headers = {
+            "Content-Type": "application/json",
+            "Accept": ACCEPT,
+            "Authorization": f"Bearer {server.token or '-'}",
+            "MCP-Protocol-Version": era,
+        }
         if era == "2025-11-25":
-            answer, headers = self.post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": era, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}})  # fmt: skip
+            answer, headers = self.post(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "method": "initialize",
+                    "params": {"protocolVersion": era, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
+                }
+            )
             self.headers["mcp-session-id"] = headers["mcp-session-id"]
             self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
@@ -230,9 +244,11 @@ class Caller:
         params: dict = {"name": tool, "arguments": {}}
         extra = None
         if self.era != "2025-11-25":
-            params["_meta"] = {"io.modelcontextprotocol/protocolVersion": self.era,
-                               "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
-                               "io.modelcontextprotocol/clientCapabilities": {}}  # fmt: skip
+            params["_meta"] = {
+                "io.modelcontextprotocol/protocolVersion": self.era,
+                "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {},
+            }
             extra = {"Mcp-Method": "tools/call", "Mcp-Name": tool}
         text, _ = self.post({"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": params}, extra)
         assert '"isError":false' in text, text
@@ -330,10 +346,12 @@ def slow_clients(server: Server, how_many: int, kind: str) -> list[socket.socket
     they go on trickling ("bodies", see `trickle`)."""
     parts = urlsplit(server.url)
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "triv", "arguments": {}}}).encode()
-    head = (f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\nContent-Type: application/json\r\n"
-            f"Accept: application/json, text/event-stream\r\nAuthorization: Bearer {server.token or '-'}\r\n"
-            f"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: triv\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n").encode()  # fmt: skip
+    head = (
+        f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\nContent-Type: application/json\r\n"
+        f"Accept: application/json, text/event-stream\r\nAuthorization: Bearer {server.token or '-'}\r\n"
+        f"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: triv\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
     sent = head[: len(head) // 2] if kind == "heads" else head + body[:1]
     socks = []
     for _ in range(how_many):
@@ -424,12 +442,16 @@ def load(rounds: int) -> None:
             return "refused"
         return f"{median(values):.2f}{unit}" if isinstance(values[0], float) else f"{min(values)}-{max(values)}"
 
-    print(f"\n{'server':<10} {'answered/200':>13} {'last at':>8} {'alone':>7} {'+slow heads':>12} {'+slow bodies':>13}"
-          f" {'answered/200 +heads':>20} {'heads held 15 s':>16} {'bodies held':>12}")  # fmt: skip
+    print(
+        f"\n{'server':<10} {'answered/200':>13} {'last at':>8} {'alone':>7} {'+slow heads':>12} {'+slow bodies':>13}"
+        f" {'answered/200 +heads':>20} {'heads held 15 s':>16} {'bodies held':>12}"
+    )
     for name in servers:
-        print(f"{name:<10} {shown(name, 'answered'):>13} {shown(name, 'at_once_s', 's'):>8} {shown(name, 'alone_s', 's'):>7}"
-              f" {shown(name, 'delay_heads_s', 's'):>12} {shown(name, 'delay_bodies_s', 's'):>13}"
-              f" {shown(name, 'answered_with_slow'):>20} {shown(name, 'held_heads'):>16} {shown(name, 'held_bodies'):>12}")  # fmt: skip
+        print(
+            f"{name:<10} {shown(name, 'answered'):>13} {shown(name, 'at_once_s', 's'):>8} {shown(name, 'alone_s', 's'):>7}"
+            f" {shown(name, 'delay_heads_s', 's'):>12} {shown(name, 'delay_bodies_s', 's'):>13}"
+            f" {shown(name, 'answered_with_slow'):>20} {shown(name, 'held_heads'):>16} {shown(name, 'held_bodies'):>12}"
+        )
     print("(answered: the range over rounds; times: medians; +slow: the first honest call's time less a call's time alone)")
     print("(mcp_nb 64: sixty-four places, fewer than the slow clients: informational)")
     for name in servers:
@@ -444,18 +466,30 @@ def load(rounds: int) -> None:
         judged = name == "mcp_nb"
         rows = measured[name]
         all_answered = all(r["answered"] == LOAD_CLIENTS and r["answered_with_slow"] == LOAD_CLIENTS for r in rows)
-        verdicts.append((f"{name}: all {LOAD_CLIENTS} answered, with and without {SLOW_CLIENTS} slow heads", all_answered, judged))
+        verdicts.append(
+            (f"{name}: all {LOAD_CLIENTS} answered, with and without {SLOW_CLIENTS} slow heads", all_answered, judged)
+        )
         for kind in ("heads", "bodies"):
             delays = [r[f"delay_{kind}_s"] for r in rows]
             ok = all(d is not None and d <= DELAY_TARGET_S for d in delays)
             worst = "refused" if any(d is None for d in delays) else f"{max(delays):.2f} s"
-            verdicts.append((f"{name}: {SLOW_CLIENTS} slow {kind} delay an honest call by <= {DELAY_TARGET_S:g} s (worst {worst})", ok, judged))
-            verdicts.append((f"{name}: none of the slow {kind} held {HELD_AFTER_S:g} s", all(r[f"held_{kind}"] == 0 for r in rows), judged))
+            verdicts.append(
+                (
+                    f"{name}: {SLOW_CLIENTS} slow {kind} delay an honest call by <= {DELAY_TARGET_S:g} s (worst {worst})",
+                    ok,
+                    judged,
+                )
+            )
+            verdicts.append(
+                (f"{name}: none of the slow {kind} held {HELD_AFTER_S:g} s", all(r[f"held_{kind}"] == 0 for r in rows), judged)
+            )
     print()
     for text, passed, judged in verdicts:
         print(("PASS " if passed else "FAIL ") if judged else "INFO ", text, sep="")
-    path = write_json("serving_load.json", {"machine": machine(), "rounds": rounds, "clients": LOAD_CLIENTS, "slow": SLOW_CLIENTS,
-                                            "measured": measured})  # fmt: skip
+    path = write_json(
+        "serving_load.json",
+        {"machine": machine(), "rounds": rounds, "clients": LOAD_CLIENTS, "slow": SLOW_CLIENTS, "measured": measured},
+    )
     print(f"\nfigures: {path}")
 
 
@@ -503,10 +537,21 @@ def main() -> None:
             mine, plains = rates[(variant, tool, "mcp_nb")], rates[(variant, tool, "plain")]
             ratios = [a / b for a, b in zip(mine, plains)]
             ratio = median(ratios)
-            rows.append({"variant": variant, "reference": VARIANTS[variant][2], "tool": tool, "mcp_nb": median(mine), "plain": median(plains),
-                         "ratio": ratio, "ratios": ratios})  # fmt: skip
-            print(f"{variant:<15} {tool:<6} {median(mine):>15.0f} {median(plains):>14.0f} {ratio:>7.3f}  "
-                  f"{min(ratios):.3f} - {max(ratios):.3f}")  # fmt: skip
+            rows.append(
+                {
+                    "variant": variant,
+                    "reference": VARIANTS[variant][2],
+                    "tool": tool,
+                    "mcp_nb": median(mine),
+                    "plain": median(plains),
+                    "ratio": ratio,
+                    "ratios": ratios,
+                }
+            )
+            print(
+                f"{variant:<15} {tool:<6} {median(mine):>15.0f} {median(plains):>14.0f} {ratio:>7.3f}  "
+                f"{min(ratios):.3f} - {max(ratios):.3f}"
+            )
             if variant in NOT_JUDGED:
                 verdicts.append((f"{variant} {tool}: mcp_nb/plain {ratio:.3f} (a plain server that is not resumable)", None))
             else:
@@ -514,8 +559,10 @@ def main() -> None:
     print()
     for text, passed in verdicts:
         print({True: "PASS ", False: "FAIL ", None: "INFO "}[passed] + text)
-    path = write_json("serving.json", {"machine": machine(), "rounds": args.rounds, "calls": args.calls,
-                                       "pinned": client_cpus is not None, "rows": rows})  # fmt: skip
+    path = write_json(
+        "serving.json",
+        {"machine": machine(), "rounds": args.rounds, "calls": args.calls, "pinned": client_cpus is not None, "rows": rows},
+    )
     print(f"\nfigures: {path}")
 
 

@@ -37,10 +37,10 @@ import time
 from pathlib import Path
 from typing import Literal, TypedDict
 
+from _common import machine, write_json
 from pydantic import BaseModel
 
 import mcp_nb
-from _common import machine, write_json
 from mcp_nb.calling.surface import take
 
 SNAPSHOT_TARGET_S = 1.0
@@ -102,8 +102,14 @@ def enum_documents(values: int) -> tuple[dict, dict]:
 
     def snapshot(allowed: list[str]) -> dict:
         schema = {"type": "object", "properties": {"genre": {"type": "string", "enum": allowed}}, "required": ["genre"]}
-        return {"mcp_nb_surface": 1, "server": {"name": "shelf"}, "tools": {"find": {"inputSchema": schema}},
-                "resources": {}, "templates": {}, "prompts": {}}  # fmt: skip
+        return {
+            "mcp_nb_surface": 1,
+            "server": {"name": "shelf"},
+            "tools": {"find": {"inputSchema": schema}},
+            "resources": {},
+            "templates": {},
+            "prompts": {},
+        }
 
     return snapshot(names), snapshot(names[: values // 2] + names[values // 2 + 1 :])
 
@@ -120,9 +126,16 @@ def enum_diff(values: int, rounds: int) -> dict:
     reference, _ = median_time(lambda: set(old_values) - set(new_values), max(rounds, 51))
     old2, new2 = enum_documents(2 * values)
     doubled, doubled_runs = median_time(lambda: mcp_nb.diff(old2, new2), rounds)
-    return {"values": values, "diff_s": diff, "diff_runs": diff_runs, "set_difference_s": reference,
-            "doubled_diff_s": doubled, "doubled_runs": doubled_runs,
-            "to_set_difference": diff / reference, "doubled_to_diff": doubled / diff}  # fmt: skip
+    return {
+        "values": values,
+        "diff_s": diff,
+        "diff_runs": diff_runs,
+        "set_difference_s": reference,
+        "doubled_diff_s": doubled,
+        "doubled_runs": doubled_runs,
+        "to_set_difference": diff / reference,
+        "doubled_to_diff": doubled / diff,
+    }
 
 
 def report_enum(enum: dict) -> bool:
@@ -162,7 +175,9 @@ def main() -> None:
     results: dict[str, tuple[float, list[float]]] = {}
     results["snapshot"] = median_time(mcp_nb.snapshot, args.rounds)
     engine = mcp_nb.engine()
-    results["snapshot, protocol"] = median_time(lambda: engine.loop.run(take(engine.connection, through_session=True)), args.rounds)
+    results["snapshot, protocol"] = median_time(
+        lambda: engine.loop.run(take(engine.connection, through_session=True)), args.rounds
+    )
     results["snapshot to a file"] = median_time(lambda: mcp_nb.snapshot(path=folder / "v1.json"), args.rounds)
     old = mcp_nb.snapshot(path=folder / "v1.json")
     register(args.tools, 2)
@@ -176,7 +191,9 @@ def main() -> None:
     size = (folder / "v2.json").stat().st_size
 
     print(f"{args.tools} tools, 20 resources, 10 templates, 20 prompts ({size / 1e6:.1f} MB of snapshot); {args.rounds} rounds")
-    print(f"  registering them (not timed below): {registering:.1f} s; {len(frame)} changes in the changed version, {frame.attrs['breaking']} breaking")
+    print(
+        f"  registering them (not timed below): {registering:.1f} s; {len(frame)} changes in the changed version, {frame.attrs['breaking']} breaking"
+    )
     for name, (median, times) in results.items():
         print(f"  {name:<20} median {median * 1000:8.1f} ms  ({min(times) * 1000:.1f} – {max(times) * 1000:.1f})")
     snapshot_ok = results["snapshot"][0] <= SNAPSHOT_TARGET_S
@@ -185,13 +202,25 @@ def main() -> None:
     print(f"{'PASS' if diff_ok else 'FAIL'}  a diff of two (documents, or files) <= {DIFF_TARGET_S:g} s")
     out = write_json(
         "surface.json",
-        {"benchmark": "surface", "machine": machine(), "tools": args.tools, "rounds": args.rounds, "snapshot_bytes": size,
-         "changes": len(frame), "breaking": frame.attrs["breaking"],
-         "seconds": {name: {"median": median, "runs": times} for name, (median, times) in results.items()},
-         "targets": {"snapshot": SNAPSHOT_TARGET_S, "diff": DIFF_TARGET_S, "enum_to_set_difference": ENUM_TO_SET_TARGET,
-                     "enum_doubled": ENUM_DOUBLED_TARGET},
-         "enum": enum, "pass": snapshot_ok and diff_ok and enum_ok},
-    )  # fmt: skip
+        {
+            "benchmark": "surface",
+            "machine": machine(),
+            "tools": args.tools,
+            "rounds": args.rounds,
+            "snapshot_bytes": size,
+            "changes": len(frame),
+            "breaking": frame.attrs["breaking"],
+            "seconds": {name: {"median": median, "runs": times} for name, (median, times) in results.items()},
+            "targets": {
+                "snapshot": SNAPSHOT_TARGET_S,
+                "diff": DIFF_TARGET_S,
+                "enum_to_set_difference": ENUM_TO_SET_TARGET,
+                "enum_doubled": ENUM_DOUBLED_TARGET,
+            },
+            "enum": enum,
+            "pass": snapshot_ok and diff_ok and enum_ok,
+        },
+    )
     print(f"wrote {out}")
 
 

@@ -13,8 +13,9 @@ import argparse
 import asyncio
 import time
 
-import mcp_nb
 from _common import machine, write_json
+
+import mcp_nb
 
 TARGET = 20.0
 
@@ -54,9 +55,18 @@ def main() -> None:
     print(f"{'PASS' if speedup >= TARGET else 'FAIL'}  speed-up >= {TARGET:g}")
     path = write_json(
         "sweeps.json",
-        {"benchmark": "sweeps", "machine": machine(), "calls": args.calls, "sleep_s": args.sleep,
-         "concurrency": args.concurrency, "sequential_s": sequential, "concurrent_s": concurrent,
-         "speedup": speedup, "target": TARGET, "pass": speedup >= TARGET},
+        {
+            "benchmark": "sweeps",
+            "machine": machine(),
+            "calls": args.calls,
+            "sleep_s": args.sleep,
+            "concurrency": args.concurrency,
+            "sequential_s": sequential,
+            "concurrent_s": concurrent,
+            "speedup": speedup,
+            "target": TARGET,
+            "pass": speedup >= TARGET,
+        },
     )
     print(f"wrote {path}")
 

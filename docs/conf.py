@@ -46,11 +46,25 @@ extensions = [
 # The course's notebooks, in its order (docs/course.md); tests/test_docs.py checks that this
 # names every notebook the repository holds, and no other.
 NOTEBOOKS = (
-    "00-primer", "01-quickstart", "02-tool-errors", "03-choosing-the-error", "04-bad-arguments",
-    "05-resources-and-prompts", "06-timeouts", "07-over-the-wire", "08-retries-and-degradation",
-    "09-testing", "10-regression-cases", "11-capstone", "12-analytics", "13-real-servers", "14-serving",
-    "15-inside-a-call", "16-surfaces", "17-a-model-in-the-loop",
-)  # fmt: skip
+    "00-primer",
+    "01-quickstart",
+    "02-tool-errors",
+    "03-choosing-the-error",
+    "04-bad-arguments",
+    "05-resources-and-prompts",
+    "06-timeouts",
+    "07-over-the-wire",
+    "08-retries-and-degradation",
+    "09-testing",
+    "10-regression-cases",
+    "11-capstone",
+    "12-analytics",
+    "13-real-servers",
+    "14-serving",
+    "15-inside-a-call",
+    "16-surfaces",
+    "17-a-model-in-the-loop",
+)
 include_patterns = ["*.md", *(f"notebooks/{name}.ipynb" for name in NOTEBOOKS)]
 exclude_patterns = ["_build", "**/.ipynb_checkpoints", "Thumbs.db", ".DS_Store"]
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from mcp import MCPError
 from mcp.server import MCPServer
@@ -31,6 +32,7 @@ from mcp_nb.episodes import faces
 from mcp_nb.episodes import saved as saved_evaluations
 from mcp_nb.episodes.episode import Episode
 from mcp_nb.episodes.loop import MODEL_TIMEOUT_S
+from mcp_nb.mistakes import BadValue
 from mcp_nb.records.history import History
 from mcp_nb.records.outcome import Outcome
 from mcp_nb.records.surface import SurfaceError
@@ -42,7 +44,6 @@ from mcp_nb.registering.faults import Faults
 from mcp_nb.registering.registry import Registration, entries_frame
 from mcp_nb.views.live import live, show
 from mcp_nb.views.live import watch as progress_view
-from mcp_nb.mistakes import BadValue
 
 
 def engine() -> Engine:
@@ -173,9 +174,17 @@ def call(
     `Answer.decline()`, `Answer.cancel()`) used in order, or "decline" / "cancel".
     """
     return engine().run(
-        "tool", name, arguments, timeout, retry, server, progress_view if progress else None,
-        reset_on_progress=reset_on_progress, max_timeout=max_timeout, elicit=elicit,
-    )  # fmt: skip
+        "tool",
+        name,
+        arguments,
+        timeout,
+        retry,
+        server,
+        progress_view if progress else None,
+        reset_on_progress=reset_on_progress,
+        max_timeout=max_timeout,
+        elicit=elicit,
+    )
 
 
 async def acall(
@@ -195,9 +204,17 @@ async def acall(
     configured default answers shows as a form in the cell's output (the cell waits for it).
     """
     return await engine().arun(
-        "tool", name, arguments, timeout, retry, server, ask=_cell_form(elicit),
-        reset_on_progress=reset_on_progress, max_timeout=max_timeout, elicit=elicit,
-    )  # fmt: skip
+        "tool",
+        name,
+        arguments,
+        timeout,
+        retry,
+        server,
+        ask=_cell_form(elicit),
+        reset_on_progress=reset_on_progress,
+        max_timeout=max_timeout,
+        elicit=elicit,
+    )
 
 
 def _cell_form(elicit: Any):
@@ -311,15 +328,30 @@ def sweep(
     limits = {"reset_on_progress": reset_on_progress, "max_timeout": max_timeout, "elicit": elicit}
     if cluster is not None:
         return _on_cluster(limits).run_cluster_sweep(
-            engine(), name, grid, cluster=cluster, concurrency=concurrency, timeout=timeout, retry=retry,
-            progress=progress, server=server, partition_size=partition_size,
-        )  # fmt: skip
+            engine(),
+            name,
+            grid,
+            cluster=cluster,
+            concurrency=concurrency,
+            timeout=timeout,
+            retry=retry,
+            progress=progress,
+            server=server,
+            partition_size=partition_size,
+        )
     if partition_size is not None:
         raise BadValue("partition_size is for a sweep on a cluster (cluster=...)")
     return run_sweep(
-        engine(), name, grid, concurrency=concurrency, timeout=timeout, retry=retry, progress=progress, server=server,
+        engine(),
+        name,
+        grid,
+        concurrency=concurrency,
+        timeout=timeout,
+        retry=retry,
+        progress=progress,
+        server=server,
         **limits,
-    )  # fmt: skip
+    )
 
 
 def _on_cluster(limits: dict):
@@ -327,27 +359,43 @@ def _on_cluster(limits: dict):
     if limits["reset_on_progress"] or limits["max_timeout"] is not None:
         raise BadValue("reset_on_progress and max_timeout are not available for a sweep on a cluster (cluster=...)")
     if limits["elicit"] is not None:
-        raise BadValue("elicit= is for sweeps in the kernel; a cluster's workers answer with their own settings (none: cancelled)")
+        raise BadValue(
+            "elicit= is for sweeps in the kernel; a cluster's workers answer with their own settings (none: cancelled)"
+        )
     return cluster_sweep
 
 
 async def asweep(
-    name: str, grid, *, concurrency: int = 8, timeout: float | None = None, retry=None, server: str | None = None,
-    cluster=None, partition_size: int | None = None, reset_on_progress: bool = False, max_timeout: float | None = None,
+    name: str,
+    grid,
+    *,
+    concurrency: int = 8,
+    timeout: float | None = None,
+    retry=None,
+    server: str | None = None,
+    cluster=None,
+    partition_size: int | None = None,
+    reset_on_progress: bool = False,
+    max_timeout: float | None = None,
     elicit: Any = None,
-):  # fmt: skip
+):
     """`await` form of `sweep` (no progress bar)."""
     limits = {"reset_on_progress": reset_on_progress, "max_timeout": max_timeout, "elicit": elicit}
     if cluster is not None:
         return await _on_cluster(limits).arun_cluster_sweep(
-            engine(), name, grid, cluster=cluster, concurrency=concurrency, timeout=timeout, retry=retry,
-            server=server, partition_size=partition_size,
-        )  # fmt: skip
+            engine(),
+            name,
+            grid,
+            cluster=cluster,
+            concurrency=concurrency,
+            timeout=timeout,
+            retry=retry,
+            server=server,
+            partition_size=partition_size,
+        )
     if partition_size is not None:
         raise BadValue("partition_size is for a sweep on a cluster (cluster=...)")
-    return await arun_sweep(
-        engine(), name, grid, concurrency=concurrency, timeout=timeout, retry=retry, server=server, **limits
-    )
+    return await arun_sweep(engine(), name, grid, concurrency=concurrency, timeout=timeout, retry=retry, server=server, **limits)
 
 
 # -- regression cases ---------------------------------------------------------------------------
@@ -380,19 +428,33 @@ def replay(
     the first era, by structure (JSON content as JSON), "" when alike.
     """
     return run_replay(
-        engine(), cases, server=server, connect=connect, headers=dict(headers) if headers is not None else None,
-        concurrency=concurrency, progress=progress, modes=list(modes) if isinstance(modes, tuple) else modes,
-    )  # fmt: skip
+        engine(),
+        cases,
+        server=server,
+        connect=connect,
+        headers=dict(headers) if headers is not None else None,
+        concurrency=concurrency,
+        progress=progress,
+        modes=list(modes) if isinstance(modes, tuple) else modes,
+    )
 
 
 # -- a model in the loop ---------------------------------------------------------------------------
 
 
 def agent(
-    task: str, model: Any, *, server: str | None = None, tools: list[str] | None = None, max_turns: int = 8,
-    budget: Any = None, policy: Any = None, timeout: float | None = None, model_timeout: float = MODEL_TIMEOUT_S,
+    task: str,
+    model: Any,
+    *,
+    server: str | None = None,
+    tools: list[str] | None = None,
+    max_turns: int = 8,
+    budget: Any = None,
+    policy: Any = None,
+    timeout: float | None = None,
+    model_timeout: float = MODEL_TIMEOUT_S,
     system: str | None = None,
-) -> Episode:  # fmt: skip
+) -> Episode:
     """One episode: `model` is given `task` and the tools of a server, and replies with tool calls
     or an answer, until it answers or something ends the episode. Returns the `Episode`, which shows
     as the conversation with each call's card inline. Never raises for what the model or a tool does.
@@ -409,29 +471,67 @@ def agent(
     the episode as cancelled, and it is returned as it stands.
     """
     return faces.agent(
-        task, model, server=server, tools=tools, max_turns=max_turns, budget=budget, policy=policy, timeout=timeout,
-        model_timeout=model_timeout, system=system,
-    )  # fmt: skip
+        task,
+        model,
+        server=server,
+        tools=tools,
+        max_turns=max_turns,
+        budget=budget,
+        policy=policy,
+        timeout=timeout,
+        model_timeout=model_timeout,
+        system=system,
+    )
 
 
 async def aagent(
-    task: str, model: Any, *, server: str | None = None, tools: list[str] | None = None, max_turns: int = 8,
-    budget: Any = None, policy: Any = None, timeout: float | None = None, model_timeout: float = MODEL_TIMEOUT_S,
+    task: str,
+    model: Any,
+    *,
+    server: str | None = None,
+    tools: list[str] | None = None,
+    max_turns: int = 8,
+    budget: Any = None,
+    policy: Any = None,
+    timeout: float | None = None,
+    model_timeout: float = MODEL_TIMEOUT_S,
     system: str | None = None,
-) -> Episode:  # fmt: skip
+) -> Episode:
     """`await` form of `agent`."""
     return await faces.aagent(
-        task, model, server=server, tools=tools, max_turns=max_turns, budget=budget, policy=policy, timeout=timeout,
-        model_timeout=model_timeout, system=system,
-    )  # fmt: skip
+        task,
+        model,
+        server=server,
+        tools=tools,
+        max_turns=max_turns,
+        budget=budget,
+        policy=policy,
+        timeout=timeout,
+        model_timeout=model_timeout,
+        system=system,
+    )
 
 
 def evaluate(
-    tasks: Any, models: Any, *, repeats: int = 1, variants: Mapping[str, Any] | None = None, check: Any = None,
-    policy: Any = None, max_turns: int = 8, budget: Any = None, total_budget: Any = None, concurrency: int = 4,
-    timeout: float | None = None, model_timeout: float = MODEL_TIMEOUT_S, system: str | None = None,
-    server: str | None = None, progress: bool = True, cluster: Any = None, partition_size: int | None = None,
-):  # fmt: skip
+    tasks: Any,
+    models: Any,
+    *,
+    repeats: int = 1,
+    variants: Mapping[str, Any] | None = None,
+    check: Any = None,
+    policy: Any = None,
+    max_turns: int = 8,
+    budget: Any = None,
+    total_budget: Any = None,
+    concurrency: int = 4,
+    timeout: float | None = None,
+    model_timeout: float = MODEL_TIMEOUT_S,
+    system: str | None = None,
+    server: str | None = None,
+    progress: bool = True,
+    cluster: Any = None,
+    partition_size: int | None = None,
+):
     """Many episodes, each task × model × variant `repeats` times, `concurrency` at a time; returns
     a DataFrame, one row per task, model and variant: `episodes`, `passed` (the task's check) and
     `success_rate` with its 95% Wilson interval (`success_low`, `success_high`), `with_failures`
@@ -451,10 +551,24 @@ def evaluate(
     for `agent`. An interrupt or a reset stops it and returns the rows of what ran.
     """
     return faces.evaluate(
-        tasks, models, repeats=repeats, variants=variants, check=check, policy=policy, max_turns=max_turns, budget=budget,
-        total_budget=total_budget, concurrency=concurrency, timeout=timeout, model_timeout=model_timeout, system=system,
-        server=server, progress=progress, cluster=cluster, partition_size=partition_size,
-    )  # fmt: skip
+        tasks,
+        models,
+        repeats=repeats,
+        variants=variants,
+        check=check,
+        policy=policy,
+        max_turns=max_turns,
+        budget=budget,
+        total_budget=total_budget,
+        concurrency=concurrency,
+        timeout=timeout,
+        model_timeout=model_timeout,
+        system=system,
+        server=server,
+        progress=progress,
+        cluster=cluster,
+        partition_size=partition_size,
+    )
 
 
 def save_evaluation(table, path: str | os.PathLike):
@@ -522,7 +636,9 @@ def _surface_of(eng: Engine, source) -> tuple[dict, str]:
         return load_snapshot(source), "snapshot"
     if isinstance(source, (str, os.PathLike)):
         return load_snapshot(os.fspath(source)), os.path.basename(os.fspath(source)) or os.fspath(source)
-    raise SurfaceError(f"a surface is a snapshot (a dict), a snapshot file's path or a connected server's name, not {type(source).__name__}")
+    raise SurfaceError(
+        f"a surface is a snapshot (a dict), a snapshot file's path or a connected server's name, not {type(source).__name__}"
+    )
 
 
 # -- other servers ------------------------------------------------------------------------------
@@ -559,7 +675,16 @@ def connect(
     `mcp_nb.call("echo", {...}, server="everything")`.
     """
     spec = ServerSpec.of(
-        name, target, args=args, env=env, cwd=cwd, headers=headers, auth=auth, mode=mode, sampling=sampling, roots=roots,
+        name,
+        target,
+        args=args,
+        env=env,
+        cwd=cwd,
+        headers=headers,
+        auth=auth,
+        mode=mode,
+        sampling=sampling,
+        roots=roots,
         sampling_tools=sampling_tools,
     )
     eng = engine()
@@ -693,10 +818,16 @@ def serve(
     from mcp_nb.serving import serve as start  # uvicorn and starlette: loaded when the kernel first serves
 
     return start(
-        engine(), port=port, host=host, dangerously_no_auth=dangerously_no_auth,
-        allowed_hosts=tuple(allowed_hosts), allowed_origins=tuple(allowed_origins), max_body=max_body,
-        max_connections=max_connections, header_timeout=header_timeout,
-    )  # fmt: skip
+        engine(),
+        port=port,
+        host=host,
+        dangerously_no_auth=dangerously_no_auth,
+        allowed_hosts=tuple(allowed_hosts),
+        allowed_origins=tuple(allowed_origins),
+        max_body=max_body,
+        max_connections=max_connections,
+        header_timeout=header_timeout,
+    )
 
 
 def panel(engine: Engine | None = None, *, server: str | None = None, history: History | str | None = None):

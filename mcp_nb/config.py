@@ -48,6 +48,8 @@ def flag_from_env(name: str, environ=os.environ) -> bool:
 
 
 STABLE_OUTPUT_AT_START = flag_from_env(STABLE_OUTPUT_ENV)
+
+
 # Where the kernel's history file starts: CI keeps its calls without editing notebooks. Read
 # once, at import, as MCP_NB_STABLE_OUTPUT is; a path that cannot be a history file is said in
 # one line, and the history stays in memory.
@@ -196,7 +198,16 @@ class Settings(SharedTraits):
 
 settings = Settings()
 
-CONFIGURABLE = ("timeout", "show_server_logs", "history_rows", "max_depth", "stable_output", "elicit", "history_file", "history_window")
+CONFIGURABLE = (
+    "timeout",
+    "show_server_logs",
+    "history_rows",
+    "max_depth",
+    "stable_output",
+    "elicit",
+    "history_file",
+    "history_window",
+)
 
 
 def configure(**values: object) -> dict[str, object]:

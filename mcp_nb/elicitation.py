@@ -80,7 +80,9 @@ class Answer:
         if self.content is not None and self.action != "accept":
             raise BadValue(f"only an accepted answer carries content; {self.action!r} carries none")
         if self.content is not None and not isinstance(self.content, Mapping):
-            raise BadType(f"an accepted answer's content is a mapping of field names to values, got {type(self.content).__name__}")
+            raise BadType(
+                f"an accepted answer's content is a mapping of field names to values, got {type(self.content).__name__}"
+            )
         if self.content:
             # The answer goes to the server as JSON: what has no JSON form is refused here, with
             # the field named, not found by the SDK as it writes the reply (which failed the call).
@@ -125,17 +127,23 @@ class Elicitation:
         """The question as a record keeps it: each secret field's value replaced by `SECRET`
         (`is_secret`). The server was sent the real answer before this record was made."""
         hidden = without_secrets(self.content, self.schema)
-        return self if hidden is self.content else Elicitation(
-            self.message, self.schema, self.url, self.action, hidden, self.source, self.reason, self.waited_ms
-        )  # fmt: skip
+        return (
+            self
+            if hidden is self.content
+            else Elicitation(self.message, self.schema, self.url, self.action, hidden, self.source, self.reason, self.waited_ms)
+        )
 
     def as_dict(self) -> dict[str, Any]:
         """The question and its answer as plain values, each secret field's value replaced by `SECRET`."""
         content = without_secrets(self.content, self.schema)
         return {
-            "message": self.message, "action": self.action, "content": None if content is None else dict(content),
-            "source": self.source, "reason": self.reason, "url": self.url,
-        }  # fmt: skip
+            "message": self.message,
+            "action": self.action,
+            "content": None if content is None else dict(content),
+            "source": self.source,
+            "reason": self.reason,
+            "url": self.url,
+        }
 
     def __repr__(self) -> str:
         # Never the secret, not even before the call's record is made (a log line, a debugger).
@@ -283,9 +291,10 @@ def with_defaults(answer: Answer, schema: Any) -> Answer:
         return answer
     content = dict(answer.content or {})
     missing = {
-        field: declared["default"] for field, declared in properties.items()
+        field: declared["default"]
+        for field, declared in properties.items()
         if field not in content and isinstance(declared, Mapping) and "default" in declared
-    }  # fmt: skip
+    }
     return Answer.accept({**missing, **content}) if missing else answer
 
 
@@ -312,8 +321,12 @@ async def elicit(
     if answer.action == "accept" and url is None:
         answer = with_defaults(answer, schema)
     return Elicitation(
-        message=message, schema=schema, url=url, action=answer.action,
-        content=None if answer.content is None else dict(answer.content), source=where, reason=reason,
+        message=message,
+        schema=schema,
+        url=url,
+        action=answer.action,
+        content=None if answer.content is None else dict(answer.content),
+        source=where,
+        reason=reason,
         waited_ms=(time.perf_counter() - t0) * 1000.0,
-    )  # fmt: skip
-
+    )

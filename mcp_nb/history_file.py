@@ -95,8 +95,14 @@ def format_of(folder: Path) -> int | None:
 
 def kind(mode: int) -> str:
     """What a file that is not a regular one is, in a few words."""
-    for test, what in ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISDIR, "a directory"), (stat.S_ISLNK, "a symbolic link"),
-                       (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket")):  # fmt: skip
+    for test, what in (
+        (stat.S_ISFIFO, "a named pipe"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISBLK, "a device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
         if test(mode):
             return what
     return "not a file"
@@ -135,8 +141,10 @@ def read_marker(marker: Path) -> str:
 
 
 def older_format(folder: Path, number: int) -> str:
-    return (f"{shown(folder)} is a history file of an older format ({number}; this mcp_nb writes {FORMAT}): "
-            "it can be opened (History.open), not written to; keep the history in a new file")  # fmt: skip
+    return (
+        f"{shown(folder)} is a history file of an older format ({number}; this mcp_nb writes {FORMAT}): "
+        "it can be opened (History.open), not written to; keep the history in a new file"
+    )
 
 
 def check_writable(value: object) -> Path | None:

@@ -22,8 +22,9 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
+from collections.abc import Callable, Iterator
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from mcp_nb import libraries as lib
 from mcp_nb.mistakes import Failure
@@ -149,7 +150,12 @@ REMOTE_TOOL_ERRORS: tuple[tuple[Callable[[str, str], bool], str], ...] = (
     (lambda name, text: FASTMCP_BAD_ARGUMENTS.match(text) is not None, "invalid_arguments"),
     (lambda name, text: text.startswith(FASTMCP_NOT_JSON), "non_json_number"),
     (lambda name, text: text.startswith(FASTMCP_OUTPUT_REFUSED), "invalid_output"),
-    (lambda name, text: text == FASTMCP_TOOL_CRASHED.format(name=name) or text.startswith(FASTMCP_TOOL_CRASHED.format(name=name) + ": "), "crash"),
+    (
+        lambda name, text: (
+            text == FASTMCP_TOOL_CRASHED.format(name=name) or text.startswith(FASTMCP_TOOL_CRASHED.format(name=name) + ": ")
+        ),
+        "crash",
+    ),
 )
 
 

@@ -28,6 +28,7 @@ def ask_age() -> Elicit[Age]:
 
 def register_askers():
     """`greet` asks a name; `card` asks a name, then an age."""
+
     # The 2026-07-28 way to ask: a resolver returns Elicit(...); the SDK sends the question back
     # inside the call's result (input-required) and calls again with the answer.
     @mcp_nb.tool()
@@ -38,5 +39,8 @@ def register_askers():
     def card(
         who: Annotated[ElicitationResult[Name], Resolve(ask_name)], age: Annotated[ElicitationResult[Age], Resolve(ask_age)]
     ) -> str:
-        parts = [who.data.name if who.action == "accept" else who.action, str(age.data.years) if age.action == "accept" else age.action]
+        parts = [
+            who.data.name if who.action == "accept" else who.action,
+            str(age.data.years) if age.action == "accept" else age.action,
+        ]
         return " ".join(parts)

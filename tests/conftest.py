@@ -37,10 +37,14 @@ LONG_FIRST = (
 # Groups of one test: files whose tests are each long and share nothing but what `once`
 # (tests/fresh_venv.py) makes for the whole run.
 ALONE = (
-    "tests/test_binder.py::test_notebook_runs", "tests/test_own_notebooks.py::", "tests/test_pytest_plugin.py::",
-    "tests/test_student_version.py::test_each_notebooks", "tests/test_surface_ci.py::", "tests/test_course_answers.py::",
+    "tests/test_binder.py::test_notebook_runs",
+    "tests/test_own_notebooks.py::",
+    "tests/test_pytest_plugin.py::",
+    "tests/test_student_version.py::test_each_notebooks",
+    "tests/test_surface_ci.py::",
+    "tests/test_course_answers.py::",
     "tests/test_documented_commands.py::",
-)  # fmt: skip
+)
 
 
 # What `pytest -m "not slow"` leaves out, for a quick loop while working: the groups that start

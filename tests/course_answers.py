@@ -43,21 +43,27 @@ gave_up = predictions("predicted_attempts", "predicted_outcome", "predicted_caus
 
 
 raises = predictions("predicted_raises", "predicted_is_error")
-stop = predictions("predicted_soon_cause", "predicted_soon_code", "predicted_soon_timeout_s", "predicted_stopped_cause", "predicted_stopped_code")
+stop = predictions(
+    "predicted_soon_cause", "predicted_soon_code", "predicted_soon_timeout_s", "predicted_stopped_cause", "predicted_stopped_code"
+)
 
 
 def my_test(asserts: str) -> str:
     lines = "\n".join("    " + line for line in asserts.strip("\n").splitlines())
-    return "MY_TEST = '''\\\n@pytest.mark.anyio\nasync def test_an_unknown_title_is_an_error_result():\n" \
-        "    async with Client(mcp, raise_exceptions=True) as client:\n" \
-        "        result = await client.call_tool(\"get_author\", {\"title\": \"Solaris\"})\n" + lines + "\n'''\n"
+    return (
+        "MY_TEST = '''\\\n@pytest.mark.anyio\nasync def test_an_unknown_title_is_an_error_result():\n"
+        "    async with Client(mcp, raise_exceptions=True) as client:\n"
+        '        result = await client.call_tool("get_author", {"title": "Solaris"})\n' + lines + "\n'''\n"
+    )
 
 
 def my_log_test(asserts: str) -> str:
     lines = "\n".join("    " + line for line in asserts.strip("\n").splitlines())
-    return "MY_LOG_TEST = '''\\\n@pytest.mark.anyio\nasync def test_the_crash_is_in_the_log(caplog):\n" \
-        "    async with Client(mcp, raise_exceptions=True) as client:\n" \
-        "        await client.call_tool(\"get_author\", {\"title\": \"Solaris\"})\n" + lines + "\n'''\n"
+    return (
+        "MY_LOG_TEST = '''\\\n@pytest.mark.anyio\nasync def test_the_crash_is_in_the_log(caplog):\n"
+        "    async with Client(mcp, raise_exceptions=True) as client:\n"
+        '        await client.call_tool("get_author", {"title": "Solaris"})\n' + lines + "\n'''\n"
+    )
 
 
 failing = predictions("predicted_failing")
@@ -68,15 +74,20 @@ def loosened(checks: str, keep_content: bool = False) -> str:
         'quote_cases = json.loads((folder / "quote_exact.json").read_text())\n'
         'quoted = quote_cases["cases"][0]["expect"]\n'
         + ("" if keep_content else 'del quoted["content"]\n')
-        + f"quoted[\"checks\"] = {checks}\n"
+        + f'quoted["checks"] = {checks}\n'
         + '(folder / "quote_cases.json").write_text(json.dumps(quote_cases, indent=2))\n'
     )
 
 
 RIGHT_DECISIONS = {
-    "A": ("tool_error", "raised"), "B": ("tool_error", "invalid_arguments"), "C": ("protocol_error", "mcp_error"),
-    "D": ("protocol_error", "not_found"), "E": ("tool_error", "crash"), "F": ("tool_error", "raised"),
-    "G": ("timeout", "deadline"), "H": ("result", "ok"),
+    "A": ("tool_error", "raised"),
+    "B": ("tool_error", "invalid_arguments"),
+    "C": ("protocol_error", "mcp_error"),
+    "D": ("protocol_error", "not_found"),
+    "E": ("tool_error", "crash"),
+    "F": ("tool_error", "raised"),
+    "G": ("timeout", "deadline"),
+    "H": ("result", "ok"),
 }
 
 
@@ -201,9 +212,9 @@ def policy(value: str) -> str:
     return f"policy = {value}"
 
 
-
 def body(value: str) -> str:
     return f"call_body = {value}"
+
 
 pair = crash
 
@@ -293,178 +304,178 @@ ANSWERS: dict[str, dict[str, dict[str, list[str]]]] = {
         "ex-fix-string": {
             "wrong": [
                 # issue 42: a lookup wrapped in `except Exception`, raising ToolError: every bug becomes a tool error
-                get_year('''
+                get_year("""
 try:
     return str(YEARS[title])
 except Exception:
     raise ToolError(f"No book titled {title!r} in the catalog.")
-'''),
+"""),
                 # issue 42: a message that names the title, but says something false
-                get_year('''
+                get_year("""
 if title not in YEARS:
     raise ToolError(f"{title} was first published in 1965.")
 return str(YEARS[title])
-'''),
-                get_year('''
+"""),
+                get_year("""
 if title not in YEARS:
     message = f"No book titled {title!r} in the catalog."
     return message
 return str(YEARS[title])
-'''),
-                get_year('''
+"""),
+                get_year("""
 if title not in YEARS:
     raise ToolError("No such book.")
 return str(YEARS[title])
-'''),
-                get_year('''
+"""),
+                get_year("""
 if title not in YEARS:
     from mcp import MCPError
     raise MCPError(code=-32602, message=f"No book titled {title!r} in the catalog.")
 return str(YEARS[title])
-'''),
-                get_year('''
+"""),
+                get_year("""
 if title not in YEARS:
     raise ValueError(f"No book titled {title!r} in the catalog.")
 return str(YEARS[title])
-'''),
-                get_year('''
+"""),
+                get_year("""
 raise ToolError(f"No book titled {title!r} in the catalog.")
-'''),
-                get_year('''
+"""),
+                get_year("""
 from mcp.types import CallToolResult, TextContent
 if title not in YEARS:
     return CallToolResult(content=[TextContent(type="text", text=f"No book titled {title!r} in the catalog.")])
 return str(YEARS[title])
-'''),
-                get_year('''
+"""),
+                get_year("""
 try:
     return str(YEARS[title])
 except BaseException as err:
     raise ToolError(f"No book titled {title!r} in the catalog ({err}).")
-'''),
-                get_year('''
+"""),
+                get_year("""
 return str(YEARS.get(title, f"No book titled {title!r} in the catalog."))
-'''),
+"""),
             ],
             "fitted": [
-                get_year('''
+                get_year("""
 if title not in YEARS:
     raise ToolError("No book titled 'Solaris' in the catalog.")
 return str(YEARS[title])
-'''),
-                get_year('''
+"""),
+                get_year("""
 if title not in YEARS:
     raise ToolError(f"No book titled {title!r} in the catalog.")
 return {"Dune": "1965"}.get(title, "")
-'''),
+"""),
             ],
             "right": [
-                get_year('''
+                get_year("""
 try:
     return str(YEARS[title])
 except KeyError:
     raise ToolError(f"No book titled {title!r} in the catalog.") from None
-'''),
-                get_year('''
+"""),
+                get_year("""
 from mcp.types import CallToolResult, TextContent
 if title not in YEARS:
     return CallToolResult(content=[TextContent(type="text", text=f"No book titled {title!r} in the catalog.")], is_error=True)
 return str(YEARS[title])
-'''),
-                get_year('''
+"""),
+                get_year("""
 year = YEARS.get(title)
 if year is None:
     raise ToolError(f"{title!r} is not in the catalog: ask for one of {', '.join(YEARS)}.")
 return str(year)
-'''),
+"""),
             ],
         },
     },
     "03-choosing-the-error.ipynb": {
         "ex-reserve": {
             "wrong": [
-                reserve('''
+                reserve("""
 try:
     author = CATALOG[title]
 except Exception:  # issue 42: every bug becomes a tool error
     raise ToolError(f"No book titled {title!r} in the catalog.")
 RESERVED.append(title)
 return f"Reserved {title} by {author}."
-'''),
-                reserve('''
+"""),
+                reserve("""
 RESERVED.append(title)
 return f"Reserved {title} by {CATALOG[title]}."
-'''),
-                reserve('''
+"""),
+                reserve("""
 if title not in CATALOG:
     raise ToolError("That book cannot be reserved.")
 RESERVED.append(title)
 return f"Reserved {title} by {CATALOG[title]}."
-'''),
-                reserve('''
+"""),
+                reserve("""
 if title not in CATALOG:
     raise ToolError(f"{title} is reserved already.")
 RESERVED.append(title)
 return f"Reserved {title} by {CATALOG[title]}."
-'''),
-                reserve('''
+"""),
+                reserve("""
 RESERVED.append(title)
 if title not in CATALOG:
     raise ToolError(f"No book titled {title!r} in the catalog.")
 return f"Reserved {title} by {CATALOG[title]}."
-'''),
-                reserve('''
+"""),
+                reserve("""
 if title not in CATALOG:
     raise MCPError(code=-32602, message=f"No book titled {title!r} in the catalog.")
 RESERVED.append(title)
 return f"Reserved {title} by {CATALOG[title]}."
-'''),
-                reserve('''
+"""),
+                reserve("""
 if title not in CATALOG:
     raise LookupError(f"No book titled {title!r} in the catalog.")
 RESERVED.append(title)
 return f"Reserved {title} by {CATALOG[title]}."
-'''),
-                reserve('''
+"""),
+                reserve("""
 from mcp.types import CallToolResult, TextContent
 if title not in CATALOG:
     return CallToolResult(content=[TextContent(type="text", text=f"No book titled {title!r} in the catalog.")], is_error=True)
 RESERVED.append(title)
 return f"Reserved {title} by {CATALOG[title]}."
-'''),
-                reserve('''
+"""),
+                reserve("""
 if title not in CATALOG:
     return f"No book titled {title!r} in the catalog."
 RESERVED.append(title)
 return f"Reserved {title} by {CATALOG[title]}."
-'''),
-                reserve('''
+"""),
+                reserve("""
 raise ToolError(f"No book titled {title!r} in the catalog.")
-'''),
+"""),
             ],
             "fitted": [
-                reserve('''
+                reserve("""
 if title not in CATALOG:
     raise ToolError("No book titled 'Solaris' in the catalog.")
 RESERVED.append(title)
 return f"Reserved {title} by {CATALOG[title]}."
-'''),
-                reserve('''
+"""),
+                reserve("""
 if title == "Solaris":
     raise ToolError(f"No book titled {title!r} in the catalog.")
 RESERVED.append(title)
 return f"Reserved {title} by {CATALOG[title]}."
-'''),
+"""),
             ],
             "right": [
-                reserve('''
+                reserve("""
 try:
     author = CATALOG[title]
 except KeyError:
     raise ToolError(f"{title!r} is not in the catalog; the shop has {', '.join(CATALOG)}.") from None
 RESERVED.append(title)
 return f"Reserved {title} by {author}."
-'''),
+"""),
             ],
         },
         "ex-predict": {
@@ -484,49 +495,49 @@ return f"Reserved {title} by {author}."
         "ex-holiday": {
             "wrong": [
                 holiday("return await call_next(ctx)"),
-                holiday('''
+                holiday("""
 if ctx.method == "tools/call" and HOLIDAY:
     raise MCPError(code=-32051, message="Closed for the holiday.", data={"retry_after_s": 86400})
 return await call_next(ctx)
-'''),
-                holiday('''
+"""),
+                holiday("""
 if ctx.method == "tools/call" and HOLIDAY:
     raise MCPError(code=-32603, message="Closed for the holiday.", data={"retry_after_s": 86400})
 return await call_next(ctx)
-'''),
-                holiday('''
+"""),
+                holiday("""
 if ctx.method == "tools/call" and HOLIDAY:
     raise MCPError(code=-32001, message="Closed for the holiday.", data={"retry_after_s": 86400})
 return await call_next(ctx)
-'''),
-                holiday('''
+"""),
+                holiday("""
 if ctx.method == "tools/call" and HOLIDAY:
     raise MCPError(code=-32060, message="Closed for the holiday.")
 return await call_next(ctx)
-'''),
-                holiday('''
+"""),
+                holiday("""
 if ctx.method == "tools/call" and HOLIDAY:
     raise RuntimeError("Closed for the holiday.")
 return await call_next(ctx)
-'''),
-                holiday('''
+"""),
+                holiday("""
 if ctx.method == "tools/call" and HOLIDAY:
     raise ToolError("Closed for the holiday.")
 return await call_next(ctx)
-'''),
-                holiday('''
+"""),
+                holiday("""
 if ctx.method == "tools/call":
     raise MCPError(code=-32060, message="Closed for the holiday.", data={"retry_after_s": 86400})
 return await call_next(ctx)
-'''),
+"""),
             ],
             "fitted": [],
             "right": [
-                holiday('''
+                holiday("""
 if HOLIDAY and ctx.method == "tools/call":
     raise MCPError(code=-32099, message="Closed today: a holiday.", data={"open_at": "tomorrow 09:00"})
 return await call_next(ctx)
-'''),
+"""),
             ],
         },
     },
@@ -550,7 +561,7 @@ return await call_next(ctx)
                 renew("Weeks = Annotated[int, Field(ge=1, le=5)]"),  # issue 42
                 renew("Weeks = Annotated[int, Field(gt=0, lt=6)]"),  # issue 42
                 renew("from typing import Literal\nWeeks = Literal[1, 2]"),  # issue 42
-                renew('''
+                renew("""
 from pydantic import AfterValidator
 
 def within_four(weeks: int) -> int:
@@ -559,27 +570,33 @@ def within_four(weeks: int) -> int:
     return weeks
 
 Weeks = Annotated[int, AfterValidator(within_four)]  # issue 42: the rule, but not in the schema
-'''),
+"""),
                 renew("Weeks = Annotated[int, Field(ge=0, le=4)]"),
                 renew("Weeks = Annotated[int, Field(ge=1)]"),
                 renew("Weeks = Annotated[int, Field(le=4)]"),
                 renew("Weeks = Annotated[int, Field(gt=1, lt=4)]"),
                 renew("Weeks = Annotated[float, Field(ge=1, le=4)]"),
                 renew("Weeks = Annotated[int, Field(description='from 1 to 4')]"),
-                renew("", '''
+                renew(
+                    "",
+                    """
 if not 1 <= weeks <= 4:
     raise ToolError("weeks must be from 1 to 4")
 if title not in CATALOG:
     raise ToolError(f"No book titled {title!r} in the catalog.")
 RENEWALS.append(weeks)
 return f"{title} is renewed for {weeks} more weeks."
-'''),
+""",
+                ),
             ],
             "fitted": [
-                renew("Weeks = Annotated[int, Field(ge=1, le=4)]", '''
+                renew(
+                    "Weeks = Annotated[int, Field(ge=1, le=4)]",
+                    """
 RENEWALS.append(weeks)
 return f"{title} is renewed for {weeks} more weeks."
-'''),
+""",
+                ),
             ],
             "right": [
                 renew("Weeks = Annotated[int, Field(gt=0, lt=5)]"),
@@ -591,82 +608,82 @@ return f"{title} is renewed for {weeks} more weeks."
     "05-resources-and-prompts.ipynb": {
         "ex-not-found": {
             "wrong": [
-                stock('''
+                stock("""
 try:
     return f"{title}: {STOCK[title]} in stock"
 except Exception as err:  # issue 42: sends the KeyError's text, and turns every bug into "not found"
     raise ResourceNotFoundError(str(err))
-'''),
-                stock('''
+"""),
+                stock("""
 try:
     return f"{title}: {STOCK[title]} in stock"
 except Exception:
     raise ResourceNotFoundError(f"No book titled {title!r} in the catalog.")
-'''),
-                stock('''
+"""),
+                stock("""
 if title not in CATALOG:
     from mcp.server.mcpserver.exceptions import ResourceError
     raise ResourceError(f"No book titled {title!r} in the catalog.")
 return f"{title}: {STOCK[title]} in stock"
-'''),
-                stock('''
+"""),
+                stock("""
 if title not in CATALOG:
     from mcp import MCPError
     raise MCPError(code=-32051, message=f"No book titled {title!r} in the catalog.")
 return f"{title}: {STOCK[title]} in stock"
-'''),
-                stock('''
+"""),
+                stock("""
 if title not in CATALOG:
     return f"No book titled {title!r} in the catalog."
 return f"{title}: {STOCK[title]} in stock"
-'''),
-                stock('''
+"""),
+                stock("""
 if title not in CATALOG:
     raise ResourceNotFoundError("Not found.")
 return f"{title}: {STOCK[title]} in stock"
-'''),
-                stock('''
+"""),
+                stock("""
 if title not in CATALOG:
     raise KeyError(f"No book titled {title!r} in the catalog.")
 return f"{title}: {STOCK[title]} in stock"
-'''),
-                stock('''
+"""),
+                stock("""
 if title not in CATALOG:
     from mcp.server.mcpserver.exceptions import ToolError
     raise ToolError(f"No book titled {title!r} in the catalog.")
 return f"{title}: {STOCK[title]} in stock"
-'''),
-                stock('''
+"""),
+                stock("""
 raise ResourceNotFoundError(f"No book titled {title!r} in the catalog.")
-'''),
+"""),
             ],
             "fitted": [
-                stock('''
+                stock("""
 if title not in CATALOG:
     raise ResourceNotFoundError("No book titled 'Solaris' in the catalog.")
 return f"{title}: {STOCK[title]} in stock"
-'''),
-                stock('''
+"""),
+                stock("""
 if title == "Solaris":
     raise ResourceNotFoundError(f"No book titled {title!r} in the catalog.")
 return f"{title}: {STOCK[title]} in stock"
-'''),
+"""),
             ],
             "right": [
-                stock('''
+                stock("""
 try:
     count = STOCK[title]
 except KeyError:
     raise ResourceNotFoundError(f"{title!r} is not in the catalog.") from None
 return f"{title}: {count} in stock"
-'''),
-                stock('''
+"""),
+                stock("""
 from mcp import MCPError
 from mcp.types import INVALID_PARAMS
 if title not in STOCK:
     raise MCPError(code=INVALID_PARAMS, message=f"No book titled {title!r} in the catalog.", data={"uri": f"stock://{title}"})
 return f"{title}: {STOCK[title]} in stock"
-'''),
+"""),
             ],
         },
         "ex-predict": {
@@ -688,44 +705,44 @@ return f"{title}: {STOCK[title]} in stock"
         "ex-announce": {
             "wrong": [
                 announce("pass"),
-                announce('''
+                announce("""
 if title in UPCOMING:
     raise MCPError(code=-32603, message=f"{title!r} is not out yet.", data={"title": title, "ready_at": UPCOMING[title]})
-'''),
-                announce('''
+"""),
+                announce("""
 if title in UPCOMING:
     raise MCPError(code=NOT_READY, message="Not out yet.", data={"title": title, "ready_at": UPCOMING[title]})
-'''),
-                announce('''
+"""),
+                announce("""
 if title in UPCOMING:
     raise MCPError(code=NOT_READY, message=f"{title!r} is not out yet.")
-'''),
-                announce('''
+"""),
+                announce("""
 if title in UPCOMING:
     raise MCPError(code=-32051, message=f"{title!r} is not out yet.", data={"title": title, "ready_at": UPCOMING[title]})
-'''),
-                announce('''
+"""),
+                announce("""
 if title in UPCOMING:
     from mcp.server.mcpserver.exceptions import ToolError
     raise ToolError(f"{title!r} is not out yet.")
-'''),
-                announce('''
+"""),
+                announce("""
 if title in UPCOMING:
     return f"{title} is not out yet."
-'''),
+"""),
             ],
             "fitted": [
-                announce('''
+                announce("""
 if title in UPCOMING:
     raise MCPError(code=NOT_READY, message=f"{title!r} is not out yet.", data={"title": title, "ready_at": "Monday 09:00"})
-'''),
+"""),
             ],
             "right": [
-                announce('''
+                announce("""
 if title in UPCOMING:
     raise MCPError(code=NOT_READY, message=f"{title} is announced, and out on {UPCOMING[title]}.",
                    data={"title": title, "ready_at": UPCOMING[title], "announced": True})
-'''),
+"""),
             ],
         },
     },
@@ -748,52 +765,55 @@ if title in UPCOMING:
         "ex-renew": {
             "wrong": [
                 renew_loan("pass"),
-                renew_loan('''
+                renew_loan("""
 if title in RENEWED:
     return f"{title} was renewed already."
 RENEWED.add(title)
-'''),
-                renew_loan('''
+"""),
+                renew_loan("""
 if renewal_id in RENEWED:
     return f"Renewal {renewal_id} was already done."
-'''),
-                renew_loan('''
+"""),
+                renew_loan("""
 from mcp.server.mcpserver.exceptions import ToolError
 if renewal_id in RENEWED:
     raise ToolError(f"Renewal {renewal_id} was already done.")
 RENEWED.add(renewal_id)
-'''),
-                renew_loan('''
+"""),
+                renew_loan("""
 RENEWED.add(renewal_id)
 if renewal_id in RENEWED:
     return f"Renewal {renewal_id} was already done."
-'''),
-                renew_loan('''
+"""),
+                renew_loan(
+                    """
 if renewal_id in RENEWED:
     return f"Renewal {renewal_id} was already done."
 RENEWED.add(renewal_id)
-''', sleep=False),
-                renew_loan('''
+""",
+                    sleep=False,
+                ),
+                renew_loan("""
 if RENEWED:
     return "A renewal was already done."
 RENEWED.add(renewal_id)
-'''),
+"""),
             ],
             "fitted": [
-                renew_loan('''
+                renew_loan("""
 global LAST_ID
 if renewal_id == globals().get("LAST_ID"):
     return f"Renewal {renewal_id} was already done."
 LAST_ID = renewal_id
-'''),
+"""),
             ],
             "right": [
-                renew_loan('''
+                renew_loan("""
 if renewal_id not in RENEWED:
     RENEWED.add(renewal_id)
 else:
     return f"{title}: renewal {renewal_id} is done already ({WEEKS_LEFT[title]} weeks left)."
-'''),
+"""),
             ],
         },
         "ex-stop": {
@@ -829,21 +849,25 @@ else:
         },
         "ex-accepted": {
             "wrong": [
-                body('{"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "weigh_parcel", "arguments": {"seconds": 0}, "_meta": META}}'),
+                body(
+                    '{"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "weigh_parcel", "arguments": {"seconds": 0}, "_meta": META}}'
+                ),
                 body('request("tools/call", name="count_shelves", arguments={"seconds": 0})'),
                 body('request("tools/list")'),
                 body('request("tools/call", name="weigh_parcel", arguments={})'),
-                body("b'{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/call\"'"),
+                body('b\'{"jsonrpc": "2.0", "id": 1, "method": "tools/call"\''),
                 body('[json.loads(request("tools/call", name="weigh_parcel", arguments={"seconds": 0}))]'),
                 body('request("tools/call", name="weigh_parcel", seconds=0)'),
-                body('None'),
+                body("None"),
             ],
             "fitted": [
                 body('request("tools/call", name="weigh_parcel", arguments={"seconds": 1})'),
                 body('request("tools/call", name="weigh_parcel", arguments={"seconds": "0"})'),
             ],
             "right": [
-                body('{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "weigh_parcel", "arguments": {"seconds": 0}, "_meta": META}}'),
+                body(
+                    '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "weigh_parcel", "arguments": {"seconds": 0}, "_meta": META}}'
+                ),
                 body('request("tools/call", name="weigh_parcel", arguments={"seconds": 0.0}).decode()'),
             ],
         },
@@ -891,18 +915,28 @@ else:
             "wrong": [
                 hours('return mcp_nb.read(f"hours://{branch}").content, None'),
                 hours('read = mcp_nb.read(f"hours://{branch}", fallback=CACHED_HOURS)\nreturn read.content, None'),
-                hours('read = mcp_nb.read(f"hours://{branch}", fallback=CACHED_HOURS)\nreturn read.content, ("Server Error" if read.fallback else None)'),
-                hours('read = mcp_nb.read(f"hours://{branch}", fallback=CACHED_HOURS)\n'
-                      'return read.content, ("Out of date: The hours service is being updated; try again at noon." if read.fallback else None)'),
-                hours('read = mcp_nb.read(f"hours://{branch}", fallback=CACHED_HOURS)\nreturn read.content, f"Out of date? {read.message}"'),
+                hours(
+                    'read = mcp_nb.read(f"hours://{branch}", fallback=CACHED_HOURS)\nreturn read.content, ("Server Error" if read.fallback else None)'
+                ),
+                hours(
+                    'read = mcp_nb.read(f"hours://{branch}", fallback=CACHED_HOURS)\n'
+                    'return read.content, ("Out of date: The hours service is being updated; try again at noon." if read.fallback else None)'
+                ),
+                hours(
+                    'read = mcp_nb.read(f"hours://{branch}", fallback=CACHED_HOURS)\nreturn read.content, f"Out of date? {read.message}"'
+                ),
                 hours('read = mcp_nb.read(f"hours://{branch}")\nreturn CACHED_HOURS, read.message'),
             ],
             "fitted": [
-                hours('read = mcp_nb.read("hours://Leith", fallback=CACHED_HOURS)\nreturn read.content, (read.message if read.fallback else None)'),
+                hours(
+                    'read = mcp_nb.read("hours://Leith", fallback=CACHED_HOURS)\nreturn read.content, (read.message if read.fallback else None)'
+                ),
             ],
             "right": [
-                hours('read = mcp_nb.read(f"hours://{branch}", fallback=CACHED_HOURS)\n'
-                      'return (read.content, f"{read.message} (the hours shown are the last known)") if read.fallback else (read.content, None)'),
+                hours(
+                    'read = mcp_nb.read(f"hours://{branch}", fallback=CACHED_HOURS)\n'
+                    'return (read.content, f"{read.message} (the hours shown are the last known)") if read.fallback else (read.content, None)'
+                ),
             ],
         },
     },
@@ -926,32 +960,42 @@ else:
                 my_test("assert result.is_error"),
                 my_test('assert result.content[0].text == "Error executing tool get_author"'),
                 my_test('assert result.is_error\nassert result.content[0].text.startswith("Error executing tool get_author")'),
-                my_test('assert not result.is_error'),
+                my_test("assert not result.is_error"),
                 my_test('assert result.is_error\nassert "Error" in result.content[0].text'),
                 my_test('assert result.is_error\nassert result.content[0].text == "Error executing tool get_author: KeyError"'),
             ],
             "fitted": [
-                my_test('assert result.is_error\nassert "Solaris" not in result.content[0].text and "KeyError" not in result.content[0].text'),
+                my_test(
+                    'assert result.is_error\nassert "Solaris" not in result.content[0].text and "KeyError" not in result.content[0].text'
+                ),
             ],
             "right": [
-                my_test('assert result.is_error is True\nassert [block.text for block in result.content] == ["Error executing tool get_author"]'),
+                my_test(
+                    'assert result.is_error is True\nassert [block.text for block in result.content] == ["Error executing tool get_author"]'
+                ),
             ],
         },
         "ex-caplog": {
             "wrong": [
                 my_log_test("pass"),
                 my_log_test("assert caplog.records"),
-                my_log_test('(crash,) = [r for r in caplog.records if r.levelname == "ERROR"]\nassert isinstance(crash.exc_info[1], KeyError)'),
+                my_log_test(
+                    '(crash,) = [r for r in caplog.records if r.levelname == "ERROR"]\nassert isinstance(crash.exc_info[1], KeyError)'
+                ),
                 my_log_test('assert any(r.levelname == "WARNING" for r in caplog.records)'),
                 my_log_test('assert "Traceback" not in caplog.text'),
             ],
             "fitted": [
-                my_log_test('assert any(r.getMessage() == "Tool \'get_author\' raised an unexpected exception" for r in caplog.records)'),
+                my_log_test(
+                    "assert any(r.getMessage() == \"Tool 'get_author' raised an unexpected exception\" for r in caplog.records)"
+                ),
                 my_log_test('assert "ERROR" in caplog.text'),
                 my_log_test('assert [r.levelname for r in caplog.records] == ["ERROR"]'),
             ],
             "right": [
-                my_log_test('assert "Tool \'get_author\' raised an unexpected exception" in caplog.text\nassert "KeyError: \'Solaris\'" in caplog.text'),
+                my_log_test(
+                    "assert \"Tool 'get_author' raised an unexpected exception\" in caplog.text\nassert \"KeyError: 'Solaris'\" in caplog.text"
+                ),
             ],
         },
     },
@@ -975,7 +1019,10 @@ else:
                 # issue 42: a tolerance centred on 11.9
                 loosened('[{"path": "$.title", "equals": "Dune"}, {"path": "$.price", "approx": 11.9, "tolerance": 0.6}]'),
                 loosened('[{"path": "$.price", "approx": 12, "tolerance": 0.5}]'),
-                loosened('[{"path": "$.title", "equals": "Dune"}, {"path": "$.price", "approx": 12, "tolerance": 0.5}]', keep_content=True),
+                loosened(
+                    '[{"path": "$.title", "equals": "Dune"}, {"path": "$.price", "approx": 12, "tolerance": 0.5}]',
+                    keep_content=True,
+                ),
                 loosened('[{"path": "$.title", "equals": "dune"}, {"path": "$.price", "approx": 12, "tolerance": 0.5}]'),
                 loosened('[{"path": "$.title", "equals": "Dune"}, {"path": "$.price", "approx": 12, "tolerance": 1}]'),
                 loosened('[{"path": "$.title", "equals": "Dune"}, {"path": "$.price", "approx": 12, "tolerance": 0.3}]'),
@@ -983,8 +1030,10 @@ else:
                 loosened('[{"path": "$.title", "equals": "Dune"}]'),
             ],
             "fitted": [
-                loosened('[{"path": "$.price", "approx": 12, "tolerance": 0.45}, {"path": "$.title", "equals": "Dune"}, '
-                         '{"path": "$.price", "approx": 12, "tolerance": 0.5}]'),
+                loosened(
+                    '[{"path": "$.price", "approx": 12, "tolerance": 0.45}, {"path": "$.title", "equals": "Dune"}, '
+                    '{"path": "$.price", "approx": 12, "tolerance": 0.5}]'
+                ),
             ],
             "right": [
                 loosened('[{"path": "$.price", "approx": 12.0, "tolerance": 0.5}, {"path": "$.title", "equals": "Dune"}]'),
@@ -1011,30 +1060,30 @@ else:
         },
         "ex-price": {
             "wrong": [
-                price('''
+                price("""
 try:
     return PRICES[title]
 except Exception:
     raise ToolError(f"No book titled {title!r} in the catalog.")
-'''),
-                price('''
+"""),
+                price("""
 if title not in PRICES:
     raise ToolError("Unknown.")
 return PRICES[title]
-'''),
-                price('''
+"""),
+                price("""
 if title not in PRICES:
     raise MCPError(code=-32602, message=f"No book titled {title!r} in the catalog.")
 return PRICES[title]
-'''),
+"""),
                 price("return PRICES[title]"),
             ],
             "fitted": [
-                price('''
+                price("""
 if title not in PRICES:
     raise ToolError("No book titled 'Solaris' in the catalog.")
 return PRICES[title]
-'''),
+"""),
             ],
             "right": [],
         },
@@ -1046,7 +1095,9 @@ return PRICES[title]
                 order(supplier="pass"),
                 order(supplier='return "The supplier did not answer: not ordered."'),
                 order(supplier='ORDERS.append((title, copies))\nraise ToolError("The supplier did not answer.")'),
-                order(supplier='return CallToolResult(content=[TextContent(type="text", text="The supplier did not answer.")], is_error=True)'),
+                order(
+                    supplier='return CallToolResult(content=[TextContent(type="text", text="The supplier did not answer.")], is_error=True)'
+                ),
                 order(supplier='raise RuntimeError("The supplier did not answer.")'),
             ],
             "fitted": [],
@@ -1054,82 +1105,82 @@ return PRICES[title]
         },
         "ex-cover": {
             "wrong": [
-                cover('''
+                cover("""
 try:
     return COVERS[title]
 except Exception as err:
     raise ResourceNotFoundError(f"No cover for {title!r}: {err}")
-'''),
-                cover('''
+"""),
+                cover("""
 if title not in COVERS:
     from mcp.server.mcpserver.exceptions import ResourceError
     raise ResourceError(f"No cover on file for {title!r}.")
 return COVERS[title]
-'''),
-                cover('''
+"""),
+                cover("""
 if title not in COVERS:
     raise ResourceNotFoundError("No cover on file.")
 return COVERS[title]
-'''),
-                cover('''
+"""),
+                cover("""
 if title not in COVERS:
     return "no cover"
 return COVERS[title]
-'''),
+"""),
             ],
             "fitted": [
-                cover('''
+                cover("""
 if title not in COVERS:
     raise ResourceNotFoundError("No cover on file for 'Ubik'.")
 return COVERS[title]
-'''),
+"""),
             ],
             "right": [],
         },
         "ex-gate": {
             "wrong": [
-                gate('''
+                gate("""
 if ctx.method == "tools/call" and INVENTORY:
     raise MCPError(code=-32051, message="Closed for inventory.", data={"retry_after_s": 3600})
 return await call_next(ctx)
-'''),
-                gate('''
+"""),
+                gate("""
 if ctx.method == "tools/call" and INVENTORY:
     raise MCPError(code=-32603, message="Closed for inventory.", data={"retry_after_s": 3600})
 return await call_next(ctx)
-'''),
-                gate('''
+"""),
+                gate("""
 if INVENTORY:
     raise MCPError(code=-32060, message="Closed for inventory.", data={"retry_after_s": 3600})
 return await call_next(ctx)
-'''),
-                gate('''
+"""),
+                gate("""
 if ctx.method == "tools/call" and INVENTORY:
     raise MCPError(code=-32060, message="Closed for inventory.")
 return await call_next(ctx)
-'''),
-                gate('''
+"""),
+                gate("""
 if ctx.method == "tools/call" and INVENTORY:
     raise RuntimeError("Closed for inventory.")
 return await call_next(ctx)
-'''),
+"""),
             ],
             "fitted": [],
             "right": [
-                gate('''
+                gate("""
 if INVENTORY and ctx.method == "tools/call":
     raise MCPError(code=-32070, message="The warehouse is closed for inventory.", data={"open_at": "tomorrow 09:00"})
 return await call_next(ctx)
-'''),
+"""),
             ],
         },
         "ex-report": {
             "wrong": [
-                REPORT + "report = mcp_nb.call(\"stock_report\", timeout=1)",
-                REPORT + "mcp_nb.configure(timeout=0.2)\nreport = mcp_nb.call(\"stock_report\")",
-                REPORT + "report = mcp_nb.call(\"stock_report\")",
+                REPORT + 'report = mcp_nb.call("stock_report", timeout=1)',
+                REPORT + 'mcp_nb.configure(timeout=0.2)\nreport = mcp_nb.call("stock_report")',
+                REPORT + 'report = mcp_nb.call("stock_report")',
                 REPORT + "report = None",
-                REPORT + "report = mcp_nb.call(\"price\", {\"title\": \"Dune\"}, timeout=0.2)",
+                REPORT + 'report = mcp_nb.call("price", {"title": "Dune"}, timeout=0.2)',
             ],
             "fitted": [],
             "right": [REPORT + "report = %mcp_call stock_report --timeout 0.2"],

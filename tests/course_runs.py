@@ -55,9 +55,12 @@ class LearnerKernel:
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
         self.client = NotebookClient(
-            self.notebook, timeout=timeout, kernel_name="python3", allow_errors=True,
+            self.notebook,
+            timeout=timeout,
+            kernel_name="python3",
+            allow_errors=True,
             resources={"metadata": {"path": str(path.parent)}},
-        )  # fmt: skip
+        )
         self._kernel = None
 
     def __enter__(self) -> LearnerKernel:

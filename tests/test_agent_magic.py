@@ -38,7 +38,9 @@ def test_a_model_from_a_variable_with_its_options(shell):
         return "I know it: Frank Herbert."
 
     shell.user_ns["mine"] = model
-    episode = shell.run_cell('%mcp_agent --model mine --tools get_author --max-turns 2 --system "Be brief." Who wrote Dune').result
+    episode = shell.run_cell(
+        '%mcp_agent --model mine --tools get_author --max-turns 2 --system "Be brief." Who wrote Dune'
+    ).result
     assert episode.answer == "I know it: Frank Herbert." and episode.task == "Who wrote Dune"
     assert shell.user_ns["asked"] == [({"role": "system", "content": "Be brief."}, ["get_author"])]
 

@@ -27,8 +27,21 @@ SCHEMA = {
 
 
 def test_coercion_by_schema():
-    args = parse_pairs(["n=3", "x=2.5", "flag=yes", "s=42", 'tags=["a","b"]', "opt=null", "color=red", 'book={"title":"Dune"}'], SCHEMA, "tool 't'")
-    assert args == {"n": 3, "x": 2.5, "flag": True, "s": "42", "tags": ["a", "b"], "opt": None, "color": "red", "book": {"title": "Dune"}}
+    args = parse_pairs(
+        ["n=3", "x=2.5", "flag=yes", "s=42", 'tags=["a","b"]', "opt=null", "color=red", 'book={"title":"Dune"}'],
+        SCHEMA,
+        "tool 't'",
+    )
+    assert args == {
+        "n": 3,
+        "x": 2.5,
+        "flag": True,
+        "s": "42",
+        "tags": ["a", "b"],
+        "opt": None,
+        "color": "red",
+        "book": {"title": "Dune"},
+    }
     assert type(args["n"]) is int and type(args["s"]) is str
 
 
@@ -54,7 +67,10 @@ def test_line_splitting():
         ("", "the following arguments are required: NAME"),
         ("t {bad json}", "invalid JSON arguments"),
         ("t [1, 2]", "must be an object"),
-        ("t --wat 3", r"unrecognized arguments: --wat 3 \(unknown option --wat; known: --timeout, --retries, --backoff, --server, --reset-on-progress, --max-timeout, --elicit\)"),
+        (
+            "t --wat 3",
+            r"unrecognized arguments: --wat 3 \(unknown option --wat; known: --timeout, --retries, --backoff, --server, --reset-on-progress, --max-timeout, --elicit\)",
+        ),
         ("t --timeout", "argument --timeout: expected one argument"),
         ('t {"a": 1} b=2', "unexpected 'b=2' after the JSON object"),
     ],

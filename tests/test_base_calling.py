@@ -22,9 +22,9 @@ import weakref
 from pathlib import Path
 
 import pytest
+from helpers import wait_until
 
 import mcp_nb
-from helpers import wait_until
 from mcp_nb.records.cases import CasesError
 from mcp_nb.registering.loop_watch import LoopBlockedWarning
 
@@ -254,9 +254,13 @@ def _by_call():
 
 
 FACES = {
-    "submit": _by_submit, "sweep": _by_sweep, "replay": _by_replay, "nested acall": _by_nested_acall,
-    "acall": _by_acall, "call": _by_call,
-}  # fmt: skip
+    "submit": _by_submit,
+    "sweep": _by_sweep,
+    "replay": _by_replay,
+    "nested acall": _by_nested_acall,
+    "acall": _by_acall,
+    "call": _by_call,
+}
 
 
 @pytest.mark.filterwarnings("ignore::mcp_nb.registering.loop_watch.LoopBlockedWarning")

@@ -319,4 +319,8 @@ def test_a_prompts_arguments_have_one_schema_however_and_wherever_it_was_registe
     assert kernel.input_schema("prompt", "review") == schema
     assert kernel.input_schema("prompt", "sdk_review") == schema
     books = mcp_nb.connect("books", [*BOOKSHOP, "stdio"])  # an outside server's listing: the same spelling
-    assert books.input_schema("prompt", "review") == {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}
+    assert books.input_schema("prompt", "review") == {
+        "type": "object",
+        "properties": {"title": {"type": "string"}},
+        "required": ["title"],
+    }

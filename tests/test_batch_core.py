@@ -7,8 +7,9 @@ cluster (test_cluster.py); a replay runs its cases through the same core, in lan
 import asyncio
 import concurrent.futures
 
-import mcp_nb
 from helpers import interrupted_when, wait_until
+
+import mcp_nb
 
 HANG = {"from": None}  # the tool's calls with i >= this hang; None: none do
 

@@ -28,14 +28,25 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
 from fresh_venv import make, once, run, tail
+
 from mcp_nb.commands.student import has_exercises, student_version
 
 ROOT = Path(__file__).resolve().parent.parent
 BINDER = ROOT / "binder"
 # What is in this checkout but not in the repository Binder would copy (git-ignored, or git's own).
-NOT_COPIED = (".git", ".venv", ".peers", "artifacts", "__pycache__", ".pytest_cache", ".hypothesis", "*.egg-info", "results", ".ipynb_checkpoints")
+NOT_COPIED = (
+    ".git",
+    ".venv",
+    ".peers",
+    "artifacts",
+    "__pycache__",
+    ".pytest_cache",
+    ".hypothesis",
+    "*.egg-info",
+    "results",
+    ".ipynb_checkpoints",
+)
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 SANITIZER = ROOT / "notebooks" / "sanitize.cfg"
 
@@ -58,9 +69,13 @@ def build(base: Path) -> dict:
     # What repo2docker runs, from the copy's root, with nothing else.
     installed = run(
         [venv / "bin" / "python", "-m", "pip", "install", "--quiet", "-r", "binder/requirements.txt"],
-        cwd=repo, env=env, timeout=1800,
-    )  # fmt: skip
-    assert installed.returncode == 0, "pip install -r binder/requirements.txt failed:\n" + tail(installed.stdout + installed.stderr)
+        cwd=repo,
+        env=env,
+        timeout=1800,
+    )
+    assert installed.returncode == 0, "pip install -r binder/requirements.txt failed:\n" + tail(
+        installed.stdout + installed.stderr
+    )
     # Then repo2docker runs binder/postBuild, from the root, with the environment's Python first on PATH.
     post = repo / "binder" / "postBuild"
     if post.exists():
@@ -77,7 +92,12 @@ def build(base: Path) -> dict:
     # environment instead, so the environment's kernel is named with its own interpreter's
     # path (jupyter_client would start a spec whose command is a bare `python` with its own).
     kernels = base / "kernels"
-    spec = run([venv / "bin" / "python", "-m", "ipykernel", "install", "--prefix", kernels, "--name", "python3"], cwd=base, env=env, timeout=120)
+    spec = run(
+        [venv / "bin" / "python", "-m", "ipykernel", "install", "--prefix", kernels, "--name", "python3"],
+        cwd=base,
+        env=env,
+        timeout=120,
+    )
     assert spec.returncode == 0, "binder/requirements.txt gives no kernel (ipykernel):\n" + tail(spec.stdout + spec.stderr)
     env = dict(env, JUPYTER_PATH=str(kernels / "share" / "jupyter"))  # searched before any other
     return {"base": str(base), "venv": str(venv), "repo": str(repo), "env": env, "version": version}
@@ -95,10 +115,24 @@ def nbval(notebook: Path, binder_env: dict):
     """nbval, from the test environment, over `notebook`, with a kernel of the Binder
     environment (its `python3` kernelspec, first on JUPYTER_PATH)."""
     return run(
-        [sys.executable, "-m", "pytest", notebook, "--nbval", "--nbval-kernel-name=python3",
-         "--nbval-cell-timeout=300", "--nbval-sanitize-with", SANITIZER, "-q", "-p", "no:cacheprovider"],
-        cwd=ROOT, env=binder_env["env"], timeout=900,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            notebook,
+            "--nbval",
+            "--nbval-kernel-name=python3",
+            "--nbval-cell-timeout=300",
+            "--nbval-sanitize-with",
+            SANITIZER,
+            "-q",
+            "-p",
+            "no:cacheprovider",
+        ],
+        cwd=ROOT,
+        env=binder_env["env"],
+        timeout=900,
+    )
 
 
 def test_the_kernel_runs_in_the_binder_environment(binder_env):
@@ -107,12 +141,14 @@ def test_the_kernel_runs_in_the_binder_environment(binder_env):
     probe = binder_env["base"] / "probe.ipynb"
     notebook = nbformat.v4.new_notebook()
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    notebook.cells = [nbformat.v4.new_code_cell(
-        "import pathlib, sys, mcp_nb\n"
-        f"assert pathlib.Path(sys.prefix).resolve() == pathlib.Path({str(binder_env['venv'])!r}).resolve(), sys.prefix\n"
-        f"assert '%d.%d' % sys.version_info[:2] == {binder_env['version']!r}, sys.version\n"
-        f"assert pathlib.Path(mcp_nb.__file__).resolve().is_relative_to({str(binder_env['repo'])!r}), mcp_nb.__file__"
-    )]  # fmt: skip
+    notebook.cells = [
+        nbformat.v4.new_code_cell(
+            "import pathlib, sys, mcp_nb\n"
+            f"assert pathlib.Path(sys.prefix).resolve() == pathlib.Path({str(binder_env['venv'])!r}).resolve(), sys.prefix\n"
+            f"assert '%d.%d' % sys.version_info[:2] == {binder_env['version']!r}, sys.version\n"
+            f"assert pathlib.Path(mcp_nb.__file__).resolve().is_relative_to({str(binder_env['repo'])!r}), mcp_nb.__file__"
+        )
+    ]
     nbformat.write(notebook, probe)
     done = nbval(probe, binder_env)
     assert done.returncode == 0, tail(done.stdout + done.stderr, 60)

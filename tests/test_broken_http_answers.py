@@ -46,8 +46,11 @@ class Handler(BaseHTTPRequestHandler):
         if ident is None:
             return self._send(202)
         if method == "initialize":
-            result = {"protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}},
-                      "serverInfo": {"name": "broken", "version": "1"}}  # fmt: skip
+            result = {
+                "protocolVersion": message["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "broken", "version": "1"},
+            }
         elif method == "tools/list":
             result = {"tools": [{"name": name, "inputSchema": {"type": "object"}} for name in BROKEN]}
         elif method == "tools/call":
@@ -72,5 +75,7 @@ def test_a_broken_answer_is_an_invalid_response_and_the_connection_stays(broken_
     mcp_nb.connect("broken", broken_url, timeout=10)
     o = mcp_nb.call(tool, server="broken", timeout=10)
     assert (o.outcome, o.cause) == ("protocol_error", "invalid_response"), (o.cause, o.code, o.message)
-    assert o.message.startswith(("Unexpected content type: text/html", "Failed to parse JSON response: "))  # the SDK's words, kept
+    assert o.message.startswith(
+        ("Unexpected content type: text/html", "Failed to parse JSON response: ")
+    )  # the SDK's words, kept
     assert mcp_nb.servers().loc["broken", "state"] == "connected"

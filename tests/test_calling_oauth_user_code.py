@@ -42,7 +42,9 @@ print(mcp_nb.call("whoami", server="notes").outcome, flush=True)
 @pytest.mark.timeout(180)
 def test_a_browser_opener_that_never_returns_does_not_keep_the_kernel_from_exiting(config):
     with protected_server() as (url, _):
-        kernel = subprocess.Popen([sys.executable, "-c", OPENER_NEVER_RETURNS, url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        kernel = subprocess.Popen(
+            [sys.executable, "-c", OPENER_NEVER_RETURNS, url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         try:
             out, err = kernel.communicate(timeout=90)
         except subprocess.TimeoutExpired:

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import wait_until
 
 import mcp_nb
-from helpers import wait_until
 
 PEER = [sys.executable, str(Path(__file__).parent / "servers" / "peer_text.py")]
 BOUND = 400  # mistakes.LINE_LIMIT, and the words mcp_nb puts around it

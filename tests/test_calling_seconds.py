@@ -53,7 +53,9 @@ def test_a_call_and_a_connect_refuse_a_timeout_no_clock_keeps(value):
 
 
 @QUICK
-@given(st.one_of(st.integers(), st.floats(allow_nan=True, allow_infinity=True), st.integers(min_value=10**300, max_value=10**400)))
+@given(
+    st.one_of(st.integers(), st.floats(allow_nan=True, allow_infinity=True), st.integers(min_value=10**300, max_value=10**400))
+)
 def test_any_number_makes_a_retry_policy_or_a_one_line_error(value):
     try:
         rule = mcp_nb.Retry(max_backoff=value, jitter=abs(value) if isinstance(value, int) else 0.0)

@@ -8,9 +8,7 @@ saved and replayed.
 
 import asyncio
 import json
-import sys
 import time
-from pathlib import Path
 from typing import Annotated
 
 import pytest
@@ -152,7 +150,11 @@ def test_a_call_whose_deadline_reset_on_progress_replays_resetting_it(tmp_path):
     outcome = mcp_nb.call("restock", arguments, timeout=0.3, reset_on_progress=True, progress=False)
     assert outcome.ok and outcome.deadline_resets == 5
     path, case = saved(tmp_path)
-    assert (case["timeout"], case["reset_on_progress"], case["max_timeout"]) == (0.3, True, 3.0)  # the ceiling it had: 10 timeouts
+    assert (case["timeout"], case["reset_on_progress"], case["max_timeout"]) == (
+        0.3,
+        True,
+        3.0,
+    )  # the ceiling it had: 10 timeouts
     row = replayed(path)
     assert row.passed, row.reason
 
@@ -184,7 +186,10 @@ def test_an_elicited_call_replays_with_its_recorded_answers(tmp_path):
     row = replayed(path)
     assert row.passed, row.reason
     replay = mcp_nb.history().to_frame().iloc[-1]
-    assert [(e["action"], e["content"]) for e in replay["elicitations"]] == [("accept", {"name": "Ada"}), ("accept", {"years": 36})]
+    assert [(e["action"], e["content"]) for e in replay["elicitations"]] == [
+        ("accept", {"name": "Ada"}),
+        ("accept", {"years": 36}),
+    ]
 
 
 def test_declined_cancelled_and_default_answers_replay_as_they_were_given(tmp_path):
@@ -227,8 +232,9 @@ def test_a_retried_elicited_call_replays_every_attempts_answers(tmp_path):
     assert (outcome.content, outcome.attempt) == ("hello Grace", 2)
     path, case = saved(tmp_path)
     assert [(asked["message"], asked["content"]) for asked in case["elicit"]] == [
-        ("Your name? (attempt 1)", {"name": "Ada"}), ("Your name? (attempt 2)", {"name": "Grace"})
-    ]  # fmt: skip
+        ("Your name? (attempt 1)", {"name": "Ada"}),
+        ("Your name? (attempt 2)", {"name": "Grace"}),
+    ]
     row = replayed(path)
     assert row.passed, row.reason
 
@@ -291,7 +297,11 @@ def test_a_secret_answer_is_never_saved_and_the_replay_reads_it_from_the_environ
     path, case = saved(tmp_path)
     assert "s3cret-Pa55" not in path.read_text()
     assert case["elicit"] == [
-        {"message": "Sign in to the catalog", "action": "accept", "content": {"user": "ada", "password": {"env": "MCP_NB_PASSWORD"}}}
+        {
+            "message": "Sign in to the catalog",
+            "action": "accept",
+            "content": {"user": "ada", "password": {"env": "MCP_NB_PASSWORD"}},
+        }
     ]
     monkeypatch.delenv("MCP_NB_PASSWORD", raising=False)
     with pytest.raises(CasesError) as caught:
@@ -309,8 +319,13 @@ def test_a_secret_answer_is_never_saved_and_the_replay_reads_it_from_the_environ
 
 def test_a_case_file_written_before_these_fields_still_loads_and_replays(tmp_path):
     busy_every_other_call(read_only=True)
-    old = {"id": "lookup-1", "name": "lookup", "arguments": {"title": "dune"}, "retries": 1,
-           "expect": {"outcome": "protocol_error", "cause": "mcp_error", "code": BUSY}}  # fmt: skip
+    old = {
+        "id": "lookup-1",
+        "name": "lookup",
+        "arguments": {"title": "dune"},
+        "retries": 1,
+        "expect": {"outcome": "protocol_error", "cause": "mcp_error", "code": BUSY},
+    }
     path = tmp_path / "old.json"
     path.write_text(json.dumps({"mcp_nb_cases": 1, "cases": [old]}))
     (case,) = load(path)
@@ -329,9 +344,18 @@ MALFORMED = [
     ({"retry": {"retries": 1}, "retries": 2}, "retries (2, the retries the call took) is more than retry.retries (1)"),
     ({"max_timeout": 5}, "max_timeout goes with reset_on_progress: true"),
     ({"reset_on_progress": "yes"}, "field reset_on_progress: Input should be a valid boolean"),
-    ({"elicit": [{"message": "Your name?", "action": "maybe"}]}, "field elicit[0].action: Input should be 'accept', 'decline' or 'cancel'"),
-    ({"elicit": [{"message": "Your name?", "action": "decline", "content": {"name": "Ada"}}]}, "only an accepted answer carries content"),
-    ({"elicit": [{"message": "Sign in", "action": "accept", "content": {"password": {"env": ""}}}]}, "field elicit[0].content: 'password': a secret is written"),
+    (
+        {"elicit": [{"message": "Your name?", "action": "maybe"}]},
+        "field elicit[0].action: Input should be 'accept', 'decline' or 'cancel'",
+    ),
+    (
+        {"elicit": [{"message": "Your name?", "action": "decline", "content": {"name": "Ada"}}]},
+        "only an accepted answer carries content",
+    ),
+    (
+        {"elicit": [{"message": "Sign in", "action": "accept", "content": {"password": {"env": ""}}}]},
+        "field elicit[0].content: 'password': a secret is written",
+    ),
 ]
 
 
@@ -347,7 +371,7 @@ def test_a_malformed_option_is_refused_naming_the_case_and_the_field(tmp_path, c
 
 # -- in pytest --------------------------------------------------------------------------------------
 
-TOOLS = '''
+TOOLS = """
 import asyncio
 from typing import Annotated
 from mcp import MCPError
@@ -382,7 +406,7 @@ def ask_name() -> Elicit[Name]:
 @mcp_nb.tool()
 def greet(who: Annotated[ElicitationResult[Name], Resolve(ask_name)]) -> str:
     return f"hello {who.data.name}" if who.action == "accept" else f"no name ({who.action})"
-'''
+"""
 
 
 def test_the_pytest_plugin_replays_every_option_green(tmp_path):
@@ -396,8 +420,12 @@ def test_the_pytest_plugin_replays_every_option_green(tmp_path):
     cases = mcp_nb.history().to_cases(tmp_path / "cases.json")
     assert [c.id for c in cases] == ["lookup-1", "restock-1", "greet-1"]
     cell = {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": []}
-    notebook = {"nbformat": 4, "nbformat_minor": 5, "metadata": {},
-                "cells": [{**cell, "source": "%load_ext mcp_nb"}, {**cell, "source": TOOLS}]}  # fmt: skip
+    notebook = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": [{**cell, "source": "%load_ext mcp_nb"}, {**cell, "source": TOOLS}],
+    }
     (tmp_path / "tools.ipynb").write_text(json.dumps(notebook))
     run = pytest_run(tmp_path, "--mcp-cases", "cases.json", "--mcp-notebook", "tools.ipynb", "-v")
     assert run.returncode == 0, run.stdout + run.stderr

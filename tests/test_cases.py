@@ -68,12 +68,19 @@ def test_every_call_becomes_a_case_with_its_expectation(tmp_path):
     assert list(saved) == ["get_author-1", "get_author-2", "get_author-3", "price-1", "slow-1"]
     assert [c.id for c in cases] == list(saved)
     assert saved["get_author-1"] == {
-        "id": "get_author-1", "target": "tool", "name": "get_author", "arguments": {"title": "Dune"},
-        "server": "kernel", "timeout": 30.0, "expect": {"outcome": "result", "cause": "ok", "content": "Frank Herbert"},
-    }  # fmt: skip
+        "id": "get_author-1",
+        "target": "tool",
+        "name": "get_author",
+        "arguments": {"title": "Dune"},
+        "server": "kernel",
+        "timeout": 30.0,
+        "expect": {"outcome": "result", "cause": "ok", "content": "Frank Herbert"},
+    }
     assert saved["get_author-2"]["expect"] == {
-        "outcome": "tool_error", "cause": "raised", "content": "Error executing tool get_author: No book titled 'tool-error' in the catalog."
-    }  # fmt: skip
+        "outcome": "tool_error",
+        "cause": "raised",
+        "content": "Error executing tool get_author: No book titled 'tool-error' in the catalog.",
+    }
     assert saved["get_author-3"]["expect"] == {"outcome": "protocol_error", "cause": "mcp_error", "code": -32050}
     assert saved["slow-1"]["expect"] == {"outcome": "timeout", "cause": "deadline", "code": -32001}
     assert saved["slow-1"]["timeout"] == 0.2
@@ -101,7 +108,11 @@ def test_a_retried_call_is_one_case_by_its_final_attempt(tmp_path):
 def test_choosing_calls_by_last_name_and_server(tmp_path, shell):
     explore()
     assert [c.id for c in mcp_nb.history().to_cases(tmp_path / "a.json", last=2)] == ["price-1", "slow-1"]
-    assert [c.id for c in mcp_nb.history().to_cases(tmp_path / "b.json", name="get_*")] == ["get_author-1", "get_author-2", "get_author-3"]
+    assert [c.id for c in mcp_nb.history().to_cases(tmp_path / "b.json", name="get_*")] == [
+        "get_author-1",
+        "get_author-2",
+        "get_author-3",
+    ]
     assert mcp_nb.history().to_cases(tmp_path / "c.json", server="elsewhere") == []
     shell.run_line_magic("mcp_save_cases", f"{tmp_path / 'd.json'} --last 1 --name 'get_*'")
     assert [c.id for c in load(tmp_path / "d.json")] == ["get_author-1"]
@@ -176,14 +187,25 @@ def test_partial_checks_a_json_path_a_regex_and_a_tolerance(tmp_path):
         "$.price ≈ 12.5 ± 0.05: got 13.0",
         "$.tags[0]: not in the result",
         "$['title'] matches /^Du/: got 'dune'",
-        "content matches /\"price\": 12/: got '{ \"title\": \"dune\", \"price\": 13.0, \"tags\": [] }'",
+        'content matches /"price": 12/: got \'{ "title": "dune", "price": 13.0, "tags": [] }\'',
     ]
 
 
-@pytest.mark.parametrize(("sent", "expected", "passes"), [
-    (1, True, False), (0, False, False), (True, 1, False), (False, 0, False), (1, 1.0, True), ([1, True], [1, 1], False),
-    ({"a": [0]}, {"a": [False]}, False), ({"a": 2.0}, {"a": 2}, True), (None, False, False), ("1", 1, False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("sent", "expected", "passes"),
+    [
+        (1, True, False),
+        (0, False, False),
+        (True, 1, False),
+        (False, 0, False),
+        (1, 1.0, True),
+        ([1, True], [1, 1], False),
+        ({"a": [0]}, {"a": [False]}, False),
+        ({"a": 2.0}, {"a": 2}, True),
+        (None, False, False),
+        ("1", 1, False),
+    ],
+)
 def test_equals_is_json_equality_true_is_not_1_and_false_is_not_0(tmp_path, sent, expected, passes):
     @mcp_nb.tool(read_only=True)
     def give() -> dict:
@@ -216,9 +238,15 @@ def test_a_changed_multi_line_content_reads_as_a_diff(tmp_path):
 
     (row,) = mcp_nb.replay(tmp_path / "c.json").itertuples()
     assert row.reason.splitlines() == [
-        "content differs:", "--- expected", "+++ got", "@@ -1,3 +1,3 @@", " roses are red",
-        "-violets are blue", "+violets are green", " sugar is sweet",
-    ]  # fmt: skip
+        "content differs:",
+        "--- expected",
+        "+++ got",
+        "@@ -1,3 +1,3 @@",
+        " roses are red",
+        "-violets are blue",
+        "+violets are green",
+        " sugar is sweet",
+    ]
 
 
 def test_tools_that_may_have_side_effects_keep_the_files_order_while_the_rest_overlap(tmp_path):
@@ -311,7 +339,10 @@ MALFORMED = [
     ({"cases": []}, "field mcp_nb_cases: Field required"),
     ({"mcp_nb_cases": 2, "cases": []}, "field mcp_nb_cases: Input should be 1"),
     (with_case(id="b", expect=None), "case 'b' (number 2): field expect: Field required"),
-    (with_case(id="b", expect_outcome="fine"), "case 'b' (number 2): field expect.outcome: Input should be 'result', 'tool_error'"),
+    (
+        with_case(id="b", expect_outcome="fine"),
+        "case 'b' (number 2): field expect.outcome: Input should be 'result', 'tool_error'",
+    ),
     (with_case(id="b", expect_cause="oops"), "case 'b' (number 2): field expect.cause: Input should be 'ok'"),
     (with_case(id="b", timeout=0), "case 'b' (number 2): field timeout: Input should be greater than 0"),
     (with_case(id="b", arguments=[1]), "case 'b' (number 2): field arguments: Input should be a valid dictionary"),
@@ -322,12 +353,27 @@ MALFORMED = [
         with_case(id="b", expect_checks=[{"path": "$.x", "equals": 1, "matches": "x"}]),
         "case 'b' (number 2): field expect.checks[0]: a check has exactly one of equals, matches or approx (this one has equals, matches)",
     ),
-    (with_case(id="b", expect_checks=[{"matches": "("}]), "case 'b' (number 2): field expect.checks[0].matches: not a regular expression"),
-    (with_case(id="b", expect_checks=[{"path": "price", "equals": 1}]), "case 'b' (number 2): field expect.checks[0].path: a JSON path starts with $"),
-    (with_case(id="b", expect_checks=[{"path": "$.a", "equals": 1, "tolerance": 1}]), "field expect.checks[0]: tolerance goes with approx"),
+    (
+        with_case(id="b", expect_checks=[{"matches": "("}]),
+        "case 'b' (number 2): field expect.checks[0].matches: not a regular expression",
+    ),
+    (
+        with_case(id="b", expect_checks=[{"path": "price", "equals": 1}]),
+        "case 'b' (number 2): field expect.checks[0].path: a JSON path starts with $",
+    ),
+    (
+        with_case(id="b", expect_checks=[{"path": "$.a", "equals": 1, "tolerance": 1}]),
+        "field expect.checks[0]: tolerance goes with approx",
+    ),
     # A check that no value can pass is refused, not replayed as a regression for ever.
-    (with_case(id="b", expect_checks=[{"path": "$.a", "approx": float("nan")}]), "field expect.checks[0].approx: Input should be a finite number"),
-    (with_case(id="b", expect_checks=[{"path": "$.a", "approx": 1, "tolerance": float("inf")}]), "field expect.checks[0].tolerance: Input should be a finite number"),
+    (
+        with_case(id="b", expect_checks=[{"path": "$.a", "approx": float("nan")}]),
+        "field expect.checks[0].approx: Input should be a finite number",
+    ),
+    (
+        with_case(id="b", expect_checks=[{"path": "$.a", "approx": 1, "tolerance": float("inf")}]),
+        "field expect.checks[0].tolerance: Input should be a finite number",
+    ),
 ]
 
 
@@ -392,7 +438,10 @@ def test_an_outside_clients_calls_are_cases_replayed_from_the_kernel(tmp_path):
     handle.stop()
     assert set(mcp_nb.history().to_frame()["via"].astype(str)) == {"http"}
     cases = mcp_nb.history().to_cases(tmp_path / "c.json")
-    assert [(c.id, c.expect.outcome, c.timeout) for c in cases] == [("get_author-1", "result", None), ("get_author-2", "tool_error", None)]
+    assert [(c.id, c.expect.outcome, c.timeout) for c in cases] == [
+        ("get_author-1", "result", None),
+        ("get_author-2", "tool_error", None),
+    ]
     frame = mcp_nb.replay(tmp_path / "c.json")
     assert frame["passed"].all(), frame[["case", "reason"]]
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from outside import post, raw_session
 
 import mcp_nb
 from mcp_nb.records.cases import CallsLeftOut
 from mcp_nb.widgets import show
-from outside import post, raw_session
 
 NAN_CALL = b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "double", "arguments": {"x": NaN}}}'
 NAMELESS = b'{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "", "arguments": {}}}'
@@ -62,8 +62,9 @@ def test_the_magic_prints_each_left_out_call(recorded, tmp_path, shell, capsys):
     shell.run_line_magic("mcp_save_cases", str(path))
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0] == f"saved 2 cases to {path}"
-    assert [line.split(":")[0] for line in lines[1:]] == [f"left out call #{n} (tool {name!r})" for n, name in
-                                                          zip(recorded["call_id"].iloc[1:3], ["double", ""])]  # fmt: skip
+    assert [line.split(":")[0] for line in lines[1:]] == [
+        f"left out call #{n} (tool {name!r})" for n, name in zip(recorded["call_id"].iloc[1:3], ["double", ""])
+    ]
 
 
 def test_the_panel_says_it_beside_what_it_saved(recorded, tmp_path):

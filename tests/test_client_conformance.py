@@ -17,9 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-import pytest
-
 import peers
+import pytest
 
 HERE = Path(__file__).resolve().parent / "conformance"
 CLIENT = HERE / "client.py"
@@ -48,9 +47,18 @@ def listed(leg: str) -> set[str]:
 def run(leg: str, results: str):
     where = ["--suite", "extensions"] if leg == "extensions" else ["--suite", "all", "--spec-version", leg]
     return peers.conformance(
-        "client", "--command", f"{sys.executable} {CLIENT}", *where, "--timeout", "60000",
-        "--expected-failures", str(HERE / f"expected-failures.{leg}.yml"), "-o", results, timeout=900,
-    )  # fmt: skip
+        "client",
+        "--command",
+        f"{sys.executable} {CLIENT}",
+        *where,
+        "--timeout",
+        "60000",
+        "--expected-failures",
+        str(HERE / f"expected-failures.{leg}.yml"),
+        "-o",
+        results,
+        timeout=900,
+    )
 
 
 def last_lines(results: str) -> dict[str, str]:
@@ -70,9 +78,18 @@ def alone(leg: str, scenario: str, results: str):
     """One scenario run by itself (`--scenario`), judged directly."""
     where = [] if leg == "extensions" else ["--spec-version", leg]
     return peers.conformance(
-        "client", "--command", f"{sys.executable} {CLIENT}", "--scenario", scenario, *where, "--timeout", "60000",
-        "-o", results, timeout=300,
-    )  # fmt: skip
+        "client",
+        "--command",
+        f"{sys.executable} {CLIENT}",
+        "--scenario",
+        scenario,
+        *where,
+        "--timeout",
+        "60000",
+        "-o",
+        results,
+        timeout=300,
+    )
 
 
 @pytest.mark.parametrize("leg", LEGS)
@@ -90,12 +107,16 @@ def test_every_client_scenario_passes(leg):
             # warning) can miss by contention alone. Each unexpected failure runs again by itself,
             # as the SDK's own CI does: a real failure fails again, and fails this test.
             listing = re.sub(r"\x1b\[[0-9;]*m", "", summary).split("Unexpected failures (not in baseline):")
-            assert len(listing) == 2 and "Stale baseline" not in summary, f"the client suite failed at {leg}:\n{summary[-6000:]}\n{done.stderr[-3000:]}"
+            assert len(listing) == 2 and "Stale baseline" not in summary, (
+                f"the client suite failed at {leg}:\n{summary[-6000:]}\n{done.stderr[-3000:]}"
+            )
             again = re.findall(r"^\s+✗ (\S+)$", listing[1].split("\n\n")[0], flags=re.MULTILINE)
             assert again, f"the client suite failed at {leg}:\n{summary[-6000:]}\n{done.stderr[-3000:]}"
             for scenario in again:
                 solo = alone(leg, scenario, str(Path(results) / "alone"))
-                assert solo.returncode == 0, f"{scenario} fails at {leg} run alone too:\n{solo.stdout[-4000:]}\n{solo.stderr[-2000:]}"
+                assert solo.returncode == 0, (
+                    f"{scenario} fails at {leg} run alone too:\n{solo.stdout[-4000:]}\n{solo.stderr[-2000:]}"
+                )
                 print(f"{scenario} at {leg}: failed among the others, passed alone")
             passed |= set(again)
         said = last_lines(results)

@@ -14,18 +14,17 @@ import sys
 import threading
 import time
 
+import distributed  # the test extra brings it (mcp-notebook[dask])
 import pandas as pd
+import peers
 import pytest
+from helpers import interrupted_when, wait_until
 from mcp import MCPError
 from mcp.server.mcpserver.exceptions import ToolError
 
 import mcp_nb
-from helpers import interrupted_when, wait_until
 from mcp_nb import Retry, libraries
-
-import distributed  # the test extra brings it (mcp-notebook[dask])
 from mcp_nb.batch.cluster import worker
-import peers
 
 BOOKSHOP = peers.BOOKSHOP
 STARTED_ON_WORKERS: set[int] = set()  # the stdio servers the workers started: none may outlive the cluster
@@ -35,9 +34,12 @@ def local_cluster(**workers):
     """Worker processes on 127.0.0.1; the scheduler's HTTP server (no dashboard) on a free port
     of 127.0.0.1, not dask's 8787, which another cluster on the machine may hold."""
     return distributed.LocalCluster(
-        processes=True, host="127.0.0.1", dashboard_address=None,
-        scheduler_kwargs={"dashboard_address": "127.0.0.1:0", "dashboard": False}, **workers,
-    )  # fmt: skip
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        scheduler_kwargs={"dashboard_address": "127.0.0.1:0", "dashboard": False},
+        **workers,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -208,7 +210,9 @@ def test_bad_input_and_unshippable_tools_are_refused_before_anything_runs(client
             log.write(line)
             return line
 
-        with pytest.raises(ValueError, match=r"tool 'append' cannot be shipped to the dask workers: the variable `log` \(TextIOWrapper\)"):
+        with pytest.raises(
+            ValueError, match=r"tool 'append' cannot be shipped to the dask workers: the variable `log` \(TextIOWrapper\)"
+        ):
             mcp_nb.sweep("side_effect", {"i": [1]}, cluster=client)
     finally:
         log.close()
@@ -232,7 +236,9 @@ def test_a_tool_whose_module_is_missing_on_the_workers_is_refused(client, tmp_pa
 
     try:
         mcp_nb.tool()(kernel_only_tools.triple)
-        with pytest.raises(RuntimeError, match="the dask workers cannot load the tools: .*kernel_only_tools.*install mcp_nb, and every module"):
+        with pytest.raises(
+            RuntimeError, match="the dask workers cannot load the tools: .*kernel_only_tools.*install mcp_nb, and every module"
+        ):
             mcp_nb.sweep("triple", {"i": [1, 2]}, cluster=client)
         assert len(mcp_nb.history()) == 0
     finally:
@@ -285,8 +291,7 @@ def test_interrupting_a_cluster_sweep_returns_the_partial_frame(client, capsys, 
         return bool(fourth) and time.monotonic() - fourth[0] >= 1.0
 
     with interrupted_when(four_ended, limit=30):
-        frame = mcp_nb.sweep("step", {"i": list(range(16))}, cluster=client, partition_size=4, concurrency=4,
-                             progress=False)
+        frame = mcp_nb.sweep("step", {"i": list(range(16))}, cluster=client, partition_size=4, concurrency=4, progress=False)
 
     assert frame.attrs["interrupted"] is True
     # The two partitions that ran, whole and in the grid's order: what ended, and what was cancelled.
@@ -348,8 +353,7 @@ def test_a_worker_that_dies_mid_partition_leaves_recorded_calls(client):
             os.kill(os.getpid(), signal.SIGKILL)  # the worker process dies with this call in flight
         return i
 
-    frame = mcp_nb.sweep("fragile", {"i": list(range(8))}, cluster=client, partition_size=4, concurrency=1,
-                         progress=False)
+    frame = mcp_nb.sweep("fragile", {"i": list(range(8))}, cluster=client, partition_size=4, concurrency=1, progress=False)
 
     assert frame["i"].tolist() == list(range(8))  # no row is lost
     assert frame["cause"].tolist() == ["ok"] * 5 + ["worker_lost"] * 3
@@ -393,8 +397,7 @@ def test_an_interrupt_returns_though_a_worker_does_not_answer_and_its_calls_are_
         return True
 
     with interrupted_when(one_worker_stuck, limit=60):
-        frame = mcp_nb.sweep("linger", {"i": list(range(6))}, cluster=client, partition_size=1, concurrency=1,
-                             progress=False)
+        frame = mcp_nb.sweep("linger", {"i": list(range(6))}, cluster=client, partition_size=1, concurrency=1, progress=False)
     returned = time.monotonic()
     ((stuck, free_at),) = blocked.items()
 
@@ -503,9 +506,11 @@ def test_workers_that_cannot_reach_the_server_record_why(client):
     frame = mcp_nb.sweep("get_author", TITLES, server="books", cluster=client, partition_size=5, progress=False)
     assert frame["title"].tolist() == TITLES["title"]  # every call has its row
     assert (frame["cause"] == "client_error").all() and frame["worker"].notna().all()
-    assert frame["message"].str.contains(
-        rf"the partition failed there: ConnectError: could not connect to 'books' \({re.escape(url)}\)"
-    ).all()
+    assert (
+        frame["message"]
+        .str.contains(rf"the partition failed there: ConnectError: could not connect to 'books' \({re.escape(url)}\)")
+        .all()
+    )
     assert len(mcp_nb.history()) == 5
 
 
@@ -522,8 +527,14 @@ SHELVE_SCHEMA = {
 def every_kind_of_registration():
     """One registration of every kind, each with every part a client lists."""
 
-    @mcp_nb.tool(title="Shelve", description="Put copies on the shelf.", read_only=True, idempotent=True,
-                 inject="latency=0.001,seed=5", input_schema=SHELVE_SCHEMA)
+    @mcp_nb.tool(
+        title="Shelve",
+        description="Put copies on the shelf.",
+        read_only=True,
+        idempotent=True,
+        inject="latency=0.001,seed=5",
+        input_schema=SHELVE_SCHEMA,
+    )
     def shelve(title: str, copies: int = 1) -> dict[str, int]:
         return {title: copies}
 
@@ -546,7 +557,9 @@ def every_kind_of_registration():
         listed = {
             "tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in await server.list_tools()],
             "resources": [r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in await server.list_resources()],
-            "templates": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in await server.list_resource_templates()],
+            "templates": [
+                t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in await server.list_resource_templates()
+            ],
             "prompts": [p.model_dump(mode="json", by_alias=True, exclude_none=True) for p in await server.list_prompts()],
             "faults": {name: f.describe() for name, f in mcp_nb.engine().registry.faults.items()},
         }
@@ -607,8 +620,9 @@ def test_reset_during_a_cluster_sweep_stops_it_and_returns_the_partial_frame(cli
 
     old = mcp_nb.engine()
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        sweeping = pool.submit(mcp_nb.sweep, "step", {"i": list(range(6))}, cluster=client, partition_size=6,
-                               concurrency=6, progress=False)
+        sweeping = pool.submit(
+            mcp_nb.sweep, "step", {"i": list(range(6))}, cluster=client, partition_size=6, concurrency=6, progress=False
+        )
         assert wait_until(lambda: len(old.history) == 3, 30)
         mcp_nb.reset()
         frame = sweeping.result(timeout=30)  # before: the sweep waited for the workers' 60 s calls
@@ -631,7 +645,10 @@ def test_partitions_sharing_a_worker_process_keep_their_own_records():
     def outer(i: int) -> int:
         return int(mcp_nb.call("inner", {"i": i}).content) + 1
 
-    with local_cluster(n_workers=1, threads_per_worker=2) as cluster, distributed.Client(cluster, set_as_default=False) as two_threads:
+    with (
+        local_cluster(n_workers=1, threads_per_worker=2) as cluster,
+        distributed.Client(cluster, set_as_default=False) as two_threads,
+    ):
         frame = mcp_nb.sweep("outer", {"i": list(range(40))}, cluster=two_threads, partition_size=5, progress=False)
     assert frame["content"].tolist() == [str(i + 1) for i in range(40)]
     history = mcp_nb.history().to_frame()

@@ -13,7 +13,13 @@ ROOT = Path(__file__).resolve().parent.parent
 def mcp_nb_command(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run(
-        [sys.executable, "-m", "mcp_nb", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+        [sys.executable, "-m", "mcp_nb", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
     )
 
 
@@ -64,7 +70,12 @@ def test_the_commands_that_need_no_mcp_do_not_import_the_sdk(tmp_path):
         "print(sorted(m for m in ('mcp', 'pandas', 'mcp_nb.api') if m in sys.modules), 'mcp_nb.commands.diff' in sys.modules)\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["[]", "True"], done.stdout

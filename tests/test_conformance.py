@@ -15,10 +15,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+import peers
 import pytest
 
 import mcp_nb
-import peers
 from mcp_nb.serving.notebook import code_cells
 
 # The fixtures use 2025-era features (log messages, sampling) the SDK marks deprecated at 2026-07-28.
@@ -41,9 +41,18 @@ def scenarios_for(version: str) -> set[str]:
 def run_suite(url: str, version: str) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory() as results:
         return peers.conformance(
-            "server", "--url", url, "--suite", "all", "--spec-version", version,
-            "--expected-failures", str(HERE / f"expected-failures.{version}.yml"), "-o", results,
-        )  # fmt: skip
+            "server",
+            "--url",
+            url,
+            "--suite",
+            "all",
+            "--spec-version",
+            version,
+            "--expected-failures",
+            str(HERE / f"expected-failures.{version}.yml"),
+            "-o",
+            results,
+        )
 
 
 def check(done: subprocess.CompletedProcess, version: str) -> None:
@@ -80,8 +89,11 @@ def test_the_suite_passes_against_python_m_mcp_nb_serve():
     version = VERSIONS[0]
     process = subprocess.Popen(
         [sys.executable, "-m", "mcp_nb", "serve", str(FIXTURES), "--http", "--dangerously-no-auth"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(),
-    )  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
     try:
         said = ""
         while (found := re.search(r"serving at (http://\S+/mcp)", said)) is None:

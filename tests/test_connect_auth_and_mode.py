@@ -114,7 +114,7 @@ def test_a_refused_connection_says_401_whatever_the_sdk_tried_next(served, mode)
             mcp_nb.connect("me", served.url, mode=mode, **options)
         said = str(raised.value)
         # the served kernel's refusal is RFC 6750's JSON, which the message reads as "error: description"
-        assert "HTTP 401: " in said and "the server said: invalid_token: " in said and "\"error\"" not in said, said
+        assert "HTTP 401: " in said and "the server said: invalid_token: " in said and '"error"' not in said, said
         # "HTTP 400", not a bare "400": the server's port may hold those digits (127.0.0.1:44003)
         assert "MCP-Protocol-Version" not in said and "HTTP 400" not in said and "400 Bad" not in said
         assert ("the credentials were refused" in said) == ("auth" in options)
@@ -131,8 +131,10 @@ def test_the_token_is_kept_nowhere_a_record_is(served):
     written = [
         mcp_nb.history().to_frame().to_json(default_handler=str, date_format="iso"),
         mcp_nb.servers().to_json(default_handler=str, date_format="iso"),
-        repr(connection), connection._repr_html_(), " ".join(str(line) for line in connection.logs),
-    ]  # fmt: skip
+        repr(connection),
+        connection._repr_html_(),
+        " ".join(str(line) for line in connection.logs),
+    ]
     assert not [text for text in written if served.token in text]
 
 
@@ -141,7 +143,10 @@ def test_one_broken_listing_leaves_the_tools_and_says_what_broke():
     assert [(e.kind, e.name) for e in connection.entries()] == [("tool", "ping"), ("resource", "notes")]
     row = connection.describe()
     assert row["state"] == "connected"
-    assert "resource templates listing is not one the protocol allows (1 problem; first: resourceTemplates: Field required)" in row["unavailable"]
+    assert (
+        "resource templates listing is not one the protocol allows (1 problem; first: resourceTemplates: Field required)"
+        in row["unavailable"]
+    )
     assert "prompts/list with error -32603: the prompt store is down" in row["unavailable"]
     assert "unavailable: " in repr(connection) and "unavailable: " in connection._repr_html_()
     warned = [line.message for line in connection.logs if line.level == "WARNING"]

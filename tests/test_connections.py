@@ -54,7 +54,12 @@ def connect_bookshop(transport: str, url: str | None = None, name: str = "books"
 def test_a_stdio_server_connects_and_says_what_it_is():
     connection = mcp_nb.connect("books", [*BOOKSHOP, "stdio"])
     row = connection.describe()
-    assert (row["transport"], row["state"], row["server_name"], row["server_version"]) == ("stdio", "connected", "bookshop", "1.0.0")
+    assert (row["transport"], row["state"], row["server_name"], row["server_version"]) == (
+        "stdio",
+        "connected",
+        "bookshop",
+        "1.0.0",
+    )
     assert row["protocol"] in ("2026-07-28", "2025-11-25")
     assert (row["tool"], row["resource"], row["template"], row["prompt"]) == (7, 1, 1, 1)
     assert "server books (stdio, connected)" in repr(connection) and "offers 7 tools" in repr(connection)
@@ -98,7 +103,11 @@ def test_the_same_calls_history_and_outcomes_over_stdio_and_http(bookshop_url):
             "resource crash": ("protocol_error", "crash"),
             "prompt crash": ("protocol_error", "crash"),
         }, transport
-        assert (got["mcp_error"].code, got["mcp_error"].message, got["mcp_error"].data) == (-32050, "catalog offline", {"title": "mcp-error"})
+        assert (got["mcp_error"].code, got["mcp_error"].message, got["mcp_error"].data) == (
+            -32050,
+            "catalog offline",
+            {"title": "mcp-error"},
+        )
         assert got["result"].content == "Frank Herbert" and got["result"].server == "books"
         # A prompt without its argument: over stdio the server's own log line tells it; over
         # HTTP nothing does (the Python SDK answers every prompt failure alike).
@@ -121,7 +130,12 @@ def test_a_typescript_sdk_server_over_both_transports(everything_url):
         assert mcp_nb.read("demo://nope", server="everything").cause == "not_found"
         assert mcp_nb.get_prompt("args-prompt", {}, server="everything").cause == "invalid_arguments"
         slow = mcp_nb.call("trigger-long-running-operation", {"duration": 5, "steps": 5}, timeout=0.5, server="everything")
-        assert (slow.outcome, slow.cause, slow.code, slow.message) == ("timeout", "deadline", -32001, "Request 'tools/call' timed out")
+        assert (slow.outcome, slow.cause, slow.code, slow.message) == (
+            "timeout",
+            "deadline",
+            -32001,
+            "Request 'tools/call' timed out",
+        )
         assert slow.server_fate == "cancel_requested"  # told to cancel; what it did is not observable
         # Progress notifications arrive while it runs: they break nothing.
         done = mcp_nb.call("trigger-long-running-operation", {"duration": 0.3, "steps": 3}, server="everything")
@@ -235,10 +249,22 @@ def test_a_kernel_shutdown_ends_the_stdio_process():
 def test_connecting_mistakes_are_one_line_errors_that_leave_connections_untouched(bookshop_url):
     keep = mcp_nb.connect("books", bookshop_url)
     cases = [
-        (lambda: mcp_nb.connect("books", "definitely-not-a-command --flag"), ConnectError, "no command 'definitely-not-a-command' on PATH"),
+        (
+            lambda: mcp_nb.connect("books", "definitely-not-a-command --flag"),
+            ConnectError,
+            "no command 'definitely-not-a-command' on PATH",
+        ),
         (lambda: mcp_nb.connect("books", "./not-here.py"), ConnectError, "no program at './not-here.py' that can be run"),
-        (lambda: mcp_nb.connect("other", f"http://127.0.0.1:{peers.free_port()}/mcp", timeout=5), ConnectError, "could not connect to 'other'"),
-        (lambda: mcp_nb.connect("hang", [sys.executable, "-c", "import time; time.sleep(60)"], timeout=1), ConnectError, "did not answer initialize within 1 s"),
+        (
+            lambda: mcp_nb.connect("other", f"http://127.0.0.1:{peers.free_port()}/mcp", timeout=5),
+            ConnectError,
+            "could not connect to 'other'",
+        ),
+        (
+            lambda: mcp_nb.connect("hang", [sys.executable, "-c", "import time; time.sleep(60)"], timeout=1),
+            ConnectError,
+            "did not answer initialize within 1 s",
+        ),
         (lambda: mcp_nb.connect("kernel", bookshop_url), ValueError, "the kernel's own server"),
         (lambda: mcp_nb.connect("", bookshop_url), ValueError, "non-empty string"),
         (lambda: mcp_nb.connect("x", ""), ValueError, "the command to start is empty"),
@@ -294,7 +320,10 @@ def test_http_error_statuses_are_said_with_their_status_and_body():
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        with pytest.raises(ConnectError, match=r"HTTP 401: the server asks for credentials and none were sent .*; the server said: invalid_token$"):
+        with pytest.raises(
+            ConnectError,
+            match=r"HTTP 401: the server asks for credentials and none were sent .*; the server said: invalid_token$",
+        ):
             mcp_nb.connect("locked", f"http://127.0.0.1:{server.server_port}/mcp", timeout=10)
     finally:
         server.shutdown()
@@ -308,9 +337,17 @@ def test_a_restarted_http_server_gives_an_http_error_with_status_and_body():
         preload = peers.PEERS / "loopback.cjs"
         preload.write_text(peers.LOOPBACK_PRELOAD)
         process = subprocess.Popen(
-            [str(peers.node()), "-r", str(preload), str(peers.package_dir(peers.EVERYTHING) / "dist" / "index.js"), "streamableHttp"],
-            env=peers.node_env(PORT=str(port)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            [
+                str(peers.node()),
+                "-r",
+                str(preload),
+                str(peers.package_dir(peers.EVERYTHING) / "dist" / "index.js"),
+                "streamableHttp",
+            ],
+            env=peers.node_env(PORT=str(port)),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         peers.wait_for_port(port, process)
         return process
 
@@ -370,12 +407,27 @@ def test_a_malformed_config_is_refused_naming_the_server_and_the_field(config, m
     "bad, message",
     [
         ({"kernel": {"command": "x"}}, "server 'kernel': 'kernel' is the kernel's own server"),
-        ({" padded ": {"command": "x"}}, "server ' padded ': a server's name must be a non-empty string without surrounding spaces"),
-        ({"h": {"url": "http://127.0.0.1:9/mcp", "headers": {"X": "a\nb"}}}, "server 'h': headers must map names to text on one line"),
-        ({"h": {"url": "http://127.0.0.1:9/mcp", "headers": {"X Team": "a"}}}, "server 'h': 'X Team' is not a header an HTTP request can carry"),
-        ({"h": {"url": "http://127.0.0.1:9/mcp", "headers": {"X": "a\rb"}}}, "server 'h': 'X' is not a header an HTTP request can carry"),
+        (
+            {" padded ": {"command": "x"}},
+            "server ' padded ': a server's name must be a non-empty string without surrounding spaces",
+        ),
+        (
+            {"h": {"url": "http://127.0.0.1:9/mcp", "headers": {"X": "a\nb"}}},
+            "server 'h': headers must map names to text on one line",
+        ),
+        (
+            {"h": {"url": "http://127.0.0.1:9/mcp", "headers": {"X Team": "a"}}},
+            "server 'h': 'X Team' is not a header an HTTP request can carry",
+        ),
+        (
+            {"h": {"url": "http://127.0.0.1:9/mcp", "headers": {"X": "a\rb"}}},
+            "server 'h': 'X' is not a header an HTTP request can carry",
+        ),
         ({"e": {"command": "x", "env": {"A=B": "1"}}}, "server 'e': env names are non-empty, without '='"),
-        ({"e": {"command": "x", "env": {"A": "1\u0000"}}}, "server 'e': env names are non-empty, without '=' or NUL, and values have no NUL"),
+        (
+            {"e": {"command": "x", "env": {"A": "1\u0000"}}},
+            "server 'e': env names are non-empty, without '=' or NUL, and values have no NUL",
+        ),
         ({"n": {"command": "x\u0000y"}}, "server 'n': the command holds a NUL character"),
     ],
 )
@@ -496,9 +548,14 @@ def test_a_urls_password_and_secret_parameters_are_never_shown_or_saved(tmp_path
     mcp_nb.history().to_cases(tmp_path / "cases.json")
     shell.run_line_magic("mcp_servers", "")
     shown = [
-        mcp_nb.servers().to_csv(), repr(connection), connection._repr_html_(), mcp_nb.history().to_frame().to_csv(),
-        (tmp_path / "cases.json").read_text(), caplog.text, capsys.readouterr().out,
-    ]  # fmt: skip
+        mcp_nb.servers().to_csv(),
+        repr(connection),
+        connection._repr_html_(),
+        mcp_nb.history().to_frame().to_csv(),
+        (tmp_path / "cases.json").read_text(),
+        caplog.text,
+        capsys.readouterr().out,
+    ]
     # and where a connection fails: its error, in Python and in the magic
     closed = f"http://ann:hunter2-pw@127.0.0.1:{peers.free_port()}/mcp?token=k3y-s3cret"
     with pytest.raises(ConnectError) as failed:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import nbformat
 import pytest
-
 from course_answers import ANSWERS
 from course_runs import NOTEBOOKS, LearnerKernel, course_copy, exercises, solution_source
 
@@ -53,7 +52,9 @@ def test_a_learners_wrong_answers_fail_and_right_ones_pass_however_often_the_cel
                 failed = kernel.run_range(solution, check)
                 assert set(failed) == {check}, (wrong, [str(f) for f in failed.values()])
                 assert failed[check].ename == "CheckFailed", (wrong, str(failed[check]))
-                assert failed[check].shown.strip() == failed[check].evalue.strip(), failed[check].shown  # its explanation, no frames
+                assert failed[check].shown.strip() == failed[check].evalue.strip(), failed[
+                    check
+                ].shown  # its explanation, no frames
                 if number == 0:  # the check alone, once more
                     again = kernel.run(check)
                     assert again is not None and again.ename == "CheckFailed", wrong
@@ -86,6 +87,9 @@ def test_the_hidden_tests_fail_the_answers_fitted_to_the_visible_checks(name, tm
             for fitted in answers["fitted"]:
                 kernel.write(solution, fitted)
                 failed = kernel.run_range(solution, check)
-                assert set(failed) == {check} and failed[check].ename == "CheckFailed", (fitted, [str(f) for f in failed.values()])
+                assert set(failed) == {check} and failed[check].ename == "CheckFailed", (
+                    fitted,
+                    [str(f) for f in failed.values()],
+                )
             kernel.write(solution, solution_source(name, solution))
             assert kernel.run_range(solution, check) == {}, solution

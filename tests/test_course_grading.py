@@ -13,26 +13,33 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbgrader.api import Gradebook
-
 from course_answers import ANSWERS
 from course_runs import ANSI, NOTEBOOKS, LearnerKernel, exercises, solution_source
+from nbgrader.api import Gradebook
 
 GRADED = ["02-tool-errors.ipynb", "04-bad-arguments.ipynb"]  # two of the course's notebooks, quick to run
-CONFIG = '''c = get_config()
+CONFIG = """c = get_config()
 c.CourseDirectory.course_id = "mcp-errors"
 c.CourseDirectory.root = {root!r}
 c.Exchange.root = {exchange!r}
 c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE"}}
 c.ExecutePreprocessor.timeout = 240
-'''
+"""
 
 
 def nbgrader(*args: str, cwd: Path, user: str = "teacher") -> subprocess.CompletedProcess:
     """An nbgrader command, as `user` (nbgrader's exchange takes a student's id from the login name)."""
-    env = dict(os.environ, USER=user, LOGNAME=user, HOME=str(cwd), JUPYTER_CONFIG_DIR=str(cwd / ".jupyter"),
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # nbgrader runs alembic, beside it
-    done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    env = dict(
+        os.environ,
+        USER=user,
+        LOGNAME=user,
+        HOME=str(cwd),
+        JUPYTER_CONFIG_DIR=str(cwd / ".jupyter"),
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    )  # nbgrader runs alembic, beside it
+    done = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900
+    )
     assert done.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done
 
@@ -71,11 +78,19 @@ def test_right_answers_get_full_points_and_wrong_or_fitted_ones_lose_theirs(tmp_
     nbgrader("release_assignment", "day1", cwd=course)
 
     students = {
-        "alice": {name: {solution: solution_source(name, solution) for solution, _ in exercises(NOTEBOOKS / name)} for name in GRADED},
-        "bob": {name: {solution: ANSWERS[name][solution]["wrong"][-1] for solution, _ in exercises(NOTEBOOKS / name)} for name in GRADED},
+        "alice": {
+            name: {solution: solution_source(name, solution) for solution, _ in exercises(NOTEBOOKS / name)} for name in GRADED
+        },
+        "bob": {
+            name: {solution: ANSWERS[name][solution]["wrong"][-1] for solution, _ in exercises(NOTEBOOKS / name)}
+            for name in GRADED
+        },
         # carol's predictions are right, and her code fits the visible checks only
         "carol": {
-            name: {solution: (ANSWERS[name][solution]["fitted"] or [solution_source(name, solution)])[0] for solution, _ in exercises(NOTEBOOKS / name)}
+            name: {
+                solution: (ANSWERS[name][solution]["fitted"] or [solution_source(name, solution)])[0]
+                for solution, _ in exercises(NOTEBOOKS / name)
+            }
             for name in GRADED
         },
     }

@@ -15,8 +15,14 @@ import pytest
 from mcp_nb.commands.links import github_repository
 
 ROOT = Path(__file__).resolve().parent.parent
-ENV = dict(os.environ, PYTHONPATH=str(ROOT), GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org",
-           GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.org")  # fmt: skip
+ENV = dict(
+    os.environ,
+    PYTHONPATH=str(ROOT),
+    GIT_AUTHOR_NAME="t",
+    GIT_AUTHOR_EMAIL="t@example.org",
+    GIT_COMMITTER_NAME="t",
+    GIT_COMMITTER_EMAIL="t@example.org",
+)
 
 
 def git(*args: str, cwd: Path) -> str:
@@ -26,7 +32,9 @@ def git(*args: str, cwd: Path) -> str:
 
 
 def links(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mcp_nb", "course-links", *args], cwd=cwd, capture_output=True, text=True, env=ENV, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_nb", "course-links", *args], cwd=cwd, capture_output=True, text=True, env=ENV, timeout=120
+    )
 
 
 @pytest.fixture
@@ -70,9 +78,10 @@ def test_the_links_open_the_student_versions_of_the_repository_the_remote_names(
     pulled = urlparse(hub)
     assert (pulled.scheme, pulled.netloc, pulled.path) == ("https", "hub.example.org", "/hub/user-redirect/git-pull")
     assert parse_qs(pulled.query) == {
-        "repo": ["https://github.com/a-teacher/mcp-course"], "branch": ["learners"],
+        "repo": ["https://github.com/a-teacher/mcp-course"],
+        "branch": ["learners"],
         "urlpath": ["lab/tree/mcp-course/learn/00-primer.ipynb"],
-    }  # fmt: skip
+    }
     tagged = links("--ref", "v1.0", cwd=clone)
     assert "https://mybinder.org/v2/gh/a-teacher/mcp-course/v1.0?urlpath=lab/tree/learn/00-primer.ipynb" in tagged.stdout
 

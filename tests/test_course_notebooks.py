@@ -36,9 +36,11 @@ def python(cell: dict) -> ast.Module:
 def test_every_assert_says_what_failed(path):
     bare = [
         f"{cell['id']}:{node.lineno}"
-        for cell in cells(path) if cell["cell_type"] == "code"
-        for node in ast.walk(python(cell)) if isinstance(node, ast.Assert) and node.msg is None
-    ]  # fmt: skip
+        for cell in cells(path)
+        if cell["cell_type"] == "code"
+        for node in ast.walk(python(cell))
+        if isinstance(node, ast.Assert) and node.msg is None
+    ]
     assert not bare, f"{path.name}: asserts without a message: {bare}"
 
 
@@ -56,12 +58,14 @@ def test_the_walls_of_asserts_are_folded_away(path):
     assert not shown, f"{path.name}: cells of asserts in the reading path: {shown}"
 
 
-@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if any(c.get("metadata", {}).get("nbgrader") for c in cells(p))], ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path", [p for p in NOTEBOOKS if any(c.get("metadata", {}).get("nbgrader") for c in cells(p))], ids=lambda p: p.stem
+)
 def test_no_check_cell_holds_its_hints(path):
     """A learner reads a check cell before answering: its hints live in lesson_tools/hints.py, picked by how the call ended."""
     for cell in cells(path):
         if cell.get("metadata", {}).get("nbgrader", {}).get("grade"):
-            assert "hint:" not in source(cell) and "hint=\"" not in source(cell), f"{path.name}:{cell['id']} holds a hint's text"
+            assert "hint:" not in source(cell) and 'hint="' not in source(cell), f"{path.name}:{cell['id']} holds a hint's text"
 
 
 @pytest.mark.parametrize("path", CORE[1:], ids=lambda p: p.stem)

@@ -79,7 +79,9 @@ def test_every_notebook_is_on_the_core_path_or_in_a_lab_and_the_minutes_add_up()
 
 
 # What a Binder link looks like, and the words that stand for an account or repository not yet known.
-BINDER = re.compile(r"https?://mybinder\.org/v2/gh/(?P<account>[^/\s)`]+)/(?P<repository>[^/\s)`]+)/(?P<ref>[^?\s)`]+)(?:\?urlpath=(?P<urlpath>[^\s)`]+))?")
+BINDER = re.compile(
+    r"https?://mybinder\.org/v2/gh/(?P<account>[^/\s)`]+)/(?P<repository>[^/\s)`]+)/(?P<ref>[^?\s)`]+)(?:\?urlpath=(?P<urlpath>[^\s)`]+))?"
+)
 PLACEHOLDER = re.compile(r"^(?:[A-Z][A-Z_-]*|<[^>]*>|\{[^}]*\}|\.\.\.)$")
 
 
@@ -94,7 +96,9 @@ def clickable_binder_links(text: str) -> list[re.Match]:
 
 def github_repository(url: str) -> str | None:
     """ACCOUNT/REPOSITORY of a GitHub remote URL (https or ssh), or None for any other remote."""
-    match = re.match(r"^(?:https://(?:[^@/]+@)?github\.com/|git@github\.com:|ssh://git@github\.com/)([^/]+)/([^/]+?)(?:\.git)?/?$", url.strip())
+    match = re.match(
+        r"^(?:https://(?:[^@/]+@)?github\.com/|git@github\.com:|ssh://git@github\.com/)([^/]+)/([^/]+?)(?:\.git)?/?$", url.strip()
+    )
     return f"{match[1]}/{match[2]}" if match else None
 
 

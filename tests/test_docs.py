@@ -12,9 +12,8 @@ import inspect
 import re
 from pathlib import Path
 
-import pytest
-
 import docs_site
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -78,9 +77,27 @@ def test_the_api_reference_documents_the_public_api(site):
     import mcp_nb
 
     api = page(site, "api.html")
-    for name in ("call", "acall", "read", "aread", "get_prompt", "aget_prompt", "tool", "resource", "prompt",
-                 "remove", "registered", "history", "server", "configure", "reset",
-                 "Outcome", "History", "ServerLog", "Registration"):  # fmt: skip
+    for name in (
+        "call",
+        "acall",
+        "read",
+        "aread",
+        "get_prompt",
+        "aget_prompt",
+        "tool",
+        "resource",
+        "prompt",
+        "remove",
+        "registered",
+        "history",
+        "server",
+        "configure",
+        "reset",
+        "Outcome",
+        "History",
+        "ServerLog",
+        "Registration",
+    ):
         assert f'id="mcp_nb.{name}"' in api, f"mcp_nb.{name} is not in the API reference"
     assert "Call a tool and wait for its Outcome" in api  # from the docstring
     for name in set(mcp_nb.__all__) - {"load_ipython_extension", "unload_ipython_extension"}:
@@ -92,7 +109,7 @@ def test_the_reference_has_the_vocabulary_and_the_error_model_its_cases(site):
 
     outcomes = page(site, "outcomes.html")
     for word in (*mcp_nb.OUTCOMES, *mcp_nb.CAUSES, *mcp_nb.COLUMNS):
-        assert f"<code class=\"docutils literal notranslate\"><span class=\"pre\">{word}</span></code>" in outcomes, word
+        assert f'<code class="docutils literal notranslate"><span class="pre">{word}</span></code>' in outcomes, word
     text = page_text(site, "outcomes.html")
     for meaning in mcp_nb.CAUSE_DOC.values():  # each cause's meaning, as the code says it
         assert " ".join(meaning.split()) in text, meaning
@@ -145,7 +162,9 @@ def test_the_commands_and_settings_reference_are_made_from_the_code(site):
                 assert option in magics, f"{name} {option}"
     settings = page_text(site, "settings.html")
     for name in CONFIGURABLE:
-        assert name in settings and " ".join(SharedTraits.class_traits()[name].help.replace("`", "").split())[:60] in settings, name
+        assert name in settings and " ".join(SharedTraits.class_traits()[name].help.replace("`", "").split())[:60] in settings, (
+            name
+        )
 
 
 def test_the_build_renders_the_notebooks_it_lists_and_those_are_the_course():
@@ -153,7 +172,9 @@ def test_the_build_renders_the_notebooks_it_lists_and_those_are_the_course():
     import subprocess
 
     listed = docs_conf_notebooks()
-    kept = subprocess.run(["git", "ls-files", "notebooks/*.ipynb"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    kept = subprocess.run(
+        ["git", "ls-files", "notebooks/*.ipynb"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
     assert sorted(listed) == sorted(Path(path).stem for path in kept)
 
 
@@ -177,14 +198,21 @@ def test_a_notebook_of_the_users_own_cannot_break_the_build(tmp_path):
     import subprocess
 
     copy = tmp_path / "repository"
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split("\n")
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split("\n")
     for name in filter(None, files):
         source = ROOT / name
         if source.is_file() and not source.is_symlink():
             (copy / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, copy / name)
-    for where in ("notebooks/Untitled.ipynb", "learn/02-tool-errors.ipynb", "learn/mine/Untitled.ipynb", "docs/scratch.ipynb",
-                  "docs/notebooks/mine.ipynb"):  # fmt: skip
+    for where in (
+        "notebooks/Untitled.ipynb",
+        "learn/02-tool-errors.ipynb",
+        "learn/mine/Untitled.ipynb",
+        "docs/scratch.ipynb",
+        "docs/notebooks/mine.ipynb",
+    ):
         (copy / where).parent.mkdir(parents=True, exist_ok=True)
         (copy / where).write_text(BROKEN)
     built = docs_site._build_at(copy, tmp_path / "out")
@@ -245,6 +273,8 @@ def test_every_picture_is_shown_where_the_text_describes_it():
 
 def test_the_readmes_links_lead_somewhere():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    links = [link.split("#")[0] for link in re.findall(r"\]\(([^)\s]+)\)", readme) if not link.startswith(("http://", "https://"))]
+    links = [
+        link.split("#")[0] for link in re.findall(r"\]\(([^)\s]+)\)", readme) if not link.startswith(("http://", "https://"))
+    ]
     assert links and [link for link in links if not (ROOT / link).exists()] == []
     assert "ACCOUNT" not in readme and "REPOSITORY/" not in readme and "get-url origin`" not in readme.split("## The course")[0]

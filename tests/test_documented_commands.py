@@ -74,14 +74,22 @@ def fresh_copy(user: str | None) -> Path:
 
 def environment(copy: Path, user: str | None) -> dict[str, str]:
     """A newcomer's environment: no venv of ours active, no Jupyter configuration, no browser."""
-    env = {key: value for key, value in os.environ.items() if key.startswith(("PIP_", "http_", "https_", "HTTP", "no_proxy", "NO_PROXY", "LANG", "LC_"))}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key.startswith(("PIP_", "http_", "https_", "HTTP", "no_proxy", "NO_PROXY", "LANG", "LC_"))
+    }
     home = pwd.getpwnam(user).pw_dir if user else os.environ.get("HOME", str(copy.parent))
     env.update(
-        HOME=home, PATH="/usr/local/bin:/usr/bin:/bin", BROWSER="true",
-        JUPYTER_CONFIG_DIR=str(copy.parent / "jupyter-config"), JUPYTER_DATA_DIR=str(copy.parent / "jupyter-data"),
-        JUPYTER_RUNTIME_DIR=str(copy.parent / "jupyter-runtime"), IPYTHONDIR=str(copy.parent / "ipython"),
+        HOME=home,
+        PATH="/usr/local/bin:/usr/bin:/bin",
+        BROWSER="true",
+        JUPYTER_CONFIG_DIR=str(copy.parent / "jupyter-config"),
+        JUPYTER_DATA_DIR=str(copy.parent / "jupyter-data"),
+        JUPYTER_RUNTIME_DIR=str(copy.parent / "jupyter-runtime"),
+        IPYTHONDIR=str(copy.parent / "ipython"),
         MCP_NB_PEERS=str(ROOT / ".peers"),
-    )  # fmt: skip
+    )
     return env
 
 
@@ -91,11 +99,26 @@ class Running:
     def __init__(self, command: str, copy: Path, user: str | None) -> None:
         argv = ["bash", "-c", command]
         if user is not None:
-            argv = [shutil.which("runuser") or "runuser", "-u", user, "--", "env", "-i", *(f"{k}={v}" for k, v in environment(copy, user).items()), *argv]
+            argv = [
+                shutil.which("runuser") or "runuser",
+                "-u",
+                user,
+                "--",
+                "env",
+                "-i",
+                *(f"{k}={v}" for k, v in environment(copy, user).items()),
+                *argv,
+            ]
         self.process = subprocess.Popen(
-            argv, cwd=copy, env=environment(copy, user), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, start_new_session=True,
-        )  # fmt: skip
+            argv,
+            cwd=copy,
+            env=environment(copy, user),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
         self.log: list[str] = []
         self.found = threading.Event()
         self.url: tuple[int, str] | None = None
@@ -116,7 +139,9 @@ class Running:
     def wait_for_jupyterlab(self) -> tuple[int, str]:
         deadline = time.monotonic() + SETUP_S
         while not self.found.wait(0.5):
-            assert self.process.poll() is None or self.reader.is_alive(), f"the command ended ({self.process.poll()}):\n{self.tail()}"
+            assert self.process.poll() is None or self.reader.is_alive(), (
+                f"the command ended ({self.process.poll()}):\n{self.tail()}"
+            )
             assert time.monotonic() < deadline, f"JupyterLab did not start within {SETUP_S} s:\n{self.tail()}"
         return self.url
 
@@ -170,7 +195,9 @@ def check_jupyterlab(port: int, token: str, log: str) -> None:
 
 
 def solution_notebooks() -> list[str]:
-    return sorted(path.name for path in (ROOT / "notebooks").glob("*.ipynb") if '"solution": true' in path.read_text(encoding="utf-8"))
+    return sorted(
+        path.name for path in (ROOT / "notebooks").glob("*.ipynb") if '"solution": true' in path.read_text(encoding="utf-8")
+    )
 
 
 def run_first_command(copy: Path, user: str | None) -> None:
@@ -220,8 +247,19 @@ def test_the_readmes_first_command_opens_the_course_as_a_learner_has_it(user):
         docs = next(c for c in readme_commands() if "sphinx-build" in c)
         argv = ["bash", "-c", docs]
         if user is not None:
-            argv = [shutil.which("runuser") or "runuser", "-u", user, "--", "env", "-i", *(f"{k}={v}" for k, v in environment(copy, user).items()), *argv]
-        done = subprocess.run(argv, cwd=copy, env=environment(copy, user), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=SETUP_S)
+            argv = [
+                shutil.which("runuser") or "runuser",
+                "-u",
+                user,
+                "--",
+                "env",
+                "-i",
+                *(f"{k}={v}" for k, v in environment(copy, user).items()),
+                *argv,
+            ]
+        done = subprocess.run(
+            argv, cwd=copy, env=environment(copy, user), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=SETUP_S
+        )
         assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
         assert (copy / "docs" / "_build" / "html" / "magics.html").exists()
     finally:
@@ -234,7 +272,11 @@ def test_the_binder_link_is_made_for_wherever_the_repository_lives(tmp_path):
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
     expected = "https://mybinder.org/v2/gh/someone/their-mcp_nb/HEAD?urlpath=lab/tree/learn/00-primer.ipynb"
-    for address in ("https://github.com/someone/their-mcp_nb.git", "git@github.com:someone/their-mcp_nb.git", "https://github.com/someone/their-mcp_nb"):
+    for address in (
+        "https://github.com/someone/their-mcp_nb.git",
+        "git@github.com:someone/their-mcp_nb.git",
+        "https://github.com/someone/their-mcp_nb",
+    ):
         subprocess.run(["git", "remote", "remove", "origin"], cwd=tmp_path, capture_output=True)
         subprocess.run(["git", "remote", "add", "origin", address], cwd=tmp_path, check=True)
         run = command.replace(".venv/bin/python", shlex.quote(sys.executable), 1)

@@ -18,7 +18,7 @@ import pytest
 import mcp_nb
 
 TOKEN_ECHO = "Bearer s3cret-token-the-server-echoes"
-PAGE = "<html>\n<head><title>Forbidden</title></head>\n<body>\nTraceback (most recent call last):\n  File \"x\"\n</body></html>"
+PAGE = '<html>\n<head><title>Forbidden</title></head>\n<body>\nTraceback (most recent call last):\n  File "x"\n</body></html>'
 
 
 def one_line(said: str) -> None:
@@ -71,22 +71,39 @@ def answering(answer):
 
 def http(status: str, body: str | bytes, kind: str = "text/html") -> bytes:
     data = body.encode() if isinstance(body, str) else body
-    return f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {len(data)}\r\nConnection: close\r\n\r\n".encode() + data
+    return (
+        f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {len(data)}\r\nConnection: close\r\n\r\n".encode() + data
+    )
 
 
 def handshake_error(head: bytes, body: bytes) -> bytes:
     asked = json.loads(body)
-    error = {"code": -32603, "message": "the database is down\nTraceback (most recent call last):\n  File \"srv.py\"\n\x1b[31mKeyError"}
+    error = {
+        "code": -32603,
+        "message": 'the database is down\nTraceback (most recent call last):\n  File "srv.py"\n\x1b[31mKeyError',
+    }
     return http("200 OK", json.dumps({"jsonrpc": "2.0", "id": asked.get("id"), "error": error}), "application/json")
 
 
 # (the peer, what the message says after the URL)
 PEERS = {
-    "403 with a page": (lambda h, b: http("403 Forbidden", PAGE), 'HTTP 403: the server refused the request with these credentials; the server said: an HTML page titled "Forbidden"'),
+    "403 with a page": (
+        lambda h, b: http("403 Forbidden", PAGE),
+        'HTTP 403: the server refused the request with these credentials; the server said: an HTML page titled "Forbidden"',
+    ),
     "404": (lambda h, b: http("404 Not Found", "no such endpoint", "text/plain"), "HTTP 404: nothing answers at this path"),
-    "500 with a page": (lambda h, b: http("500 Internal Server Error", PAGE), 'HTTP 500: the server failed; the server said: an HTML page titled "Forbidden"'),
-    "502, 8 MB": (lambda h, b: http("502 Bad Gateway", "E" * (8 << 20), "text/plain"), "HTTP 502: the server failed; the server said: EEEE"),
-    "401 echoing the token": (lambda h, b: http("401 Unauthorized", f"invalid credentials: {TOKEN_ECHO}", "text/plain"), "HTTP 401: the token was refused; the server said: invalid credentials: ***"),
+    "500 with a page": (
+        lambda h, b: http("500 Internal Server Error", PAGE),
+        'HTTP 500: the server failed; the server said: an HTML page titled "Forbidden"',
+    ),
+    "502, 8 MB": (
+        lambda h, b: http("502 Bad Gateway", "E" * (8 << 20), "text/plain"),
+        "HTTP 502: the server failed; the server said: EEEE",
+    ),
+    "401 echoing the token": (
+        lambda h, b: http("401 Unauthorized", f"invalid credentials: {TOKEN_ECHO}", "text/plain"),
+        "HTTP 401: the token was refused; the server said: invalid credentials: ***",
+    ),
     "hangs up": (lambda h, b: None, "RemoteProtocolError: Server disconnected without sending a response."),
     "an error at initialize": (handshake_error, "MCPError: the database is down …"),
 }
@@ -122,15 +139,24 @@ def test_a_served_kernel_refusing_a_wrong_token_says_401_the_token_was_refused(s
         mcp_nb.connect("kernel2", served.url, headers=wrong, mode=mode)
     message = str(raised.value)
     one_line(message)
-    assert message == f"could not connect to 'kernel2' ({served.url}): HTTP 401: the token was refused; the server said: invalid_token: the bearer token sent is not this server's (it changes every time the server starts)"
-    result = shell.run_cell(f"%mcp_connect kernel2 {served.url} --mode {mode} --header 'Authorization: Bearer not-the-served-token'")
+    assert (
+        message
+        == f"could not connect to 'kernel2' ({served.url}): HTTP 401: the token was refused; the server said: invalid_token: the bearer token sent is not this server's (it changes every time the server starts)"
+    )
+    result = shell.run_cell(
+        f"%mcp_connect kernel2 {served.url} --mode {mode} --header 'Authorization: Bearer not-the-served-token'"
+    )
     assert type(result.error_in_exec).__name__ == "UsageError" and str(result.error_in_exec) == message
     # None at all: the message says how to give one.
-    with pytest.raises(mcp_nb.ConnectError, match=r"HTTP 401: the server asks for credentials and none were sent \(connect with headers=") as raised:
+    with pytest.raises(
+        mcp_nb.ConnectError, match=r"HTTP 401: the server asks for credentials and none were sent \(connect with headers="
+    ) as raised:
         mcp_nb.connect("kernel2", served.url, mode=mode)
     one_line(str(raised.value))
     # The right one connects, through the same magic.
-    assert shell.run_cell(f"%mcp_connect kernel2 {served.url} --mode {mode} --header 'Authorization: Bearer {served.token}'").success
+    assert shell.run_cell(
+        f"%mcp_connect kernel2 {served.url} --mode {mode} --header 'Authorization: Bearer {served.token}'"
+    ).success
     assert mcp_nb.servers().loc["kernel2", "state"] == "connected"
 
 
@@ -153,6 +179,8 @@ def test_nobody_listening_and_tls_to_a_plain_server_say_what_they_are(served, sh
     with pytest.raises(mcp_nb.ConnectError) as raised:
         mcp_nb.connect("tls", tls, headers={"Authorization": f"Bearer {served.token}"})
     one_line(str(raised.value))
-    assert "the TLS handshake failed" in str(raised.value) and "the server speaks plain HTTP: connect with http://" in str(raised.value)
+    assert "the TLS handshake failed" in str(raised.value) and "the server speaks plain HTTP: connect with http://" in str(
+        raised.value
+    )
     result = shell.run_cell(f"%mcp_connect nobody http://127.0.0.1:{port}/mcp")
     assert type(result.error_in_exec).__name__ == "UsageError" and "nothing is listening there" in str(result.error_in_exec)

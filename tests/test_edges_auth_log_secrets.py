@@ -97,7 +97,12 @@ def test_secret_answers_tokens_and_url_credentials_reach_no_log_record(debug_log
         mcp_nb.connect("served", f"{served.url}?api_key={QUERY_SECRET}", headers=headers, mode=mode)
         login = mcp_nb.call("archive", server="served", elicit=[Answer.accept(user="ada", password=PASSWORD)])
         unlock = mcp_nb.call("safe", server="served", elicit=[Answer.accept(account="ada", pin=PIN)])
-        assert (login.outcome, login.content, unlock.outcome, unlock.content) == ("result", "opened for ada", "result", "unlocked ada"), (login, unlock)
+        assert (login.outcome, login.content, unlock.outcome, unlock.content) == (
+            "result",
+            "opened for ada",
+            "result",
+            "unlocked ada",
+        ), (login, unlock)
         secrets = {"password": PASSWORD, "pin": PIN, "token": served.token, "query": QUERY_SECRET, "url password": URL_PASSWORD}
         said = debug_logs.text()
         # The records are there (the log is on), and what they carried is, without the secrets.

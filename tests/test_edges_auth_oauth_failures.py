@@ -35,7 +35,12 @@ def config(tmp_path, monkeypatch):
 
 @contextlib.contextmanager
 def hostile(at: str, answer: str):
-    process = subprocess.Popen([sys.executable, str(HOSTILE), "--at", at, "--answer", answer], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, str(HOSTILE), "--at", at, "--answer", answer],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = process.stderr.readline()
         found = re.fullmatch(r"hostile OAuth server at (http://127\.0\.0\.1:\d+/mcp)\n", line)
@@ -61,7 +66,7 @@ def safe(said: str) -> None:
     """One line a notebook can show as it is: no line break, no control character, bounded."""
     assert said.isprintable() and len(said.splitlines()) == 1, said
     assert len(said) <= LONGEST, (len(said), said[:400])
-    assert "Traceback" not in said and "File \"/srv" not in said, said
+    assert "Traceback" not in said and 'File "/srv' not in said, said
 
 
 # (where, what it answers, what the message says of it)
@@ -77,7 +82,11 @@ CASES = [
     ("register", "huge-400", "registration step: Registration failed: 400 EEEE"),
     ("register", "newlines-400", "registration step: Registration failed: 400 invalid_grant: the code expired …"),
     ("authorize", "newlines-400", "authorization step: the authorization server refused: access_denied: the code expired …"),
-    ("authorize", "controls-400", r"authorization step: the authorization server refused: access_denied: \x1b[2Jred \u202eevil\x07 \x00"),
+    (
+        "authorize",
+        "controls-400",
+        r"authorization step: the authorization server refused: access_denied: \x1b[2Jred \u202eevil\x07 \x00",
+    ),
 ]
 
 
@@ -114,9 +123,17 @@ def test_the_magic_says_a_hostile_token_endpoint_in_one_line(config, shell):
 
 @pytest.mark.parametrize(
     "text, shown",
-    [("one\ntwo", "one …"), ("\n\n  first  \n", "first"), ("a\x1b[31mred\x1b[0m", "ared"), ("\u202eevil", r"\u202eevil"),
-     ("tab\tand\x00nul", r"tab\tand\x00nul"), ("x" * 500, "x" * 300 + " …"), ("a\u2028b", "a …"), ("", "")],
-)  # fmt: skip
+    [
+        ("one\ntwo", "one …"),
+        ("\n\n  first  \n", "first"),
+        ("a\x1b[31mred\x1b[0m", "ared"),
+        ("\u202eevil", r"\u202eevil"),
+        ("tab\tand\x00nul", r"tab\tand\x00nul"),
+        ("x" * 500, "x" * 300 + " …"),
+        ("a\u2028b", "a …"),
+        ("", ""),
+    ],
+)
 def test_one_line_is_the_first_line_bounded_with_controls_shown(text, shown):
     assert one_line(text) == shown
 
@@ -130,5 +147,7 @@ def test_one_line_costs_the_limit_not_the_text():
 @given(st.text(), st.integers(min_value=1, max_value=400))
 def test_one_line_is_always_one_printable_bounded_line(text, limit):
     shown = one_line(text, limit)
-    assert shown.isprintable() or all(c.isprintable() or c.isspace() and c not in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029" for c in shown)
+    assert shown.isprintable() or all(
+        c.isprintable() or c.isspace() and c not in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029" for c in shown
+    )
     assert len(shown.splitlines()) <= 1 and len(shown) <= limit + 2

@@ -67,7 +67,10 @@ def test_two_threads_saving_at_once_lose_nothing(config):
             except Exception as err:  # noqa: BLE001 - counted, and the test says which
                 failed.append(repr(err))
 
-        writers = [threading.Thread(target=save, args=("tokens", f"t{trial}")), threading.Thread(target=save, args=("client", f"c{trial}"))]
+        writers = [
+            threading.Thread(target=save, args=("tokens", f"t{trial}")),
+            threading.Thread(target=save, args=("client", f"c{trial}")),
+        ]
         for writer in writers:
             writer.start()
         for writer in writers:
@@ -79,7 +82,8 @@ def test_two_threads_saving_at_once_lose_nothing(config):
     assert stat.S_IMODE(path.stat().st_mode) == 0o600 and leftovers(config) == []
 
 
-WRITER = """
+WRITER = (
+    """
 import asyncio, os, sys, time
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 import mcp_nb
@@ -104,7 +108,9 @@ async def main():
             print(repr(err), file=sys.stderr)
     print(lost, failed)
 asyncio.run(main())
-""" % URL
+"""
+    % URL
+)
 
 
 def test_two_processes_saving_at_once_lose_nothing(config, tmp_path):
@@ -112,9 +118,11 @@ def test_two_processes_saving_at_once_lose_nothing(config, tmp_path):
     # finding an older value means the other writer's save put back what it had read before.
     go = tmp_path / "go"
     writers = [
-        subprocess.Popen([sys.executable, "-c", WRITER, role, "300", str(go)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, role, "300", str(go)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         for role in ("tokens", "client")
-    ]  # fmt: skip
+    ]
     time.sleep(0.5)  # both importing; the file below starts them together
     go.touch()
     said = [writer.communicate(timeout=240) for writer in writers]
@@ -137,7 +145,12 @@ sys.stdin.readline()
 def test_a_save_waits_for_another_writer_in_a_thread_not_on_the_loop(config):
     stored = mcp_nb.TokenFile(URL)
     stored.path.parent.mkdir(parents=True)
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(stored.path.with_suffix(".lock"))], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(stored.path.with_suffix(".lock"))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline() == "held\n"
 
@@ -174,7 +187,10 @@ print(mcp_nb.call("whoami", server="notes").outcome)
 
 def test_two_kernels_authorizing_at_once_both_connect_and_keep_a_usable_file(config):
     with protected_server() as (url, _):
-        kernels = [subprocess.Popen([sys.executable, "-c", CONNECT, url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        kernels = [
+            subprocess.Popen([sys.executable, "-c", CONNECT, url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(2)
+        ]
         said = [kernel.communicate(timeout=120) for kernel in kernels]
         assert [out.split()[-1:] for out, _ in said] == [["result"], ["result"]], [err[-800:] for _, err in said]
         assert "FileNotFoundError" not in "".join(err for _, err in said)
@@ -193,9 +209,16 @@ def test_two_kernels_authorizing_at_once_both_connect_and_keep_a_usable_file(con
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize(
     "content",
-    ["[]", '{"tokens": {"access_token": 5}}', '{"tokens": "yes", "client_info": [1]}', '{"client_info": {"client_id": 7}}',
-     "not JSON at all", b"\xff\xfe\x00", "fifo"],
-)  # fmt: skip
+    [
+        "[]",
+        '{"tokens": {"access_token": 5}}',
+        '{"tokens": "yes", "client_info": [1]}',
+        '{"client_info": {"client_id": 7}}',
+        "not JSON at all",
+        b"\xff\xfe\x00",
+        "fifo",
+    ],
+)
 def test_a_token_file_that_is_not_tokens_starts_afresh_and_says_so(config, caplog, content):
     caplog.set_level(logging.WARNING, logger="mcp_nb")
     with protected_server() as (url, _):

@@ -175,7 +175,9 @@ def test_a_server_that_exited_is_never_signalled_once_its_id_is_given_to_another
         mcp_nb.disconnect("gone")
         time.sleep(1.5)  # longer than a group's grace between its TERM and its KILL
         if stranger is not None:
-            assert stranger.poll() is None, f"the process given id {pid} after the server exited was signalled: {stranger.returncode}"
+            assert stranger.poll() is None, (
+                f"the process given id {pid} after the server exited was signalled: {stranger.returncode}"
+            )
     finally:
         if stranger is not None:
             stranger.kill()
@@ -187,6 +189,8 @@ def test_a_line_on_stdout_that_is_no_message_is_said_on_the_call_and_the_call_go
     outcome = mcp_nb.call("stray", server="w", timeout=30)
     assert (outcome.outcome, outcome.content) == ("result", "answered")
     said = [log.message for log in outcome.server_logs if log.logger == "mcp_nb.connection"]
-    assert said == ["the server wrote a line on stdout that is no JSON-RPC message: 'loading the model... done'"], outcome.server_logs
+    assert said == ["the server wrote a line on stdout that is no JSON-RPC message: 'loading the model... done'"], (
+        outcome.server_logs
+    )
     connection = mcp_nb.servers().loc["w"]
     assert connection["state"] == "connected" and own_pid("w") > 0

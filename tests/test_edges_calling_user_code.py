@@ -87,7 +87,9 @@ def test_a_sync_sampling_function_that_never_replies_is_refused_in_time():
     from mcp_nb.calling.sampling import Sampler
 
     release = threading.Event()
-    params = CreateMessageRequestParams(messages=[SamplingMessage(role="user", content=TextContent(type="text", text="hi"))], max_tokens=5)
+    params = CreateMessageRequestParams(
+        messages=[SamplingMessage(role="user", content=TextContent(type="text", text="hi"))], max_tokens=5
+    )
 
     async def asked():
         try:
@@ -153,4 +155,6 @@ def test_the_interpreter_ends_while_a_users_function_never_returns(kind):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=checkout_env())
     assert done.returncode == 0, done.stderr[-2000:]
     pid = int(done.stdout.split()[0])
-    assert wait_until(lambda: not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z", 20)
+    assert wait_until(
+        lambda: not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z", 20
+    )

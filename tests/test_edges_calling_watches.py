@@ -69,7 +69,9 @@ def test_a_watch_on_a_server_that_died_says_lost_and_why(era, transport):
     if transport == "stdio":
         mcp_nb.connect("x", CROSSINGS, mode=era, timeout=60)
     else:
-        server = subprocess.Popen([*CROSSINGS[:-1], "http", str(port := peers.free_port())], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = subprocess.Popen(
+            [*CROSSINGS[:-1], "http", str(port := peers.free_port())], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         peers.wait_for_port(port, server)
         mcp_nb.connect("x", f"http://127.0.0.1:{port}/mcp", mode=era, timeout=60)
     watched = mcp_nb.watch(URI, server="x")

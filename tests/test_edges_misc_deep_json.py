@@ -19,8 +19,14 @@ def deep_text(levels: int, leaf: str = "", spaced: bool = False) -> str:
 
 def cases_file(tmp_path, expected: str):
     path = tmp_path / "cases.json"
-    case = {"id": "deep-1", "target": "tool", "name": "deep", "server": "kernel", "timeout": 30.0,
-            "expect": {"outcome": "result", "cause": "ok", "content": expected}}  # fmt: skip
+    case = {
+        "id": "deep-1",
+        "target": "tool",
+        "name": "deep",
+        "server": "kernel",
+        "timeout": 30.0,
+        "expect": {"outcome": "result", "cause": "ok", "content": expected},
+    }
     path.write_text(json.dumps({"mcp_nb_cases": 1, "cases": [case]}))
     return path
 

@@ -17,11 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp.types import CallToolResult, TextContent
+from outside import post, raw_session
 from pydantic import BaseModel
 
 import mcp_nb
 from mcp_nb.numbers import is_non_finite, is_number, non_finite_at
-from outside import post, raw_session
 
 NAN_SERVER = [sys.executable, str(Path(__file__).parent / "servers" / "edges_misc_nan.py")]
 
@@ -162,7 +162,7 @@ def test_a_served_kernel_sends_outside_clients_only_valid_json_that_says_why():
     for number, (method, params) in enumerate(requests, start=10):
         status, _, text = post(handle.url, {"jsonrpc": "2.0", "id": number, "method": method, "params": params}, headers)
         assert status == 200, text
-        events = [_strict(line[len("data: "):]) for line in text.splitlines() if line.startswith("data: ") and line[6:].strip()]
+        events = [_strict(line[len("data: ") :]) for line in text.splitlines() if line.startswith("data: ") and line[6:].strip()]
         (answer,) = [event for event in events if event.get("id") == number]
         answers.append(answer)
     for answer in answers[:2]:

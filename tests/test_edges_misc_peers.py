@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from helpers import checkout_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -18,10 +17,23 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_the_browser_question_test_without_server_everything_says_so_at_once(tmp_path, ci, verdict):
     env = {**checkout_env(), "MCP_NB_PEERS": str(tmp_path / "no-peers"), "CI": ci}
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "tests/browser/test_question_browser.py", "-p", "no:cacheprovider", "-q",
-         "-rA", "--timeout=120"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "tests/browser/test_question_browser.py",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-rA",
+            "--timeout=120",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     said = run.stdout + run.stderr
     assert verdict in said, said[-3000:]
     assert "missing MCP peers: @modelcontextprotocol/server-everything@" in said, said[-3000:]

@@ -62,13 +62,21 @@ class Handler(BaseHTTPRequestHandler):
         if ident is None:
             return self._send(202)
         if method == "initialize":
-            result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "broken", "version": "1"}}
+            result = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "broken", "version": "1"},
+            }
         elif method == "tools/list":
             names = [f"{name}_{how}" for name in TOOLS for how in ("json", "sse")] + list(PROGRESSES)
             result = {"tools": [{"name": name, "inputSchema": {"type": "object"}} for name in names]}
         elif method == "tools/call" and message["params"]["name"] in PROGRESSES:
             token = message["params"].get("_meta", {}).get("progressToken", ident)
-            progress = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, **PROGRESSES[message["params"]["name"]]}}
+            progress = {
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {"progressToken": token, **PROGRESSES[message["params"]["name"]]},
+            }
             answer = {"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": "after the progress"}]}}
             events = b"".join(b"event: message\ndata: " + json.dumps(m).encode() + b"\n\n" for m in (progress, answer))
             return self._send(200, "text/event-stream", events)

@@ -14,18 +14,20 @@ import time
 from pathlib import Path
 
 import pytest
-from nbformat.v4 import new_code_cell
-
 from helpers import checkout_env, write_notebook
-from mcp_nb.commands import main
+from nbformat.v4 import new_code_cell
 from outside import client
+
+from mcp_nb.commands import main
 
 
 def shop(folder: Path) -> Path:
     return write_notebook(
         folder,
         new_code_cell("%load_ext mcp_nb\nPRICES = {'tea': 3}\nprint('a cell prints')"),
-        new_code_cell("%%mcp_tool --read-only\ndef price(item: str) -> int:\n    '''The price of an item.'''\n    return PRICES[item]"),
+        new_code_cell(
+            "%%mcp_tool --read-only\ndef price(item: str) -> int:\n    '''The price of an item.'''\n    return PRICES[item]"
+        ),
         new_code_cell("PRICES"),  # a value a notebook would show as Out[3]
     )
 
@@ -64,8 +66,11 @@ def test_to_a_pipe_it_prints_no_cell_value_and_the_token_only_into_a_private_fil
     notebook = shop(tmp_path)
     process = subprocess.Popen(
         [sys.executable, "-m", "mcp_nb", "serve", str(notebook), "--http"],
-        env=checkout_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        env=checkout_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         said = ""
         while "Ctrl-C stops it." not in said:
@@ -73,7 +78,9 @@ def test_to_a_pipe_it_prints_no_cell_value_and_the_token_only_into_a_private_fil
             assert line, said
             said += line
         url = re.search(r"serving at (http://127\.0\.0\.1:\d+/mcp)$", said, re.M).group(1)
-        token_file = Path(re.search(r"^token file: (\S+) \(readable by you alone; removed when the server stops\)$", said, re.M).group(1))
+        token_file = Path(
+            re.search(r"^token file: (\S+) \(readable by you alone; removed when the server stops\)$", said, re.M).group(1)
+        )
         token = token_file.read_text().strip()
         # Readable by its user alone, in a folder of its own.
         assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
@@ -98,8 +105,11 @@ def test_to_a_terminal_it_prints_the_token_for_its_user_and_still_no_cell_value(
     leader, follower = pty.openpty()
     process = subprocess.Popen(
         [sys.executable, "-m", "mcp_nb", "serve", str(notebook), "--http"],
-        env=checkout_env(), stdin=subprocess.DEVNULL, stdout=follower, stderr=follower,
-    )  # fmt: skip
+        env=checkout_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=follower,
+        stderr=follower,
+    )
     os.close(follower)
     try:
         said = read_until(leader, b"Ctrl-C stops it.").decode()
@@ -125,8 +135,11 @@ def test_the_token_goes_to_the_file_named_and_the_file_goes_with_the_server(tmp_
     token_file.chmod(0o644)  # a file that was there, readable by others: made the user's alone first
     process = subprocess.Popen(
         [sys.executable, "-m", "mcp_nb", "serve", str(notebook), "--http", "--token-file", str(token_file)],
-        env=checkout_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        env=checkout_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         said = ""
         while "Ctrl-C stops it." not in said:

@@ -10,8 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import mcp_nb
 import peers
+
+import mcp_nb
 from mcp_nb.serving import configs
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "serving.md"

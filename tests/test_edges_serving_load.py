@@ -10,12 +10,12 @@ import socket
 import time
 
 import pytest
+from helpers import wait_until
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
+from outside import client
 
 import mcp_nb
 from mcp_nb.serving import limits
-from helpers import wait_until
-from outside import client
 
 RAN = []
 
@@ -63,19 +63,33 @@ def at_once(handle, how_many: int) -> list[str]:
 
 def request(handle, tool: str, arguments: dict, token: str | None = "", *, extra: bytes = b"") -> tuple[bytes, bytes]:
     """A 2026-07-28 `tools/call` as raw bytes: (its head, its body)."""
-    body = json.dumps({
-        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": tool, "arguments": arguments, "_meta": {
-            PROTOCOL_VERSION_META_KEY: "2026-07-28", CLIENT_INFO_META_KEY: {"name": "raw", "version": "1"},
-            CLIENT_CAPABILITIES_META_KEY: {}}},
-    }).encode()  # fmt: skip
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {
+                "name": tool,
+                "arguments": arguments,
+                "_meta": {
+                    PROTOCOL_VERSION_META_KEY: "2026-07-28",
+                    CLIENT_INFO_META_KEY: {"name": "raw", "version": "1"},
+                    CLIENT_CAPABILITIES_META_KEY: {},
+                },
+            },
+        }
+    ).encode()
     token = handle.token if token == "" else token
     head = (
-        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{handle.port}\r\nContent-Type: application/json\r\n"
-        "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
-        f"Mcp-Method: tools/call\r\nMcp-Name: {tool}\r\nContent-Length: {len(body)}\r\n"
-        + (f"Authorization: Bearer {token}\r\n" if token else "")
-    ).encode() + extra + b"\r\n"
+        (
+            f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{handle.port}\r\nContent-Type: application/json\r\n"
+            "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+            f"Mcp-Method: tools/call\r\nMcp-Name: {tool}\r\nContent-Length: {len(body)}\r\n"
+            + (f"Authorization: Bearer {token}\r\n" if token else "")
+        ).encode()
+        + extra
+        + b"\r\n"
+    )
     return head, body
 
 
@@ -274,7 +288,8 @@ def test_a_body_that_stops_coming_is_answered_408_at_its_deadline(tools, sent):
         handle.stop()
     assert status_of(said) == 408 and at is not None
     assert json.loads(said.partition(b"\r\n\r\n")[2]) == {
-        "error": "request_timeout", "error_description": "the request body was not received in time"
+        "error": "request_timeout",
+        "error_description": "the request body was not received in time",
     }
     assert RAN == [] and handle.refused == {"slow": 1}
 
@@ -298,11 +313,14 @@ def test_a_body_that_comes_at_a_fair_rate_may_take_longer_than_the_deadline(tool
     assert handle.refused == {}
 
 
-@pytest.mark.parametrize(("token", "length", "refused"), [
-    (None, None, 401),  # no token
-    ("not-the-token", None, 401),
-    ("", 5 * 1024 * 1024, 413),  # more than the body cap, declared
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("token", "length", "refused"),
+    [
+        (None, None, 401),  # no token
+        ("not-the-token", None, 401),
+        ("", 5 * 1024 * 1024, 413),  # more than the body cap, declared
+    ],
+)
 def test_a_body_still_coming_after_a_refusal_does_not_hold_the_connection(tools, token, length, refused):
     handle = mcp_nb.serve(header_timeout=60.0)
     head, body = request(handle, "add", {"a": 1, "b": 2}, token)

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
+from outside import client, post
 
 import mcp_nb
-from outside import client, post
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "serving.md"
 CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
@@ -60,10 +60,13 @@ def test_a_refused_token_is_a_401_saying_invalid_token(served, authorization):
     assert served.token not in text and served.refused == {"token": 1}
 
 
-@pytest.mark.parametrize(("headers", "status", "code"), [
-    ({"Host": "evil.example.com"}, 421, "misdirected_request"),
-    ({"Origin": "http://evil.example.com"}, 403, "forbidden_origin"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("headers", "status", "code"),
+    [
+        ({"Host": "evil.example.com"}, 421, "misdirected_request"),
+        ({"Origin": "http://evil.example.com"}, 403, "forbidden_origin"),
+    ],
+)
 def test_every_refusal_at_the_door_is_json_naming_its_reason(served, headers, status, code):
     sent = {"Authorization": f"Bearer {served.token}", **headers}
     got, answer_headers, text = post(served.url, CALL, sent)

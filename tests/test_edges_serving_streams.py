@@ -10,10 +10,10 @@ import threading
 import time
 
 import mcp_types as types
-
-import mcp_nb
 from helpers import wait_until
 from outside import client, post, raw_session
+
+import mcp_nb
 
 URI = "notes://" + "n" * 8000  # every update of it is 8 KB on a subscriber's stream
 
@@ -29,7 +29,9 @@ def deaf_subscriber(handle) -> socket.socket:
     few KB and never read."""
     session = raw_session(handle)
     post(handle.url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
-    status, _, text = post(handle.url, {"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": URI}}, session)
+    status, _, text = post(
+        handle.url, {"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": URI}}, session
+    )
     assert status == 200, text
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)

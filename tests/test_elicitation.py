@@ -16,7 +16,6 @@ import mcp_nb
 from mcp_nb import Answer
 from mcp_nb.config import settings
 
-
 register = register_askers
 
 

@@ -25,7 +25,9 @@ def ask_name() -> Elicit[Name]:
 def greet(who: Annotated[ElicitationResult[Name], Resolve(ask_name)]) -> str:
     return f"hello {who.data.name}" if who.action == "accept" else f"no name ({who.action})"
 """
-CALL = "o = await mcp_nb.acall('greet', timeout=5)\nprint(o.content, '|', o.elicitations[0].source, '|', o.elicitations[0].reason)"
+CALL = (
+    "o = await mcp_nb.acall('greet', timeout=5)\nprint(o.content, '|', o.elicitations[0].source, '|', o.elicitations[0].reason)"
+)
 
 
 @pytest.fixture
@@ -87,8 +89,12 @@ def test_a_front_end_answers_the_form_in_the_cell(kernel):
         elif kind == "display_data" and "application/vnd.jupyter.widget-view+json" in message["content"]["data"]:
             shown.append(message["parent_header"].get("msg_type"))
             # The form is on screen: type a name into its text field, then click Accept.
-            text = next(c for c, s in models.items() if s.get("_model_name") == "TextareaModel" or s.get("_model_name") == "TextModel")
-            accept = next(c for c, s in models.items() if s.get("_model_name") == "ButtonModel" and s.get("description") == "Accept")
+            text = next(
+                c for c, s in models.items() if s.get("_model_name") == "TextareaModel" or s.get("_model_name") == "TextModel"
+            )
+            accept = next(
+                c for c, s in models.items() if s.get("_model_name") == "ButtonModel" and s.get("description") == "Accept"
+            )
             comm_message(kernel, text, {"method": "update", "state": {"value": "Ada"}, "buffer_paths": []})
             comm_message(kernel, accept, {"method": "custom", "content": {"event": "click"}})
 

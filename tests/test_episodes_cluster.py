@@ -12,8 +12,8 @@ from helpers import wait_until
 from mcp.server.mcpserver.exceptions import ToolError
 
 import mcp_nb
-from mcp_nb.episodes.episode import log_of
 from mcp_nb import Key, StandIn, evaluate
+from mcp_nb.episodes.episode import log_of
 from mcp_nb.mistakes import Mistake
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.serial]
@@ -24,9 +24,13 @@ BOOKS = {"Dune": "Frank Herbert", "Emma": "Jane Austen"}
 @pytest.fixture(scope="module")
 def client():
     cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None,
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
         scheduler_kwargs={"dashboard_address": "127.0.0.1:0", "dashboard": False},
-    )  # fmt: skip
+    )
     client = distributed.Client(cluster, set_as_default=False)
     pids = set()
     try:
@@ -38,7 +42,14 @@ def client():
         finally:
             client.close()
             cluster.close()
-    assert pids and wait_until(lambda: not any(os.path.exists(f"/proc/{pid}") and "Z" not in open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[:1] for pid in pids))
+    assert pids and wait_until(
+        lambda: (
+            not any(
+                os.path.exists(f"/proc/{pid}") and "Z" not in open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[:1]
+                for pid in pids
+            )
+        )
+    )
 
 
 def helpful(title: str) -> str:
@@ -53,7 +64,10 @@ def crashing(title: str) -> str:
     return BOOKS[title]
 
 
-TASKS = [{"task": "Who wrote 'Dun'?", "check": "Herbert", "id": "dun"}, {"task": "Who wrote 'Emm'?", "check": "Austen", "id": "emm"}]
+TASKS = [
+    {"task": "Who wrote 'Dun'?", "check": "Herbert", "id": "dun"},
+    {"task": "Who wrote 'Emm'?", "check": "Austen", "id": "emm"},
+]
 
 
 def test_an_evaluation_on_a_cluster_is_the_evaluation_in_the_kernel(client):
@@ -63,7 +77,18 @@ def test_an_evaluation_on_a_cluster_is_the_evaluation_in_the_kernel(client):
     mcp_nb.reset()
     mcp_nb.tool(name="get_author")(helpful)
     there = evaluate(TASKS, StandIn(), repeats=3, variants=variants, progress=False, cluster=client, partition_size=2)
-    measured = ["task_id", "model", "variant", "episodes", "passed", "success_rate", "with_failures", "recovered", "recovery_rate", "calls"]
+    measured = [
+        "task_id",
+        "model",
+        "variant",
+        "episodes",
+        "passed",
+        "success_rate",
+        "with_failures",
+        "recovered",
+        "recovery_rate",
+        "calls",
+    ]
     assert there[measured].equals(here[measured]), (here[measured], there[measured])
     frame = mcp_nb.history().to_frame()
     assert len(frame) == 18 and frame["call_id"].is_unique and set(frame["worker"].dropna()) <= set(client.nthreads())
@@ -71,7 +96,9 @@ def test_an_evaluation_on_a_cluster_is_the_evaluation_in_the_kernel(client):
     assert len(rows) == 12 and len({row["episode"] for row in rows}) == 12
     ids = {step["call_id"] for row in rows for step in row["steps"]}
     assert ids == set(frame["call_id"])  # each episode's steps name the kernel's records of its calls
-    assert set(frame["episode"]) == {row["episode"] for row in rows} and frame["turn"].notna().all()  # made on a worker, numbered here
+    assert (
+        set(frame["episode"]) == {row["episode"] for row in rows} and frame["turn"].notna().all()
+    )  # made on a worker, numbered here
     assert mcp_nb.engine().registry.get("tool", "get_author").function is helpful
 
 
@@ -91,7 +118,9 @@ def test_a_model_that_cannot_travel_is_refused_before_anything_runs(client, monk
     from mcp_nb import OpenAICompatible
 
     typed = OpenAICompatible("m", "http://127.0.0.1:9/v1", key=Key.prompt())
-    with pytest.raises(Mistake, match="cannot be shipped to the dask workers: TypeError: a key typed at a prompt stays in this process"):
+    with pytest.raises(
+        Mistake, match="cannot be shipped to the dask workers: TypeError: a key typed at a prompt stays in this process"
+    ):
         evaluate(TASKS, typed, cluster=client, progress=False)
     with pytest.raises(Mistake, match="total_budget"):
         evaluate(TASKS, StandIn(), cluster=client, total_budget={"tokens": 10}, progress=False)

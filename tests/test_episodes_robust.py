@@ -12,8 +12,8 @@ from helpers import interrupted_when, wait_until
 from mcp.server.mcpserver.exceptions import ToolError
 
 import mcp_nb
-from mcp_nb.episodes.episode import log_of
 from mcp_nb import Budget, HostPolicy, StandIn, agent, evaluate
+from mcp_nb.episodes.episode import log_of
 from mcp_nb.mistakes import Mistake
 
 pytestmark = pytest.mark.timeout(120)
@@ -42,7 +42,11 @@ def scripted(*replies):
 
 
 def call(name, arguments, id="c1"):
-    return {"role": "assistant", "content": None, "tool_calls": [{"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}]}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}],
+    }
 
 
 def recorded_once(episodes):
@@ -68,18 +72,29 @@ def test_a_host_that_refuses_an_unknown_tool_sends_nothing_and_names_the_tools(b
     episode = agent("Who wrote 'Dune'?", scripted(call("get_author:", '{"title": "Dune"}')), policy="transparent")
     step = episode.steps[0]
     assert step.outcome is None and step.kind == "not_sent" and step.reason == "the tool was not offered"
-    assert step.told.text == "There is no tool named 'get_author:'; the tools are: get_author." and step.told.rule == "unknown_tool: refuse"
+    assert (
+        step.told.text == "There is no tool named 'get_author:'; the tools are: get_author."
+        and step.told.rule == "unknown_tool: refuse"
+    )
     assert len(mcp_nb.history()) == 0
     recorded_once([episode])
 
 
 @pytest.mark.parametrize(
     ("arguments", "why"),
-    [('{ "title": "Dun&#34; }', "not JSON"), ('["Dune"]', "JSON array"), ("null", "JSON null"), ('{"title": NaN}', "no call can carry"),
-     ('{"title": "Du' + chr(1) + 'n"}', "(Invalid control character at line 1, column 14)")],  # fmt: skip
+    [
+        ('{ "title": "Dun&#34; }', "not JSON"),
+        ('["Dune"]', "JSON array"),
+        ("null", "JSON null"),
+        ('{"title": NaN}', "no call can carry"),
+        ('{"title": "Du' + chr(1) + 'n"}', "(Invalid control character at line 1, column 14)"),
+    ],
 )
 def test_arguments_that_are_not_a_json_object_are_not_sent_and_the_model_is_told_why(books, arguments, why):
-    episode = agent("Who wrote 'Dune'?", scripted(call("get_author", arguments), call("get_author", '{"title": "Dune"}', "c2"), "Frank Herbert"))
+    episode = agent(
+        "Who wrote 'Dune'?",
+        scripted(call("get_author", arguments), call("get_author", '{"title": "Dune"}', "c2"), "Frank Herbert"),
+    )
     first, second = episode.steps
     assert first.outcome is None and why in first.reason and first.told.rule == "bad_arguments: refuse"
     assert second.outcome.cause == "ok" and episode.answer == "Frank Herbert"
@@ -112,7 +127,12 @@ def test_a_model_that_raises_ends_the_episode_without_raising(books, asynchronou
 
     episode = agent("Who wrote 'Dune'?", broken_async if asynchronous else broken)
     assert episode.stop == "model_failed"
-    assert episode.detail == "the model function 'broken" + ("_async" if asynchronous else "") + "' raised ConnectionError: the model's server went away"
+    assert (
+        episode.detail
+        == "the model function 'broken"
+        + ("_async" if asynchronous else "")
+        + "' raised ConnectionError: the model's server went away"
+    )
     assert "ConnectionError" in episode.traceback and episode.turns == []
 
 
@@ -229,8 +249,13 @@ def test_a_cancelled_evaluation_returns_its_episodes_and_records_each_once(books
         return "late"
 
     with interrupted_when(lambda: len(started) >= 2):
-        table = evaluate(["Use slow on 'a'", "Use slow on 'b'", "Use slow on 'c'"], StandIn(tool="slow", arguments={"title": "t"}),
-                         repeats=3, concurrency=2, progress=False)  # fmt: skip
+        table = evaluate(
+            ["Use slow on 'a'", "Use slow on 'b'", "Use slow on 'c'"],
+            StandIn(tool="slow", arguments={"title": "t"}),
+            repeats=3,
+            concurrency=2,
+            progress=False,
+        )
     assert table.attrs["interrupted"]
     episodes = [e for e in (log_of(mcp_nb.history()).rows())]
     assert 1 <= len(episodes) < 9 and all(row["stop"] in ("cancelled", "answered") for row in episodes)
@@ -241,18 +266,30 @@ def test_a_cancelled_evaluation_returns_its_episodes_and_records_each_once(books
 
 def test_a_token_budget_ends_the_episode_after_the_reply_that_reached_it(books):
     def costly(messages, tools):
-        return {"choices": [{"message": call("get_author", '{"title": "Dune"}', f"c{len(messages)}"), "finish_reason": "tool_calls"}],
-                "usage": {"prompt_tokens": 80, "completion_tokens": 20}}  # fmt: skip
+        return {
+            "choices": [{"message": call("get_author", '{"title": "Dune"}', f"c{len(messages)}"), "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 80, "completion_tokens": 20},
+        }
 
     episode = agent("Who wrote 'Dune'?", costly, budget=Budget(tokens=250))
-    assert episode.stop == "budget" and episode.detail == "tokens: 300 of 250" and len(episode.turns) == 3 and episode.tokens == 300
+    assert (
+        episode.stop == "budget" and episode.detail == "tokens: 300 of 250" and len(episode.turns) == 3 and episode.tokens == 300
+    )
     timed = agent("Who wrote 'Dune'?", costly, budget={"seconds": 0.001})
     assert timed.stop == "budget" and timed.detail.startswith("seconds")
 
 
 def test_bad_input_raises_one_line_before_anything_runs(books):
-    for kwargs in ({"max_turns": 0}, {"model_timeout": -1}, {"policy": {"timeout": "shout"}}, {"budget": {"coins": 3}},
-                   {"tools": ["nope"]}, {"server": "nowhere"}, {"timeout": 0}, {"policy": "lenient"}):  # fmt: skip
+    for kwargs in (
+        {"max_turns": 0},
+        {"model_timeout": -1},
+        {"policy": {"timeout": "shout"}},
+        {"budget": {"coins": 3}},
+        {"tools": ["nope"]},
+        {"server": "nowhere"},
+        {"timeout": 0},
+        {"policy": "lenient"},
+    ):
         with pytest.raises(Mistake) as caught:
             agent("Who wrote 'Dune'?", StandIn(), **kwargs)
         assert "\n" not in str(caught.value), kwargs
@@ -264,9 +301,14 @@ def test_bad_input_raises_one_line_before_anything_runs(books):
 
 
 def test_many_tool_calls_in_one_reply_are_each_a_step_and_answered_in_order(books):
-    reply = {"role": "assistant", "content": "Looking both up.", "tool_calls": [
-        {"id": "a", "type": "function", "function": {"name": "get_author", "arguments": {"title": "Dune"}}},
-        {"id": "b", "type": "function", "function": {"name": "get_author", "arguments": '{"title": "Emm"}'}}]}  # fmt: skip
+    reply = {
+        "role": "assistant",
+        "content": "Looking both up.",
+        "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "get_author", "arguments": {"title": "Dune"}}},
+            {"id": "b", "type": "function", "function": {"name": "get_author", "arguments": '{"title": "Emm"}'}},
+        ],
+    }
     episode = agent("Who wrote them?", scripted(reply))
     assert [s.kind for s in episode.steps] == ["result", "tool_error"] and episode.turns[0].content == "Looking both up."
     tools = [m for m in episode.messages if m["role"] == "tool"]

@@ -63,7 +63,9 @@ def test_the_kernel_s_server_answers_most_cases_alike_at_both_eras_and_a_prompt_
     report = ReplayReport(frame)
     assert not report.passed
     text = repr(report)
-    assert text.startswith("Replay: 6 cases at 2025-11-25 and 2026-07-28: 11 passed, 1 failed; 1 case answered otherwise at another era")
+    assert text.startswith(
+        "Replay: 6 cases at 2025-11-25 and 2026-07-28: 11 passed, 1 failed; 1 case answered otherwise at another era"
+    )
     assert "  ERAS  blurb-1 @ 2026-07-28  protocol_error (crash)" in text
     assert "eras differ" in report._repr_html_() and "<th" in report._repr_html_()
     history = mcp_nb.history().to_frame()
@@ -81,7 +83,9 @@ def test_a_server_s_question_directly_from_its_context_has_a_channel_at_one_era_
     frame = mcp_nb.replay(tmp_path / "cases.json", modes=ERAS)
     old, new = by(frame, "ask_directly-1", "2025-11-25"), by(frame, "ask_directly-1", "2026-07-28")
     assert old["got"] == "result (ok)" and not old["passed"]  # the handshake era has the channel, and the answer recorded
-    assert new["passed"] and new["era_difference"].startswith("2026-07-28 answers otherwise than 2025-11-25: outcome: 'result' → 'protocol_error'")
+    assert new["passed"] and new["era_difference"].startswith(
+        "2026-07-28 answers otherwise than 2025-11-25: outcome: 'result' → 'protocol_error'"
+    )
 
 
 def test_the_magic_replays_at_each_era_named(shell, tmp_path):
@@ -102,9 +106,13 @@ def test_the_magic_replays_at_each_era_named(shell, tmp_path):
 
 @pytest.mark.parametrize(
     "modes, said",
-    [("2025-11-25", "modes is a list of protocol eras"), ([], "modes is a list"), (["auto"], "a protocol era is one of"),
-     (ERAS + ["2025-11-25"], "names an era twice")],
-)  # fmt: skip
+    [
+        ("2025-11-25", "modes is a list of protocol eras"),
+        ([], "modes is a list"),
+        (["auto"], "a protocol era is one of"),
+        (ERAS + ["2025-11-25"], "names an era twice"),
+    ],
+)
 def test_bad_modes_are_one_line_and_nothing_is_sent(tmp_path, modes, said):
     (tmp_path / "cases.json").write_text(json.dumps([{"id": "a", "name": "x", "expect": {"outcome": "result", "cause": "ok"}}]))
     with pytest.raises(BadValue, match=said):
@@ -174,13 +182,17 @@ def test_a_server_that_cannot_be_started_at_an_era_fails_its_cases_there_saying_
 @pytest.mark.parametrize(
     "expected, got, passes",
     [
-        ('{"title": "Dune", "tags": ["sf", "classic"], "price": 10}', '{ "price": 10.0, "tags": ["sf", "classic"], "title": "Dune" }', True),
+        (
+            '{"title": "Dune", "tags": ["sf", "classic"], "price": 10}',
+            '{ "price": 10.0, "tags": ["sf", "classic"], "title": "Dune" }',
+            True,
+        ),
         ('{"n": 1e2}', '{"n": 100}', True),
         ('{"ok": 1}', '{"ok": true}', False),
         ('["a", "b"]', '["b", "a"]', False),
         ("Frank Herbert", "Frank  Herbert", False),
     ],
-)  # fmt: skip
+)
 def test_json_content_is_judged_as_json_and_text_as_text(tmp_path, expected, got, passes):
     @mcp_nb.tool(read_only=True)
     def answer():
@@ -198,7 +210,11 @@ def test_partial_checks_hold_at_each_era(tmp_path):
     def price(title: str) -> dict:
         return {"title": title, "price": 9.99}
 
-    case = {"id": "p", "name": "price", "arguments": {"title": "Dune"},
-            "expect": {"outcome": "result", "cause": "ok", "checks": [{"path": "$.price", "approx": 10, "tolerance": 0.5}]}}  # fmt: skip
+    case = {
+        "id": "p",
+        "name": "price",
+        "arguments": {"title": "Dune"},
+        "expect": {"outcome": "result", "cause": "ok", "checks": [{"path": "$.price", "approx": 10, "tolerance": 0.5}]},
+    }
     (tmp_path / "cases.json").write_text(json.dumps([case]))
     assert mcp_nb.replay(tmp_path / "cases.json", modes=ERAS)["passed"].all()

@@ -157,7 +157,12 @@ def test_resource_not_found():
 def test_resource_error():
     register_bookshop()
     o = mcp_nb.read("books://broken")
-    assert (o.outcome, o.cause, o.code, o.message) == ("protocol_error", "resource_error", -32603, "The catalog is being rebuilt.")
+    assert (o.outcome, o.cause, o.code, o.message) == (
+        "protocol_error",
+        "resource_error",
+        -32603,
+        "The catalog is being rebuilt.",
+    )
     assert o.data == {"uri": "books://broken"}
     assert levels(o) == [("INFO", False)]
 
@@ -251,7 +256,10 @@ def test_prompt_mcp_error():
 # -- the same rows through the magics ---------------------------------------------------------
 
 BOOKSHOP_CELLS = [
-    ("mcp_tool", "", """
+    (
+        "mcp_tool",
+        "",
+        """
         def get_author(title: str) -> str:
             '''Look up the author of a book in the catalog.'''
             if title == "tool-error":
@@ -261,21 +269,30 @@ BOOKSHOP_CELLS = [
             if title == "returns-error":
                 return "Error: no such book"
             return CATALOG[title]
-    """),
-    ("mcp_resource", "books://{title}", """
+    """,
+    ),
+    (
+        "mcp_resource",
+        "books://{title}",
+        """
         def book(title: str) -> str:
             if title == "missing":
                 raise ResourceNotFoundError("no such book")
             if title == "broken":
                 raise ResourceError("rebuilding")
             return CATALOG[title]
-    """),
-    ("mcp_prompt", "", """
+    """,
+    ),
+    (
+        "mcp_prompt",
+        "",
+        """
         def review(title: str) -> str:
             if title == "crash":
                 raise KeyError(title)
             return f"Review {title}."
-    """),
+    """,
+    ),
 ]
 
 MAGIC_ROWS = [
@@ -301,8 +318,13 @@ MAGIC_ROWS = [
 
 @pytest.fixture
 def bookshop_cells(shell):
-    shell.user_ns.update(CATALOG=dict(CATALOG), ToolError=ToolError, MCPError=MCPError,
-                         ResourceError=ResourceError, ResourceNotFoundError=ResourceNotFoundError)
+    shell.user_ns.update(
+        CATALOG=dict(CATALOG),
+        ToolError=ToolError,
+        MCPError=MCPError,
+        ResourceError=ResourceError,
+        ResourceNotFoundError=ResourceNotFoundError,
+    )
     for magic, line, body in BOOKSHOP_CELLS:
         result = shell.run_cell(f"%%{magic} {line}\n" + textwrap.dedent(body))
         assert result.success, result.error_in_exec

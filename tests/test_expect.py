@@ -129,7 +129,12 @@ def test_an_answer_not_written_yet_fails_as_such(calls):
     "args, kwargs, error, says",
     [
         (("not an outcome",), {}, BadType, "expect() checks an Outcome (what mcp_nb.call returns), not str"),
-        ((None, "tool error"), {}, BadValue, "expect(outcome='tool error'): an outcome type is one of result, tool_error, protocol_error, timeout"),
+        (
+            (None, "tool error"),
+            {},
+            BadValue,
+            "expect(outcome='tool error'): an outcome type is one of result, tool_error, protocol_error, timeout",
+        ),
         ((None, 3), {}, BadType, "expect(outcome=...) takes one of result, tool_error, protocol_error, timeout, not int"),
         ((None, "result", "crash"), {}, BadValue, "expect(): result never has the cause crash; its causes: ok"),
         ((None, None, "raise"), {}, BadValue, "expect(cause='raise'): a cause is one of ok, raised,"),
@@ -225,13 +230,19 @@ def test_a_hint_can_be_picked_by_how_the_call_ended(calls):
     [
         ({"outcome": None, "cause": None}, "the outcome type is still None"),
         ({"outcome": ..., "cause": "crash"}, "the outcome type is still ...: write your answer, one of result, tool_error"),
-        ({"outcome": "tool_error", "cause": mcp_nb.CAUSES}, f"name one: the cause is a tuple of {len(mcp_nb.CAUSES)}; a prediction is exactly one"),
+        (
+            {"outcome": "tool_error", "cause": mcp_nb.CAUSES},
+            f"name one: the cause is a tuple of {len(mcp_nb.CAUSES)}; a prediction is exactly one",
+        ),
         ({"outcome": "tool_error", "cause": ("crash", "raised")}, "name one: the cause is a tuple of 2"),
         ({"outcome": ["tool_error"], "cause": "crash"}, "name one: the outcome type is a list of 1"),
         ({"outcome": {"tool_error"}, "cause": "crash"}, "name one: the outcome type is a set of 1"),
         ({"outcome": "tool error", "cause": "crash"}, "'tool error' is not the outcome type: name one"),
         ({"outcome": 1, "cause": "crash"}, "the outcome type is a int: name one"),
-        ({"outcome": "tool_error", "cause": "crash", "code": "-32603"}, "the code the host gets is the text '-32603': write it as an int"),
+        (
+            {"outcome": "tool_error", "cause": "crash", "code": "-32603"},
+            "the code the host gets is the text '-32603': write it as an int",
+        ),
         ({"outcome": "tool_error", "cause": "crash", "code": True}, "the code the host gets is a bool"),
         ({"outcome": "tool_error", "cause": "crash", "code": -32603.0}, "the code the host gets is a float"),
         ({"outcome": "tool_error", "cause": "crash", "code": (-32603, None)}, "name one: the code the host gets is a tuple of 2"),
@@ -255,8 +266,14 @@ def test_only_the_exact_prediction_passes_and_each_wrong_one_is_explained_with_t
     with pytest.raises(mcp_nb.CheckFailed) as failed:
         mcp_nb.check_prediction(crashed, outcome="protocol_error", cause="crash", hints=hints)
     lines = str(failed.value).splitlines()
-    assert lines[0] == 'the call of tool crashes {"title": "Nothing"} ended tool_error / crash, not protocol_error / crash as you predicted'
-    assert f"  - the outcome type: you predicted protocol_error, it was tool_error: {mcp_nb.records.expect.OUTCOME_DOC['tool_error']}" in lines
+    assert (
+        lines[0]
+        == 'the call of tool crashes {"title": "Nothing"} ended tool_error / crash, not protocol_error / crash as you predicted'
+    )
+    assert (
+        f"  - the outcome type: you predicted protocol_error, it was tool_error: {mcp_nb.records.expect.OUTCOME_DOC['tool_error']}"
+        in lines
+    )
     assert "  - the cause: right, crash" in lines
     assert lines[-1] == "  hint: only MCPError escapes"
     with pytest.raises(mcp_nb.CheckFailed) as failed:
@@ -266,7 +283,10 @@ def test_only_the_exact_prediction_passes_and_each_wrong_one_is_explained_with_t
         mcp_nb.check_prediction(crashed, outcome="tool_error", cause="crash", code=-32603, hints=hints)
     text = str(failed.value)
     assert "not tool_error / crash, code -32603 as you predicted" in text and text.splitlines()[-1] == "  hint: in general"
-    assert "the code the host gets: you predicted -32603, it was none (the request succeeded: the host got nothing to handle)" in text
+    assert (
+        "the code the host gets: you predicted -32603, it was none (the request succeeded: the host got nothing to handle)"
+        in text
+    )
 
 
 def test_every_single_prediction_passes_exactly_when_it_is_how_the_call_ended(calls):
@@ -301,9 +321,19 @@ def test_the_fate_and_the_attempts_of_a_call_can_be_predicted(calls):
 @pytest.mark.parametrize(
     "args, kwargs, error, says",
     [
-        (("not an outcome",), {"outcome": "result"}, BadType, "check_prediction() checks an Outcome (what mcp_nb.call returns), not str"),
+        (
+            ("not an outcome",),
+            {"outcome": "result"},
+            BadType,
+            "check_prediction() checks an Outcome (what mcp_nb.call returns), not str",
+        ),
         ((None,), {}, BadValue, "check_prediction() needs at least one prediction: outcome, cause, code, fate, attempts"),
-        ((None,), {"outcomes": "result"}, BadValue, "check_prediction(outcomes=...): what can be predicted is outcome, cause, code"),
+        (
+            (None,),
+            {"outcomes": "result"},
+            BadValue,
+            "check_prediction(outcomes=...): what can be predicted is outcome, cause, code",
+        ),
         ((None,), {"outcome": "result", "hints": ["a hint"]}, BadType, "check_prediction(hints=...) takes a str or a mapping"),
     ],
 )

@@ -1,7 +1,6 @@
 """The same calls from a plain thread, from asyncio, and from a cell with top-level await."""
 
 import asyncio
-import concurrent.futures
 import time
 
 import pytest

@@ -21,10 +21,19 @@ def register_echo(**kwargs):
 # -- fault specs: numbers out of range, in every spelling ------------------------------------------
 
 BAD_NUMBERS = [
-    ("latency", "nan"), ("latency", "inf"), ("latency", "-inf"), ("latency", "1e999"), ("latency", "-1"),
-    ("latency", "3601"), ("tool_error", "nan"), ("tool_error", "inf"), ("crash", "-inf"), ("crash", "1.5"),
-    ("protocol_error", "nan"), ("protocol_error", "-0.1"),
-]  # fmt: skip
+    ("latency", "nan"),
+    ("latency", "inf"),
+    ("latency", "-inf"),
+    ("latency", "1e999"),
+    ("latency", "-1"),
+    ("latency", "3601"),
+    ("tool_error", "nan"),
+    ("tool_error", "inf"),
+    ("crash", "-inf"),
+    ("crash", "1.5"),
+    ("protocol_error", "nan"),
+    ("protocol_error", "-0.1"),
+]
 
 
 def spellings(key, text):
@@ -181,6 +190,6 @@ def test_every_grid_shape_still_sweeps():
     assert values({"i": range(2)}) == ["0", "1"]
     assert values({"i": (x for x in (5, 6))}) == ["5", "6"]
     assert values([{"i": 3}, {"i": 4}]) == ["3", "4"]
-    assert values(({"i": n} for n in (7,))) == ["7"]
+    assert values({"i": n} for n in (7,)) == ["7"]
     assert values(pd.DataFrame({"i": [8, 9]})) == ["8", "9"]
     assert values([]) == []

@@ -40,7 +40,9 @@ def test_every_code_block_says_what_it_is():
     for page in PAGES:
         for language, body in blocks(page):
             where = f"{page.relative_to(ROOT)}: block starting {body.splitlines()[0] if body.strip() else ''!r}"
-            assert (language.split() or [""])[0] in KNOWN, f"{where} is marked {language!r}; mark it python (it runs in the tests) or text"
+            assert (language.split() or [""])[0] in KNOWN, (
+                f"{where} is marked {language!r}; mark it python (it runs in the tests) or text"
+            )
     assert sum(language == "python" for page in PAGES for language, _ in blocks(page)) >= 15  # the fences were found
 
 
@@ -86,15 +88,22 @@ def test_every_python_block_runs_as_written(page, tmp_path):
     """A page's ```python blocks, and on a docs page its ```bash blocks too, run as written, in the
     page's order, in one folder: a command finds the files the cells before it wrote. The README's
     commands set up a machine: tests/test_documented_commands.py runs them in a copy of the repository."""
-    sources = [(language, body) for language, body in blocks(page) if language == "python" or (language == "bash" and page != README)]
+    sources = [
+        (language, body) for language, body in blocks(page) if language == "python" or (language == "bash" and page != README)
+    ]
     env = dict(os.environ, IPYTHONDIR=str(tmp_path / "ipython"), MPLBACKEND="Agg")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     # `python`, `pytest`, `mcp-nb` in a page's commands: this environment's, as in the reader's activated one
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     done = subprocess.run(
-        [sys.executable, "-c", RUNNER], input=json.dumps(sources), cwd=tmp_path, env=env,
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [sys.executable, "-c", RUNNER],
+        input=json.dumps(sources),
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, f"{page.name}:\n{done.stderr[-3000:]}\n{done.stdout[-2000:]}"
     assert f"ALL {len(sources)} BLOCKS RAN" in done.stdout
 
@@ -112,7 +121,11 @@ def test_the_readme_has_its_two_commands_and_what_they_name_exists():
         checked = subprocess.run(["bash", "-n", "-c", command], capture_output=True, text=True)
         assert checked.returncode == 0, checked.stderr
     steps = [step.strip() for step in setup.split("&&")]
-    assert steps[:3] == ["python3 -m venv .venv", '.venv/bin/pip install -e ".[lab]"', ".venv/bin/python tests/peers.py install --notebooks"]
+    assert steps[:3] == [
+        "python3 -m venv .venv",
+        '.venv/bin/pip install -e ".[lab]"',
+        ".venv/bin/python tests/peers.py install --notebooks",
+    ]
     assert ".venv/bin/python -m mcp_nb student-version notebooks -o learn" in steps
     lab = shlex.split(steps[-1])
     assert lab[:2] == [".venv/bin/jupyter", "lab"] and "--allow-root" in lab and "--ip=127.0.0.1" in lab and lab[-1] == "learn/"
@@ -130,7 +143,12 @@ def test_what_to_install_is_named_as_the_distribution():
     assert name == "mcp-notebook"
     assert f'pip install "{name}[lab] @ git+' in README.read_text(encoding="utf-8")
     old = re.compile(r"""pip install\s+['"]?mcp[-_.]nb\b|['"]mcp[-_.]nb\[""", re.I)
-    texts = [*PAGES, *(ROOT / "notebooks").glob("*.ipynb"), *(ROOT / "mcp_nb").rglob("*.py"), *(ROOT / "mcp_nb" / "starter").iterdir()]
+    texts = [
+        *PAGES,
+        *(ROOT / "notebooks").glob("*.ipynb"),
+        *(ROOT / "mcp_nb").rglob("*.py"),
+        *(ROOT / "mcp_nb" / "starter").iterdir(),
+    ]
     wrong = [f"{path.relative_to(ROOT)}: {m.group(0)}" for path in texts for m in old.finditer(path.read_text(encoding="utf-8"))]
     assert wrong == []
 

@@ -68,7 +68,13 @@ def test_the_schema_half_imports_no_widget_in_a_fresh_interpreter():
 
 # -- any JSON is read, and a well-shaped schema is read as written -----------------------------------
 
-scalars = st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=4)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**6), 10**6)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=4)
+)
 any_json = st.recursive(
     scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3), max_leaves=12
 )
@@ -120,7 +126,10 @@ enum_scalars = st.none() | st.booleans() | st.integers(-5, 5) | st.sampled_from(
 def integer_schemas(draw):
     low, span, step = draw(st.integers(-50, 50)), draw(st.integers(10, 100)), draw(st.sampled_from([None, 1, 2, 5]))
     schema: dict = {"type": "integer"}
-    below, above = draw(st.sampled_from(["minimum", "exclusiveMinimum", None])), draw(st.sampled_from(["maximum", "exclusiveMaximum", None]))
+    below, above = (
+        draw(st.sampled_from(["minimum", "exclusiveMinimum", None])),
+        draw(st.sampled_from(["maximum", "exclusiveMaximum", None])),
+    )
     if below:
         schema[below] = low
     if above:
@@ -152,7 +161,9 @@ def number_schemas(draw):
 
 
 def leaves(draw):
-    kind = draw(st.sampled_from(["string", "integer", "number", "boolean", "enum", "const", "titled", "enumNames", "any", "types"]))
+    kind = draw(
+        st.sampled_from(["string", "integer", "number", "boolean", "enum", "const", "titled", "enumNames", "any", "types"])
+    )
     if kind == "string":
         schema: dict = {"type": "string"}
         low, high = draw(st.sampled_from([(None, None), (1, None), (None, 5), (0, 80), (2, 3)]))
@@ -190,7 +201,11 @@ def leaves(draw):
 def schemas_and_values(draw, defs: dict, depth: int = 2):
     """(schema, strategy of values it allows): a leaf, or a list, nullable, tuple, object or
     reference of smaller ones."""
-    kind = draw(st.sampled_from(["leaf", "leaf", "leaf"] + (["list", "choices", "null", "tuple", "object", "ref", "allOf"] if depth else [])))
+    kind = draw(
+        st.sampled_from(
+            ["leaf", "leaf", "leaf"] + (["list", "choices", "null", "tuple", "object", "ref", "allOf"] if depth else [])
+        )
+    )
     if kind == "leaf":
         schema, values = leaves(draw)
     elif kind == "choices":  # a multi-select: any of the choices, in any order, repeated or not
@@ -200,7 +215,12 @@ def schemas_and_values(draw, defs: dict, depth: int = 2):
         inner, inner_values = draw(schemas_and_values(defs, depth - 1))
         if kind == "list":
             low, high = draw(st.sampled_from([(0, None), (1, 3), (0, 2)]))
-            schema = {"type": "array", "items": inner, **({"minItems": low} if low else {}), **({"maxItems": high} if high else {})}
+            schema = {
+                "type": "array",
+                "items": inner,
+                **({"minItems": low} if low else {}),
+                **({"maxItems": high} if high else {}),
+            }
             values = st.lists(inner_values, min_size=low, max_size=high if high is not None else 3)
         elif kind == "null":
             if isinstance(inner.get("type"), str) and draw(st.booleans()):
@@ -349,7 +369,12 @@ def test_x_or_null_is_x_with_the_outer_annotations_and_a_null_default_dropped(ca
 @FEW
 @given(tools())
 @example(({"type": "object", "properties": {"a": {"type": ["string", "null"]}}}, {"a": ""}))
-@example(({"type": "object", "properties": {"a": {"anyOf": [{"const": 1, "title": "one"}, {"const": True, "title": "yes"}]}}}, {"a": True}))
+@example(
+    (
+        {"type": "object", "properties": {"a": {"anyOf": [{"const": 1, "title": "one"}, {"const": True, "title": "yes"}]}}},
+        {"a": True},
+    )
+)
 @example(({"type": "object", "properties": {"a": {"type": "array", "items": {"enum": ["x", "y"]}}}}, {"a": ["y", "x", "y"]}))
 def test_any_value_a_generated_schema_allows_loads_and_reads_back_exactly(case):
     schema, arguments = case

@@ -2,7 +2,6 @@
 
 import contextlib
 import json
-import re
 import threading
 from pathlib import Path
 
@@ -149,9 +148,24 @@ def test_registry_listeners(shell):
 def _answered(call_id: int, name: str = "late"):
     from mcp_nb.records.outcome import Outcome
 
-    return Outcome(call_id=call_id, target="tool", name=name, arguments={}, outcome="result", cause="ok", content="x",
-                   structured_content=None, is_error=False, code=None, message=None, data=None, started=0.0,
-                   duration_ms=1.0, timeout_s=float("nan"), via="http")  # fmt: skip
+    return Outcome(
+        call_id=call_id,
+        target="tool",
+        name=name,
+        arguments={},
+        outcome="result",
+        cause="ok",
+        content="x",
+        structured_content=None,
+        is_error=False,
+        code=None,
+        message=None,
+        data=None,
+        started=0.0,
+        duration_ms=1.0,
+        timeout_s=float("nan"),
+        via="http",
+    )
 
 
 def test_calls_recorded_later_are_in_every_view_in_the_order_they_came(caplog):

@@ -34,8 +34,23 @@ def register():
 
 
 def outcome(i: int) -> Outcome:
-    return Outcome(i, "tool", "add", {"a": i}, "result", "ok", str(i), {"result": str(i)}, False, None, None, None,
-                   1_750_000_000.0 + i, 1.0, 30.0)  # fmt: skip
+    return Outcome(
+        i,
+        "tool",
+        "add",
+        {"a": i},
+        "result",
+        "ok",
+        str(i),
+        {"result": str(i)},
+        False,
+        None,
+        None,
+        None,
+        1_750_000_000.0 + i,
+        1.0,
+        30.0,
+    )
 
 
 class Calling:
@@ -147,8 +162,11 @@ def test_two_threads_setting_the_file_at_once_leave_one_writer(tmp_path):
             history.keep(target)
             history.keep(None)
 
-    threads = [threading.Thread(target=recording), threading.Thread(target=setting, args=(path,)),
-               threading.Thread(target=setting, args=(other,))]  # fmt: skip
+    threads = [
+        threading.Thread(target=recording),
+        threading.Thread(target=setting, args=(path,)),
+        threading.Thread(target=setting, args=(other,)),
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -156,7 +174,9 @@ def test_two_threads_setting_the_file_at_once_leave_one_writer(tmp_path):
     assert recorded.is_set()
     history.keep(path)
     history.close()
-    assert not [t for t in set(threading.enumerate()) - before if t.name.startswith("mcp_nb history file")]  # no writer left behind
+    assert not [
+        t for t in set(threading.enumerate()) - before if t.name.startswith("mcp_nb history file")
+    ]  # no writer left behind
     assert written(path) == list(range(20_000))
 
 

@@ -22,8 +22,23 @@ from mcp_nb.records.outcome import Outcome
 
 
 def outcome(i: int) -> Outcome:
-    return Outcome(i, "tool", "add", {"a": i}, "result", "ok", str(i), {"result": str(i)}, False, None, None, None,
-                   1_750_000_000.0 + i, 1.0, 30.0)  # fmt: skip
+    return Outcome(
+        i,
+        "tool",
+        "add",
+        {"a": i},
+        "result",
+        "ok",
+        str(i),
+        {"result": str(i)},
+        False,
+        None,
+        None,
+        None,
+        1_750_000_000.0 + i,
+        1.0,
+        30.0,
+    )
 
 
 @pytest.fixture
@@ -98,7 +113,9 @@ def test_a_held_writer_is_written_past_by_a_retry_of_another_file(tmp_path, held
     history.record(outcome(200))
     assert history.sync(60)
     history.close()
-    assert History.open(tmp_path / "slow.mcpnb").to_frame()["call_id"].tolist() == list(range(len(History.open(tmp_path / "slow.mcpnb"))))
+    assert History.open(tmp_path / "slow.mcpnb").to_frame()["call_id"].tolist() == list(
+        range(len(History.open(tmp_path / "slow.mcpnb")))
+    )
     other = History.open(tmp_path / "other.mcpnb").to_frame()["call_id"].tolist()
     assert other == list(range(201))  # the new file lacked them all
 

@@ -64,15 +64,35 @@ def test_episodes_is_one_row_per_episode_with_what_the_model_did_after_each_fail
     _, recovered, gave_up = two_episodes()
     episodes = mcp_nb.history().episodes()
     assert len(episodes) == 2
-    for column in ("task", "model", "turns", "calls", "failures", "tool_errors", "protocol_errors", "timeouts", "not_sent",
-                   "recovered", "gave_up", "stop", "duration_ms", "tokens"):  # fmt: skip
+    for column in (
+        "task",
+        "model",
+        "turns",
+        "calls",
+        "failures",
+        "tool_errors",
+        "protocol_errors",
+        "timeouts",
+        "not_sent",
+        "recovered",
+        "gave_up",
+        "stop",
+        "duration_ms",
+        "tokens",
+    ):
         assert column in episodes.columns, column
     first, second = episodes.to_dict("records")
     assert first["episode"] == recovered.id and second["episode"] == gave_up.id
     assert first["task"] == second["task"] == TASK and first["model"] == second["model"] == "scripted stand-in"
     assert (first["stop"], first["turns"], first["calls"], first["failures"], first["tool_errors"]) == ("answered", 3, 2, 1, 1)
     assert (first["recovered"], first["gave_up"], first["answer"]) == (1, 0, "Frank Herbert")
-    assert (second["stop"], second["turns"], second["calls"], second["failures"], second["tool_errors"]) == ("answered", 2, 1, 1, 1)
+    assert (second["stop"], second["turns"], second["calls"], second["failures"], second["tool_errors"]) == (
+        "answered",
+        2,
+        1,
+        1,
+        1,
+    )
     assert (second["recovered"], second["gave_up"]) == (0, 1) and second["answer"].startswith("I could not do it.")
     assert first["duration_ms"] > 0 and pd.isna(first["tokens"])  # the stand-in reports no tokens
     assert str(episodes["stop"].dtype) == "category" and str(episodes["tokens"].dtype) == "Int64"
@@ -123,7 +143,11 @@ def test_an_episode_that_runs_across_clear_is_kept_with_its_calls_after_the_mark
             mcp_nb.history().clear()
         if len(asked) <= 2:
             title = "Dun" if len(asked) == 1 else "Dune"
-            call = {"id": f"c{len(asked)}", "type": "function", "function": {"name": "get_author", "arguments": f'{{"title": "{title}"}}'}}
+            call = {
+                "id": f"c{len(asked)}",
+                "type": "function",
+                "function": {"name": "get_author", "arguments": f'{{"title": "{title}"}}'},
+            }
             return {"role": "assistant", "content": None, "tool_calls": [call]}
         return "Frank Herbert"
 
@@ -188,12 +212,42 @@ def test_every_target_and_maker_of_a_call_reads_back_as_recorded(tmp_path):
     history = History()
     history.keep(tmp_path / "calls.mcpnb")
     for i, (target, via, episode) in enumerate(made):
-        history.record(Outcome(i + 1, target, "x", {}, "result", "ok", "", None, False, None, None, None, 1_750_000_000.0 + i, 1.0, 30.0,
-                               via=via, episode=episode, turn=None if episode is None else i))  # fmt: skip
+        history.record(
+            Outcome(
+                i + 1,
+                target,
+                "x",
+                {},
+                "result",
+                "ok",
+                "",
+                None,
+                False,
+                None,
+                None,
+                None,
+                1_750_000_000.0 + i,
+                1.0,
+                30.0,
+                via=via,
+                episode=episode,
+                turn=None if episode is None else i,
+            )
+        )
     assert history.sync()
-    expected = ([t for t, _, _ in made], [v for _, v, _ in made], [e for _, _, e in made], [None if e is None else i for i, (_, _, e) in enumerate(made)])
+    expected = (
+        [t for t, _, _ in made],
+        [v for _, v, _ in made],
+        [e for _, _, e in made],
+        [None if e is None else i for i, (_, _, e) in enumerate(made)],
+    )
     for frame in (history.to_frame(), History.open(tmp_path / "calls.mcpnb").to_frame()):
-        got = (frame["target"].astype(str).tolist(), frame["via"].astype(str).tolist(), numbers(frame["episode"]), numbers(frame["turn"]))
+        got = (
+            frame["target"].astype(str).tolist(),
+            frame["via"].astype(str).tolist(),
+            numbers(frame["episode"]),
+            numbers(frame["turn"]),
+        )
         assert got == expected
     history.close()
 

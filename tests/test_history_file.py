@@ -18,16 +18,18 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 import mcp_nb
 from mcp_nb.config import settings
 from mcp_nb.history_file import ENV, HistoryFileError, as_path, check_writable
 from mcp_nb.mistakes import BadValue
 from mcp_nb.records import disk
-from mcp_nb.records.redact import scrubber
 from mcp_nb.records.history import COLUMNS, History
 from mcp_nb.records.outcome import Outcome
+from mcp_nb.records.redact import scrubber
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,8 +49,9 @@ def register():
 
 def outcome(i: int, name: str = "add") -> Outcome:
     text = str(i)
-    return Outcome(i, "tool", name, {"a": i}, "result", "ok", text, {"result": text}, False, None, None, None,
-                   1_750_000_000.0 + i, 1.0, 30.0)  # fmt: skip
+    return Outcome(
+        i, "tool", name, {"a": i}, "result", "ok", text, {"result": text}, False, None, None, None, 1_750_000_000.0 + i, 1.0, 30.0
+    )
 
 
 def parts(folder: Path) -> list[Path]:
@@ -60,9 +63,13 @@ def same_frames(live: pd.DataFrame, back: pd.DataFrame) -> None:
     for column in COLUMNS:
         assert str(back[column].dtype) == str(live[column].dtype), column
         if column in ("server_logs",):
-            assert [[(r.level, r.message) for r in logs] for logs in back[column]] == [[(r.level, r.message) for r in logs] for logs in live[column]]
+            assert [[(r.level, r.message) for r in logs] for logs in back[column]] == [
+                [(r.level, r.message) for r in logs] for logs in live[column]
+            ]
         else:
-            assert back[column].astype(object).tolist() == live[column].astype(object).tolist() or back[column].equals(live[column]), column
+            assert back[column].astype(object).tolist() == live[column].astype(object).tolist() or back[column].equals(
+                live[column]
+            ), column
 
 
 def test_every_call_is_written_as_recorded_and_read_back_identical(tmp_path):
@@ -199,8 +206,13 @@ for x in range(int(sys.argv[2])):
 
 
 def kernel(path: Path, calls: int, **env: str) -> None:
-    run = subprocess.run([sys.executable, "-c", KERNEL, str(path), str(calls)], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(ROOT), **env})  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-c", KERNEL, str(path), str(calls)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+    )
     assert run.returncode == 0, run.stderr
 
 
@@ -228,12 +240,22 @@ def test_the_environment_variable_keeps_a_ci_kernels_calls(tmp_path):
     path = tmp_path / "ci.mcpnb"
     kernel(tmp_path / "unused.mcpnb", 0, **{ENV: str(path)})  # the variable names the file; configure() then sets another
     script = "import mcp_nb\n@mcp_nb.tool()\ndef one() -> int:\n    return 1\nmcp_nb.call('one', {})\n"
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(ROOT), ENV: str(path)})  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT), ENV: str(path)},
+    )
     assert run.returncode == 0, run.stderr
     assert len(History.open(path)) == 1
-    bad = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(ROOT), ENV: str(tmp_path / "no" / "such")})  # fmt: skip
+    bad = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT), ENV: str(tmp_path / "no" / "such")},
+    )
     assert bad.returncode == 0, bad.stderr
     said = [line for line in bad.stderr.splitlines() if ENV in line]
     assert len(said) == 1 and "does not exist" in said[0] and "memory only" in said[0]
@@ -291,7 +313,9 @@ def test_small_parts_are_merged_and_a_merges_leftovers_never_read_twice(tmp_path
     history.close()
     live = history.to_frame()
     names = [p.name for p in parts(path)]
-    assert len(names) == 3 and names[0].endswith(f".{0:012d}-{2 * MERGE - 1:012d}.arrow"), names  # twice 16 parts of two calls merged, and one part
+    assert len(names) == 3 and names[0].endswith(f".{0:012d}-{2 * MERGE - 1:012d}.arrow"), (
+        names
+    )  # twice 16 parts of two calls merged, and one part
     merged = disk.read_table(path / names[0])
     assert merged.num_rows == 2 * MERGE
     # a merge's input left behind (the writer died before it removed it): covered, so never read
@@ -366,7 +390,12 @@ def test_a_part_cut_short_is_said_in_one_line_and_the_calls_before_it_kept(tmp_p
     (path / ".half.arrow.123.abcd.tmp").write_bytes(b"ARROW1 half")  # a writer killed mid-write leaves this
     with pytest.warns(mcp_nb.HistoryFileWarning) as said:
         back = History.open(path)
-    assert len(said) == 1 and "1 part left out" in str(said[0].message) and "cut short" in str(said[0].message) and "\n" not in str(said[0].message)
+    assert (
+        len(said) == 1
+        and "1 part left out" in str(said[0].message)
+        and "cut short" in str(said[0].message)
+        and "\n" not in str(said[0].message)
+    )
     assert "its end is missing" in str(said[0].message)
     assert back.to_frame()["call_id"].tolist() == list(range(20))
 
@@ -409,7 +438,9 @@ def test_nothing_secret_is_written(tmp_path):
         mcp_nb.history().sync()
     finally:
         served.stop()
-    written = [str(v) for part in parts(tmp_path / "calls.mcpnb") for column in disk.read_table(part).columns for v in column.to_pylist()]
+    written = [
+        str(v) for part in parts(tmp_path / "calls.mcpnb") for column in disk.read_table(part).columns for v in column.to_pylist()
+    ]
     text = "\n".join(written)
     for secret in (token, "hunter2pass", "k3y-value", "abc.def.ghi"):
         assert secret not in text, secret
@@ -432,12 +463,14 @@ def test_a_history_file_setting_is_a_path_or_one_line(text):
 
 
 @hsettings(max_examples=60, deadline=None)
-@given(st.text(alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"), max_size=30),
-       st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_.", min_size=4, max_size=20),
-       st.text(alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"), max_size=30))  # fmt: skip
+@given(
+    st.text(alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"), max_size=30),
+    st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_.", min_size=4, max_size=20),
+    st.text(alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"), max_size=30),
+)
 def test_a_known_secret_never_survives_the_scrubber(before, secret, after):
     scrub = scrubber(lambda: [secret])
-    assert secret not in scrub(before + secret + after).replace("***", "")  or secret in "***"
+    assert secret not in scrub(before + secret + after).replace("***", "") or secret in "***"
     clean = "nothing to see"
     assert scrub(clean) is clean
 
@@ -463,9 +496,11 @@ def test_the_magics_set_the_file_and_show_every_sessions_calls(shell, tmp_path):
     assert side.loc[("kernel", "tool", "add"), (session, "tool_error")] == 1
     shown = shell.run_cell(f"%mcp_history --file {shlex.quote(str(path))}").result
     assert isinstance(shown, History) and len(shown) == 3
-    for bad, says in ((f"--file {shlex.quote(str(tmp_path / 'missing'))}", "no history file at"),
-                      ("--by session", "--by goes with --summary"),
-                      (f"--file {shlex.quote(str(path))} --clear", "a history file keeps its own")):  # fmt: skip
+    for bad, says in (
+        (f"--file {shlex.quote(str(tmp_path / 'missing'))}", "no history file at"),
+        ("--by session", "--by goes with --summary"),
+        (f"--file {shlex.quote(str(path))} --clear", "a history file keeps its own"),
+    ):
         result = shell.run_cell(f"%mcp_history {bad}")
         assert isinstance(result.error_in_exec, UsageError) and says in str(result.error_in_exec), bad
         assert "\n" not in str(result.error_in_exec)
@@ -474,7 +509,9 @@ def test_the_magics_set_the_file_and_show_every_sessions_calls(shell, tmp_path):
 
 
 @hsettings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.text(alphabet=st.characters(blacklist_categories=["Cs", "Cc", "Zl", "Zp"]), max_size=30))  # a cell's line holds no line break
+@given(
+    st.text(alphabet=st.characters(blacklist_categories=["Cs", "Cc", "Zl", "Zp"]), max_size=30)
+)  # a cell's line holds no line break
 def test_any_file_given_to_mcp_history_is_shown_or_one_line(shell, text):
     import shlex
 

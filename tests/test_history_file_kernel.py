@@ -133,14 +133,20 @@ def test_a_new_kernel_reopens_the_file_and_the_panel_shows_every_session(tmp_pat
         try:
             run(client, f"%load_ext mcp_nb\n%config McpMagics.history_file = {str(path)!r}\nimport mcp_nb")
             run(client, "@mcp_nb.tool()\ndef add(a: int, b: int) -> int:\n    return a + b\n")
-            run(client, f"for i in range({3 + session}):\n    mcp_nb.call('add', {{'a': i, 'b': 1}})\nmcp_nb.call('add', {{'a': 'x'}})")
+            run(
+                client,
+                f"for i in range({3 + session}):\n    mcp_nb.call('add', {{'a': i, 'b': 1}})\nmcp_nb.call('add', {{'a': 'x'}})",
+            )
         finally:
             client.stop_channels()
             manager.shutdown_kernel(now=False)  # a kernel shut down writes what it holds
     manager, client = start()
     try:
         run(client, "%load_ext mcp_nb\nimport mcp_nb")
-        summary = run(client, f"side = mcp_nb.History.open({str(path)!r}).summary(by='session')\nprint(side.shape, list(side.columns.levels[0]))")
+        summary = run(
+            client,
+            f"side = mcp_nb.History.open({str(path)!r}).summary(by='session')\nprint(side.shape, list(side.columns.levels[0]))",
+        )
         assert summary.startswith("(1, 14)")
         printed = run(client, PANEL.format(path=str(path), cases=str(tmp_path / "cases.json")))
     finally:

@@ -10,7 +10,9 @@ import time
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from mcp_nb.records import disk, encoding
 from mcp_nb.records.history import History
@@ -90,8 +92,23 @@ def test_equality_and_filling_behave_as_on_an_object_column():
 
 def outcome(i: int) -> Outcome:
     text = str(i)
-    return Outcome(i, "tool", "add", {"a": i, "nested": [i, {"b": None}]}, "result", "ok", text, {"result": text}, False,
-                   None, None, None, 1_750_000_000.0 + i, 1.0, 30.0)  # fmt: skip
+    return Outcome(
+        i,
+        "tool",
+        "add",
+        {"a": i, "nested": [i, {"b": None}]},
+        "result",
+        "ok",
+        text,
+        {"result": text},
+        False,
+        None,
+        None,
+        None,
+        1_750_000_000.0 + i,
+        1.0,
+        30.0,
+    )
 
 
 def test_a_reopened_frame_has_json_columns_equal_to_memory(tmp_path):

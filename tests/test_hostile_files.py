@@ -20,9 +20,9 @@ import threading
 import time
 
 import pytest
+from helpers import checkout_env
 
 import mcp_nb
-from helpers import checkout_env
 from mcp_nb.records.cases import CasesError
 from mcp_nb.records.surface import SurfaceError
 
@@ -32,14 +32,28 @@ from mcp_nb.records.surface import SurfaceError
 def _number_tool():
     @mcp_nb.tool(read_only=True)
     def measure(kind: str) -> dict:
-        values = {"huge": 10**400, "nan": "nan", "inf": "Infinity", "underscored": "1_000", "spaced": " 12 ",
-                  "text": "12.5", "exact": 12, "far": 99999.5, "long_text": "1" + "0" * 400, "e400": "1e400"}  # fmt: skip
+        values = {
+            "huge": 10**400,
+            "nan": "nan",
+            "inf": "Infinity",
+            "underscored": "1_000",
+            "spaced": " 12 ",
+            "text": "12.5",
+            "exact": 12,
+            "far": 99999.5,
+            "long_text": "1" + "0" * 400,
+            "e400": "1e400",
+        }
         return {"v": values[kind]}
 
 
 def _judged(kind: str) -> tuple[bool, str]:
-    case = {"id": kind, "name": "measure", "arguments": {"kind": kind},
-            "expect": {"outcome": "result", "cause": "ok", "checks": [{"path": "$.v", "approx": 12.5, "tolerance": 1000}]}}  # fmt: skip
+    case = {
+        "id": kind,
+        "name": "measure",
+        "arguments": {"kind": kind},
+        "expect": {"outcome": "result", "cause": "ok", "checks": [{"path": "$.v", "approx": 12.5, "tolerance": 1000}]},
+    }
     (row,) = mcp_nb.replay([case]).itertuples()
     return row.passed, row.reason
 
@@ -154,8 +168,9 @@ def test_a_process_killed_while_it_saves_leaves_the_old_snapshot_whole(tmp_path)
     path = tmp_path / "surface.json"
     broken = []
     for attempt in range(6):
-        saver = subprocess.Popen([sys.executable, "-c", textwrap.dedent(SAVER), str(path)], env=checkout_env(),
-                                 stdout=subprocess.PIPE, text=True)  # fmt: skip
+        saver = subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(SAVER), str(path)], env=checkout_env(), stdout=subprocess.PIPE, text=True
+        )
         try:
             assert saver.stdout.readline() == "ready\n"
             time.sleep(1.0 + 0.37 * attempt)  # some saves done, one under way
@@ -243,19 +258,31 @@ def test_a_snapshot_file_of_odd_content_is_refused_in_one_line(tmp_path, kind):
 @pytest.mark.parametrize("kind", sorted(k for k in SNAPSHOTS if SNAPSHOTS[k] is not None))
 def test_mcp_nb_diff_on_a_file_of_odd_content_exits_2_with_one_line(tmp_path, kind):
     path = _write(tmp_path, "odd.json", SNAPSHOTS[kind])
-    run = subprocess.run([sys.executable, "-m", "mcp_nb", "diff", str(path), str(path)], env=checkout_env(),
-                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-m", "mcp_nb", "diff", str(path), str(path)],
+        env=checkout_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 2, run.stderr[-2000:]
     assert "Traceback" not in run.stderr
 
 
 CASES = {
     "nan_arguments": '{"mcp_nb_cases": 1, "cases": [{"id": "a", "name": "t", "arguments": {"x": NaN}, "expect": {"outcome": "result", "cause": "ok"}}]}',
-    "huge_timeout": '{"mcp_nb_cases": 1, "cases": [{"id": "a", "name": "t", "timeout": ' + "9" * 5000 + ', "expect": {"outcome": "result", "cause": "ok"}}]}',
-    "deep": '{"mcp_nb_cases": 1, "cases": [{"id": "a", "name": "t", "arguments": {"x": ' + "[" * 100_000 + "]" * 100_000 + '}, "expect": {"outcome": "result", "cause": "ok"}}]}',
+    "huge_timeout": '{"mcp_nb_cases": 1, "cases": [{"id": "a", "name": "t", "timeout": '
+    + "9" * 5000
+    + ', "expect": {"outcome": "result", "cause": "ok"}}]}',
+    "deep": '{"mcp_nb_cases": 1, "cases": [{"id": "a", "name": "t", "arguments": {"x": '
+    + "[" * 100_000
+    + "]" * 100_000
+    + '}, "expect": {"outcome": "result", "cause": "ok"}}]}',
     "control_id": '{"mcp_nb_cases": 1, "cases": [{"id": "a\\u001b[2J\\nTraceback", "name": "t", "expect": {"outcome": "nope", "cause": "ok"}}]}',
     "approx_inf": '{"mcp_nb_cases": 1, "cases": [{"id": "a", "name": "t", "expect": {"outcome": "result", "cause": "ok", "checks": [{"approx": 1e400}]}}]}',
-    "tolerance_huge_int": '{"mcp_nb_cases": 1, "cases": [{"id": "a", "name": "t", "expect": {"outcome": "result", "cause": "ok", "checks": [{"approx": 1, "tolerance": ' + "9" * 400 + "}]}}]}",
+    "tolerance_huge_int": '{"mcp_nb_cases": 1, "cases": [{"id": "a", "name": "t", "expect": {"outcome": "result", "cause": "ok", "checks": [{"approx": 1, "tolerance": '
+    + "9" * 400
+    + "}]}}]}",
 }
 
 

@@ -13,9 +13,9 @@ import threading
 from pathlib import Path
 
 import pytest
+from helpers import wait_until
 
 import mcp_nb
-from helpers import wait_until
 
 SERVER = str(Path(__file__).parent / "servers" / "hostile_rpc.py")
 UNSAFE = ("\x1b", "\u202e", "\x00", "\x07", "<script", "<img")
@@ -139,7 +139,9 @@ def test_the_panel_and_a_cell_calling_one_hostile_server_at_once_each_get_their_
     panel = panel_on("plain")
     panel.select("tool", "dup_id")
     results = []
-    cell = threading.Thread(target=lambda: results.extend(mcp_nb.call("echo", {"n": i}, server="h", timeout=30) for i in range(20)))
+    cell = threading.Thread(
+        target=lambda: results.extend(mcp_nb.call("echo", {"n": i}, server="h", timeout=30) for i in range(20))
+    )
     cell.start()
     panel_calls = []
     for _ in range(10):

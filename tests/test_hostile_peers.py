@@ -16,11 +16,11 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import checkout_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mcp_nb
-from helpers import checkout_env
 from mcp_nb.calling.connections import inbound
 
 JSON = st.recursive(
@@ -169,9 +169,13 @@ def test_500_roots_requests_in_one_call_are_each_answered_and_the_call_goes_on(h
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize(
     "tool, said",
-    [("ping_first", "after a ping"), ("ask_unknown", "after an unknown request"),
-     ("sample_garbage", "after garbage sampling"), ("elicit_garbage", "after garbage elicitation")],
-)  # fmt: skip
+    [
+        ("ping_first", "after a ping"),
+        ("ask_unknown", "after an unknown request"),
+        ("sample_garbage", "after garbage sampling"),
+        ("elicit_garbage", "after garbage elicitation"),
+    ],
+)
 def test_server_requests_of_odd_shapes_are_refused_and_the_call_goes_on(hostile, tool, said):
     o = mcp_nb.call(tool, {}, server="h", timeout=20)
     assert (o.outcome, o.content) == ("result", said)
@@ -190,7 +194,9 @@ def test_nan_in_an_answer_is_a_protocol_error_at_once(hostile):
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("tool", ["huge_int", "deep", "surrogate", "error_odd", "result_list", "deep_id_last", "result_list_id_text"])
+@pytest.mark.parametrize(
+    "tool", ["huge_int", "deep", "surrogate", "error_odd", "result_list", "deep_id_last", "result_list_id_text"]
+)
 def test_an_answer_that_is_no_valid_message_fails_its_call_at_once_not_at_the_deadline(hostile, tool):
     started = time.monotonic()
     o = mcp_nb.call(tool, {}, server="h", timeout=15)
@@ -227,7 +233,11 @@ def test_the_id_of_an_answer_is_read_back_however_deep_its_result(rid, result, f
     assert inbound.answered_id(line) == rid
     top = inbound._top_level(line)
     assert top is not None and set(top) == {"jsonrpc", "id", "result"} and top["id"] == rid
-    deep = line.replace(b'"result": ', b'"result": ' + b"[" * 5000, 1).replace(b', "id"', b"]" * 5000 + b', "id"', 1) if not first else None
+    deep = (
+        line.replace(b'"result": ', b'"result": ' + b"[" * 5000, 1).replace(b', "id"', b"]" * 5000 + b', "id"', 1)
+        if not first
+        else None
+    )
     if deep is not None:
         assert inbound.answered_id(deep) == rid
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import socket
-import ssl
 import subprocess
 import sys
 import textwrap
@@ -18,17 +17,19 @@ import threading
 import time
 
 import pytest
-from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
-
-import mcp_nb
 from helpers import checkout_env, wait_until
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
 from outside import post, raw_session
 
+import mcp_nb
 
 
 def _meta(name: str = "raw", version: str = "1") -> dict:
-    return {PROTOCOL_VERSION_META_KEY: "2026-07-28", CLIENT_INFO_META_KEY: {"name": name, "version": version},
-            CLIENT_CAPABILITIES_META_KEY: {}}  # fmt: skip
+    return {
+        PROTOCOL_VERSION_META_KEY: "2026-07-28",
+        CLIENT_INFO_META_KEY: {"name": name, "version": version},
+        CLIENT_CAPABILITIES_META_KEY: {},
+    }
 
 
 NAPPING = threading.Event()
@@ -37,6 +38,7 @@ NAPPING = threading.Event()
 @pytest.fixture
 def served():
     NAPPING.clear()
+
     @mcp_nb.tool()
     def add(a: int, b: int) -> int:
         return a + b
@@ -57,16 +59,36 @@ def served():
 
 
 def _headers(handle, name: str = "add") -> dict:
-    return {"Authorization": f"Bearer {handle.token}", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": name}
+    return {
+        "Authorization": f"Bearer {handle.token}",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": name,
+    }
 
 
 def _call(name: str, arguments: dict, **extra) -> dict:
-    return {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": name, "arguments": arguments, "_meta": _meta()}, **extra}
+    return {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments, "_meta": _meta()},
+        **extra,
+    }
 
 
 def _raw_body(name: str, arguments_json: bytes, rid: bytes = b"7") -> bytes:
-    return (b'{"jsonrpc":"2.0","id":' + rid + b',"method":"tools/call","params":{"name":"' + name.encode() + b'","arguments":'
-            + arguments_json + b',"_meta":' + json.dumps(_meta()).encode() + b"}}")  # fmt: skip
+    return (
+        b'{"jsonrpc":"2.0","id":'
+        + rid
+        + b',"method":"tools/call","params":{"name":"'
+        + name.encode()
+        + b'","arguments":'
+        + arguments_json
+        + b',"_meta":'
+        + json.dumps(_meta()).encode()
+        + b"}}"
+    )
 
 
 def _still_serves(handle) -> None:
@@ -79,14 +101,20 @@ def _still_serves(handle) -> None:
 
 @pytest.mark.parametrize(
     "body, status",
-    [(b"not json", 400), (b"", 400), (b"[]", 400), (b"null", 400), (b"\x00\xff\xfe", 400),
-     (json.dumps([_call("add", {"a": 1, "b": 2})] * 2).encode(), 400),
-     (_raw_body("add", b'{"a":' + b"9" * 5000 + b',"b":2}'), 400),
-     (_raw_body("add", b'{"a":' + b"[" * 100_000 + b"]" * 100_000 + b',"b":2}'), 400),
-     (json.dumps({"jsonrpc": "2.0", "id": 1, "result": {}}).encode(), 400),
-     (json.dumps({"jsonrpc": "1.0", "id": 1, "method": "tools/call"}).encode(), 400)],
+    [
+        (b"not json", 400),
+        (b"", 400),
+        (b"[]", 400),
+        (b"null", 400),
+        (b"\x00\xff\xfe", 400),
+        (json.dumps([_call("add", {"a": 1, "b": 2})] * 2).encode(), 400),
+        (_raw_body("add", b'{"a":' + b"9" * 5000 + b',"b":2}'), 400),
+        (_raw_body("add", b'{"a":' + b"[" * 100_000 + b"]" * 100_000 + b',"b":2}'), 400),
+        (json.dumps({"jsonrpc": "2.0", "id": 1, "result": {}}).encode(), 400),
+        (json.dumps({"jsonrpc": "1.0", "id": 1, "method": "tools/call"}).encode(), 400),
+    ],
     ids=["garbage", "empty", "empty batch", "null", "binary", "batch", "huge int", "deep", "a response", "jsonrpc 1.0"],
-)  # fmt: skip
+)
 def test_a_body_that_is_no_request_is_refused_runs_nothing_and_records_nothing(served, body, status):
     got, _, text = post(served.url, body, _headers(served))
     assert got == status, text
@@ -115,7 +143,11 @@ def test_an_unknown_method_is_refused_and_records_nothing(served):
 
 def test_a_client_progress_past_any_float_leaves_the_server_serving(served):
     headers = dict(_headers(served), **{"Mcp-Method": "notifications/progress"})
-    got, _, _ = post(served.url, {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 7, "progress": 10**400}}, headers)
+    got, _, _ = post(
+        served.url,
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 7, "progress": 10**400}},
+        headers,
+    )
     assert got in (200, 202)
     _still_serves(served)
 
@@ -161,8 +193,11 @@ def _raw_post(port: int, headers: dict, body: dict, out: list, label: str) -> No
     data = json.dumps(body).encode()
     head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
-                     f"Accept: application/json, text/event-stream\r\n{head}Content-Length: {len(data)}\r\n\r\n".encode() + data)  # fmt: skip
+        sock.sendall(
+            f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\n{head}Content-Length: {len(data)}\r\n\r\n".encode()
+            + data
+        )
         got = b""
         try:
             while b'"result"' not in got and b'"error"' not in got:
@@ -222,7 +257,9 @@ handle.stop()
 
 @pytest.mark.timeout(120)
 def test_a_client_speaking_tls_or_garbage_to_a_served_kernel_prints_nothing_into_the_cell():
-    run = subprocess.run([sys.executable, "-c", textwrap.dedent(SCRIPT)], env=checkout_env(), capture_output=True, text=True, timeout=100)
+    run = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(SCRIPT)], env=checkout_env(), capture_output=True, text=True, timeout=100
+    )
     assert "REFUSED" in run.stdout, run.stderr[-2000:]
     assert run.stderr == "", run.stderr[-2000:]
 

@@ -136,7 +136,13 @@ def test_a_lone_surrogate_in_a_kernel_tools_result_leaves_a_card_that_can_be_sav
 
 
 def test_a_connection_row_with_a_javascript_link_is_no_link():
-    row = {"server": "x", "transport": "http", "state": "authorizing", "authorize": "javascript:alert(1)", "target": "http://127.0.0.1:1/mcp"}
+    row = {
+        "server": "x",
+        "transport": "http",
+        "state": "authorizing",
+        "authorize": "javascript:alert(1)",
+        "target": "http://127.0.0.1:1/mcp",
+    }
     card = connection_html(row)
     assert 'href="javascript' not in card and "javascript:alert(1)" in card
     row = dict(row, server="two\nlines\x1b[2J", reason="first\nTraceback\u202e", unavailable="u\nv")

@@ -174,7 +174,10 @@ def _function_imports(path: Path) -> list[tuple[int, list[str]]]:
             for inner in ast.walk(node):
                 if isinstance(inner, ast.ImportFrom):
                     module = _absolute(path, inner)
-                    found[inner.lineno] = [module, *(f"{module}.{alias.name}" for alias in inner.names if _is_module(f"{module}.{alias.name}"))]
+                    found[inner.lineno] = [
+                        module,
+                        *(f"{module}.{alias.name}" for alias in inner.names if _is_module(f"{module}.{alias.name}")),
+                    ]
                 elif isinstance(inner, ast.Import):
                     found[inner.lineno] = [alias.name for alias in inner.names]
     return sorted(found.items())
@@ -199,8 +202,9 @@ def _is_module(name: str) -> bool:
 
 
 def _loaded_by(code: str) -> set[str]:
-    done = subprocess.run([sys.executable, "-c", f"import sys\n{code}\nprint(*sys.modules)"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", f"import sys\n{code}\nprint(*sys.modules)"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     return set(done.stdout.split())
 
@@ -240,7 +244,9 @@ def test_an_import_inside_a_function_defers_a_load_the_api_would_not_make():
     needless = []
     for path in SOURCES:
         loaded = _loaded_anyway(_module(path))
-        needless += [f"{path.relative_to(ROOT)}:{line} {targets[0]}" for line, targets in _function_imports(path) if set(targets) <= loaded]
+        needless += [
+            f"{path.relative_to(ROOT)}:{line} {targets[0]}" for line, targets in _function_imports(path) if set(targets) <= loaded
+        ]
     assert not needless, needless
 
 

@@ -72,12 +72,19 @@ def test_audio_and_an_embedded_image_resource_show_and_the_text_stays_as_it_was(
 
     @mcp_nb.tool()
     def mixed() -> t.CallToolResult:
-        return t.CallToolResult(content=[
-            t.TextContent(type="text", text="a chart and a sound"),
-            t.EmbeddedResource(type="resource", resource=t.BlobResourceContents(uri="file:///chart.png", blob=PNG64, mime_type="image/png")),
-            t.AudioContent(type="audio", data=WAV64, mime_type="audio/wav"),
-            t.EmbeddedResource(type="resource", resource=t.BlobResourceContents(uri="file:///data.bin", blob="AAAA", mime_type="application/octet-stream")),
-        ])  # fmt: skip
+        return t.CallToolResult(
+            content=[
+                t.TextContent(type="text", text="a chart and a sound"),
+                t.EmbeddedResource(
+                    type="resource", resource=t.BlobResourceContents(uri="file:///chart.png", blob=PNG64, mime_type="image/png")
+                ),
+                t.AudioContent(type="audio", data=WAV64, mime_type="audio/wav"),
+                t.EmbeddedResource(
+                    type="resource",
+                    resource=t.BlobResourceContents(uri="file:///data.bin", blob="AAAA", mime_type="application/octet-stream"),
+                ),
+            ]
+        )
 
     heard = mcp_nb.call("sound")
     assert heard.content == "[audio audio/wav]"
@@ -95,7 +102,12 @@ def test_an_image_too_large_to_inline_is_named_with_its_size_and_the_card_stays_
 
     @mcp_nb.tool()
     def huge() -> t.CallToolResult:
-        return t.CallToolResult(content=[t.ImageContent(type="image", data=big, mime_type="image/png"), t.ImageContent(type="image", data=PNG64, mime_type="image/png")])
+        return t.CallToolResult(
+            content=[
+                t.ImageContent(type="image", data=big, mime_type="image/png"),
+                t.ImageContent(type="image", data=PNG64, mime_type="image/png"),
+            ]
+        )
 
     o = mcp_nb.call("huge")
     assert o.content == "[image image/png]\n[image image/png]" and o.media[0].data is big  # kept, not copied
@@ -108,10 +120,12 @@ def test_an_image_too_large_to_inline_is_named_with_its_size_and_the_card_stays_
 def test_what_a_server_sends_as_media_cannot_write_markup_into_the_card():
     @mcp_nb.tool()
     def sly() -> t.CallToolResult:
-        return t.CallToolResult(content=[
-            t.ImageContent(type="image", data=PNG64, mime_type='image/png" onerror="alert(1)'),
-            t.ImageContent(type="image", data='x" onerror="alert(2)', mime_type="image/png"),
-        ])  # fmt: skip
+        return t.CallToolResult(
+            content=[
+                t.ImageContent(type="image", data=PNG64, mime_type='image/png" onerror="alert(1)'),
+                t.ImageContent(type="image", data='x" onerror="alert(2)', mime_type="image/png"),
+            ]
+        )
 
     card = mcp_nb.call("sly")._repr_html_()
     assert 'onerror="' not in card and "<img " not in card  # neither is inlined, and no attribute gets out

@@ -22,19 +22,24 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from fresh_venv import make, run, tail
 from nbclient import NotebookClient
 
 import mcp_nb
-from fresh_venv import make, run, tail
 from mcp_nb.commands import course
 from mcp_nb.notebook import nbval
 
 ROOT = Path(__file__).resolve().parent.parent
 PIN = "mcp-notebook[lab] @ git+https://github.com/OWNER/mcp_nb@v0.1.0"
 LAYOUT = [
-    ".github/workflows/notebooks.yml", "README.md", "binder/postBuild", "binder/requirements.txt", "binder/runtime.txt",
-    "notebooks/01-first-tool.ipynb", "sanitize.cfg",
-]  # fmt: skip
+    ".github/workflows/notebooks.yml",
+    "README.md",
+    "binder/postBuild",
+    "binder/requirements.txt",
+    "binder/runtime.txt",
+    "notebooks/01-first-tool.ipynb",
+    "sanitize.cfg",
+]
 STORE = "python -m jupyter execute --inplace notebooks/*.ipynb"
 # Run in the course's venv: which distribution is installed, and where `import mcp_nb` comes from.
 INSTALLED = """
@@ -76,8 +81,13 @@ def init_course(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run(
         [sys.executable, "-m", "mcp_nb", "init-course", *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 # -- the folder ------------------------------------------------------------------------------------
@@ -129,7 +139,9 @@ def test_binders_build_of_the_course_opens_the_student_versions(tmp_path):
 def _run(path: Path) -> dict[str, tuple[str, str]]:
     """Execute a notebook in a kernel of this environment; the cells that failed, by id: (ename, evalue)."""
     notebook = nbformat.read(path, as_version=4)
-    NotebookClient(notebook, timeout=120, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(path.parent)}}).execute()
+    NotebookClient(
+        notebook, timeout=120, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(path.parent)}}
+    ).execute()
     return {cell.id: (o.ename, o.evalue) for cell in notebook.cells for o in cell.get("outputs", []) if o.output_type == "error"}
 
 
@@ -144,8 +156,12 @@ def test_the_first_lessons_exercise_passes_in_the_solution_version_and_fails_wit
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     made = subprocess.run(
         [sys.executable, "-m", "mcp_nb", "student-version", "notebooks/01-first-tool.ipynb", "-o", "student/01-first-tool.ipynb"],
-        cwd=root, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert made.returncode == 0, made.stderr
     students = root / "student/01-first-tool.ipynb"
     stripped = {cell.id: cell for cell in nbformat.read(students, as_version=4).cells}
@@ -185,7 +201,10 @@ def test_a_requirement_that_does_not_name_mcp_notebook_is_refused(tmp_path):
     assert course.requirement_line("mcp-notebook[lab]==0.1.0") == "mcp-notebook[lab]==0.1.0"
     # PEP 503: the same name, however it is spelled
     assert course.requirement_line("mcp_notebook[lab]==0.1.0") == "mcp_notebook[lab]==0.1.0"
-    assert course.requirement_line("MCP.Notebook @ https://example.org/mcp_notebook-0.1.0.tar.gz") == "MCP.Notebook @ https://example.org/mcp_notebook-0.1.0.tar.gz"
+    assert (
+        course.requirement_line("MCP.Notebook @ https://example.org/mcp_notebook-0.1.0.tar.gz")
+        == "MCP.Notebook @ https://example.org/mcp_notebook-0.1.0.tar.gz"
+    )
     assert course.requirement_line("git+https://github.com/OWNER/mcp_nb@v0.1.0") == PIN
     for wrong in ("numpy", "mcp_notebookx==1", "mcp_nbx==1", "", "mcp-notebook\n-e ."):
         with pytest.raises(ValueError, match="--mcp-nb takes a requirement naming mcp-notebook"):
@@ -223,7 +242,10 @@ def distribution(tmp_path: Path, direct_url: dict | None) -> metadata.Distributi
     [
         (None, "mcp-notebook[lab]==0.1.0"),  # from a package index
         (
-            {"url": "https://github.com/OWNER/mcp_nb", "vcs_info": {"vcs": "git", "commit_id": "0123abc", "requested_revision": "v0.1.0"}},
+            {
+                "url": "https://github.com/OWNER/mcp_nb",
+                "vcs_info": {"vcs": "git", "commit_id": "0123abc", "requested_revision": "v0.1.0"},
+            },
             "mcp-notebook[lab] @ git+https://github.com/OWNER/mcp_nb@0123abc",
         ),
         (
@@ -239,7 +261,9 @@ def test_the_pin_is_where_this_mcp_nb_was_installed_from(tmp_path, direct_url, p
 
 def test_an_install_binder_cannot_reach_asks_for_the_pin(tmp_path):
     local = distribution(tmp_path, {"url": "file:///home/me/mcp_nb", "dir_info": {"editable": True}})
-    with pytest.raises(ValueError, match="file:///home/me/mcp_nb, which Binder cannot reach: say where Binder gets mcp_nb with --mcp-nb"):
+    with pytest.raises(
+        ValueError, match="file:///home/me/mcp_nb, which Binder cannot reach: say where Binder gets mcp_nb with --mcp-nb"
+    ):
         course.installed_requirement(local)
 
 
@@ -268,8 +292,10 @@ def course_machine(tmp_path_factory):
     venv, env = make(base, version)
     built = run(
         [venv / "bin" / "python", "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", base / "wheels", source_copy(base)],
-        cwd=base, env=env, timeout=900,
-    )  # fmt: skip
+        cwd=base,
+        env=env,
+        timeout=900,
+    )
     assert built.returncode == 0, tail(built.stdout + built.stderr)
     (wheel,) = (base / "wheels").glob("mcp_notebook-*.whl")  # the wheel's file name: the distribution's, normalized
     made = init_course(str(base / "course"), "--mcp-nb", f"mcp-notebook[lab] @ {wheel.as_uri()}", cwd=base)
@@ -312,5 +338,7 @@ def test_the_course_installs_what_binder_needs(course_machine):
     """JupyterLab for Binder, and the kernel's mcp_nb is the pinned wheel, not this checkout."""
     venv, env = course_machine["venv"], course_machine["env"]
     assert (venv / "bin" / "jupyter-lab").exists()
-    where = run([venv / "bin" / "python", "-c", "import mcp_nb; print(mcp_nb.__file__)"], cwd=course_machine["root"], env=env, timeout=120)
+    where = run(
+        [venv / "bin" / "python", "-c", "import mcp_nb; print(mcp_nb.__file__)"], cwd=course_machine["root"], env=env, timeout=120
+    )
     assert Path(where.stdout.strip()).resolve().is_relative_to(venv.resolve())

@@ -38,7 +38,9 @@ def test_the_declared_schema_is_listed_as_written_and_the_function_still_runs():
 
 def test_the_magic_takes_a_variable_name_or_a_json_object(shell):
     shell.user_ns["SCHEMA"] = CONDITIONAL
-    assert cell(shell, "mcp_tool", "--input-schema SCHEMA", "def one(contact: str = '', phone: str = '') -> str:\n    return contact\n").success
+    assert cell(
+        shell, "mcp_tool", "--input-schema SCHEMA", "def one(contact: str = '', phone: str = '') -> str:\n    return contact\n"
+    ).success
     assert listed("one")["if"] == CONDITIONAL["if"]
     typed = '{"type": "object", "properties": {"x": {"type": "integer", "minimum": 3}}, "required": ["x"]}'
     assert cell(shell, "mcp_tool", f"--input-schema '{typed}'", "def two(x: int) -> int:\n    return x\n").success

@@ -15,14 +15,14 @@ import threading
 import warnings
 from pathlib import Path
 
+import peers
 import pytest
+from helpers import wait_until
 from IPython.core.error import UsageError
 from mcp.server.mcpserver import Context
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 import mcp_nb
-import peers
-from helpers import wait_until
 from mcp_nb.registering import context as context_logs
 from mcp_nb.views.cards import outcome_html
 from mcp_nb.widgets import show
@@ -169,6 +169,7 @@ def test_a_kernel_gets_the_logs_in_its_cards_and_one_warning_not_one_per_call():
     assert "MCPDeprecationWarning" not in done.stderr  # the SDK's own: none at all
     assert len(done.stderr.strip().splitlines()) == 2, done.stderr  # the warning, and the line it points at
 
+
 def test_a_served_client_that_opted_in_still_gets_the_log_messages(tools):
     # What the handler says through its Context is also sent, as the SDK would, to a client
     # that asked for log messages: a raw SDK client in-process with a log level.
@@ -253,7 +254,9 @@ def test_the_same_slow_tool_times_out_without_resets_and_finishes_with_them(tool
 
 
 def test_a_chatty_tool_is_stopped_at_max_timeout(tools):
-    o = mcp_nb.call("restock", {"steps": 1000, "pause": 0.05}, timeout=1.0, reset_on_progress=True, max_timeout=1.5, progress=False)
+    o = mcp_nb.call(
+        "restock", {"steps": 1000, "pause": 0.05}, timeout=1.0, reset_on_progress=True, max_timeout=1.5, progress=False
+    )
     assert (o.outcome, o.cause, o.code) == ("timeout", "max_timeout", -32001)
     assert o.deadline_resets > 0 and o.max_timeout_s == 1.5
     assert o.message.startswith("Timed out after 1.5s waiting for 'tools/call' (max_timeout; the deadline was reset ")
@@ -271,7 +274,10 @@ def test_silence_after_progress_ends_a_resetting_call_at_its_deadline(tools):
 
     o = mcp_nb.call("stalls", timeout=0.5, reset_on_progress=True, max_timeout=30, progress=False)
     assert (o.outcome, o.cause, o.deadline_resets) == ("timeout", "deadline", 1)
-    assert o.message == "Timed out after 0.5s waiting for 'tools/call' (no progress for 0.5s; the deadline was reset 1 time on progress)"
+    assert (
+        o.message
+        == "Timed out after 0.5s waiting for 'tools/call' (no progress for 0.5s; the deadline was reset 1 time on progress)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -423,9 +429,14 @@ def test_server_everything_over_stdio_progress_resets_and_max_timeout():
     assert resetting.ok and resetting.deadline_resets == 4
     assert [(e.progress, e.total) for e in resetting.progress] == [(1, 4), (2, 4), (3, 4), (4, 4)]
     ceiling = mcp_nb.call(
-        "trigger-long-running-operation", {"duration": 30, "steps": 60}, timeout=1.0, reset_on_progress=True,
-        max_timeout=2.0, server="everything", progress=False,
-    )  # fmt: skip
+        "trigger-long-running-operation",
+        {"duration": 30, "steps": 60},
+        timeout=1.0,
+        reset_on_progress=True,
+        max_timeout=2.0,
+        server="everything",
+        progress=False,
+    )
     assert (ceiling.cause, ceiling.code, ceiling.server_fate) == ("max_timeout", -32001, "cancel_requested")
     assert ceiling.message.startswith("Request 'tools/call' timed out (max_timeout; the deadline was reset ")
     assert mcp_nb.history().progress(resetting.call_id)["progress"].tolist() == [1.0, 2.0, 3.0, 4.0]
@@ -457,7 +468,9 @@ def test_a_python_server_over_stdio_sends_context_logs_and_progress():
 
 def test_a_resetting_call_stopped_at_its_ceiling_tells_the_outside_server_to_cancel():
     connection = mcp_nb.connect("books", BOOKSHOP)
-    o = mcp_nb.call("restock", {"count": 100000}, server="books", timeout=1.0, reset_on_progress=True, max_timeout=1.5, progress=False)
+    o = mcp_nb.call(
+        "restock", {"count": 100000}, server="books", timeout=1.0, reset_on_progress=True, max_timeout=1.5, progress=False
+    )
     assert (o.cause, o.server_fate) == ("max_timeout", "cancel_requested") and o.deadline_resets > 0
     # The server's handler heard it: its own stderr line says so.
     assert wait_until(lambda: any("restock: cancelled by the client" in r.message for r in connection.logs))

@@ -54,7 +54,7 @@ def test_a_tools_own_log_records_are_captured():
 
 # -- the kernel's logging belongs to the user ------------------------------------------------------
 
-USER_LOGGING = r'''
+USER_LOGGING = r"""
 import logging
 import sys
 from IPython.core.interactiveshell import InteractiveShell
@@ -73,7 +73,7 @@ for source in [
 ]:
     assert sh.run_cell(source).success, source
 print('root handlers:', len(logging.getLogger().handlers), file=sys.stderr)
-'''
+"""
 
 
 def _user_logging(mode: str) -> list[str]:
@@ -115,7 +115,9 @@ def test_the_sdks_records_reach_the_users_handlers_as_their_levels_say(caplog):
     assert not [r for r in caplog.records if "failed" in r.getMessage()]  # INFO is below the root's WARNING
     caplog.set_level(logging.INFO)
     mcp_nb.call("refuse")
-    assert [r.getMessage() for r in caplog.records if "failed" in r.getMessage()] == ["Tool 'refuse' failed: 'Error executing tool refuse: no'"]
+    assert [r.getMessage() for r in caplog.records if "failed" in r.getMessage()] == [
+        "Tool 'refuse' failed: 'Error executing tool refuse: no'"
+    ]
 
 
 def test_mcp_nb_adds_no_handler_to_the_root_logger_and_keeps_the_users_levels():

@@ -10,10 +10,23 @@ from IPython.core.error import UsageError
 import mcp_nb
 
 LINE_MAGICS = (
-    "mcp_call", "mcp_read", "mcp_get_prompt", "mcp_list", "mcp_remove", "mcp_history", "mcp_panel",
-    "mcp_connect", "mcp_disconnect", "mcp_servers", "mcp_serve", "mcp_save_cases", "mcp_replay",
-    "mcp_snapshot", "mcp_diff", "mcp_agent",
-)  # fmt: skip
+    "mcp_call",
+    "mcp_read",
+    "mcp_get_prompt",
+    "mcp_list",
+    "mcp_remove",
+    "mcp_history",
+    "mcp_panel",
+    "mcp_connect",
+    "mcp_disconnect",
+    "mcp_servers",
+    "mcp_serve",
+    "mcp_save_cases",
+    "mcp_replay",
+    "mcp_snapshot",
+    "mcp_diff",
+    "mcp_agent",
+)
 CELL_MAGICS = ("mcp_tool", "mcp_resource", "mcp_prompt")
 
 
@@ -21,8 +34,10 @@ def setup_server(shell):
     """A tool, a static resource, a template and a prompt, and what a user would have bound."""
     shell.user_ns.update(CATALOG={"Dune": "Frank Herbert"}, user="ada", title="Emma")
     assert shell.run_cell("%%mcp_tool --read-only\ndef get_author(title: str) -> str:\n    return CATALOG[title]\n").success
-    assert shell.run_cell("%%mcp_tool\ndef echo(s: str = '', d: dict = {}, tags: list[str] = [], n: int = 0) -> dict[str, object]:\n"
-                          "    return {'s': s, 'd': d, 'tags': tags, 'n': n}\n").success  # fmt: skip
+    assert shell.run_cell(
+        "%%mcp_tool\ndef echo(s: str = '', d: dict = {}, tags: list[str] = [], n: int = 0) -> dict[str, object]:\n"
+        "    return {'s': s, 'd': d, 'tags': tags, 'n': n}\n"
+    ).success
     assert shell.run_cell("%%mcp_resource books://catalog\ndef catalog() -> str:\n    return 'the catalog'\n").success
     assert shell.run_cell("%%mcp_prompt\ndef review(q: str) -> str:\n    return 'review ' + q\n").success
 
@@ -99,7 +114,7 @@ JSON_VALUES = [
     ('d={"k": "v w"} tags=["a b", "c"]', {"d": {"k": "v w"}, "tags": ["a b", "c"]}),
     ('d={"a": [1, {"b": "c d"}], "e": null}', {"d": {"a": [1, {"b": "c d"}], "e": None}}),
     ('d={"k":"#v"}  # the # inside is data', {"d": {"k": "#v"}}),
-    ("d='{\"k\": \"v\"}'", {"d": {"k": "v"}}),  # a quoted value: the quotes go, the JSON inside stays
+    ('d=\'{"k": "v"}\'', {"d": {"k": "v"}}),  # a quoted value: the quotes go, the JSON inside stays
     ('s={"k":"v"}', {"s": '{"k":"v"}'}),  # a string parameter gets the text as typed
     ("s={name}", {"s": "{name}"}),  # not JSON: sent as the text it was
     ('s={"a b"} n=2', {"s": '{"a b"}', "n": 2}),
@@ -178,8 +193,9 @@ def test_a_template_variable_named_like_a_user_variable_stays_a_template(shell):
 
 def test_titles_descriptions_and_values_keep_braces_and_dollars(shell):
     setup_server(shell)
-    card = shell.run_cell("%%mcp_tool --title $user --description '{title} by {user}, $$5'\n"
-                          "def priced(x: int) -> int:\n    return x\n").result  # fmt: skip
+    card = shell.run_cell(
+        "%%mcp_tool --title $user --description '{title} by {user}, $$5'\ndef priced(x: int) -> int:\n    return x\n"
+    ).result
     assert (card.title, card.description) == ("$user", "{title} by {user}, $$5")
     card = shell.run_cell("%%mcp_prompt --title {user}\ndef ask(q: str) -> str:\n    return q\n").result
     assert card.title == "{user}"

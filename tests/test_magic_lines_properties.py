@@ -22,7 +22,9 @@ from mcp_nb.calling.connections import ServerSpec
 from mcp_nb.config import check_timeout
 from mcp_nb.records.outcome import Outcome
 
-QUICK = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+QUICK = settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 FEW = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 BIG = "1" * 4400
@@ -103,10 +105,42 @@ def words(*choices):
 
 # Values anyone may type after key=: quotes, JSON, numbers Python or JSON cannot hold, unicode.
 VALUES = words(
-    "", "x", "'two words'", '"a \\" b"', "'", '"', "\\", "3", "-0", "2.5", "1e999", "nan", "NaN", "Infinity", "true", "yes",
-    "null", "None", "a", "c", '{"k": "v w"}', "{'k': 1}", '{"a": 1, "a": 2}', '["a", "b"]', "[1,", "{name}", "$x", "é",
-    "💥", "\x00", "#v", "a=b", BIG, DEEP, '{"k": ' + BIG + "}",
-)  # fmt: skip
+    "",
+    "x",
+    "'two words'",
+    '"a \\" b"',
+    "'",
+    '"',
+    "\\",
+    "3",
+    "-0",
+    "2.5",
+    "1e999",
+    "nan",
+    "NaN",
+    "Infinity",
+    "true",
+    "yes",
+    "null",
+    "None",
+    "a",
+    "c",
+    '{"k": "v w"}',
+    "{'k': 1}",
+    '{"a": 1, "a": 2}',
+    '["a", "b"]',
+    "[1,",
+    "{name}",
+    "$x",
+    "é",
+    "💥",
+    "\x00",
+    "#v",
+    "a=b",
+    BIG,
+    DEEP,
+    '{"k": ' + BIG + "}",
+)
 KEYS = words("s", "n", "x", "flag", "tags", "d", "c", "q", "tone", "a", "b", "e", "f", "nosuch", "", "=", "s=")
 pairs = st.tuples(KEYS, VALUES).map(lambda kv: f"{kv[0]}={kv[1]}") | VALUES
 OPTIONS = {
@@ -130,7 +164,9 @@ def option(draw):
 
 
 tails = st.sampled_from(["", "  # a comment", " #", " # 'unclosed \" quotes", "#nospace"])
-JSON_OBJECTS = words('{"s": "v"}', '{"n": "not a number"}', '{"nosuch": 1}', "{}", "[1]", '{"s": ', '{"d": ' + DEEP + "}", "{" + BIG + "}")
+JSON_OBJECTS = words(
+    '{"s": "v"}', '{"n": "not a number"}', '{"nosuch": 1}', "{}", "[1]", '{"s": ', '{"d": ' + DEEP + "}", "{" + BIG + "}"
+)
 
 
 @st.composite
@@ -183,15 +219,28 @@ def test_any_mcp_read_line_reads_or_is_one_line_usage_error_that_records_nothing
 # -- %%mcp_tool, %%mcp_resource, %%mcp_prompt: the options line ---------------------------------------------
 
 SPECS = words(
-    "latency=0.5", "'latency=0.1,tool_error=0.1,seed=1'", "tool_error=2", "latency=1e400", "seed=x", "'crash=0.6, tool_error=0.6'",
-    "speed=1", "latency", "''", "seed=" + BIG, "_seen=1", "'latency=nan'", "latency=3601",
-)  # fmt: skip
+    "latency=0.5",
+    "'latency=0.1,tool_error=0.1,seed=1'",
+    "tool_error=2",
+    "latency=1e400",
+    "seed=x",
+    "'crash=0.6, tool_error=0.6'",
+    "speed=1",
+    "latency",
+    "''",
+    "seed=" + BIG,
+    "_seen=1",
+    "'latency=nan'",
+    "latency=3601",
+)
 # Input schemas whose properties are schemas of the usual shapes (any other shape: the card test below).
 property_schemas = st.recursive(
     st.sampled_from(["string", "integer", "number", "boolean", "null"]).map(lambda t: {"type": t})
     | st.just({"$ref": "#/$defs/A"}),
-    lambda inner: st.fixed_dictionaries({"type": st.just("array"), "items": inner})
-    | st.lists(inner, min_size=1, max_size=2).map(lambda members: {"anyOf": members}),
+    lambda inner: (
+        st.fixed_dictionaries({"type": st.just("array"), "items": inner})
+        | st.lists(inner, min_size=1, max_size=2).map(lambda members: {"anyOf": members})
+    ),
     max_leaves=3,
 )
 input_schemas = st.builds(
@@ -200,8 +249,11 @@ input_schemas = st.builds(
     st.lists(st.sampled_from(["a", "b"]), max_size=2, unique=True),
     st.sampled_from(["object", "object", "array"]),
 ).map(lambda schema: shlex.quote(json.dumps(schema)))
-SCHEMAS = words("schema_var", "nosuch", "'{'", "'[1]'", "'{\"type\": \"object\"} x'", "'{\"type\": \"object\", \"required\": 3}'") | input_schemas
-TEXTS = words("'a title'", "'{title} $x'", "\"it's\"", "'#not a comment'", "''", "é", "'unclosed", "\\", "x#y")
+SCHEMAS = (
+    words("schema_var", "nosuch", "'{'", "'[1]'", '\'{"type": "object"} x\'', '\'{"type": "object", "required": 3}\'')
+    | input_schemas
+)
+TEXTS = words("'a title'", "'{title} $x'", '"it\'s"', "'#not a comment'", "''", "é", "'unclosed", "\\", "x#y")
 NAMES = words("good", "good.v2", "'a b'", "''", "-x", "é", "x" * 200, "Good_1", "'#'")
 
 
@@ -209,11 +261,34 @@ NAMES = words("good", "good.v2", "'a b'", "''", "-x", "é", "x" * 200, "Good_1",
 def cell_option(draw):
     key = draw(
         st.sampled_from(
-            ["--name", "--title", "--description", "--inject", "--input-schema", "--read-only", "--idempotent",
-             "--destructive", "--open-world", "--quiet", "--bogus", "--mime-type", "extra", "--name=ok2", "#", "--"]
+            [
+                "--name",
+                "--title",
+                "--description",
+                "--inject",
+                "--input-schema",
+                "--read-only",
+                "--idempotent",
+                "--destructive",
+                "--open-world",
+                "--quiet",
+                "--bogus",
+                "--mime-type",
+                "extra",
+                "--name=ok2",
+                "#",
+                "--",
+            ]
         )
-    )  # fmt: skip
-    value = {"--name": NAMES, "--title": TEXTS, "--description": TEXTS, "--inject": SPECS, "--input-schema": SCHEMAS, "--mime-type": TEXTS}
+    )
+    value = {
+        "--name": NAMES,
+        "--title": TEXTS,
+        "--description": TEXTS,
+        "--inject": SPECS,
+        "--input-schema": SCHEMAS,
+        "--mime-type": TEXTS,
+    }
     if key not in value:
         return key
     return draw(st.sampled_from([f"{key} {{}}", f"{key}={{}}", key])).format(draw(value[key]))
@@ -243,7 +318,7 @@ def cells(draw):
 
 @QUICK
 @given(cells())
-@example(("mcp_tool", "--input-schema '{\"type\": \"object\", \"properties\": {\"zz\": {}}}'", "good"))
+@example(("mcp_tool", '--input-schema \'{"type": "object", "properties": {"zz": {}}}\'', "good"))
 @example(("mcp_tool", "--inject 'latency=0.1,seed=1' --name good.v2", "good"))
 def test_any_cell_magic_line_registers_or_is_one_line_usage_error_that_changes_nothing(server, cell):
     magic, line, body = cell
@@ -363,7 +438,9 @@ def test_any_mcp_connect_line_connects_or_is_one_line_usage_error(server, monkey
         return
     ((name, target, options),) = made
     assert isinstance(name, str) and not name.startswith("-")
-    assert (isinstance(target, str) and target) or (isinstance(target, list) and target and all(isinstance(w, str) for w in target))
+    assert (isinstance(target, str) and target) or (
+        isinstance(target, list) and target and all(isinstance(w, str) for w in target)
+    )
     assert set(options) <= {"headers", "env", "cwd", "timeout", "mode", "auth", "sampling", "roots"}
     assert options.get("sampling", server.user_ns["replies"]) is server.user_ns["replies"]
     assert all(isinstance(root, str) and root.strip() for root in options.get("roots", ["x"]))

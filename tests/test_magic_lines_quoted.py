@@ -25,11 +25,15 @@ from IPython.core.error import UsageError
 import mcp_nb
 from mcp_nb.calling.engine import Engine
 
-QUICK = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+QUICK = settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 STARTED_WITH = Path(__file__).parent / "servers" / "started_with.py"
 
 # Text a value may hold, the words the old reading cut or took for options first among it.
-TRICKY = st.sampled_from(["--", " -- ", "--timeout", "--header", "-x", "#", " # ", "'", '"', "\\", "{", "}", '{"a": 1}', "=", ":"])
+TRICKY = st.sampled_from(
+    ["--", " -- ", "--timeout", "--header", "-x", "#", " # ", "'", '"', "\\", "{", "}", '{"a": 1}', "=", ":"]
+)
 any_text = st.lists(TRICKY | st.text(max_size=4), max_size=5).map("".join)
 one_line_text = any_text.filter(lambda t: len(f"x{t}x".splitlines()) == 1)
 
@@ -53,7 +57,11 @@ def test_an_env_value_and_command_arguments_holding_dashes_reach_a_real_stdio_se
         outcome = shell.run_line_magic("mcp_call", "started_with --server started")
         assert outcome.outcome == "result", outcome.message
         said = outcome.structured_content
-        assert said == {"argv": ["a -- b", "#not a comment", "--timeout", "--", "x"], "greeting": "hi -- there", "cwd": str(tmp_path)}
+        assert said == {
+            "argv": ["a -- b", "#not a comment", "--timeout", "--", "x"],
+            "greeting": "hi -- there",
+            "cwd": str(tmp_path),
+        }
     finally:
         mcp_nb.disconnect("started")
 
@@ -96,7 +104,9 @@ header_names = st.from_regex(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,12}", fullmatch=Tru
 # What an HTTP header can carry (printable ASCII); a value's outer spaces are not part of it.
 header_values = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=20).map(str.strip) | TRICKY.map(str.strip)
 env_names = st.text(st.characters(blacklist_characters="=\x00", blacklist_categories=("Cs",)), min_size=1, max_size=8)
-no_nul = st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=12) | any_text.map(lambda t: t.replace("\x00", ""))
+no_nul = st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=12) | any_text.map(
+    lambda t: t.replace("\x00", "")
+)
 command_words = st.lists(no_nul, max_size=4)
 
 
@@ -116,7 +126,9 @@ def test_any_header_value_reaches_the_connection_unchanged(shell, held_back, hea
 @given(st.dictionaries(env_names, no_nul, max_size=3), st.booleans(), no_nul.filter(str.strip), command_words, st.booleans())
 @example({"GREETING": "hi -- there"}, False, "python", ["server.py"], False)
 @example({"K": "--cwd"}, False, "--", ["-- #", "#"], True)
-def test_any_env_value_and_command_argument_reach_the_connection_unchanged(shell, held_back, env, joined, program, arguments, comment):
+def test_any_env_value_and_command_argument_reach_the_connection_unchanged(
+    shell, held_back, env, joined, program, arguments, comment
+):
     words = [option("--env", f"{name}={value}", joined) for name, value in env.items()]
     line = f"local {' '.join(words)} -- {shlex.join([program, *arguments])}" + ("  # a comment" if comment else "")
     connection = shell.run_line_magic("mcp_connect", line)
@@ -124,7 +136,9 @@ def test_any_env_value_and_command_argument_reach_the_connection_unchanged(shell
 
 
 @QUICK
-@given(no_nul, st.lists(no_nul.filter(lambda root: root.strip() and not root.startswith("~")), min_size=1, max_size=3), st.booleans())
+@given(
+    no_nul, st.lists(no_nul.filter(lambda root: root.strip() and not root.startswith("~")), min_size=1, max_size=3), st.booleans()
+)
 def test_any_folder_and_root_reach_the_connection_unchanged(shell, held_back, cwd, roots, joined):
     words = [option("--cwd", cwd, joined), *(option("--root", root, joined) for root in roots)]
     connection = shell.run_line_magic("mcp_connect", f"local {' '.join(words)} --timeout 5 -- server")
@@ -163,7 +177,10 @@ def test_json_typed_into_a_connect_line_is_kept_as_typed(shell, held_back):
         ("srv --header '-X' http://127.0.0.1:9/mcp", "a value that starts with - is written --header=VALUE"),
         ("srv --header=X http://127.0.0.1:9/mcp", "--header takes 'Name: value', got 'X'"),
         ("srv --env=K -- python x.py", "--env takes KEY=VALUE, got 'K'"),
-        ("srv --bogus -- python x.py", "unknown option --bogus; known: --header, --auth, --mode, --sampling, --root, --env, --cwd, --timeout"),
+        (
+            "srv --bogus -- python x.py",
+            "unknown option --bogus; known: --header, --auth, --mode, --sampling, --root, --env, --cwd, --timeout",
+        ),
         ("--header X:1", "the connection's name comes first"),
         ("", "the connection's name comes first"),
     ],
@@ -246,7 +263,9 @@ def test_any_title_and_description_reach_the_registration_unchanged(shell, title
 def test_an_input_schema_typed_as_json_is_that_schema(shell, joined):
     schema = {"type": "object", "properties": {"q": {"type": "string", "description": "a -- b # c"}}, "required": ["q"]}
     gap = "=" if joined else " "
-    result = shell.run_cell(f"%%mcp_tool --input-schema{gap}{json.dumps(schema)} --read-only\ndef ask(q=None) -> str:\n    return q\n")
+    result = shell.run_cell(
+        f"%%mcp_tool --input-schema{gap}{json.dumps(schema)} --read-only\ndef ask(q=None) -> str:\n    return q\n"
+    )
     assert result.success, result.error_in_exec
     assert result.result.input_schema == schema
     assert mcp_nb.call("ask", {"q": "x"}).content == "x"

@@ -15,7 +15,8 @@ from mcp_nb.notebook.magics import MAGICS, McpMagics
 from mcp_nb.notebook.options import actions, option_names
 
 MCP_MAGICS = sorted(
-    [("line", name) for name in McpMagics.magics["line"]] + [("cell", name) for name in McpMagics.magics["cell"]], key=lambda m: m[1]
+    [("line", name) for name in McpMagics.magics["line"]] + [("cell", name) for name in McpMagics.magics["cell"]],
+    key=lambda m: m[1],
 )
 
 
@@ -53,9 +54,16 @@ def test_the_settings_keep_their_names_and_their_link_to_configure(shell):
 
     magics = [c for c in shell.configurables if type(c).__name__ == "McpMagics"]
     assert len(magics) == 1 and isinstance(magics[0], McpMagics)
-    assert {"timeout", "history_file", "history_rows", "history_window", "max_depth", "show_server_logs", "stable_output", "elicit"} <= set(
-        magics[0].trait_names(config=True)
-    )
+    assert {
+        "timeout",
+        "history_file",
+        "history_rows",
+        "history_window",
+        "max_depth",
+        "show_server_logs",
+        "stable_output",
+        "elicit",
+    } <= set(magics[0].trait_names(config=True))
     try:
         shell.run_line_magic("config", "McpMagics.max_depth = 4")
         assert mcp_nb.settings.max_depth == 4

@@ -15,8 +15,8 @@ import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
 import mcp_nb
-from mcp_nb.episodes.episode import log_of
 from mcp_nb import OpenAICompatible, agent, evaluate
+from mcp_nb.episodes.episode import log_of
 from mcp_nb.records.recovery import STOPS
 
 pytestmark = [pytest.mark.serial, pytest.mark.timeout(900)]
@@ -73,7 +73,9 @@ def test_episodes_with_a_real_model_are_recorded_whatever_it_does(model, books):
 
 
 def test_a_small_evaluation_with_a_real_model(model, books):
-    table = evaluate(TASKS[:2], {"smollm2": model}, repeats=2, system=SYSTEM, max_turns=3, model_timeout=180, concurrency=1, progress=False)
+    table = evaluate(
+        TASKS[:2], {"smollm2": model}, repeats=2, system=SYSTEM, max_turns=3, model_timeout=180, concurrency=1, progress=False
+    )
     print(table.to_string())
     assert table["episodes"].tolist() == [2, 2] and not table.attrs["interrupted"]
     assert table["success_rate"].between(0, 1).all()

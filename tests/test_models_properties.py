@@ -7,13 +7,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcp_nb.episodes.loop import read_arguments
+from mcp_nb.mistakes import Mistake
 from mcp_nb.models.anthropic import from_message, to_messages
 from mcp_nb.models.endpoint import _retry_after
 from mcp_nb.models.errors import BadReply
 from mcp_nb.models.keys import Key
 from mcp_nb.models.shape import Reply, read_reply
 from mcp_nb.models.standin import StandIn
-from mcp_nb.mistakes import Mistake
 
 pytestmark = pytest.mark.timeout(300)
 SETTINGS = settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])
@@ -23,7 +23,23 @@ json_values = st.recursive(
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
     max_leaves=20,
 )
-keys = st.sampled_from(["role", "content", "tool_calls", "choices", "message", "function", "name", "arguments", "id", "usage", "type", "input", "text"])
+keys = st.sampled_from(
+    [
+        "role",
+        "content",
+        "tool_calls",
+        "choices",
+        "message",
+        "function",
+        "name",
+        "arguments",
+        "id",
+        "usage",
+        "type",
+        "input",
+        "text",
+    ]
+)
 shaped = st.recursive(
     st.none() | st.text(max_size=20) | st.integers(),
     lambda children: st.lists(children, max_size=3) | st.dictionaries(keys, children, max_size=5),
@@ -65,8 +81,15 @@ conversation = st.lists(
     st.fixed_dictionaries(
         {"role": roles, "content": st.one_of(st.none(), st.text(max_size=20))},
         optional={
-            "tool_calls": st.lists(st.fixed_dictionaries({"id": st.text(max_size=5), "function": st.fixed_dictionaries(
-                {"name": st.text(max_size=8), "arguments": st.text(max_size=30)})}), max_size=2),  # fmt: skip
+            "tool_calls": st.lists(
+                st.fixed_dictionaries(
+                    {
+                        "id": st.text(max_size=5),
+                        "function": st.fixed_dictionaries({"name": st.text(max_size=8), "arguments": st.text(max_size=30)}),
+                    }
+                ),
+                max_size=2,
+            ),
             "tool_call_id": st.text(max_size=5),
             "is_error": st.booleans(),
         },
@@ -85,9 +108,17 @@ def test_any_conversation_translates_for_the_messages_api(messages):
 
 
 tools = st.lists(
-    st.fixed_dictionaries({"type": st.just("function"), "function": st.fixed_dictionaries(
-        {"name": st.text(min_size=1, max_size=8), "parameters": st.just({"type": "object", "properties": {"title": {"type": "string"}},
-                                                                          "required": ["title"]})})}),  # fmt: skip
+    st.fixed_dictionaries(
+        {
+            "type": st.just("function"),
+            "function": st.fixed_dictionaries(
+                {
+                    "name": st.text(min_size=1, max_size=8),
+                    "parameters": st.just({"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}),
+                }
+            ),
+        }
+    ),
     max_size=3,
 )
 

@@ -40,14 +40,22 @@ def test_a_key_shows_only_its_variable_and_travels_only_as_its_name(monkeypatch)
 @pytest.mark.timeout(300)
 def test_after_episodes_with_a_key_no_saved_notebook_case_file_history_file_or_debug_log_holds_it(tmp_path, monkeypatch):
     monkeypatch.setenv(ENV, KEY)  # the kernel started below inherits it, as a user's would
-    echoed = {"error": {"message": f"This request was made with the key {KEY}, which the organisation does not allow", "type": "invalid_request_error"}}
+    echoed = {
+        "error": {
+            "message": f"This request was made with the key {KEY}, which the organisation does not allow",
+            "type": "invalid_request_error",
+        }
+    }
     openai_script = [
         Answer(400, echoed),  # an endpoint that quotes the key in its error
         completion(calls=[("get_author", f'{{"title": "Dune", "note": "{KEY}"}}')]),  # a model that puts it in arguments
         completion(f"Frank Herbert (asked with {KEY})"),  # and in its answer
     ]
     anthropic_script = [message(None, [("get_author", {"title": "Emma"})]), message(f"Jane Austen; key {KEY}")]
-    with ModelServer(openai_check(KEY), openai_script) as openai, ModelServer(anthropic_check(KEY), anthropic_script) as anthropic:
+    with (
+        ModelServer(openai_check(KEY), openai_script) as openai,
+        ModelServer(anthropic_check(KEY), anthropic_script) as anthropic,
+    ):
         cells = [
             "import logging, sys\nimport mcp_nb\n"
             "logging.basicConfig(level=logging.DEBUG, filename='debug.log')  # every logger, at DEBUG, to a file\n"

@@ -8,9 +8,6 @@ import json
 
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
-
-import mcp_nb
-from mcp_nb import Anthropic, ModelError, OpenAICompatible, agent
 from model_servers import (
     Answer,
     ModelServer,
@@ -22,11 +19,22 @@ from model_servers import (
     openai_error,
 )
 
+import mcp_nb
+from mcp_nb import Anthropic, ModelError, OpenAICompatible, agent
+
 pytestmark = pytest.mark.timeout(120)
 
 KEY = "sk-test-0123456789abcdefSECRET"
-TOOLS = [{"type": "function", "function": {"name": "get_author", "description": "Who wrote a book", "parameters": {
-    "type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}}}]  # fmt: skip
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_author",
+            "description": "Who wrote a book",
+            "parameters": {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]},
+        },
+    }
+]
 ASK = [{"role": "user", "content": "Who wrote 'Dun'?"}]
 
 
@@ -78,8 +86,11 @@ def test_a_tool_call_is_read_and_the_request_is_what_the_api_takes(key_env):
 
 
 def test_an_episode_through_an_openai_compatible_endpoint_sends_what_the_api_takes(key_env, books):
-    script = [completion(calls=[("get_author", '{"title": "Dun"}')]), completion(calls=[("get_author", '{"title": "Dune"}')]),
-              completion("Frank Herbert wrote Dune.")]  # fmt: skip
+    script = [
+        completion(calls=[("get_author", '{"title": "Dun"}')]),
+        completion(calls=[("get_author", '{"title": "Dune"}')]),
+        completion("Frank Herbert wrote Dune."),
+    ]
     with ModelServer(openai_check(KEY), script) as server:
         episode = agent("Who wrote 'Dun'?", OpenAICompatible("gpt-test", f"{server.url}/v1", key=key_env))
     assert episode.stop == "answered" and episode.answer == "Frank Herbert wrote Dune.", episode
@@ -134,7 +145,10 @@ def test_a_refused_key_is_said_without_the_key(key_env, monkeypatch):
         (Answer(200, b"<html><body>502 Bad Gateway</body></html>"), "not JSON"),
         (Answer(200, {"choices": []}), "no choices"),
         (Answer(200, {"choices": [{"message": {"role": "user", "content": "x"}}]}), "not one of role"),
-        (Answer(200, {"choices": [{"message": {"role": "assistant", "tool_calls": [{"function": {"arguments": "{}"}}]}}]}), "names no tool"),
+        (
+            Answer(200, {"choices": [{"message": {"role": "assistant", "tool_calls": [{"function": {"arguments": "{}"}}]}}]}),
+            "names no tool",
+        ),
         (Answer(200, {"choices": [{"message": {"role": "assistant", "content": 42}}]}), "content is text"),
         (Answer(200, b""), "not JSON"),
     ],
@@ -177,12 +191,22 @@ def test_a_tool_use_is_read_with_its_stop_reason_and_usage(key_env):
     assert [(r.id, r.name, json.loads(r.arguments)) for r in got.tool_calls] == [("toolu_0", "get_author", {"title": "Dun"})]
     sent = server.requests[0]
     assert sent.headers["x-api-key"] == KEY and sent.headers["anthropic-version"] == "2023-06-01"
-    assert sent.body["tools"] == [{"name": "get_author", "description": "Who wrote a book", "input_schema": TOOLS[0]["function"]["parameters"]}]
+    assert sent.body["tools"] == [
+        {"name": "get_author", "description": "Who wrote a book", "input_schema": TOOLS[0]["function"]["parameters"]}
+    ]
     assert sent.body["tool_choice"] == {"type": "auto"} and sent.body["max_tokens"] == 1024
 
 
-@pytest.mark.parametrize(("stop", "finish"), [("end_turn", "stop"), ("max_tokens", "length"), ("stop_sequence", "stop"),
-                                              ("refusal", "content_filter"), ("pause_turn", "pause_turn")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("stop", "finish"),
+    [
+        ("end_turn", "stop"),
+        ("max_tokens", "length"),
+        ("stop_sequence", "stop"),
+        ("refusal", "content_filter"),
+        ("pause_turn", "pause_turn"),
+    ],
+)
 def test_stop_reasons_are_read_as_chat_completions_name_them(key_env, stop, finish):
     with ModelServer(anthropic_check(KEY), [message("…", stop=stop)]) as server:
         got = reply(Anthropic("claude-test", key=key_env, base_url=server.url))
@@ -190,15 +214,20 @@ def test_stop_reasons_are_read_as_chat_completions_name_them(key_env, stop, fini
 
 
 def test_an_episode_through_the_messages_api_answers_each_tool_use_with_its_result(key_env, books):
-    script = [message(None, [("get_author", {"title": "Dun"})]), message(None, [("get_author", {"title": "Dune"})]),
-              message("Frank Herbert.")]  # fmt: skip
+    script = [
+        message(None, [("get_author", {"title": "Dun"})]),
+        message(None, [("get_author", {"title": "Dune"})]),
+        message("Frank Herbert."),
+    ]
     with ModelServer(anthropic_check(KEY), script) as server:
         episode = agent("Who wrote 'Dun'?", Anthropic("claude-test", key=key_env, base_url=server.url), system="Use the tools.")
     assert episode.stop == "answered" and episode.answer == "Frank Herbert.", episode
     assert episode.fates() == ["recovered", None]
     second = server.requests[1].body
     assert second["system"] == "Use the tools."
-    assert second["messages"][1]["content"] == [{"type": "tool_use", "id": "toolu_0", "name": "get_author", "input": {"title": "Dun"}}]
+    assert second["messages"][1]["content"] == [
+        {"type": "tool_use", "id": "toolu_0", "name": "get_author", "input": {"title": "Dun"}}
+    ]
     result = second["messages"][2]["content"][0]
     assert result["type"] == "tool_result" and result["tool_use_id"] == "toolu_0" and result["is_error"] is True
     assert "No book titled 'Dun'" in result["content"]
@@ -206,9 +235,13 @@ def test_an_episode_through_the_messages_api_answers_each_tool_use_with_its_resu
 
 
 def test_overloaded_and_rate_limited_answers_are_retried(key_env):
-    script = [anthropic_error(529, "overloaded_error", "Overloaded"),
-              anthropic_error(429, "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit", {"retry-after": "0.1"}),
-              message("done")]  # fmt: skip
+    script = [
+        anthropic_error(529, "overloaded_error", "Overloaded"),
+        anthropic_error(
+            429, "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit", {"retry-after": "0.1"}
+        ),
+        message("done"),
+    ]
     with ModelServer(anthropic_check(KEY), script) as server:
         got = reply(Anthropic("claude-test", key=key_env, base_url=server.url, retries=2))
     assert got.content == "done" and len(server.requests) == 3
@@ -217,13 +250,21 @@ def test_overloaded_and_rate_limited_answers_are_retried(key_env):
 @pytest.mark.parametrize(
     ("answer", "kind", "said"),
     [
-        (anthropic_error(400, "invalid_request_error", "messages: at least one message is required"), "http_error", "invalid_request_error: messages"),
+        (
+            anthropic_error(400, "invalid_request_error", "messages: at least one message is required"),
+            "http_error",
+            "invalid_request_error: messages",
+        ),
         (anthropic_error(429, "rate_limit_error", "spend limit reached"), "rate_limited", "spend limit"),
-        (anthropic_error(413, "request_too_large", "Request exceeds the maximum allowed number of bytes"), "http_error", "request_too_large"),
+        (
+            anthropic_error(413, "request_too_large", "Request exceeds the maximum allowed number of bytes"),
+            "http_error",
+            "request_too_large",
+        ),
         (Answer(200, {"type": "message", "content": "not a list"}), "bad_reply", "no message"),
         (Answer(200, {"type": "error", "error": {"type": "api_error", "message": "x"}}), "bad_reply", "no message"),
         (Answer(200, {"type": "message", "content": [{"type": "tool_use", "input": {}}]}), "bad_reply", "names no tool"),
-        (Answer(200, b"{\"type\": \"message\", \"content\": ["), "bad_reply", "not JSON"),
+        (Answer(200, b'{"type": "message", "content": ['), "bad_reply", "not JSON"),
     ],
 )
 def test_errors_and_malformed_messages_are_said_in_one_line(key_env, answer, kind, said):
@@ -241,10 +282,16 @@ def test_a_wrong_key_is_refused_and_never_quoted(key_env, monkeypatch):
 
 def test_a_conversation_the_api_would_refuse_is_never_sent(key_env):
     # The tool result of a call, then the user's words, in one user turn: the API's own rule.
-    messages = [*ASK, {"role": "assistant", "content": None, "tool_calls": [{"id": "toolu_9", "type": "function",
-                "function": {"name": "get_author", "arguments": "not json"}}]},
-                {"role": "tool", "tool_call_id": "toolu_9", "content": "bad", "is_error": True},
-                {"role": "user", "content": "Try again."}]  # fmt: skip
+    messages = [
+        *ASK,
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "toolu_9", "type": "function", "function": {"name": "get_author", "arguments": "not json"}}],
+        },
+        {"role": "tool", "tool_call_id": "toolu_9", "content": "bad", "is_error": True},
+        {"role": "user", "content": "Try again."},
+    ]
     with ModelServer(anthropic_check(KEY), [message("ok")]) as server:
         got = reply(Anthropic("claude-test", key=key_env, base_url=server.url), messages=messages)
     assert got.content == "ok"

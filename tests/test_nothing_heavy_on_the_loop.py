@@ -19,8 +19,12 @@ SHELF = Path(__file__).parent / "servers" / "shelf.py"
 
 def fresh(code: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_the_first_structured_answer_of_an_outside_server_is_a_result_under_a_tight_deadline():

@@ -10,11 +10,10 @@ import time
 
 import httpx2
 import pytest
-
-import mcp_nb
 from helpers import PROTECTED as SERVER
 from helpers import protected_server
 
+import mcp_nb
 
 
 @pytest.fixture
@@ -51,10 +50,14 @@ def steps(connection) -> list[str]:
 
 @pytest.mark.parametrize(
     "options, said",
-    [({"callback": "popup"}, "callback must be one of"), ({"scopes": ["a b"]}, "scopes are words"),
-     ({"scopes": 3}, "scopes is text or a list"), ({"client_secret": "x"}, "client_secret goes with"),
-     ({"timeout": 0}, "timeout is a positive number")],
-)  # fmt: skip
+    [
+        ({"callback": "popup"}, "callback must be one of"),
+        ({"scopes": ["a b"]}, "scopes are words"),
+        ({"scopes": 3}, "scopes is text or a list"),
+        ({"client_secret": "x"}, "client_secret goes with"),
+        ({"timeout": 0}, "timeout is a positive number"),
+    ],
+)
 def test_bad_options_are_one_line(options, said):
     with pytest.raises((ValueError, TypeError), match=said) as raised:
         mcp_nb.OAuth(**options)
@@ -103,17 +106,28 @@ def test_a_pasted_flow_connects_and_keeps_the_token_out_of_every_record(protecte
     outcome = mcp_nb.call("whoami", server="notes")
     assert outcome.outcome == "result", outcome
     said = steps(connection)
-    for step in ("discovery (protected resource metadata)", "discovery (authorization server metadata)", "registration",
-                 "authorization: the link is shown", "authorization: the person approved", "token:", "connected"):  # fmt: skip
+    for step in (
+        "discovery (protected resource metadata)",
+        "discovery (authorization server metadata)",
+        "registration",
+        "authorization: the link is shown",
+        "authorization: the person approved",
+        "token:",
+        "connected",
+    ):
         assert any(line.startswith(step) for line in said), (step, said)
     (kept,) = (config / "oauth").glob("*.json")
     assert stat.S_IMODE(kept.stat().st_mode) == 0o600
     token = __import__("json").loads(kept.read_text())["tokens"]["access_token"]
     written = [
-        mcp_nb.history().to_frame().to_json(default_handler=str, date_format="iso"), repr(outcome), outcome._repr_html_(),
-        repr(connection), connection._repr_html_(), " ".join(str(line) for line in connection.logs),
+        mcp_nb.history().to_frame().to_json(default_handler=str, date_format="iso"),
+        repr(outcome),
+        outcome._repr_html_(),
+        repr(connection),
+        connection._repr_html_(),
+        " ".join(str(line) for line in connection.logs),
         mcp_nb.servers().to_json(default_handler=str, date_format="iso"),
-    ]  # fmt: skip
+    ]
     assert not [text for text in written if token in text]
 
 
@@ -179,10 +193,13 @@ def test_a_configuration_entry_with_oauth_connects_through_the_flow(protected, c
 
 @pytest.mark.parametrize(
     "oauth, said",
-    [({"client_secret": "s"}, "a client secret is not kept in a configuration file"), ({"scope": "x"}, "unexpected field"),
-     ({"client_secret_env": "MCP_NB_NOT_SET_ANYWHERE", "client_id": "a"}, "not set in this environment"),
-     ("yes", "'oauth' is true or an object")],
-)  # fmt: skip
+    [
+        ({"client_secret": "s"}, "a client secret is not kept in a configuration file"),
+        ({"scope": "x"}, "unexpected field"),
+        ({"client_secret_env": "MCP_NB_NOT_SET_ANYWHERE", "client_id": "a"}, "not set in this environment"),
+        ("yes", "'oauth' is true or an object"),
+    ],
+)
 def test_a_configurations_oauth_is_checked_before_anything_connects(oauth, said):
     with pytest.raises(ValueError, match=said):
         mcp_nb.connect_config({"mcpServers": {"notes": {"url": "http://127.0.0.1:9/mcp", "oauth": oauth}}})

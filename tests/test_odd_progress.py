@@ -12,20 +12,27 @@ import asyncio
 import math
 
 import pytest
+from helpers import wait_until
 from mcp.server.mcpserver import Context
 
 import mcp_nb
-from helpers import wait_until
 from mcp_nb.views.live import countable
 from mcp_nb.widgets import show
 
 NAN, INF = float("nan"), float("inf")
 # (progress, total) pairs a server can send: each makes a call of its own
 ODD = {
-    "nan-count": (NAN, 10.0), "nan-total": (1.0, NAN), "inf-count": (INF, None), "inf-total": (1.0, INF),
-    "minus-inf": (-INF, -INF), "negative": (-5.0, 10.0), "past-total": (50.0, 10.0), "zero-total": (3.0, 0.0),
-    "huge": (1e308, 1e308), "tiny": (5e-324, None),
-}  # fmt: skip
+    "nan-count": (NAN, 10.0),
+    "nan-total": (1.0, NAN),
+    "inf-count": (INF, None),
+    "inf-total": (1.0, INF),
+    "minus-inf": (-INF, -INF),
+    "negative": (-5.0, 10.0),
+    "past-total": (50.0, 10.0),
+    "zero-total": (3.0, 0.0),
+    "huge": (1e308, 1e308),
+    "tiny": (5e-324, None),
+}
 
 
 @pytest.fixture
@@ -81,7 +88,7 @@ def test_countable_draws_only_finite_counts_from_zero_up():
     assert type(countable(7)) is int  # drawn as "7/10", not "7.0/10.0"
 
 
-KERNEL_CELL = '''
+KERNEL_CELL = """
 import asyncio, mcp_nb
 from mcp.server.mcpserver import Context
 nan, inf = float("nan"), float("inf")
@@ -98,7 +105,7 @@ async def odd(kind: str, ctx: Context) -> str:
 
 said = [mcp_nb.call("odd", {{"kind": kind}}).content for kind in ODD]
 print(said.count("done"), len(mcp_nb.history()))
-'''
+"""
 
 
 def test_in_a_real_kernel_where_the_bar_is_a_widget():

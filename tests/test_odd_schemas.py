@@ -219,7 +219,7 @@ def test_a_published_schema_whose_properties_are_no_object_shows_no_parameters(s
 # -- the same schemas from an outside server: its entries' cards, its connection card, its forms -------
 
 ODD_SERVER = textwrap.dedent(
-    '''
+    """
     import anyio
     import mcp_types as types
     from mcp.server.lowlevel import Server
@@ -255,7 +255,7 @@ ODD_SERVER = textwrap.dedent(
             await server.run(read, write, server.create_initialization_options())
 
     anyio.run(main)
-    '''
+    """
 )
 
 
@@ -264,7 +264,9 @@ def test_an_outside_servers_odd_schemas_give_cards_and_forms(tmp_path):
     script.write_text(ODD_SERVER.format(properties=repr([p for p, _ in ODD_PROPERTIES])))
     connection = mcp_nb.connect("odd", [sys.executable, str(script)])
     try:
-        assert "offers" in connection_text(connection.describe()) and "mcp-nb-connection" in connection_html(connection.describe())
+        assert "offers" in connection_text(connection.describe()) and "mcp-nb-connection" in connection_html(
+            connection.describe()
+        )
         repr(connection)
         connection._repr_html_()
         entries = {e.name: e for e in connection.entries()}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
-
 from typing import Annotated
 
 import pytest

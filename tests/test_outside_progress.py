@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 from mcp.server.mcpserver import Context
+from outside import client
 
 import mcp_nb
-from outside import client
 
 STEPS = 5
 
@@ -47,9 +47,7 @@ def test_an_outside_calls_progress_is_counted_as_the_client_received_it(served, 
     (row,) = mcp_nb.history().to_frame().itertuples()
     assert (row.name, row.via, row.progress) == ("restock", "http", len(received))
     events = mcp_nb.history().progress(row.call_id)
-    assert list(zip(events["progress"], events["total"], events["message"])) == [
-        (float(p), float(t), m) for p, t, m in received
-    ]
+    assert list(zip(events["progress"], events["total"], events["message"])) == [(float(p), float(t), m) for p, t, m in received]
 
 
 def test_an_outside_call_without_a_progress_callback_counts_none(served):

@@ -49,12 +49,12 @@ def lookup(title: str) -> str:
         return {}["catalog"]
     return "Frank Herbert"
 ''',
-    '''\
+    """\
 %%mcp_tool
 def slow() -> str:
     time.sleep(1.0)  # well past the deadline: the card shown at once says "still running"
     return "late"
-''',
+""",
     "%mcp_call lookup title=Dune",
     "%mcp_call lookup title=Nothing",
     "%mcp_call lookup title=Broken",
@@ -92,8 +92,13 @@ def environment(tmp: Path, stable: bool) -> dict:
 def store(notebook: Path, env: dict) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "jupyter", "execute", "--inplace", "--timeout=120", notebook.name],
-        cwd=notebook.parent, env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        cwd=notebook.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     cells = nbformat.read(notebook, as_version=4).cells
     assert all(cell.outputs for cell in cells[2:-1]), "a cell stored no output"
@@ -101,12 +106,22 @@ def store(notebook: Path, env: dict) -> None:
 
 def check(notebook: Path, env: dict, sanitizer: Path | None) -> subprocess.CompletedProcess:
     command = [
-        sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "--nbval-cell-timeout=120",
-        "-p", "no:cacheprovider", "-q", notebook.name,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "pytest",
+        "--nbval",
+        "--nbval-current-env",
+        "--nbval-cell-timeout=120",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        notebook.name,
+    ]
     if sanitizer is not None:
         command += ["--nbval-sanitize-with", str(sanitizer)]
-    return subprocess.run(command, cwd=notebook.parent, env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        command, cwd=notebook.parent, env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL
+    )
 
 
 def passed(result: subprocess.CompletedProcess) -> bool:
@@ -118,8 +133,12 @@ def sanitizer(tmp_path) -> Path:
     path = tmp_path / "sanitize.cfg"
     written = subprocess.run(
         [sys.executable, "-m", "mcp_nb", "nbval-sanitize", "-o", path],
-        env=environment(tmp_path, stable=False), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        env=environment(tmp_path, stable=False),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert written.returncode == 0, written.stderr
     return path
 

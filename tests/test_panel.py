@@ -11,11 +11,11 @@ import threading
 import time
 
 import pytest
+from helpers import wait_until
 from mcp import MCPError
 from mcp.server.mcpserver.exceptions import ToolError
 
 import mcp_nb
-from helpers import wait_until
 from mcp_nb.config import settings
 from mcp_nb.widgets import Panel, show
 
@@ -115,9 +115,14 @@ def test_show_returns_the_panel_widget_and_mcp_nb_panel_is_the_same(shell):
 def test_the_picker_lists_tools_resources_templates_and_prompts(panel):
     labels = [" ".join(label.split()) for label, _ in panel.picker.options]
     assert labels == [
-        "tool get_author", "tool reserve", "tool catalog_status", "tool reindex",
-        "resource books://catalog", "template books://{title}", "prompt review",
-    ]  # fmt: skip
+        "tool get_author",
+        "tool reserve",
+        "tool catalog_status",
+        "tool reindex",
+        "resource books://catalog",
+        "template books://{title}",
+        "prompt review",
+    ]
     assert panel.picker.value == ("tool", "get_author")
     assert "get_author" in panel.header.value and "readOnlyHint" in panel.header.value
     title = re.sub(r"<[^>]+>", "", panel.title.value)  # the text, not the markup's styles
@@ -452,8 +457,14 @@ def test_close_stops_listening_and_closes_every_model(bookshop):
 
     before = len(_instances)
     engine = mcp_nb.engine()
-    listening = lambda: (len(engine.connection._listeners), len(engine.history._listeners), len(engine._close_listeners),  # noqa: E731
-                         len(engine._connection_listeners), len(settings._trait_notifiers.get("timeout", {}).get("change", [])))  # fmt: skip
+    def listening():
+        return (
+            len(engine.connection._listeners),
+            len(engine.history._listeners),
+            len(engine._close_listeners),
+            len(engine._connection_listeners),
+            len(settings._trait_notifiers.get("timeout", {}).get("change", [])),
+        )
     listeners = listening()
     p = show()
     p.select("tool", "reserve")

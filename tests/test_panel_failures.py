@@ -13,13 +13,13 @@ import html
 import threading
 
 import pytest
+from helpers import wait_until
 from pydantic import BaseModel
 
 import mcp_nb
 import mcp_nb.widgets.form as form_module
 import mcp_nb.widgets.history_tab as history_module
 import mcp_nb.widgets.panel as panel_module
-from helpers import wait_until
 from mcp_nb.widgets import Panel, show
 from mcp_nb.widgets.panel import RAW
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import json
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal
 
 import ipywidgets as w
 import pytest
@@ -192,7 +192,7 @@ def test_an_enum_model_through_ref_and_defs():
 
 
 def test_nullable_fields_send_null_only_when_the_toggle_says_so():
-    def find(title: str | None = None, year: Optional[int] = 1965, shelf: str | None = None) -> str: ...
+    def find(title: str | None = None, year: int | None = 1965, shelf: str | None = None) -> str: ...
 
     form = Form(schema_of(find))
     assert form.value() == {"year": 1965}  # `= None` starts empty and is left out
@@ -389,8 +389,15 @@ def test_kind_of_each_schema_shape():
     }
     for kind, schema in cases.items():
         assert kind_of(schema, schemas) == kind
-    for unmapped in ({}, {"type": "object"}, {"type": ["string", "integer"]}, {"anyOf": [{"type": "string"}, {"type": "integer"}]},
-                     {"type": "array", "prefixItems": [{}]}, {"type": "null"}, {"not": {}}):  # fmt: skip
+    for unmapped in (
+        {},
+        {"type": "object"},
+        {"type": ["string", "integer"]},
+        {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+        {"type": "array", "prefixItems": [{}]},
+        {"type": "null"},
+        {"not": {}},
+    ):
         assert kind_of(unmapped, schemas) == "json"
 
 

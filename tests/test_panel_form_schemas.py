@@ -262,10 +262,33 @@ BASES = {
 }
 # Every keyword a builder or a label reads.
 KEYWORDS = [
-    "type", "enum", "const", "default", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
-    "minLength", "maxLength", "format", "pattern", "minItems", "maxItems", "items", "prefixItems", "properties",
-    "required", "anyOf", "oneOf", "allOf", "$ref", "description", "title", "examples",
-]  # fmt: skip
+    "type",
+    "enum",
+    "const",
+    "default",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "format",
+    "pattern",
+    "minItems",
+    "maxItems",
+    "items",
+    "prefixItems",
+    "properties",
+    "required",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "$ref",
+    "description",
+    "title",
+    "examples",
+]
 # One value of each shape: null, string, booleans, list, object, negative, float, list of null, NaN.
 ODD = [None, "3", True, False, [], {}, -1, 1.5, [None], math.nan]
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import mcp_nb
 from helpers import wait_until
-from mcp_nb.views import cards, tables, theme
+
+import mcp_nb
+from mcp_nb.views import theme
 from mcp_nb.widgets import show
 
 PACKAGE = Path(mcp_nb.__file__).parent

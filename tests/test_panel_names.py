@@ -87,7 +87,11 @@ def test_the_entry_on_screen_is_named_in_full_by_the_pickers_tooltip_and_its_hea
     register_long_names()
     panel = show()
     try:
-        for kind, key, said in (("tool", LONG_TOOL, "tool"), ("resource", LONG_URI, "template"), ("prompt", LONG_PROMPT, "prompt")):
+        for kind, key, said in (
+            ("tool", LONG_TOOL, "tool"),
+            ("resource", LONG_URI, "template"),
+            ("prompt", LONG_PROMPT, "prompt"),
+        ):
             panel.select(kind, key)
             assert panel.picker.tooltip == f"{said} {key}"
             assert key in panel.header.value

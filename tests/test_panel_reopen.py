@@ -143,11 +143,20 @@ def every_kind(
 
 SCHEMA = schema_of(every_kind)
 FULL = {
-    "title": "Dune", "count": 3, "ratio": 2.5, "note": "x", "pace": "fast", "colour": "green",
+    "title": "Dune",
+    "count": 3,
+    "ratio": 2.5,
+    "note": "x",
+    "pace": "fast",
+    "colour": "green",
     "address": {"street": "s", "city": "Rome", "zip": 1, "verified": True},
     "home": {"street": "h", "city": "Oslo", "zip": None, "verified": False},
-    "tags": ["a", "b"], "genres": ["sf", "essay"], "shelf": "B2", "rush": False, "anything": {"k": [1, None]},
-}  # fmt: skip
+    "tags": ["a", "b"],
+    "genres": ["sf", "essay"],
+    "shelf": "B2",
+    "rush": False,
+    "anything": {"k": [1, None]},
+}
 
 
 @pytest.mark.parametrize("left_out", [k for k in FULL if k != "title"])
@@ -166,9 +175,13 @@ def test_left_out_inside_a_nested_object_fits():
 
 @pytest.mark.parametrize(
     ("name", "empty", "css", "says"),
-    [("note", "", "mcp-nb-empty", '""'), ("shelf", "", "mcp-nb-empty", '""'), ("tags", [], "mcp-nb-empty", "[]"),
-     ("genres", [], "mcp-nb-empty", "[]")],
-)  # fmt: skip
+    [
+        ("note", "", "mcp-nb-empty", '""'),
+        ("shelf", "", "mcp-nb-empty", '""'),
+        ("tags", [], "mcp-nb-empty", "[]"),
+        ("genres", [], "mcp-nb-empty", "[]"),
+    ],
+)
 def test_an_optional_field_sent_empty_fits_with_a_toggle_that_says_so(name, empty, css, says):
     form = fits(SCHEMA, {"title": "Dune", name: empty})
     field = form.fields[name]
@@ -203,8 +216,14 @@ def test_a_list_of_choices_in_any_order_or_repeated_fits_as_rows():
 
 
 def test_what_is_not_valid_still_does_not_fit():
-    for unfit in ({"title": 3}, {"title": "Dune", "count": "3"}, {"title": "Dune", "genres": ["poem"]},
-                  {"title": "Dune", "tags": [1]}, {"title": "Dune", "unknown": 1}, {"title": "Dune", "rush": "yes"}):  # fmt: skip
+    for unfit in (
+        {"title": 3},
+        {"title": "Dune", "count": "3"},
+        {"title": "Dune", "genres": ["poem"]},
+        {"title": "Dune", "tags": [1]},
+        {"title": "Dune", "unknown": 1},
+        {"title": "Dune", "rush": "yes"},
+    ):
         assert not Form(SCHEMA).load(unfit), unfit
 
 
@@ -239,11 +258,26 @@ class Level(enum.IntEnum):
 
 
 LEAVES = [
-    str, int, float, bool, Any, Literal["a", "b"], Literal[1, 2, 3], Literal["only"], Mood, Level,
-    Annotated[int, Field(ge=0, le=10)], Annotated[float, Field(gt=0)], Annotated[str, Field(max_length=5)],
-    Literal[True], dict[str, int], tuple[int, str], int | str, set[Literal["a", "b", "c"]],
+    str,
+    int,
+    float,
+    bool,
+    Any,
+    Literal["a", "b"],
+    Literal[1, 2, 3],
+    Literal["only"],
+    Mood,
+    Level,
+    Annotated[int, Field(ge=0, le=10)],
+    Annotated[float, Field(gt=0)],
+    Annotated[str, Field(max_length=5)],
+    Literal[True],
+    dict[str, int],
+    tuple[int, str],
+    int | str,
+    set[Literal["a", "b", "c"]],
     Annotated[list[int], Field(min_length=1, max_length=2)],
-]  # fmt: skip
+]
 
 _models = iter(range(10**9))
 
@@ -362,8 +396,12 @@ def tools_and_arguments(draw):
 @given(tools_and_arguments())
 @example(({"type": "object", "properties": {"flag": {"type": "boolean", "default": False}}}, {}))
 @example(({"type": "object", "properties": {"s": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": "x"}}}, {"s": ""}))
-@example(({"type": "object", "properties": {"l": {"type": "array", "items": {"type": "array", "items": {"enum": ["a", "b"]}}}}},
-          {"l": [["b", "a"], []]}))  # fmt: skip
+@example(
+    (
+        {"type": "object", "properties": {"l": {"type": "array", "items": {"type": "array", "items": {"enum": ["a", "b"]}}}}},
+        {"l": [["b", "a"], []]},
+    )
+)
 def test_any_arguments_valid_for_a_signature_fit_the_form_and_read_back_exactly(case):
     schema, arguments = case
     form = fits(schema, arguments)

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import ipywidgets as w
 import pytest
+from helpers import wait_until
+from test_panel_failures import coherent
 
 import mcp_nb
-from helpers import wait_until
 from mcp_nb.widgets import Panel
 from mcp_nb.widgets.callbacks import KernelThread
 from mcp_nb.widgets.history_tab import DEBOUNCE_S
-from test_panel_failures import coherent
 
 ROOT = Path(__file__).resolve().parents[1]
 

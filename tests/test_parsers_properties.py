@@ -37,7 +37,9 @@ from mcp_nb.widgets.form import Form, Invalid
 # A regular expression in a case file such as "[[a]]" makes `re` warn (a future meaning of nested sets): not the parser's concern.
 pytestmark = pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")
 
-QUICK = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+QUICK = settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 FEW = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
@@ -66,19 +68,89 @@ json_scalars = (
     | st.text(max_size=8)
 )
 json_values = st.recursive(
-    json_scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3), max_leaves=8
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
 )
 json_containers = st.lists(json_values, max_size=3) | st.dictionaries(st.text(max_size=4), json_values, max_size=3)
 
 ATOMS = [
-    "a", "echo", "k=", "k=v", "n=3", "=", "==v", "a=b=c", "'", '"', "\\", "\\ ", "#", "# c", "a#b", "{", "}", "[", "]",
-    '{"a": 1}', '{"a": "b c"}', '{"a": 1, "a": 2}', "[1, 2]", "[]", "{}", "'a b'", '"a \\" b"', "'#'", '"#"',
-    "--timeout", "--timeout=5", "--retries", "--retries=2", "--reset-on-progress", "--max-timeout", "--elicit",
-    "--server", "--bogus", "-x", "--", "--=", "é", "ß", "日本", "💥", "\u2028", "\x85", "\x00", "nan", "NaN",
-    "Infinity", "-Infinity", "1e999", "-0", "1_000", "0x10", "null", "None", "true", "yes", '""', "''",
-    "k=" + BIG, '{"a": ' + BIG + "}", "k=" + DEEP, DEEP, nest(30), "k=" + nest(30), '{"a": ' + DEEP + "}",
-    "k=[1,", "k={'a': 1}", 'k={"a": "x y"}', "k=\"{'a'}\"", "$x", "{title}",
-]  # fmt: skip
+    "a",
+    "echo",
+    "k=",
+    "k=v",
+    "n=3",
+    "=",
+    "==v",
+    "a=b=c",
+    "'",
+    '"',
+    "\\",
+    "\\ ",
+    "#",
+    "# c",
+    "a#b",
+    "{",
+    "}",
+    "[",
+    "]",
+    '{"a": 1}',
+    '{"a": "b c"}',
+    '{"a": 1, "a": 2}',
+    "[1, 2]",
+    "[]",
+    "{}",
+    "'a b'",
+    '"a \\" b"',
+    "'#'",
+    '"#"',
+    "--timeout",
+    "--timeout=5",
+    "--retries",
+    "--retries=2",
+    "--reset-on-progress",
+    "--max-timeout",
+    "--elicit",
+    "--server",
+    "--bogus",
+    "-x",
+    "--",
+    "--=",
+    "é",
+    "ß",
+    "日本",
+    "💥",
+    "\u2028",
+    "\x85",
+    "\x00",
+    "nan",
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "1e999",
+    "-0",
+    "1_000",
+    "0x10",
+    "null",
+    "None",
+    "true",
+    "yes",
+    '""',
+    "''",
+    "k=" + BIG,
+    '{"a": ' + BIG + "}",
+    "k=" + DEEP,
+    DEEP,
+    nest(30),
+    "k=" + nest(30),
+    '{"a": ' + DEEP + "}",
+    "k=[1,",
+    "k={'a': 1}",
+    'k={"a": "x y"}',
+    "k=\"{'a'}\"",
+    "$x",
+    "{title}",
+]
 gaps = st.sampled_from(["", " ", "  ", "\t"])
 atom = st.sampled_from(ATOMS) | st.text(max_size=4) | json_values.map(json.dumps)
 
@@ -206,8 +278,12 @@ def test_a_json_object_is_sent_as_decoded_duplicates_and_all(name, arguments, as
 
 
 @QUICK
-@given(names, st.lists(st.tuples(names, st.text(max_size=8)), max_size=4), st.lists(st.text(max_size=8), max_size=3),
-       st.sampled_from(["", "--timeout 5 ", "--server kernel "]))  # fmt: skip
+@given(
+    names,
+    st.lists(st.tuples(names, st.text(max_size=8)), max_size=4),
+    st.lists(st.text(max_size=8), max_size=3),
+    st.sampled_from(["", "--timeout 5 ", "--server kernel "]),
+)
 def test_quoted_pairs_reach_the_call_as_typed_options_or_not(name, pairs, after, before):
     """Any value quoted by the shell's rules is the value, an option-like word, ` -- ` or `#` in it
     included; after `--`, any word is an argument."""
@@ -297,11 +373,14 @@ def test_a_typed_value_comes_back_as_the_value_it_spells(data):
     value, text = {
         "integer": lambda: (n := data.draw(st.integers(-(10**40), 10**40)), str(n)),
         "number": lambda: (x := data.draw(st.floats(allow_nan=False, allow_infinity=False)), repr(x)),
-        "boolean": lambda: (b := data.draw(st.booleans()), data.draw(st.sampled_from(["true", "True", "yes", "on", "1"] if b else ["false", "No", "off", "0"]))),
+        "boolean": lambda: (
+            b := data.draw(st.booleans()),
+            data.draw(st.sampled_from(["true", "True", "yes", "on", "1"] if b else ["false", "No", "off", "0"])),
+        ),
         "string": lambda: (s := data.draw(st.text(max_size=8)), s),
         "array": lambda: (a := data.draw(st.lists(json_values, max_size=3)), json.dumps(a)),
         "object": lambda: (o := data.draw(st.dictionaries(st.text(max_size=4), json_values, max_size=3)), json.dumps(o)),
-    }[kind]()  # fmt: skip
+    }[kind]()
     prop = {"type": kind}
     if text not in ("null", "None") and data.draw(st.booleans()):  # X | None, as pydantic writes it
         prop = {"anyOf": [{"$ref": "#/$defs/T"}, {"type": "null"}]}
@@ -323,11 +402,16 @@ def test_an_enum_value_typed_as_json_is_that_value(choices, data):
 # -- --inject specs: Faults.parse / Faults.from_spec ---------------------------------------------------
 
 fault_keys = st.sampled_from([*FIELDS, "Latency", "_seen", "_lock", "", " latency ", "speed"])
-fault_values = st.sampled_from(["0", "0.5", "1", "1.5", "-0", "-1", "nan", "inf", "1e400", "1e-400", "3600", "3601", "1_0", "0x1", "", " ", BIG, "½"]) | st.text(max_size=4)  # fmt: skip
+fault_values = st.sampled_from(
+    ["0", "0.5", "1", "1.5", "-0", "-1", "nan", "inf", "1e400", "1e-400", "3600", "3601", "1_0", "0x1", "", " ", BIG, "½"]
+) | st.text(max_size=4)
 
 
 @QUICK
-@given(st.lists(st.tuples(fault_keys, st.sampled_from(["=", "", "=="]), fault_values), max_size=5), st.sampled_from([",", ", ", ",,", ";"]))
+@given(
+    st.lists(st.tuples(fault_keys, st.sampled_from(["=", "", "=="]), fault_values), max_size=5),
+    st.sampled_from([",", ", ", ",,", ";"]),
+)
 def test_any_fault_spec_parses_or_is_one_line_error(parts, comma):
     spec = comma.join(f"{k}{eq}{v}" for k, eq, v in parts)
     try:
@@ -352,9 +436,14 @@ def test_a_valid_spec_reads_back_exactly(latency, tool_error, crash, seed):
 
 
 python_values = (
-    st.none() | st.booleans() | st.integers(-(10**30), 10**30) | st.floats() | st.text(max_size=4)
-    | st.sampled_from([Fraction(1, 3), [], {}, (1,), b"1"]) | st.lists(st.integers(), max_size=2)
-)  # fmt: skip
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**30), 10**30)
+    | st.floats()
+    | st.text(max_size=4)
+    | st.sampled_from([Fraction(1, 3), [], {}, (1,), b"1"])
+    | st.lists(st.integers(), max_size=2)
+)
 
 
 @QUICK
@@ -369,7 +458,10 @@ def test_any_fault_mapping_is_faults_or_one_line_error(spec):
 
 
 @FEW
-@given(st.sampled_from(["latency", "tool_error", "crash", "protocol_error"]), st.sampled_from([10**400, -(10**400), Fraction(10**400, 3)]))
+@given(
+    st.sampled_from(["latency", "tool_error", "crash", "protocol_error"]),
+    st.sampled_from([10**400, -(10**400), Fraction(10**400, 3)]),
+)
 @example("latency", 10**400)
 def test_a_number_beyond_floats_is_refused_as_a_value_error(key, value):
     with pytest.raises(ValueError):
@@ -414,10 +506,16 @@ def lambda_free(a: int = 0) -> int:
 
 grid_keys = st.text(max_size=3) | st.integers(0, 3) | st.none() | st.tuples(st.text(max_size=2))
 grid_options = (
-    st.lists(json_scalars, max_size=3) | st.tuples(json_scalars) | st.sets(st.integers(0, 3), max_size=3)
-    | st.text(max_size=3) | st.integers() | st.none() | st.dictionaries(st.text(max_size=2), st.integers(), max_size=2)
-    | st.builds(lambda v: iter(v), st.lists(st.integers(), max_size=3)) | st.builds(pd.Series, st.lists(st.integers(), max_size=3))
-)  # fmt: skip
+    st.lists(json_scalars, max_size=3)
+    | st.tuples(json_scalars)
+    | st.sets(st.integers(0, 3), max_size=3)
+    | st.text(max_size=3)
+    | st.integers()
+    | st.none()
+    | st.dictionaries(st.text(max_size=2), st.integers(), max_size=2)
+    | st.builds(lambda v: iter(v), st.lists(st.integers(), max_size=3))
+    | st.builds(pd.Series, st.lists(st.integers(), max_size=3))
+)
 
 
 @st.composite
@@ -500,10 +598,21 @@ def test_a_refused_grid_makes_no_call():
 # -- case files: cases.load ----------------------------------------------------------------------------
 
 GOOD_CASE = {
-    "id": "add-1", "target": "tool", "name": "add", "arguments": {"a": 1}, "server": "kernel", "timeout": 5.0,
-    "retries": 0, "note": "n", "expect": {"outcome": "result", "cause": "ok", "content": "1",
-                                          "checks": [{"path": "$.a[0]['b c']", "equals": 1}, {"matches": "^1$"}, {"approx": 1, "tolerance": 0.5}]},
-}  # fmt: skip
+    "id": "add-1",
+    "target": "tool",
+    "name": "add",
+    "arguments": {"a": 1},
+    "server": "kernel",
+    "timeout": 5.0,
+    "retries": 0,
+    "note": "n",
+    "expect": {
+        "outcome": "result",
+        "cause": "ok",
+        "content": "1",
+        "checks": [{"path": "$.a[0]['b c']", "equals": 1}, {"matches": "^1$"}, {"approx": 1, "tolerance": 0.5}],
+    },
+}
 CASE_KEYS = ["id", "target", "name", "arguments", "server", "timeout", "retries", "note", "expect", "extra", "x\ny"]
 EXPECT_KEYS = ["outcome", "cause", "code", "content", "checks", "colour"]
 CHECK_KEYS = ["path", "equals", "matches", "approx", "tolerance", "what"]
@@ -511,7 +620,7 @@ odd = (
     json_values
     | st.sampled_from(["", "$", "$.", "$[x]", "$['a", "(", "[", "a" * 50, "$.a.b[0]", math.nan, math.inf, -0.0, 10**30, 0, -1])
     | st.just(nest(40))
-)  # fmt: skip
+)
 
 
 @st.composite
@@ -573,7 +682,9 @@ def test_arguments_given_as_python_that_are_not_json_are_one_line_cases_errors(v
 contents = (
     case_documents().map(json.dumps)
     | st.text(max_size=20)
-    | st.sampled_from([BIG, DEEP, '{"cases": ' + DEEP + "}", '{"mcp_nb_cases": 1, "cases": [' + BIG + "]}", "\ufeff{}", "NaN", ""])
+    | st.sampled_from(
+        [BIG, DEEP, '{"cases": ' + DEEP + "}", '{"mcp_nb_cases": 1, "cases": [' + BIG + "]}", "\ufeff{}", "NaN", ""]
+    )
 )
 
 
@@ -632,7 +743,9 @@ def valid_cases(draw):
         if draw(st.booleans()):
             expect["checks"] = [
                 draw(
-                    st.fixed_dictionaries({"equals": json_values}, optional={"path": st.sampled_from(["$.a", "$[0]", "$['x y']"])})
+                    st.fixed_dictionaries(
+                        {"equals": json_values}, optional={"path": st.sampled_from(["$.a", "$[0]", "$['x y']"])}
+                    )
                     | st.fixed_dictionaries({"matches": st.sampled_from(["^a", "b+", r"\d"])})
                     | st.fixed_dictionaries({"approx": st.floats(-1e6, 1e6)}, optional={"tolerance": st.floats(0, 10)})
                 )
@@ -659,17 +772,54 @@ def test_a_cases_file_reads_back_as_written(tmp_path, cases):
 
 # -- mcpServers configurations: read_config -----------------------------------------------------------
 
-SERVER_KEYS = ["command", "args", "env", "cwd", "url", "headers", "type", "disabled", "autoApprove", "timeout", "x\ny", "extra", "oauth"]
+SERVER_KEYS = [
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "type",
+    "disabled",
+    "autoApprove",
+    "timeout",
+    "x\ny",
+    "extra",
+    "oauth",
+]
 OAUTH_VALUES = [
-    True, False, {"scopes": ["repo"], "callback": "paste"}, {"scopes": "a b"}, {"scopes": [1]}, {"callback": "popup"},
-    {"client_id": "app", "client_secret_env": "MCP_NB_NOT_SET_ANYWHERE"}, {"client_secret": "s"}, {"scope": "x"},
-    {"client_id": "app", "client_metadata_url": "https://h/cimd.json"}, {"timeout": 3},
-]  # fmt: skip
+    True,
+    False,
+    {"scopes": ["repo"], "callback": "paste"},
+    {"scopes": "a b"},
+    {"scopes": [1]},
+    {"callback": "popup"},
+    {"client_id": "app", "client_secret_env": "MCP_NB_NOT_SET_ANYWHERE"},
+    {"client_secret": "s"},
+    {"scope": "x"},
+    {"client_id": "app", "client_metadata_url": "https://h/cimd.json"},
+    {"timeout": 3},
+]
 server_values = (
     odd
-    | st.sampled_from(["npx", " ", "http://h/mcp", "https://h", "ftp://h", "HTTP://h", ["-y", "pkg"], ["a", 1, 2.5, True], [None], {"A": "1"}, {"A": [1]}, {"A": 1.5}])
+    | st.sampled_from(
+        [
+            "npx",
+            " ",
+            "http://h/mcp",
+            "https://h",
+            "ftp://h",
+            "HTTP://h",
+            ["-y", "pkg"],
+            ["a", 1, 2.5, True],
+            [None],
+            {"A": "1"},
+            {"A": [1]},
+            {"A": 1.5},
+        ]
+    )
     | st.sampled_from(OAUTH_VALUES)
-)  # fmt: skip
+)
 server_entries = st.dictionaries(st.sampled_from(SERVER_KEYS), server_values, max_size=4) | json_values
 server_names = st.sampled_from(["a", "b", "x y", "", "a\nb"]) | st.text(max_size=3)
 
@@ -711,7 +861,12 @@ def test_any_config_reads_or_is_one_line_config_error(config, names):
 
 
 @QUICK
-@given(configs().map(json.dumps) | st.text(max_size=20) | st.sampled_from([BIG, DEEP, '{"mcpServers": ' + DEEP + "}"]) | st.binary(max_size=8))
+@given(
+    configs().map(json.dumps)
+    | st.text(max_size=20)
+    | st.sampled_from([BIG, DEEP, '{"mcpServers": ' + DEEP + "}"])
+    | st.binary(max_size=8)
+)
 @example(b"\xff\xfe")
 def test_any_config_file_reads_or_is_one_line_config_error(tmp_path, content):
     path = tmp_path / "mcp.json"
@@ -738,7 +893,9 @@ def test_any_config_path_reads_or_is_one_line_config_error(tmp_path, monkeypatch
 def test_a_config_connects_only_once_every_entry_is_checked(monkeypatch):
     made = []
     # Where connect_config connects, once every entry is checked: noted, never opened.
-    monkeypatch.setattr(type(mcp_nb.engine()), "open", lambda self, connection, seconds: made.append((connection.name, seconds)) or connection)
+    monkeypatch.setattr(
+        type(mcp_nb.engine()), "open", lambda self, connection, seconds: made.append((connection.name, seconds)) or connection
+    )
 
     @QUICK
     @given(configs(), config_names)
@@ -763,10 +920,33 @@ def test_a_config_connects_only_once_every_entry_is_checked(monkeypatch):
 # -- schema to form: widgets/form.py -------------------------------------------------------------------
 
 FORM_KEYWORDS = [
-    "type", "properties", "required", "items", "prefixItems", "anyOf", "oneOf", "allOf", "enum", "const", "$ref", "default",
-    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "minItems",
-    "maxItems", "format", "pattern", "description", "title", "additionalProperties",
-]  # fmt: skip
+    "type",
+    "properties",
+    "required",
+    "items",
+    "prefixItems",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "enum",
+    "const",
+    "$ref",
+    "default",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "format",
+    "pattern",
+    "description",
+    "title",
+    "additionalProperties",
+]
 FORM_REFS = ["#", "#/$defs/A", "#/$defs/B", "#/$defs/missing", "#/properties/x", "#/$defs/A~1b", "http://x"]
 
 
@@ -776,9 +956,12 @@ def form_schema(depth: int = 3):
         | st.sampled_from(TYPES).map(lambda t: {"type": t})
         | st.sampled_from(FORM_REFS).map(lambda r: {"$ref": r})
         | st.lists(json_scalars, max_size=3).map(lambda e: {"enum": e})
-        | st.fixed_dictionaries({"type": st.sampled_from(["integer", "number"])}, optional={k: odd for k in ("minimum", "maximum", "multipleOf", "exclusiveMinimum", "default")})
+        | st.fixed_dictionaries(
+            {"type": st.sampled_from(["integer", "number"])},
+            optional={k: odd for k in ("minimum", "maximum", "multipleOf", "exclusiveMinimum", "default")},
+        )
         | json_values
-    )  # fmt: skip
+    )
     return leaf if depth == 0 else nested(leaf, form_schema(depth - 1), FORM_KEYWORDS, ["x", "y", "A"])
 
 
@@ -793,7 +976,9 @@ def form_schemas(draw):
     return schema
 
 
-typed_texts = st.sampled_from(["", " ", "1", "-2", "2.5", "1e999", "nan", "١٢", "true", "null", '"x"', "[1, 2]", '{"a": 1}', "{", BIG, "9" * 400 + ".5"]) | st.text(max_size=6)  # fmt: skip
+typed_texts = st.sampled_from(
+    ["", " ", "1", "-2", "2.5", "1e999", "nan", "١٢", "true", "null", '"x"', "[1, 2]", '{"a": 1}', "{", BIG, "9" * 400 + ".5"]
+) | st.text(max_size=6)
 
 
 def fill(field, data, typed, depth: int = 0) -> None:
@@ -885,7 +1070,9 @@ def test_a_self_referring_array_with_a_default_still_gives_a_form(default):
 def test_deeply_nested_json_typed_into_a_field_is_refused_in_one_line(depth, brackets):
     form = Form({"type": "object", "properties": {"x": {}}})
     try:
-        form.fields["x"].widget.value = nest(depth, brackets[0], brackets[1]) if brackets == "[]" else nest(depth, '{"a":', "}", "1")
+        form.fields["x"].widget.value = (
+            nest(depth, brackets[0], brackets[1]) if brackets == "[]" else nest(depth, '{"a":', "}", "1")
+        )
         with pytest.raises(Invalid):
             form.value()
     finally:
@@ -895,7 +1082,11 @@ def test_deeply_nested_json_typed_into_a_field_is_refused_in_one_line(depth, bra
 @settings(FEW, max_examples=15)
 @given(st.integers(1, 40))
 def test_a_recursive_schema_loads_deep_arguments_or_says_it_cannot(depth):
-    schema = {"type": "object", "properties": {"a": {"$ref": "#/$defs/T"}}, "$defs": {"T": {"type": "array", "items": {"$ref": "#/$defs/T"}}}}
+    schema = {
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/T"}},
+        "$defs": {"T": {"type": "array", "items": {"$ref": "#/$defs/T"}}},
+    }
     value = deep_list(depth)
     form = Form(schema)
     try:
@@ -908,10 +1099,24 @@ def test_a_recursive_schema_loads_deep_arguments_or_says_it_cannot(depth):
 # -- a notebook's solution markup: commands.student ------------------------------------------------
 
 MARKUP_LINES = [
-    "### BEGIN SOLUTION", "### END SOLUTION", "    ### BEGIN SOLUTION", "  # END SOLUTION", "BEGIN SOLUTION here",
-    "x = 1", "", "    return x", "# a comment", "é", "END", "BEGIN", "solution", "\t",
-]  # fmt: skip
-SOLUTION_META = {"nbgrader": {"solution": True, "grade": False, "grade_id": "a", "schema_version": 3, "locked": False, "task": False}}
+    "### BEGIN SOLUTION",
+    "### END SOLUTION",
+    "    ### BEGIN SOLUTION",
+    "  # END SOLUTION",
+    "BEGIN SOLUTION here",
+    "x = 1",
+    "",
+    "    return x",
+    "# a comment",
+    "é",
+    "END",
+    "BEGIN",
+    "solution",
+    "\t",
+]
+SOLUTION_META = {
+    "nbgrader": {"solution": True, "grade": False, "grade_id": "a", "schema_version": 3, "locked": False, "task": False}
+}
 markup_cells = st.lists(
     st.tuples(
         st.sampled_from(["code", "markdown"]),
@@ -929,11 +1134,21 @@ markup_cells = st.lists(
 def test_any_solution_markup_strips_or_is_one_line_error(cells):
     from mcp_nb.commands.student import BEGIN, CODE_STUB, END, TEXT_STUB, student_version
 
-    notebook = {"cells": [
-        {"cell_type": kind, "source": "\n".join(lines), "metadata": dict(SOLUTION_META) if solution else {},
-         **({"outputs": [{"output_type": "stream", "name": "stdout", "text": "old"}], "execution_count": 1} if kind == "code" else {})}
-        for kind, lines, solution in cells
-    ]}  # fmt: skip
+    notebook = {
+        "cells": [
+            {
+                "cell_type": kind,
+                "source": "\n".join(lines),
+                "metadata": dict(SOLUTION_META) if solution else {},
+                **(
+                    {"outputs": [{"output_type": "stream", "name": "stdout", "text": "old"}], "execution_count": 1}
+                    if kind == "code"
+                    else {}
+                ),
+            }
+            for kind, lines, solution in cells
+        ]
+    }
     original = json.loads(json.dumps(notebook))
     try:
         stripped, solutions = student_version(notebook)
@@ -958,7 +1173,9 @@ def test_any_solution_markup_strips_or_is_one_line_error(cells):
                     inside = False
                 elif not inside:
                     outside.append(line)
-            assert [line for line in text.split("\n") if line.strip() != stub] == [line for line in outside if line.strip() != stub]
+            assert [line for line in text.split("\n") if line.strip() != stub] == [
+                line for line in outside if line.strip() != stub
+            ]
         else:
             assert text == stub  # a solution cell without a region loses all its source
         if kind == "code":
@@ -969,9 +1186,10 @@ def test_any_solution_markup_strips_or_is_one_line_error(cells):
 
 root_items = st.text(max_size=12) | st.sampled_from(["/tmp", "file:///data", "C:\\\\data", "~", "git://h/r", "", " "]) | odd
 roots_values = (
-    st.lists(root_items | st.tuples(root_items, st.none() | st.text(max_size=5)), max_size=4) | odd
+    st.lists(root_items | st.tuples(root_items, st.none() | st.text(max_size=5)), max_size=4)
+    | odd
     | st.sampled_from(["/tmp", b"/tmp", 5])
-)  # fmt: skip
+)
 
 
 @QUICK
@@ -990,7 +1208,13 @@ def test_any_roots_value_is_listed_or_one_line_error(value):
 
 
 @QUICK
-@given(st.lists(odd | st.text(max_size=8) | st.dictionaries(st.sampled_from(["text", "model", "tool_use", "x"]), odd, max_size=3), max_size=3) | odd)
+@given(
+    st.lists(
+        odd | st.text(max_size=8) | st.dictionaries(st.sampled_from(["text", "model", "tool_use", "x"]), odd, max_size=3),
+        max_size=3,
+    )
+    | odd
+)
 def test_any_sampling_value_is_taken_or_one_line_error(value):
     from mcp_nb.calling.sampling import check_sampling
 

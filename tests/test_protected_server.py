@@ -8,9 +8,8 @@ import time
 from urllib.parse import parse_qs, urlparse
 
 import httpx2
-from helpers import protected_server
-
 import mcp
+from helpers import protected_server
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
@@ -129,10 +128,14 @@ def test_an_expired_access_token_is_refreshed_and_rotated():
         client = storage.client
         reused = httpx2.post(
             f"{url.removesuffix('/mcp')}/token",
-            data={"grant_type": "refresh_token", "refresh_token": old.refresh_token,
-                  "client_id": client.client_id, "client_secret": client.client_secret},
+            data={
+                "grant_type": "refresh_token",
+                "refresh_token": old.refresh_token,
+                "client_id": client.client_id,
+                "client_secret": client.client_secret,
+            },
             timeout=10,
-        )  # fmt: skip
+        )
         assert reused.status_code == 400 and reused.json()["error"] == "invalid_grant"
         secret = [old.access_token, old.refresh_token, new.access_token, new.refresh_token, client.client_secret]
     steps = said["after"]

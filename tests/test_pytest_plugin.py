@@ -19,19 +19,39 @@ NOTEBOOK_CELLS = [
     "# exploring, not a tool: left out of a headless run\nraise RuntimeError('never runs')",
 ]
 CASES = [
-    {"id": "dune", "name": "get_author", "arguments": {"title": "Dune"}, "expect": {"outcome": "result", "cause": "ok", "content": "Frank Herbert"}},
-    {"id": "neuromancer", "name": "get_author", "arguments": {"title": "Neuromancer"}, "expect": {"outcome": "result", "cause": "ok", "content": "William Gibson"}},
-    {"id": "unknown-title", "name": "get_author", "arguments": {"title": "Solaris"}, "expect": {"outcome": "tool_error", "cause": "crash"}},
-]  # fmt: skip
+    {
+        "id": "dune",
+        "name": "get_author",
+        "arguments": {"title": "Dune"},
+        "expect": {"outcome": "result", "cause": "ok", "content": "Frank Herbert"},
+    },
+    {
+        "id": "neuromancer",
+        "name": "get_author",
+        "arguments": {"title": "Neuromancer"},
+        "expect": {"outcome": "result", "cause": "ok", "content": "William Gibson"},
+    },
+    {
+        "id": "unknown-title",
+        "name": "get_author",
+        "arguments": {"title": "Solaris"},
+        "expect": {"outcome": "tool_error", "cause": "crash"},
+    },
+]
 
 
 @pytest.fixture
 def project(tmp_path):
     cells = [
-        {"cell_type": "code", "metadata": {"tags": ["mcp-skip"]} if "never runs" in source else {}, "execution_count": None,
-         "outputs": [], "source": source}
+        {
+            "cell_type": "code",
+            "metadata": {"tags": ["mcp-skip"]} if "never runs" in source else {},
+            "execution_count": None,
+            "outputs": [],
+            "source": source,
+        }
         for source in NOTEBOOK_CELLS
-    ]  # fmt: skip
+    ]
     (tmp_path / "tools.ipynb").write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells}))
     (tmp_path / "cases.json").write_text(json.dumps({"mcp_nb_cases": 1, "cases": CASES}, indent=2))
     return tmp_path
@@ -47,8 +67,13 @@ def pytest_run(where: Path, *args: str, path: tuple = ()) -> subprocess.Complete
     env["PYTHONPATH"] = os.pathsep.join([*map(str, path), str(ROOT)])
     return subprocess.run(
         [sys.executable, "-m", "pytest", *LOAD, "-p", "no:cacheprovider", "-rA", *args],
-        cwd=where, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        cwd=where,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_one_item_per_case_and_a_failure_says_expected_and_got(project):
@@ -70,14 +95,18 @@ def test_one_item_per_case_and_a_failure_says_expected_and_got(project):
 
 
 def test_a_case_the_engine_refuses_is_one_short_failure(project):
-    deep = {"id": "too-deep", "name": "get_author", "arguments": {"title": json.loads("[" * 120 + "]" * 120)},
-            "expect": {"outcome": "result", "cause": "ok"}}  # fmt: skip
+    deep = {
+        "id": "too-deep",
+        "name": "get_author",
+        "arguments": {"title": json.loads("[" * 120 + "]" * 120)},
+        "expect": {"outcome": "result", "cause": "ok"},
+    }
     (project / "cases.json").write_text(json.dumps({"mcp_nb_cases": 1, "cases": [CASES[1], deep]}))
     run = pytest_run(project, "--mcp-cases", "cases.json", "--mcp-notebook", "tools.ipynb")
     out = run.stdout
     assert run.returncode == 1, out + run.stderr
     assert "1 failed, 1 passed" in out
-    lines = out[out.index("_ case too-deep _"):].splitlines()[1:]
+    lines = out[out.index("_ case too-deep _") :].splitlines()[1:]
     report = lines[: next(i for i, line in enumerate(lines) if line.startswith(("---", "___", "===")))]
     assert len(report) == 1, report  # one line, not pytest's and pluggy's frames
     assert report[0].startswith("case too-deep: tool get_author: refused before anything was sent: ")
@@ -173,7 +202,16 @@ def test_a_served_kernel_over_http_with_its_token_in_a_header(project):
 
     handle = mcp_nb.serve()
     try:
-        served = pytest_run(project, "--mcp-cases", "cases.json", "--mcp-url", handle.url, "--mcp-header", f"Authorization: Bearer {handle.token}", "-v")
+        served = pytest_run(
+            project,
+            "--mcp-cases",
+            "cases.json",
+            "--mcp-url",
+            handle.url,
+            "--mcp-header",
+            f"Authorization: Bearer {handle.token}",
+            "-v",
+        )
         refused = pytest_run(project, "--mcp-cases", "cases.json", "--mcp-url", handle.url)
     finally:
         handle.stop()

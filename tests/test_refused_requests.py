@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from outside import post, raw_session
 
 import mcp_nb
-from outside import post, raw_session
 
 
 @pytest.fixture
@@ -32,7 +32,7 @@ def served():
 
 def rpc(handle, headers, ident: int, method: str, params) -> dict:
     status, _, text = post(handle.url, {"jsonrpc": "2.0", "id": ident, "method": method, "params": params}, headers)
-    body = text[text.index("{"):] if "{" in text else text  # an SSE frame's data, or plain JSON
+    body = text[text.index("{") :] if "{" in text else text  # an SSE frame's data, or plain JSON
     return json.loads(body.splitlines()[0] if body.startswith("{") and "\n" in body else body)
 
 
@@ -42,8 +42,13 @@ def test_a_refused_prompt_request_is_not_recorded_and_completion_still_answers(s
     refused = rpc(handle, headers, 2, "prompts/get", {"name": "review", "arguments": arguments})
     assert refused["error"]["code"] == -32602  # invalid params, from the SDK
     assert len(mcp_nb.history()) == 1  # the kernel's own call only
-    completed = rpc(handle, headers, 3, "completion/complete",
-                    {"ref": {"type": "ref/prompt", "name": "review"}, "argument": {"name": "title", "value": "D"}})  # fmt: skip
+    completed = rpc(
+        handle,
+        headers,
+        3,
+        "completion/complete",
+        {"ref": {"type": "ref/prompt", "name": "review"}, "argument": {"name": "title", "value": "D"}},
+    )
     assert completed["result"]["completion"]["values"] == ["Dune"]
     answered = rpc(handle, headers, 4, "prompts/get", {"name": "review", "arguments": {"title": "Emma"}})
     assert "result" in answered and len(mcp_nb.history()) == 2  # a good one is recorded as ever

@@ -17,7 +17,10 @@ def run(shell, source):
 
 def test_cell_runs_in_user_namespace_and_function_stays_callable(shell):
     shell.user_ns["CATALOG"] = {"Dune": "Frank Herbert"}
-    result = run(shell, "%%mcp_tool --read-only --idempotent --title 'Author lookup'\ndef get_author(title: str) -> str:\n    '''Look up an author.'''\n    return CATALOG[title]\n")
+    result = run(
+        shell,
+        "%%mcp_tool --read-only --idempotent --title 'Author lookup'\ndef get_author(title: str) -> str:\n    '''Look up an author.'''\n    return CATALOG[title]\n",
+    )
     assert result.success
     card = result.result
     assert (card.kind, card.name, card.title, card.description) == ("tool", "get_author", "Author lookup", "Look up an author.")
@@ -32,7 +35,10 @@ def test_cell_runs_in_user_namespace_and_function_stays_callable(shell):
 
 
 def test_options_override_name_and_description(shell):
-    result = run(shell, "%%mcp_tool --name lookup --description 'Find it.' --destructive --open-world\ndef f(x: int) -> int:\n    return x\n")
+    result = run(
+        shell,
+        "%%mcp_tool --name lookup --description 'Find it.' --destructive --open-world\ndef f(x: int) -> int:\n    return x\n",
+    )
     card = result.result
     assert (card.name, card.description) == ("lookup", "Find it.")
     assert card.annotations == {"destructiveHint": True, "openWorldHint": True}
@@ -88,7 +94,12 @@ BAD_CELLS = [
     ("mcp_tool", "--name 'bad name!'", "def good():\n    pass\n", "invalid tool name 'bad name!'"),
     ("mcp_tool", "--nme x", "def good():\n    pass\n", "unrecognized arguments: --nme x"),
     ("mcp_tool", "--read-only=yes", "def good():\n    pass\n", "ignored explicit argument"),
-    ("mcp_resource", "books://{title", "def book(title: str) -> str:\n    return title\n", "invalid URI template 'books://{title'"),
+    (
+        "mcp_resource",
+        "books://{title",
+        "def book(title: str) -> str:\n    return title\n",
+        "invalid URI template 'books://{title'",
+    ),
     ("mcp_resource", "no-scheme", "def book() -> str:\n    return ''\n", "invalid resource URI 'no-scheme'"),
     ("mcp_resource", "books://{title}", "def book(name: str) -> str:\n    return name\n", "Mismatch between URI parameters"),
     ("mcp_resource", "", "def book() -> str:\n    return ''\n", "the following arguments are required: uri"),
@@ -124,7 +135,11 @@ def test_quiet_cells_register_and_show_nothing(shell):
     for cell in cells:
         result = run(shell, cell)
         assert result.success and result.result is None, cell
-    assert mcp_nb.registered()[["kind", "name"]].values.tolist() == [["tool", "get_author"], ["resource", "book"], ["prompt", "review"]]
+    assert mcp_nb.registered()[["kind", "name"]].values.tolist() == [
+        ["tool", "get_author"],
+        ["resource", "book"],
+        ["prompt", "review"],
+    ]
     assert mcp_nb.call("get_author", {"title": "Dune"}).content == "Frank Herbert"
     assert mcp_nb.read("books://Dune").content == "the book Dune"
     assert shell.user_ns["get_author"]("Dune") == "Frank Herbert"
@@ -149,7 +164,16 @@ def test_help_lists_every_option(shell, capsys):
     shell.run_cell("%%mcp_tool?")
     shell.run_line_magic("pinfo", "%%mcp_tool")
     out = capsys.readouterr().out
-    for option in ["--name", "--title", "--description", "--read-only", "--idempotent", "--destructive", "--open-world", "--quiet"]:
+    for option in [
+        "--name",
+        "--title",
+        "--description",
+        "--read-only",
+        "--idempotent",
+        "--destructive",
+        "--open-world",
+        "--quiet",
+    ]:
         assert option in out
 
 

@@ -5,13 +5,13 @@ import dataclasses
 import time
 
 import pytest
+from helpers import FakeClock
 from IPython.core.error import UsageError
 from mcp import MCPError
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
 
 import mcp_nb
-from helpers import FakeClock
 from mcp_nb import Retry
 
 
@@ -274,8 +274,10 @@ def test_a_bad_policy_is_refused_when_it_is_made_with_one_clear_line(fields, mes
 
 def test_a_bad_backoff_in_the_magic_is_a_usage_error(shell):
     calls = flaky_tool(0)
-    for line, message in [("--retries 1 --backoff nan", "backoff must be a finite number"),
-                          ("--retries 1 --backoff inf", "backoff must be a finite number")]:
+    for line, message in [
+        ("--retries 1 --backoff nan", "backoff must be a finite number"),
+        ("--retries 1 --backoff inf", "backoff must be a finite number"),
+    ]:
         with pytest.raises(UsageError, match=message):
             shell.run_line_magic("mcp_call", f"flaky x=1 {line}")
     assert len(mcp_nb.history()) == 0 and calls["n"] == 0

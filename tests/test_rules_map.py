@@ -126,12 +126,16 @@ class Observations:
         for tree in self.trees:
             for node in ast.walk(tree):
                 if isinstance(node, ast.Import):
-                    self.origins |= {(a.asname or a.name).split(".")[0] for a in node.names if a.name.split(".")[0] in OBSERVING_MODULES}
+                    self.origins |= {
+                        (a.asname or a.name).split(".")[0] for a in node.names if a.name.split(".")[0] in OBSERVING_MODULES
+                    }
                 elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in OBSERVING_MODULES:
                     self.origins |= {a.asname or a.name for a in node.names}
         self.provided = set(self.origins)  # what the modules provide: not the notebook's constants
         self.observed: set[str] = set()
-        handlers = [parse(source.split("\n", 1)[1]) for source in sources if source.startswith(tuple(f"%%{m}" for m in HANDLER_MAGICS))]
+        handlers = [
+            parse(source.split("\n", 1)[1]) for source in sources if source.startswith(tuple(f"%%{m}" for m in HANDLER_MAGICS))
+        ]
         while True:  # to a fixed point: an observed name makes what is bound from it observed
             before = len(self.origins) + len(self.observed)
             for tree in self.trees:
@@ -143,7 +147,8 @@ class Observations:
 
     def observes(self, expr: ast.AST) -> bool:
         return any(
-            (isinstance(node, ast.Call) and root(node.func) in self.origins) or (isinstance(node, ast.Name) and node.id in self.observed)
+            (isinstance(node, ast.Call) and root(node.func) in self.origins)
+            or (isinstance(node, ast.Name) and node.id in self.observed)
             for node in ast.walk(expr)
         )
 
@@ -178,7 +183,9 @@ class Observations:
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 if any(self.observes(each) for each in node.body):
                     self.origins.add(node.name)  # calling it makes a call, a request or a process
-                if any(self.observes(each) or root(each) in self.origins for each in node.decorator_list) or self._handed_over(node.name):
+                if any(self.observes(each) or root(each) in self.origins for each in node.decorator_list) or self._handed_over(
+                    node.name
+                ):
                     self.observed |= self._mutated(node)
             for target, value in pairs:
                 if self.observes(value):
@@ -188,9 +195,11 @@ class Observations:
     def _handed_over(self, function: str) -> bool:
         """Whether the notebook passes `function` to a call of the SDK or a client (a hook, a callback)."""
         return any(
-            isinstance(node, ast.Call) and root(node.func) in self.provided
+            isinstance(node, ast.Call)
+            and root(node.func) in self.provided
             and any(function in names_in(arg) for arg in [*node.args, *(k.value for k in node.keywords)])
-            for tree in self.trees for node in ast.walk(tree)
+            for tree in self.trees
+            for node in ast.walk(tree)
         )
 
     def reads(self, test: ast.AST) -> bool:
@@ -286,14 +295,16 @@ def test_every_tagged_block_reads_what_a_run_produced(rule):
 
 def test_a_block_that_reads_only_the_notebooks_own_constants_is_rejected():
     """The rule on a small notebook: the weak blocks are those 06:c40 (C19, C21) and 09:rules (P24) held before."""
-    notebook = Observations([
-        "%load_ext mcp_nb\nimport mcp_nb\nfrom pathlib import Path\nCATALOG = {'Dune': 'Frank Herbert'}",
-        "%%mcp_tool\nRUNS = []\n\ndef get_author(title: str) -> str:\n    RUNS.append(title)\n    return CATALOG[title]",
-        "quick = %mcp_call get_author title=Dune\nown = mcp_nb.call('get_author', {'title': 'Dune'}, timeout=5)\n"
-        "magic = %mcp_call get_author title=Dune --timeout 2.5",
-        "refusals = []\ntry:\n    mcp_nb.call('get_author', {'title': 'Dune'}, timeout=0)\nexcept ValueError as err:\n    refusals.append(err)",
-        "source = Path('test_bookshop.py').read_text()",
-    ])
+    notebook = Observations(
+        [
+            "%load_ext mcp_nb\nimport mcp_nb\nfrom pathlib import Path\nCATALOG = {'Dune': 'Frank Herbert'}",
+            "%%mcp_tool\nRUNS = []\n\ndef get_author(title: str) -> str:\n    RUNS.append(title)\n    return CATALOG[title]",
+            "quick = %mcp_call get_author title=Dune\nown = mcp_nb.call('get_author', {'title': 'Dune'}, timeout=5)\n"
+            "magic = %mcp_call get_author title=Dune --timeout 2.5",
+            "refusals = []\ntry:\n    mcp_nb.call('get_author', {'title': 'Dune'}, timeout=0)\nexcept ValueError as err:\n    refusals.append(err)",
+            "source = Path('test_bookshop.py').read_text()",
+        ]
+    )
     weak = [
         "assert len(CATALOG) == 1",  # the notebook's own constant
         "assert quick.timeout_s == 30.0",  # the old C19: the deadline recorded, not kept

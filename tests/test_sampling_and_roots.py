@@ -68,9 +68,12 @@ def test_without_a_sampler_the_server_hears_a_clear_refusal_which_is_recorded():
 
 @pytest.mark.parametrize(
     "broken, reason",
-    [(lambda m, r: 1 / 0, "the sampling function raised ZeroDivisionError"), (lambda m, r: None, "returned None"),
-     (lambda m, r: 42, "a sampling reply is text")],
-)  # fmt: skip
+    [
+        (lambda m, r: 1 / 0, "the sampling function raised ZeroDivisionError"),
+        (lambda m, r: None, "returned None"),
+        (lambda m, r: 42, "a sampling reply is text"),
+    ],
+)
 def test_a_broken_sampling_function_refuses_the_request_and_the_call_goes_on(broken, reason):
     everything(sampling=broken)
     outcome = sample()
@@ -90,7 +93,9 @@ def test_an_async_sampling_function_waits_without_the_deadline_running():
     assert outcome.samplings[0].waited_ms >= 1400
 
 
-@pytest.mark.parametrize("bad, said", [(42, "sampling is a function"), ([{"txt": "x"}], "has a 'text' string"), ([3], "a sampling reply is")])
+@pytest.mark.parametrize(
+    "bad, said", [(42, "sampling is a function"), ([{"txt": "x"}], "has a 'text' string"), ([3], "a sampling reply is")]
+)
 def test_bad_sampling_is_one_line_and_connects_nothing(bad, said):
     with pytest.raises((TypeError, ValueError), match=said):
         mcp_nb.connect("everything", ["node", "server.js"], sampling=bad)
@@ -156,13 +161,21 @@ def test_sampling_with_tools_lets_the_reply_ask_for_one_the_request_offered():
     outcome = mcp_nb.call("plan", {"goal": "who wrote Dune?"}, server="planner")
     assert outcome.content == "the model asked for lookup({'title': 'Dune'}); stop reason toolUse"
     (sampled,) = outcome.samplings
-    assert sampled.tools == ("lookup",) and sampled.tool_use["name"] == "lookup" and sampled.tool_use["input"] == {"title": "Dune"}
+    assert (
+        sampled.tools == ("lookup",) and sampled.tool_use["name"] == "lookup" and sampled.tool_use["input"] == {"title": "Dune"}
+    )
     assert "asking for the tool lookup with" in repr(outcome)
     assert mcp_nb.history().to_frame().iloc[-1]["samplings"][0]["tool_use"]["name"] == "lookup"
 
 
 def test_a_tool_the_request_did_not_offer_is_refused_and_said():
-    mcp_nb.connect("planner", PLANNER, sampling=lambda m, r: {"tool_use": {"name": "rm_rf", "input": {}}}, sampling_tools=True, mode="2025-11-25")
+    mcp_nb.connect(
+        "planner",
+        PLANNER,
+        sampling=lambda m, r: {"tool_use": {"name": "rm_rf", "input": {}}},
+        sampling_tools=True,
+        mode="2025-11-25",
+    )
     outcome = mcp_nb.call("plan", {"goal": "x"}, server="planner")
     assert "which the request did not offer (it offered: lookup)" in outcome.samplings[0].reason
     assert outcome.outcome != "result"
@@ -208,7 +221,9 @@ def test_the_guides_chat_completions_adapter_samples_from_an_endpoint_of_that_fo
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             seen.append((self.path, self.headers.get("Authorization"), body))
-            text = json.dumps({"model": body["model"], "choices": [{"message": {"role": "assistant", "content": "hello from the endpoint"}}]})
+            text = json.dumps(
+                {"model": body["model"], "choices": [{"message": {"role": "assistant", "content": "hello from the endpoint"}}]}
+            )
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(text)))
@@ -223,7 +238,9 @@ def test_the_guides_chat_completions_adapter_samples_from_an_endpoint_of_that_fo
     try:
         names: dict = {}
         exec(block, names)
-        adapter = names["chat_completions"](f"http://127.0.0.1:{server.server_port}/v1", "test-model", key_variable="MCP_NB_NO_KEY")
+        adapter = names["chat_completions"](
+            f"http://127.0.0.1:{server.server_port}/v1", "test-model", key_variable="MCP_NB_NO_KEY"
+        )
         everything(sampling=adapter)
         outcome = sample("Say hi")
         assert outcome.outcome == "result" and "hello from the endpoint" in outcome.content, (outcome.samplings, outcome.content)
@@ -247,6 +264,8 @@ def test_a_sampling_function_that_never_replies_is_refused_in_time():
     async def never(messages, request):
         await asyncio.sleep(3600)
 
-    params = CreateMessageRequestParams(messages=[SamplingMessage(role="user", content=TextContent(type="text", text="hi"))], max_tokens=5)
+    params = CreateMessageRequestParams(
+        messages=[SamplingMessage(role="user", content=TextContent(type="text", text="hi"))], max_tokens=5
+    )
     sampled = asyncio.run(Sampler(never).answer(params, within=0.2))
     assert sampled.refused and sampled.reason == "the sampling function did not reply within 0.2 s"

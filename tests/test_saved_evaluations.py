@@ -23,7 +23,10 @@ from mcp_nb.records.saved_evaluations import SavedRow
 pytestmark = pytest.mark.timeout(300)
 ROOT = Path(__file__).resolve().parent.parent
 BOOKS = {"Dune": "Frank Herbert", "Emma": "Jane Austen"}
-TASKS = [{"task": "Who wrote 'Dun'?", "check": "Herbert", "id": "dun"}, {"task": "Who wrote 'Emm'?", "check": "Austen", "id": "emm"}]
+TASKS = [
+    {"task": "Who wrote 'Dun'?", "check": "Herbert", "id": "dun"},
+    {"task": "Who wrote 'Emm'?", "check": "Austen", "id": "emm"},
+]
 
 
 def helpful(title: str) -> str:
@@ -111,14 +114,21 @@ def pytest_run(where: Path, *args: str) -> subprocess.CompletedProcess:
     env["PYTHONPATH"] = str(ROOT)
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "mcp_nb_pytest", "-p", "no:cacheprovider", "-rA", "-v", *args],
-        cwd=where, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        cwd=where,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_the_pytest_plugin_runs_a_saved_evaluation_again_and_catches_a_worse_error_message(tmp_path):
     mcp_nb.tool(name="get_author")(helpful)
     save_evaluation(evaluate(TASKS, StandIn(), repeats=2, progress=False), tmp_path / "evaluation.json")
-    notebook(tmp_path / "tools.ipynb", 'raise ToolError(f"No book titled {title!r}. Known titles: {\', \'.join(map(repr, BOOKS))}")')
+    notebook(
+        tmp_path / "tools.ipynb", "raise ToolError(f\"No book titled {title!r}. Known titles: {', '.join(map(repr, BOOKS))}\")"
+    )
     green = pytest_run(tmp_path, "--mcp-cases", "evaluation.json", "--mcp-notebook", "tools.ipynb")
     assert green.returncode == 0, green.stdout + green.stderr
     assert "evaluation.json::evaluation-" in green.stdout and "[dun · scripted stand-in] PASSED" in green.stdout
@@ -127,4 +137,7 @@ def test_the_pytest_plugin_runs_a_saved_evaluation_again_and_catches_a_worse_err
     notebook(tmp_path / "tools.ipynb", 'raise ToolError("not found")')
     red = pytest_run(tmp_path, "--mcp-cases", "evaluation.json", "--mcp-notebook", "tools.ipynb")
     assert red.returncode == 1 and "2 failed" in red.stdout, red.stdout + red.stderr
-    assert "dun with scripted stand-in (written rules: it does the same every time) did otherwise: passed 0 of 2 (saved: 2 of 2)" in red.stdout
+    assert (
+        "dun with scripted stand-in (written rules: it does the same every time) did otherwise: passed 0 of 2 (saved: 2 of 2)"
+        in red.stdout
+    )

@@ -69,14 +69,20 @@ def everything_shown(outcome=None) -> list[str]:
     history = mcp_nb.history()
     frame = history.to_frame()
     shown = [
-        repr(history), history._repr_html_(), frame.to_json(default_handler=str, date_format="iso"), repr(frame["elicitations"].tolist()),
+        repr(history),
+        history._repr_html_(),
+        frame.to_json(default_handler=str, date_format="iso"),
+        repr(frame["elicitations"].tolist()),
         history.to_records_frame().to_csv(),
     ]
     if outcome is not None:
         shown += [
-            repr(outcome), str(outcome), outcome._repr_html_(), repr(outcome.elicitations),
+            repr(outcome),
+            str(outcome),
+            outcome._repr_html_(),
+            repr(outcome.elicitations),
             json.dumps([e.as_dict() for e in outcome.elicitations], default=str),
-        ]  # fmt: skip
+        ]
     return shown
 
 
@@ -150,12 +156,15 @@ def test_a_saved_case_names_the_secret_and_its_replay_sends_the_real_one(tmp_pat
 @pytest.mark.parametrize(
     ("field", "schema", "secret"),
     [
-        ("password", None, True), ("api_key", None, True), ("GitHubToken", None, True), ("user", None, False),
+        ("password", None, True),
+        ("api_key", None, True),
+        ("GitHubToken", None, True),
+        ("user", None, False),
         ("pin", {"properties": {"pin": {"type": "string", "writeOnly": True}}}, True),
         ("code", {"properties": {"code": {"type": "string", "format": "password"}}}, True),
         ("code", {"properties": {"code": {"type": "string", "format": "email"}}}, False),
     ],
-)  # fmt: skip
+)
 def test_one_rule_decides_which_fields_are_secret(field, schema, secret):
     assert is_secret(field, schema) is secret
 

@@ -49,26 +49,53 @@ class Level(enum.IntEnum):
     HIGH = 3
 
 
-FRAME = pd.DataFrame({
-    "x": [4, 5], "f": [0.5, 1.5], "ok": [True, False], "when": pd.to_datetime(["2026-01-02 03:04:05", "2026-02-03 00:00:00"]),
-    "n": pd.array([1, None], dtype="Int64"), "s": ["a", "b"],
-})  # fmt: skip
+FRAME = pd.DataFrame(
+    {
+        "x": [4, 5],
+        "f": [0.5, 1.5],
+        "ok": [True, False],
+        "when": pd.to_datetime(["2026-01-02 03:04:05", "2026-02-03 00:00:00"]),
+        "n": pd.array([1, None], dtype="Int64"),
+        "s": ["a", "b"],
+    }
+)
 
 # value -> the JSON value the server receives (and the history records)
 SENT = [
-    (np.int64(7), 7), (np.int8(-3), -3), (np.uint64(2**63), 2**63), (np.float64(0.25), 0.25), (np.float32(1.5), 1.5),
-    (np.bool_(True), True), (np.str_("é"), "é"), (FRAME["x"].iloc[0], 4), (FRAME["f"].iloc[1], 1.5),
-    (FRAME["ok"].iloc[0], True), (FRAME["when"].iloc[0], "2026-01-02T03:04:05"), (FRAME["n"].iloc[1], None),
-    (FRAME["n"].iloc[0], 1), (pd.NA, None), (pd.NaT, None), (np.datetime64("2026-01-02T03:04"), "2026-01-02T03:04"),
-    (np.datetime64("NaT"), None), (np.timedelta64(90, "s"), "PT1M30S"), (pd.Timedelta(seconds=3), "PT3S"),
-    (np.array([1, 2, 3]), [1, 2, 3]), (np.array([[1.5], [2.5]]), [[1.5], [2.5]]), (FRAME["x"], [4, 5]),
+    (np.int64(7), 7),
+    (np.int8(-3), -3),
+    (np.uint64(2**63), 2**63),
+    (np.float64(0.25), 0.25),
+    (np.float32(1.5), 1.5),
+    (np.bool_(True), True),
+    (np.str_("é"), "é"),
+    (FRAME["x"].iloc[0], 4),
+    (FRAME["f"].iloc[1], 1.5),
+    (FRAME["ok"].iloc[0], True),
+    (FRAME["when"].iloc[0], "2026-01-02T03:04:05"),
+    (FRAME["n"].iloc[1], None),
+    (FRAME["n"].iloc[0], 1),
+    (pd.NA, None),
+    (pd.NaT, None),
+    (np.datetime64("2026-01-02T03:04"), "2026-01-02T03:04"),
+    (np.datetime64("NaT"), None),
+    (np.timedelta64(90, "s"), "PT1M30S"),
+    (pd.Timedelta(seconds=3), "PT3S"),
+    (np.array([1, 2, 3]), [1, 2, 3]),
+    (np.array([[1.5], [2.5]]), [[1.5], [2.5]]),
+    (FRAME["x"], [4, 5]),
     (FRAME["when"].to_numpy().astype("datetime64[s]"), ["2026-01-02T03:04:05", "2026-02-03T00:00:00"]),
-    (FRAME["s"], ["a", "b"]), (FRAME.iloc[0].to_dict()["x"], 4),
-    (datetime.datetime(2026, 1, 2, 3, 4, 5), "2026-01-02T03:04:05"), (datetime.date(2026, 1, 2), "2026-01-02"),
-    (decimal.Decimal("1.50"), "1.50"), (Colour.RED, "red"), (Level.HIGH, 3), ({1: "a"}, {"1": "a"}),
-    ((1, np.int64(2)), [1, 2]), ({"deep": [np.float64(1.0), {"when": pd.Timestamp("2026-03-04")}]},
-                                 {"deep": [1.0, {"when": "2026-03-04T00:00:00"}]}),
-]  # fmt: skip
+    (FRAME["s"], ["a", "b"]),
+    (FRAME.iloc[0].to_dict()["x"], 4),
+    (datetime.datetime(2026, 1, 2, 3, 4, 5), "2026-01-02T03:04:05"),
+    (datetime.date(2026, 1, 2), "2026-01-02"),
+    (decimal.Decimal("1.50"), "1.50"),
+    (Colour.RED, "red"),
+    (Level.HIGH, 3),
+    ({1: "a"}, {"1": "a"}),
+    ((1, np.int64(2)), [1, 2]),
+    ({"deep": [np.float64(1.0), {"when": pd.Timestamp("2026-03-04")}]}, {"deep": [1.0, {"when": "2026-03-04T00:00:00"}]}),
+]
 
 
 @pytest.mark.parametrize(("value", "wire"), SENT, ids=[f"{type(v).__name__}-{i}" for i, (v, _) in enumerate(SENT)])
@@ -104,7 +131,7 @@ NO_JSON = [
     (np.array([1.0, np.inf]), "argument 'value[1]' is inf: JSON has no NaN or infinity"),
     ({(1, 2): "a"}, "argument 'value' has the key (1, 2) (tuple): JSON's keys are strings"),
     (b"\xff\xfe", "argument 'value' is a bytes, which has no JSON form"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("value", "said"), NO_JSON, ids=[type(v).__name__ for v, _ in NO_JSON])
@@ -123,14 +150,23 @@ def test_the_async_face_refuses_it_the_same_way(echo):
     assert len(mcp_nb.history()) == 0
 
 
-SCALARS = hnp.from_dtype(np.dtype("int64")) | hnp.from_dtype(np.dtype("float64"), allow_nan=False, allow_infinity=False) \
-    | hnp.from_dtype(np.dtype("bool")) | hnp.from_dtype(np.dtype("int32")) | hnp.from_dtype(np.dtype("float32"), allow_nan=False, allow_infinity=False)  # fmt: skip
+SCALARS = (
+    hnp.from_dtype(np.dtype("int64"))
+    | hnp.from_dtype(np.dtype("float64"), allow_nan=False, allow_infinity=False)
+    | hnp.from_dtype(np.dtype("bool"))
+    | hnp.from_dtype(np.dtype("int32"))
+    | hnp.from_dtype(np.dtype("float32"), allow_nan=False, allow_infinity=False)
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.recursive(SCALARS | st.none() | st.text(max_size=5),
-                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=4),
-                    max_leaves=12))  # fmt: skip
+@given(
+    st.recursive(
+        SCALARS | st.none() | st.text(max_size=5),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=4),
+        max_leaves=12,
+    )
+)
 def test_any_numpy_scalar_nesting_is_recorded_as_the_json_round_trip_of_what_pydantic_writes(value):
     from pydantic_core import to_json
 

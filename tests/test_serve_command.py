@@ -8,13 +8,13 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from helpers import checkout_env, served_at, write_notebook
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from nbformat.v4 import new_code_cell, new_markdown_cell
-
-from helpers import checkout_env, served_at, write_notebook
-from mcp_nb.commands import main
 from outside import client
+
+from mcp_nb.commands import main
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,8 +24,12 @@ def shop(folder: Path) -> Path:
     return write_notebook(
         folder,
         new_markdown_cell("# A shop"),
-        new_code_cell("%load_ext mcp_nb\nimport os\nfrom prices import PRICES\nprint('a cell prints')\nos.system('echo a child prints')"),
-        new_code_cell("%%mcp_tool --read-only\ndef price(item: str) -> int:\n    '''The price of an item.'''\n    print('looking up', item)\n    return PRICES[item]"),
+        new_code_cell(
+            "%load_ext mcp_nb\nimport os\nfrom prices import PRICES\nprint('a cell prints')\nos.system('echo a child prints')"
+        ),
+        new_code_cell(
+            "%%mcp_tool --read-only\ndef price(item: str) -> int:\n    '''The price of an item.'''\n    print('looking up', item)\n    return PRICES[item]"
+        ),
         new_code_cell("raise RuntimeError('only for a kernel')", metadata={"tags": ["mcp-skip"]}),
         new_code_cell("PRICES"),
     )
@@ -53,7 +57,9 @@ def test_over_stdio_the_sdk_client_calls_the_notebooks_tools_and_stdout_stays_cl
 
 
 def test_a_cell_that_fails_stops_it_and_is_named(tmp_path):
-    notebook = write_notebook(tmp_path, new_code_cell("%load_ext mcp_nb"), new_code_cell("x = 1"), new_code_cell("undefined_name + 1"))
+    notebook = write_notebook(
+        tmp_path, new_code_cell("%load_ext mcp_nb"), new_code_cell("x = 1"), new_code_cell("undefined_name + 1")
+    )
     done = subprocess.run(
         [sys.executable, "-m", "mcp_nb", "serve", str(notebook)], env=checkout_env(), capture_output=True, text=True, timeout=120
     )
@@ -65,7 +71,9 @@ def test_a_cell_that_fails_stops_it_and_is_named(tmp_path):
 def test_not_a_notebook_is_one_line(tmp_path):
     (tmp_path / "x.ipynb").write_text("{not json")
     for path in (tmp_path / "x.ipynb", tmp_path / "missing.ipynb"):
-        done = subprocess.run([sys.executable, "-m", "mcp_nb", "serve", str(path)], env=checkout_env(), capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "mcp_nb", "serve", str(path)], env=checkout_env(), capture_output=True, text=True, timeout=120
+        )
         assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
@@ -73,8 +81,11 @@ def test_over_http_it_serves_with_a_token_until_terminated(tmp_path):
     notebook = shop(tmp_path)
     process = subprocess.Popen(
         [sys.executable, "-m", "mcp_nb", "serve", str(notebook), "--http"],
-        env=checkout_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        env=checkout_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         url, token, said = served_at(process)
         assert '"shop": {' in said  # the settings name the server after the notebook
@@ -101,13 +112,16 @@ def test_options_of_http_alone_are_refused_without_it(tmp_path, capsys):
     assert "--port, --host, --dangerously-no-auth and --token-file go with --http" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("options", "said"), [
-    (["--host", "0.0.0.0", "--dangerously-no-auth"], "dangerously_no_auth is refused on 0.0.0.0"),
-    (["--port", "99999"], "port must be a whole number from 0 to 65535"),
-    (["--host", " "], "host must be an address or a host name"),
-    (["--max-connections", "0"], "max_connections must be"),
-    (["--header-timeout", "-1"], "header_timeout must be"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (["--host", "0.0.0.0", "--dangerously-no-auth"], "dangerously_no_auth is refused on 0.0.0.0"),
+        (["--port", "99999"], "port must be a whole number from 0 to 65535"),
+        (["--host", " "], "host must be an address or a host name"),
+        (["--max-connections", "0"], "max_connections must be"),
+        (["--header-timeout", "-1"], "header_timeout must be"),
+    ],
+)
 def test_http_options_are_checked_before_any_cell_runs(tmp_path, capsys, options, said):
     marker = tmp_path / "ran"
     notebook = write_notebook(tmp_path, new_code_cell(f"open({str(marker)!r}, 'w').close()"))

@@ -8,15 +8,14 @@ the helper lived on with parent 1.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from helpers import wait_until
 
 import mcp_nb
-from helpers import wait_until
 from mcp_nb.calling.connections import ConnectError
 
 WITH_HELPER = [sys.executable, str(Path(__file__).parent / "servers" / "with_helper.py")]
@@ -76,6 +75,6 @@ def test_a_server_that_exits_at_start_says_why_in_the_connect_error(shell):
         mcp_nb.connect("time", [sys.executable, "-c", says], timeout=20)
     said = str(failed.value)
     assert said.endswith("its stderr ended with: Traceback... | ValueError: unknown time zone Mars/Base") and "\n" not in said
-    cell = shell.run_cell(f"%mcp_connect time --timeout 20 -- {sys.executable} -c \"{says}\"")
+    cell = shell.run_cell(f'%mcp_connect time --timeout 20 -- {sys.executable} -c "{says}"')
     assert "unknown time zone Mars/Base" in str(cell.error_in_exec)
     assert list(mcp_nb.engine().connections) == ["kernel"]

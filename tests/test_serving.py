@@ -12,17 +12,17 @@ import threading
 import time
 
 import mcp_types as types
+import peers
 import pytest
 from IPython.core.error import UsageError
 from mcp import MCPError
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from outside import client
 
 import mcp_nb
-import peers
 from mcp_nb.serving import current
 from mcp_nb.serving.view import TOKEN_SHOWN
-from outside import client
 
 
 def cell(shell, magic: str, line: str, body: str):
@@ -113,13 +113,14 @@ def test_outside_calls_land_in_the_history_classified_as_the_kernels_own(mode):
     # The code is what this client got: a crash in a prompt is -32603 in-process and at 2026-07-28,
     # and code 0 with the exception's text on the 2025 wire.
     crashed = http[(http["name"] == "review") & (http["cause"] == "crash")].iloc[0]
-    assert (crashed["code"], crashed["message"]) == ((-32603, "Internal server error") if mode == "auto" else (0, "Error rendering prompt review"))
+    assert (crashed["code"], crashed["message"]) == (
+        (-32603, "Internal server error") if mode == "auto" else (0, "Error rendering prompt review")
+    )
     assert set(http["client"].astype(str)) == {"mcp 0.1.0"} and kernel["client"].isna().all()
     assert http["timeout_s"].isna().all()
     crash = http[(http["name"] == "lookup") & (http["cause"] == "crash")].iloc[0]
     assert any(log.traceback and "KeyError" in log.traceback for log in crash["server_logs"])
     assert handle.calls == len(CASES)
-
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"], ids=["2026-07-28", "2025-11-25"])
@@ -220,7 +221,9 @@ def test_a_rerun_cell_and_a_removal_are_announced_to_a_2025_client(shell):
             assert session.server_capabilities.tools.list_changed is True
             await session.call_tool("greet", {"name": "a"})
             await asyncio.sleep(0.2)  # the session's notification stream is open
-            assert cell(shell, "mcp_tool", "", "def greet(name: str, times: int = 1) -> str:\n    return 'hi ' * times + name\n").success
+            assert cell(
+                shell, "mcp_tool", "", "def greet(name: str, times: int = 1) -> str:\n    return 'hi ' * times + name\n"
+            ).success
             await heard_of(types.ToolListChangedNotification)
             listed = {t.name: t for t in (await session.list_tools()).tools}
             assert list(listed["greet"].input_schema["properties"]) == ["name", "times"]
@@ -243,7 +246,9 @@ def test_a_rerun_cell_is_announced_on_a_2026_listen_stream(shell):
         async with client(handle.url, handle.token) as session:
             assert session.protocol_version == "2026-07-28"
             async with session.listen(prompts_list_changed=True) as events:
-                assert cell(shell, "mcp_prompt", "", "def ask(topic: str, tone: str = 'kind') -> str:\n    return topic\n").success
+                assert cell(
+                    shell, "mcp_prompt", "", "def ask(topic: str, tone: str = 'kind') -> str:\n    return topic\n"
+                ).success
                 event = await asyncio.wait_for(events.__anext__(), 10)
             assert type(event).__name__ == "PromptsListChanged"
             (prompt,) = (await session.list_prompts()).prompts
@@ -398,7 +403,9 @@ def test_connections_are_accepted_with_nagles_algorithm_off():
     try:
         with socket.create_connection(("127.0.0.1", handle.port)) as connection:
             # With the token, so that the connection stays (a refused one is closed after its answer).
-            connection.sendall(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{handle.port}\r\nAuthorization: Bearer {handle.token}\r\n\r\n".encode())
+            connection.sendall(
+                f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{handle.port}\r\nAuthorization: Bearer {handle.token}\r\n\r\n".encode()
+            )
             assert connection.recv(100).startswith(b"HTTP/1.1 4")  # the SDK's answer: no session
             (accepted,) = handle._uvicorn.server_state.connections
             server_side = accepted.transport.get_extra_info("socket")
@@ -479,11 +486,20 @@ def test_stopping_answers_a_2026_request_in_flight_and_records_its_call_as_cance
 
     handle = mcp_nb.serve()
     where = urlsplit(handle.url)
-    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-            "io.modelcontextprotocol/clientCapabilities": {}}  # fmt: skip
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "slow", "arguments": {}, "_meta": meta}}
-    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Authorization": f"Bearer {handle.token}",
-               "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "slow"}  # fmt: skip
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {handle.token}",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "slow",
+    }
     got = {}
 
     def post():
@@ -554,9 +570,19 @@ def test_the_inspector_cli_is_a_client_like_any_other():
         assert listed.returncode == 0, listed.stderr[-2000:]
         assert '"add"' in listed.stdout
         called = peers.inspector_cli(
-            handle.url, "--transport", "http", "--header", header,
-            "--method", "tools/call", "--tool-name", "add", "--tool-arg", "a=2", "b=3",
-        )  # fmt: skip
+            handle.url,
+            "--transport",
+            "http",
+            "--header",
+            header,
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "add",
+            "--tool-arg",
+            "a=2",
+            "b=3",
+        )
         assert called.returncode == 0, called.stderr[-2000:]
         refused = peers.inspector_cli(handle.url, "--transport", "http", "--method", "tools/list")
         assert refused.returncode != 0

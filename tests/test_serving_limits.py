@@ -16,13 +16,13 @@ import time
 from urllib.parse import urlsplit
 
 import pytest
+from helpers import checkout_env, served_at, write_notebook
 from IPython.core.error import UsageError
 from nbformat.v4 import new_code_cell
+from outside import client
 
 import mcp_nb
 from mcp_nb.commands import main
-from helpers import checkout_env, served_at, write_notebook
-from outside import client, post
 
 
 def open_fds() -> int:
@@ -137,11 +137,22 @@ def read_response(sock: socket.socket) -> bytes:
 
 def answered_call(handle, sock: socket.socket) -> bytes:
     """A whole 2026-07-28 call of `add` on `sock`, and its answer (the connection kept alive)."""
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "add", "arguments": {"a": 1, "b": 2}, "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
-            "io.modelcontextprotocol/clientCapabilities": {}}}}).encode()  # fmt: skip
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {
+                "name": "add",
+                "arguments": {"a": 1, "b": 2},
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                },
+            },
+        }
+    ).encode()
     sock.sendall(
         f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{handle.port}\r\nAuthorization: Bearer {handle.token}\r\n"
         "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
@@ -226,16 +237,19 @@ def test_a_flood_of_connections_holds_a_bounded_number_of_descriptors_and_leaks_
     assert settle_fds(before) == before
 
 
-@pytest.mark.parametrize(("options", "said"), [
-    ({"max_connections": 0}, "max_connections must be"),
-    ({"max_connections": 2.5}, "max_connections must be"),
-    ({"max_connections": True}, "max_connections must be"),
-    ({"header_timeout": 0}, "header_timeout must be"),
-    ({"header_timeout": -1}, "header_timeout must be"),
-    ({"header_timeout": float("nan")}, "header_timeout must be"),
-    ({"header_timeout": float("inf")}, "header_timeout must be"),
-    ({"header_timeout": "10"}, "header_timeout must be"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"max_connections": 0}, "max_connections must be"),
+        ({"max_connections": 2.5}, "max_connections must be"),
+        ({"max_connections": True}, "max_connections must be"),
+        ({"header_timeout": 0}, "header_timeout must be"),
+        ({"header_timeout": -1}, "header_timeout must be"),
+        ({"header_timeout": float("nan")}, "header_timeout must be"),
+        ({"header_timeout": float("inf")}, "header_timeout must be"),
+        ({"header_timeout": "10"}, "header_timeout must be"),
+    ],
+)
 def test_bad_limits_are_refused_in_one_line(options, said):
     with pytest.raises(ValueError, match=said):
         mcp_nb.serve(**options)
@@ -268,13 +282,17 @@ def test_the_magic_takes_the_limits(shell, add):
 
 def test_the_command_takes_the_limits(tmp_path):
     notebook = write_notebook(
-        tmp_path, new_code_cell("%load_ext mcp_nb"), new_code_cell("%%mcp_tool\ndef add(a: int, b: int) -> int:\n    return a + b")
+        tmp_path,
+        new_code_cell("%load_ext mcp_nb"),
+        new_code_cell("%%mcp_tool\ndef add(a: int, b: int) -> int:\n    return a + b"),
     )
     process = subprocess.Popen(
-        [sys.executable, "-m", "mcp_nb", "serve", str(notebook), "--http", "--max-connections", "2",
-         "--header-timeout", "1"],
-        env=checkout_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [sys.executable, "-m", "mcp_nb", "serve", str(notebook), "--http", "--max-connections", "2", "--header-timeout", "1"],
+        env=checkout_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         url, token, _ = served_at(process)
         port = urlsplit(url).port

@@ -6,10 +6,10 @@ import socket
 
 import pytest
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
+from outside import post
 
 import mcp_nb
 from mcp_nb.serving import guard
-from outside import post
 
 RAN = []
 
@@ -31,13 +31,19 @@ def served():
 def call_add(token: str | None, **headers) -> tuple[dict, dict]:
     """A complete 2026-07-28 `tools/call` of `add` (one POST, no session), and its headers."""
     body = {
-        "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
         "params": {
-            "name": "add", "arguments": {"a": 1, "b": 2},
-            "_meta": {PROTOCOL_VERSION_META_KEY: "2026-07-28", CLIENT_INFO_META_KEY: {"name": "raw", "version": "1"},
-                      CLIENT_CAPABILITIES_META_KEY: {}},
+            "name": "add",
+            "arguments": {"a": 1, "b": 2},
+            "_meta": {
+                PROTOCOL_VERSION_META_KEY: "2026-07-28",
+                CLIENT_INFO_META_KEY: {"name": "raw", "version": "1"},
+                CLIENT_CAPABILITIES_META_KEY: {},
+            },
         },
-    }  # fmt: skip
+    }
     sent = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "add"}
     if token is not None:
         sent["Authorization"] = f"Bearer {token}"

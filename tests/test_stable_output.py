@@ -24,16 +24,16 @@ import warnings
 from pathlib import Path
 
 import pytest
+from helpers import wait_until
 from mcp import MCPError
 from mcp.server.mcpserver.exceptions import ToolError
 from nbval.plugin import get_sanitize_patterns
 
 import mcp_nb
-from helpers import wait_until
-from mcp_nb.views import cards, tables, theme
-from mcp_nb.notebook import nbval
 from mcp_nb.config import STABLE_OUTPUT_ENV, flag_from_env, settings
+from mcp_nb.notebook import nbval
 from mcp_nb.registering.loop_watch import LoopBlockedWarning
+from mcp_nb.views import cards, tables, theme
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -152,8 +152,13 @@ def test_the_environment_variable_is_where_the_setting_starts_and_the_notebook_w
 def test_stable_cards_leave_out_timings_and_frames_and_keep_what_teaches():
     ok, raised, crash, offline, invalid, late = every_outcome()
     assert [o.cause for o in (ok, raised, crash, offline, invalid, late)] == [
-        "ok", "raised", "crash", "mcp_error", "invalid_arguments", "deadline",
-    ]  # fmt: skip
+        "ok",
+        "raised",
+        "crash",
+        "mcp_error",
+        "invalid_arguments",
+        "deadline",
+    ]
     for o in (ok, raised, crash, offline, invalid, late):
         shown = cards.outcome_html(o, stable=False)
         stable = cards.outcome_html(o, stable=True)
@@ -168,12 +173,14 @@ def test_stable_cards_leave_out_timings_and_frames_and_keep_what_teaches():
     assert "-32050 catalog offline" in offline_card and "retry_after" in offline_card
     assert "-32001 Timed out after 0.05s" in cards.outcome_html(late, stable=True)
     # the late fate, as a state without the time it came
-    assert re.search(r"completed after the client gave up: result \(ok\) at \d+\.\d\d s</div>", cards.outcome_html(late, stable=False))
+    assert re.search(
+        r"completed after the client gave up: result \(ok\) at \d+\.\d\d s</div>", cards.outcome_html(late, stable=False)
+    )
     assert "completed after the client gave up: result (ok)</div>" in cards.outcome_html(late, stable=True)
     # the crash's traceback: the exceptions and their chain, without the frames
     shown, stable = cards.outcome_html(crash, stable=False), cards.outcome_html(crash, stable=True)
     assert "File &quot;" in shown and "File &quot;" not in stable and "Traceback (most recent call last)" not in stable
-    assert "<summary style=\"cursor:pointer\">KeyError: &#x27;catalog&#x27;</summary>" in stable
+    assert '<summary style="cursor:pointer">KeyError: &#x27;catalog&#x27;</summary>' in stable
     assert "KeyError: &#x27;catalog&#x27;\n\nThe above exception was the direct cause of the following exception:" in stable
 
 
@@ -197,7 +204,7 @@ def test_the_stable_history_has_no_durations_and_lists_calls_in_the_order_they_s
     history = mcp_nb.history().to_frame()
     assert list(history["call_id"]) == sorted(frame["call_id"], reverse=True)
     stable_html = tables.history_html(history, 20, stable=True)
-    assert ">ms</th>" not in stable_html and 'text-align:right' not in stable_html
+    assert ">ms</th>" not in stable_html and "text-align:right" not in stable_html
     assert ">ms</th>" in tables.history_html(history, 20, stable=False)
     ids = [int(i) for i in re.findall(r'<tr><td style="[^"]*">(\d+)</td>', stable_html)]
     assert ids == sorted(frame["call_id"])
@@ -230,12 +237,16 @@ def test_the_sanitizer_rewrites_every_view_into_its_stable_form():
         text = cards.outcome_text(o)
         assert nbval_sanitize(text) == re.sub(r"errors\.pydantic\.dev/[\d.]+/", "errors.pydantic.dev/VERSION/", text)
     assert stable_form(tables.history_html(frame, 20, stable=False)) == tables.history_html(frame, 20, stable=True)
-    assert nbval_sanitize(tables.history_text(frame, 20, stable=False)) == nbval_sanitize(tables.history_text(frame, 20, stable=True))
+    assert nbval_sanitize(tables.history_text(frame, 20, stable=False)) == nbval_sanitize(
+        tables.history_text(frame, 20, stable=True)
+    )
     # nbval reads every rule of the file, once, in order (it keys them by regex)
     patterns = get_sanitize_patterns(nbval.sanitizer())
     assert [(r.regex, r.replace) for r in nbval.rules()] == patterns
     assert len({regex for regex, _ in patterns}) == len(patterns)
-    assert nbval.sanitize(tables.history_html(frame, 20, stable=False)) == nbval_sanitize(tables.history_html(frame, 20, stable=False))
+    assert nbval.sanitize(tables.history_html(frame, 20, stable=False)) == nbval_sanitize(
+        tables.history_html(frame, 20, stable=False)
+    )
 
 
 def test_each_part_that_varies_is_rewritten_whatever_its_value():
@@ -258,7 +269,10 @@ def test_the_sanitizer_leaves_the_users_own_outputs_alone():
 
 
 def test_what_libraries_print_is_rewritten():
-    assert nbval_sanitize("  File \"/x/venv/lib/python3.11/site-packages/mcp/server.py\", line 12, in run") == '  File "PATH", line N, in run'
+    assert (
+        nbval_sanitize('  File "/x/venv/lib/python3.11/site-packages/mcp/server.py", line 12, in run')
+        == '  File "PATH", line N, in run'
+    )
     assert nbval_sanitize("File &quot;/tmp/ipykernel_4242/12345.py&quot;, line 3") == 'File "PATH", line N'
     assert nbval_sanitize("/tmp/ipykernel_4242/12345.py:3: LoopBlockedWarning") == "CELL.py:3: LoopBlockedWarning"
     assert nbval_sanitize("https://errors.pydantic.dev/2.14/v/int_parsing") == "https://errors.pydantic.dev/VERSION/v/int_parsing"
@@ -290,14 +304,23 @@ def test_the_time_an_async_tool_held_the_loop_is_rewritten_in_both_messages():
 def test_the_command_writes_the_file_this_repository_checks_its_notebooks_with(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     printed = subprocess.run(
-        [sys.executable, "-m", "mcp_nb", "nbval-sanitize"], env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+        [sys.executable, "-m", "mcp_nb", "nbval-sanitize"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
     )
     assert printed.returncode == 0, printed.stderr
     assert printed.stdout == nbval.sanitizer() and printed.stdout.isascii()
     written = subprocess.run(
         [sys.executable, "-m", "mcp_nb", "nbval-sanitize", "-o", tmp_path / "sanitize.cfg"],
-        env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert written.returncode == 0 and written.stdout == ""
     assert (tmp_path / "sanitize.cfg").read_text() == printed.stdout
     assert (ROOT / "notebooks" / "sanitize.cfg").read_text() == printed.stdout, (

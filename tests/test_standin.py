@@ -106,9 +106,15 @@ def test_it_is_labelled_as_a_stand_in_everywhere_it_shows():
 def test_the_course_comparison_helpful_error_against_a_crash():
     mcp_nb.tool(name="get_author")(helpful)
     table = evaluate(
-        [{"task": "Who wrote 'Dun'?", "check": "Herbert", "id": "dun"}, {"task": "Who wrote 'Emm'?", "check": "Austen", "id": "emm"}],
-        StandIn(), repeats=2, variants={"ToolError": {"get_author": helpful}, "crash": {"get_author": crashing}}, progress=False,
-    )  # fmt: skip
+        [
+            {"task": "Who wrote 'Dun'?", "check": "Herbert", "id": "dun"},
+            {"task": "Who wrote 'Emm'?", "check": "Austen", "id": "emm"},
+        ],
+        StandIn(),
+        repeats=2,
+        variants={"ToolError": {"get_author": helpful}, "crash": {"get_author": crashing}},
+        progress=False,
+    )
     rates = table.set_index(["task_id", "variant"])["recovery_rate"].to_dict()
     assert rates == {("dun", "ToolError"): 1.0, ("emm", "ToolError"): 1.0, ("dun", "crash"): 0.0, ("emm", "crash"): 0.0}
     assert table["success_rate"].tolist() == [1.0, 1.0, 0.0, 0.0]

@@ -23,9 +23,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 SANITIZER = ROOT / "notebooks" / "sanitize.cfg"
 
 # What a path that depends on the machine looks like in an output.
-MACHINE_PATHS = re.compile(
-    r"(?:/work/|/check/|/home/|/root/|/tmp/|/usr/lib/python|\.venv/|site-packages|ipykernel_\d)"
-)
+MACHINE_PATHS = re.compile(r"(?:/work/|/check/|/home/|/root/|/tmp/|/usr/lib/python|\.venv/|site-packages|ipykernel_\d)")
 
 
 def cells(path: Path):
@@ -91,7 +89,7 @@ def test_no_compared_output_names_where_this_machine_keeps_things(path):
             found = MACHINE_PATHS.search(sanitize(text, patterns))
             assert found is None, (
                 f"{path.name} cell {number} compares an output that names a machine's path "
-                f"(...{sanitize(text, patterns)[max(0, found.start() - 60):found.end() + 40]}...)"
+                f"(...{sanitize(text, patterns)[max(0, found.start() - 60) : found.end() + 40]}...)"
             )
 
 
@@ -137,9 +135,7 @@ def _places() -> re.Pattern[str]:
 PLACES = _places()
 # A run of 32 or more URL-safe characters that mixes upper case, lower case and digits, as
 # `secrets.token_urlsafe` makes them; hex (a widget's model id) and words are not.
-TOKEN_LIKE = re.compile(
-    r"(?<![\w\-/+=.,])(?=[\w\-]*[A-Z])(?=[\w\-]*[a-z])(?=[\w\-]*\d)[A-Za-z0-9_\-]{32,}(?![\w\-])"
-)
+TOKEN_LIKE = re.compile(r"(?<![\w\-/+=.,])(?=[\w\-]*[A-Z])(?=[\w\-]*[a-z])(?=[\w\-]*\d)[A-Za-z0-9_\-]{32,}(?![\w\-])")
 LOG_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}[,.]\d{3}")  # logging's asctime
 BAR_AT_START = re.compile(r"(?<![\d.])0%\|")
 
@@ -159,14 +155,18 @@ def saved_texts(cell):
 
 def problems(text: str, kind: str) -> list[str]:
     found = []
-    for what, pattern in (("a machine's path", PLACES), ("a token-like string", TOKEN_LIKE), ("a progress bar at 0%", BAR_AT_START)):
+    for what, pattern in (
+        ("a machine's path", PLACES),
+        ("a token-like string", TOKEN_LIKE),
+        ("a progress bar at 0%", BAR_AT_START),
+    ):
         hit = pattern.search(re.sub(r"base64,[A-Za-z0-9+/=]+", "base64,", text))
         if hit:
-            found.append(f"{what}: ...{text[max(0, hit.start() - 60):hit.end() + 30]}...")
+            found.append(f"{what}: ...{text[max(0, hit.start() - 60) : hit.end() + 30]}...")
     if kind in ("stdout", "stderr", "stream"):
         hit = LOG_STAMP.search(text)
         if hit:
-            found.append(f"a log line stamped with the time: {text[max(0, hit.start() - 10):hit.end() + 60]}")
+            found.append(f"a log line stamped with the time: {text[max(0, hit.start() - 10) : hit.end() + 60]}")
     return found
 
 
@@ -188,4 +188,6 @@ def test_the_saved_output_checks_can_fail():
     assert not problems("sweep price: 100%|##########| 200/200 [00:01<00:00, 150.00call/s]", "text/plain")
     assert not problems('  File "mcp/server/mcpserver/server.py", line 442, in _handle_call_tool', "text/html")
     assert not problems("http://127.0.0.1:38671/mcp  hHaw\u2026 (handle.token)  d2bafc4f4e0a4b7c9a1e5f3b2c8d7e6f", "text/plain")
-    assert not problems('<img src="data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk">', "text/html")
+    assert not problems(
+        '<img src="data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk">', "text/html"
+    )

@@ -44,7 +44,9 @@ def test_the_registration_card_shows_what_the_tool_returns():
     text = repr(card)
     assert "returns (output schema):\n    result: array[Book]\n    Book: title string, year integer" in text
     html = card._repr_html_()
-    assert "<th" in html and ">returns</th>" in html and "output schema</summary>" in html and "title string, year integer" in html
+    assert (
+        "<th" in html and ">returns</th>" in html and "output schema</summary>" in html and "title string, year integer" in html
+    )
 
 
 def test_a_tool_returning_one_plain_value_shows_no_returns(shell):

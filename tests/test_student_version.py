@@ -12,7 +12,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from mcp_nb.commands import student
 
@@ -25,8 +24,12 @@ SOLUTIONS = {"ex-predict", "ex-fix-string"}
 def make_student_version(source: Path, target: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "mcp_nb", "student-version", str(source), "-o", str(target)],
-        cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -68,19 +71,51 @@ def test_a_broken_markup_or_a_notebook_without_exercises_is_refused_in_one_line(
         nbformat.write(nb, path)
         return path
 
-    solution = {"nbgrader": {"solution": True, "grade": False, "grade_id": "a", "schema_version": 3, "locked": False, "task": False}}
-    check = {"nbgrader": {"solution": False, "grade": True, "grade_id": "b", "points": 1, "schema_version": 3, "locked": True, "task": False}}
+    solution = {
+        "nbgrader": {"solution": True, "grade": False, "grade_id": "a", "schema_version": 3, "locked": False, "task": False}
+    }
+    check = {
+        "nbgrader": {
+            "solution": False,
+            "grade": True,
+            "grade_id": "b",
+            "points": 1,
+            "schema_version": 3,
+            "locked": True,
+            "task": False,
+        }
+    }
     cases = [
-        (notebook(nbformat.v4.new_code_cell("x = 1")), "has no solution cell (nbgrader metadata solution: true): nothing to strip"),
-        (notebook(nbformat.v4.new_code_cell("### BEGIN SOLUTION\nx = 1", metadata=solution)), "a BEGIN SOLUTION without its END SOLUTION"),
-        (notebook(nbformat.v4.new_code_cell("x = 1\n### END SOLUTION", metadata=solution)), "an END SOLUTION without its BEGIN SOLUTION"),
-        (notebook(nbformat.v4.new_code_cell("### BEGIN SOLUTION\nx = 1\n### END SOLUTION")), "a solution region in a cell not marked as a solution"),
-        (notebook(nbformat.v4.new_code_cell("### BEGIN SOLUTION\nx = 1\n### END SOLUTION", metadata=solution),
-                  nbformat.v4.new_code_cell("### BEGIN HIDDEN TESTS\nassert x\n### END HIDDEN TESTS")),
-         "hidden tests in a cell not marked as a check"),
-        (notebook(nbformat.v4.new_code_cell("### BEGIN SOLUTION\nx = 1\n### END SOLUTION", metadata=solution),
-                  nbformat.v4.new_code_cell("assert x\n### BEGIN HIDDEN TESTS\nassert x == 1", metadata=check)),
-         "a BEGIN HIDDEN TESTS without its END HIDDEN TESTS"),
+        (
+            notebook(nbformat.v4.new_code_cell("x = 1")),
+            "has no solution cell (nbgrader metadata solution: true): nothing to strip",
+        ),
+        (
+            notebook(nbformat.v4.new_code_cell("### BEGIN SOLUTION\nx = 1", metadata=solution)),
+            "a BEGIN SOLUTION without its END SOLUTION",
+        ),
+        (
+            notebook(nbformat.v4.new_code_cell("x = 1\n### END SOLUTION", metadata=solution)),
+            "an END SOLUTION without its BEGIN SOLUTION",
+        ),
+        (
+            notebook(nbformat.v4.new_code_cell("### BEGIN SOLUTION\nx = 1\n### END SOLUTION")),
+            "a solution region in a cell not marked as a solution",
+        ),
+        (
+            notebook(
+                nbformat.v4.new_code_cell("### BEGIN SOLUTION\nx = 1\n### END SOLUTION", metadata=solution),
+                nbformat.v4.new_code_cell("### BEGIN HIDDEN TESTS\nassert x\n### END HIDDEN TESTS"),
+            ),
+            "hidden tests in a cell not marked as a check",
+        ),
+        (
+            notebook(
+                nbformat.v4.new_code_cell("### BEGIN SOLUTION\nx = 1\n### END SOLUTION", metadata=solution),
+                nbformat.v4.new_code_cell("assert x\n### BEGIN HIDDEN TESTS\nassert x == 1", metadata=check),
+            ),
+            "a BEGIN HIDDEN TESTS without its END HIDDEN TESTS",
+        ),
     ]
     for path, says in cases:
         done = make_student_version(path, tmp_path / "out.ipynb")
@@ -93,13 +128,23 @@ def test_a_broken_markup_or_a_notebook_without_exercises_is_refused_in_one_line(
 
 def test_a_course_folder_becomes_its_student_version_with_everything_else_as_it_was(tmp_path):
     """`student-version FOLDER -o NEW`: what binder/postBuild and the README's first command make of notebooks/."""
-    solution = {"nbgrader": {"solution": True, "grade": False, "grade_id": "a", "schema_version": 3, "locked": False, "task": False}}
+    solution = {
+        "nbgrader": {"solution": True, "grade": False, "grade_id": "a", "schema_version": 3, "locked": False, "task": False}
+    }
     course = tmp_path / "course"
     (course / "servers").mkdir(parents=True)
     (course / "servers" / "shop.py").write_text("print('a server a notebook reads')\n")
-    lesson = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("### BEGIN SOLUTION\nanswer = 42\n### END SOLUTION", metadata=solution)])
+    lesson = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell("### BEGIN SOLUTION\nanswer = 42\n### END SOLUTION", metadata=solution)]
+    )
     nbformat.write(lesson, course / "01-lesson.ipynb")
-    shown = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1", outputs=[nbformat.v4.new_output("execute_result", {"text/plain": "2"}, execution_count=1)])])
+    shown = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(
+                "1 + 1", outputs=[nbformat.v4.new_output("execute_result", {"text/plain": "2"}, execution_count=1)]
+            )
+        ]
+    )
     nbformat.write(shown, course / "00-demo.ipynb")
 
     done = make_student_version(course, tmp_path / "student")
@@ -135,11 +180,15 @@ def test_a_course_folder_becomes_its_student_version_with_everything_else_as_it_
 
 def test_a_learners_work_is_never_overwritten_and_what_is_new_in_the_course_is_added(tmp_path):
     """The README's first command, run again after the course changed: `student-version notebooks -o learn`."""
-    solution = {"nbgrader": {"solution": True, "grade": False, "grade_id": "a", "schema_version": 3, "locked": False, "task": False}}
+    solution = {
+        "nbgrader": {"solution": True, "grade": False, "grade_id": "a", "schema_version": 3, "locked": False, "task": False}
+    }
     course, learn = tmp_path / "notebooks", tmp_path / "learn"
     course.mkdir()
     (course / "lesson_tools.py").write_text("HINT = 'first'\n")
-    exercise = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("### BEGIN SOLUTION\nanswer = 42\n### END SOLUTION", metadata=solution)])
+    exercise = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell("### BEGIN SOLUTION\nanswer = 42\n### END SOLUTION", metadata=solution)]
+    )
     nbformat.write(exercise, course / "01-lesson.ipynb")
     assert make_student_version(course, learn).returncode == 0
 
@@ -149,7 +198,10 @@ def test_a_learners_work_is_never_overwritten_and_what_is_new_in_the_course_is_a
     nbformat.write(answered, learn / "01-lesson.ipynb")
     mine = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('mine')")])
     nbformat.write(mine, learn / "mine" / "my-tool.ipynb")
-    kept = {path: path.read_bytes() for path in (learn / "01-lesson.ipynb", learn / "mine" / "my-tool.ipynb", learn / "lesson_tools.py")}
+    kept = {
+        path: path.read_bytes()
+        for path in (learn / "01-lesson.ipynb", learn / "mine" / "my-tool.ipynb", learn / "lesson_tools.py")
+    }
     nbformat.write(exercise, course / "02-next.ipynb")
     (course / "lesson_tools.py").write_text("HINT = 'second'\n")
     (course / "servers").mkdir()
@@ -173,9 +225,14 @@ def test_a_learners_work_is_never_overwritten_and_what_is_new_in_the_course_is_a
 
 
 def test_a_solution_cell_without_a_region_is_replaced_whole(tmp_path):
-    solution = {"nbgrader": {"solution": True, "grade": False, "grade_id": "a", "schema_version": 3, "locked": False, "task": False}}
+    solution = {
+        "nbgrader": {"solution": True, "grade": False, "grade_id": "a", "schema_version": 3, "locked": False, "task": False}
+    }
     nb = nbformat.v4.new_notebook(
-        cells=[nbformat.v4.new_code_cell("answer = 42", metadata=solution), nbformat.v4.new_markdown_cell("Because.", metadata=solution)]
+        cells=[
+            nbformat.v4.new_code_cell("answer = 42", metadata=solution),
+            nbformat.v4.new_markdown_cell("Because.", metadata=solution),
+        ]
     )
     stripped, count = student.student_version(json.loads(nbformat.writes(nb)))
     assert count == 2 and [c["source"] for c in stripped["cells"]] == [["# YOUR CODE HERE"], ["YOUR ANSWER HERE"]]

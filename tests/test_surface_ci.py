@@ -28,13 +28,18 @@ def env() -> dict[str, str]:
 
 def notebook(folder: Path, *cells: str, name: str = "tools.ipynb") -> Path:
     path = folder / name
-    code = [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": c} for c in ("%load_ext mcp_nb", *cells)]
+    code = [
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": c}
+        for c in ("%load_ext mcp_nb", *cells)
+    ]
     path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": code}))
     return path
 
 
 def mcp_nb_command(folder: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mcp_nb", *args], cwd=folder, env=env(), capture_output=True, text=True, timeout=180)
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_nb", *args], cwd=folder, env=env(), capture_output=True, text=True, timeout=180
+    )
 
 
 @pytest.fixture(scope="session")
@@ -46,7 +51,9 @@ def made_snapshots(tmp_path_factory):
     assert mcp_nb_command(folder, "snapshot", "tools.ipynb", "-o", "surface.json").returncode == 0
     notebook(folder, VERSION_2)
     made = mcp_nb_command(folder, "snapshot", "tools.ipynb", "-o", "new.json")
-    assert made.returncode == 0 and made.stderr.strip().endswith("wrote new.json: 1 tool, 0 resources, 0 templates, 0 prompts"), made.stderr
+    assert made.returncode == 0 and made.stderr.strip().endswith("wrote new.json: 1 tool, 0 resources, 0 templates, 0 prompts"), (
+        made.stderr
+    )
     return folder
 
 
@@ -100,10 +107,13 @@ def test_an_unknown_change_fails_at_unknown_not_at_breaking(snapshots):
         (["diff", "surface.json"], "the following arguments are required: new"),
         (["diff", "surface.json", "new.json", "--fail-on", "sometimes"], "invalid choice: 'sometimes'"),
         (["snapshot", "tools.ipynb"], "the following arguments are required: -o/--output"),
-        (["snapshot", "tools.ipynb", "--url", "http://x", "-o", "s.json"], "give one of NOTEBOOK, --server COMMAND and --url URL, not NOTEBOOK and --url"),
+        (
+            ["snapshot", "tools.ipynb", "--url", "http://x", "-o", "s.json"],
+            "give one of NOTEBOOK, --server COMMAND and --url URL, not NOTEBOOK and --url",
+        ),
         (["snapshot", "--server", "x", "--header", "A: b", "-o", "s.json"], "--header goes with --url"),
     ],
-)  # fmt: skip
+)
 def test_a_wrong_command_exits_2_in_one_line_and_writes_nothing(snapshots, args, said):
     before = sorted(p.name for p in snapshots.iterdir())
     done = mcp_nb_command(snapshots, *args)
@@ -119,7 +129,11 @@ def test_snapshot_of_a_stdio_server_and_a_notebook_that_fails(tmp_path):
     assert doc["server"]["name"] == "bookshop" and "get_author" in doc["tools"]
     notebook(tmp_path, "raise RuntimeError('boom')", name="broken.ipynb")
     failed = mcp_nb_command(tmp_path, "snapshot", "broken.ipynb", "-o", "broken.json")
-    assert failed.returncode == 1 and "code cell 2 of broken.ipynb failed" in failed.stderr and not (tmp_path / "broken.json").exists()
+    assert (
+        failed.returncode == 1
+        and "code cell 2 of broken.ipynb failed" in failed.stderr
+        and not (tmp_path / "broken.json").exists()
+    )
     unreachable = mcp_nb_command(tmp_path, "snapshot", "--server", f"{sys.executable} -c pass", "-o", "none.json")
     assert unreachable.returncode == 1 and unreachable.stderr.startswith("mcp-nb snapshot: could not connect to 'snapshot'")
 
@@ -132,7 +146,9 @@ def workflow_steps() -> list[str]:
 
 def run_steps(folder: Path, steps: list[str]) -> subprocess.CompletedProcess:
     """The steps in order, as a CI job's shell runs them: the first that fails ends the job."""
-    return subprocess.run(["bash", "-e", "-c", "\n".join(steps)], cwd=folder, env=env(), capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        ["bash", "-e", "-c", "\n".join(steps)], cwd=folder, env=env(), capture_output=True, text=True, timeout=300
+    )
 
 
 def test_the_github_actions_steps_run_as_written(tmp_path):
@@ -155,8 +171,13 @@ def test_the_github_actions_steps_run_as_written(tmp_path):
 def pytest_run(where: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "mcp_nb_pytest", "-p", "no:cacheprovider", "-rA", *args],
-        cwd=where, env=env(), capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        cwd=where,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_one_item_per_change_a_breaking_one_failing_in_the_cases_style(snapshots):
@@ -186,7 +207,9 @@ def test_an_unchanged_surface_is_one_passing_item_and_fail_on_breaking_lets_unkn
     doc["tools"]["get_author"]["_meta"] = {"team": "data"}
     (snapshots / "meta.json").write_text(json.dumps(doc))
     strict = pytest_run(snapshots, "--mcp-surface", "meta.json", "--mcp-notebook", "tools.ipynb", "meta.json")
-    lenient = pytest_run(snapshots, "--mcp-surface", "meta.json", "--mcp-notebook", "tools.ipynb", "--mcp-fail-on", "breaking", "meta.json")
+    lenient = pytest_run(
+        snapshots, "--mcp-surface", "meta.json", "--mcp-notebook", "tools.ipynb", "--mcp-fail-on", "breaking", "meta.json"
+    )
     assert strict.returncode == 1 and "verdict: unknown (rule unknown)" in strict.stdout
     assert lenient.returncode == 0 and "1 passed" in lenient.stdout
 
@@ -201,7 +224,17 @@ def test_a_served_kernel_s_surface_over_http_with_its_token(snapshots):
 
     handle = mcp_nb.serve()
     try:
-        run = pytest_run(snapshots, "--mcp-surface", "surface.json", "--mcp-url", handle.url, "--mcp-header", f"Authorization: Bearer {handle.token}", "surface.json", "-v")
+        run = pytest_run(
+            snapshots,
+            "--mcp-surface",
+            "surface.json",
+            "--mcp-url",
+            handle.url,
+            "--mcp-header",
+            f"Authorization: Bearer {handle.token}",
+            "surface.json",
+            "-v",
+        )
     finally:
         handle.stop()
     # The same tool; served, the kernel offers completions and logging besides (compatible).
@@ -219,7 +252,7 @@ def test_a_served_kernel_s_surface_over_http_with_its_token(snapshots):
         (["--mcp-notebook", "tools.ipynb"], "--mcp-notebook goes with --mcp-cases PATH or --mcp-surface SNAPSHOT"),
         (["--mcp-surface", "surface.json", "--mcp-fail-on", "often"], "invalid choice: 'often'"),
     ],
-)  # fmt: skip
+)
 def test_option_mistakes_stop_the_run_before_any_test(snapshots, args, said):
     run = pytest_run(snapshots, *args)
     assert run.returncode in (2, 4) and said in run.stderr, run.stdout + run.stderr
@@ -234,18 +267,53 @@ def test_a_server_that_does_not_come_up_is_one_failing_item(snapshots):
 def test_each_case_is_an_item_per_era_and_an_era_that_answers_otherwise_fails(tmp_path):
     notebook(tmp_path, VERSION_1, PROMPT)
     cases = [
-        {"id": "dune", "name": "get_author", "arguments": {"title": "Dune"}, "expect": {"outcome": "result", "cause": "ok", "content": "Frank Herbert"}},
-        {"id": "blurb", "target": "prompt", "name": "blurb", "arguments": {"title": "Dune"},
-         "expect": {"outcome": "protocol_error", "cause": "crash"}},
-    ]  # fmt: skip
+        {
+            "id": "dune",
+            "name": "get_author",
+            "arguments": {"title": "Dune"},
+            "expect": {"outcome": "result", "cause": "ok", "content": "Frank Herbert"},
+        },
+        {
+            "id": "blurb",
+            "target": "prompt",
+            "name": "blurb",
+            "arguments": {"title": "Dune"},
+            "expect": {"outcome": "protocol_error", "cause": "crash"},
+        },
+    ]
     (tmp_path / "cases.json").write_text(json.dumps({"mcp_nb_cases": 1, "cases": cases}))
-    run = pytest_run(tmp_path, "--mcp-cases", "cases.json", "--mcp-notebook", "tools.ipynb", "--mcp-mode", "2025-11-25", "--mcp-mode", "2026-07-28", "cases.json", "-v")
+    run = pytest_run(
+        tmp_path,
+        "--mcp-cases",
+        "cases.json",
+        "--mcp-notebook",
+        "tools.ipynb",
+        "--mcp-mode",
+        "2025-11-25",
+        "--mcp-mode",
+        "2026-07-28",
+        "cases.json",
+        "-v",
+    )
     out = run.stdout
     assert run.returncode == 1, out + run.stderr
     assert "collected 4 items" in out
-    for item, result in (("dune[2025-11-25]", "PASSED"), ("dune[2026-07-28]", "PASSED"), ("blurb[2025-11-25]", "PASSED"), ("blurb[2026-07-28]", "FAILED")):
+    for item, result in (
+        ("dune[2025-11-25]", "PASSED"),
+        ("dune[2026-07-28]", "PASSED"),
+        ("blurb[2025-11-25]", "PASSED"),
+        ("blurb[2026-07-28]", "FAILED"),
+    ):
         assert f"cases.json::{item} {result}" in out
-    report = out[out.index("_ case blurb at 2026-07-28 _") if "_ case blurb at 2026-07-28 _" in out else out.index("blurb[2026-07-28] _") :].splitlines()
-    assert re.fullmatch(r"case blurb: prompt blurb \{\"title\": \"Dune\"\} \(server kernel, call #\d+, at 2026-07-28 \(protocol 2026-07-28\)\)", report[1])
-    assert report[2:5] == ["expected: protocol_error (crash)", "got:      protocol_error (crash)",
-                           "eras:     2026-07-28 answers otherwise than 2025-11-25: code: 0 → -32603; message: 'Error rendering prompt blurb' → 'Internal server error'"]  # fmt: skip
+    report = out[
+        out.index("_ case blurb at 2026-07-28 _") if "_ case blurb at 2026-07-28 _" in out else out.index("blurb[2026-07-28] _") :
+    ].splitlines()
+    assert re.fullmatch(
+        r"case blurb: prompt blurb \{\"title\": \"Dune\"\} \(server kernel, call #\d+, at 2026-07-28 \(protocol 2026-07-28\)\)",
+        report[1],
+    )
+    assert report[2:5] == [
+        "expected: protocol_error (crash)",
+        "got:      protocol_error (crash)",
+        "eras:     2026-07-28 answers otherwise than 2025-11-25: code: 0 → -32603; message: 'Error rendering prompt blurb' → 'Internal server error'",
+    ]

@@ -21,8 +21,14 @@ from mcp_nb.records.surface import MAX_DEPTH, SurfaceError, load
 
 
 def snapshot(schema: dict, side: str = "inputSchema") -> dict:
-    return {"mcp_nb_surface": 1, "server": {"name": "shelf"}, "tools": {"find": {side: schema}},
-            "resources": {}, "templates": {}, "prompts": {}}  # fmt: skip
+    return {
+        "mcp_nb_surface": 1,
+        "server": {"name": "shelf"},
+        "tools": {"find": {side: schema}},
+        "resources": {},
+        "templates": {},
+        "prompts": {},
+    }
 
 
 def genre(values: list) -> dict:
@@ -88,11 +94,20 @@ def test_a_union_of_thousands_of_members_a_long_required_list_and_renamed_proper
 
 
 @settings(deadline=None, max_examples=300)
-@given(*[st.recursive(
-    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-3, 3, allow_nan=False).map(lambda f: round(f)) | st.sampled_from(["a", "1"]),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["a", "b"]), inner, max_size=2),
-    max_leaves=6,
-)] * 2)  # fmt: skip
+@given(
+    *[
+        st.recursive(
+            st.none()
+            | st.booleans()
+            | st.integers(-3, 3)
+            | st.floats(-3, 3, allow_nan=False).map(lambda f: round(f))
+            | st.sampled_from(["a", "1"]),
+            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["a", "b"]), inner, max_size=2),
+            max_leaves=6,
+        )
+    ]
+    * 2
+)
 def test_canonical_forms_are_equal_exactly_when_json_says_the_values_are(a, b):
     assert (canonical(a) == canonical(b)) is json_equal(a, b)
     if json_equal(a, b):
@@ -113,7 +128,9 @@ def nested(levels: int, leaf: str, how: str = "additionalProperties") -> dict:
     """A schema `levels` objects deep, each holding the next as `how` says."""
     schema: dict = {"type": leaf}
     for _ in range(levels):
-        schema = {"type": "object", how: schema} if how == "additionalProperties" else {"type": "object", "properties": {"a": schema}}
+        schema = (
+            {"type": "object", how: schema} if how == "additionalProperties" else {"type": "object", "properties": {"a": schema}}
+        )
     return schema
 
 
@@ -143,8 +160,10 @@ def test_a_snapshot_too_deep_to_compare_is_refused_in_one_line_by_load_diff_and_
     assert "\n" not in sentence and f"nested more than {MAX_DEPTH} levels deep (at tools.find.inputSchema." in sentence
     command = subprocess.run(
         [sys.executable, "-m", "mcp_nb", "diff", str(tmp_path / "old.json"), str(tmp_path / "new.json")],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert command.returncode != 0 and sentence in command.stderr + command.stdout
     assert "Traceback" not in command.stderr
 

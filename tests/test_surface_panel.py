@@ -60,8 +60,10 @@ def test_two_pinned_calls_of_one_tool_are_compared_by_structure():
     panel = mcp_nb.panel()
     try:
         tab = panel.history_tab
-        dune, emma, again, else_ = (mcp_nb.call(*call) for call in (("price", {"title": "Dune"}), ("price", {"title": "Emma"}),
-                                                                      ("price", {"title": "Dune"}), ("other",)))  # fmt: skip
+        dune, emma, again, else_ = (
+            mcp_nb.call(*call)
+            for call in (("price", {"title": "Dune"}), ("price", {"title": "Emma"}), ("price", {"title": "Dune"}), ("other",))
+        )
         tab.refresh()
         assert tab.compare_button.disabled
         tab.pin(dune.call_id)

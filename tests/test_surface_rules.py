@@ -53,7 +53,9 @@ def judged(old, new, rule: str, breaking, where: str | None = None, why: str | N
 
 
 def no_breaking(frame):
-    assert not frame["breaking"].map(lambda b: b is True or b == UNKNOWN).any(), frame[["where", "rule", "breaking", "why"]].to_string()
+    assert not frame["breaking"].map(lambda b: b is True or b == UNKNOWN).any(), frame[
+        ["where", "rule", "breaking", "why"]
+    ].to_string()
 
 
 # -- entries added and removed ---------------------------------------------------------------------
@@ -100,7 +102,9 @@ def test_a_removed_resource_template_and_prompt_each_break():
 
 def test_a_new_required_parameter_breaks_and_an_optional_one_does_not():
     before = tool_with(obj({"title": {"type": "string"}}, ["title"]))
-    after = tool_with(obj({"title": {"type": "string"}, "edition": {"type": "integer"}, "year": {"type": "integer"}}, ["title", "edition"]))
+    after = tool_with(
+        obj({"title": {"type": "string"}, "edition": {"type": "integer"}, "year": {"type": "integer"}}, ["title", "edition"])
+    )
     judged(before, after, "required-property-added", True, "$.inputSchema.properties.edition", "new required parameter `edition`")
     judged(before, after, "property-added", False, "$.inputSchema.properties.year", "new optional parameter `year`")
 
@@ -131,7 +135,14 @@ def test_the_signature_a_user_edits_gives_the_issue_s_own_words():
 def test_a_removed_parameter_breaks_and_a_rename_is_named():
     before = tool_with(obj({"title": {"type": "string"}, "year": {"type": "integer"}}))
     after = tool_with(obj({"title": {"type": "string"}, "published": {"type": "integer"}}))
-    judged(before, after, "property-removed", True, "$.inputSchema.properties.year", "parameter `year` removed: calls that send it break (renamed to `published`?)")
+    judged(
+        before,
+        after,
+        "property-removed",
+        True,
+        "$.inputSchema.properties.year",
+        "parameter `year` removed: calls that send it break (renamed to `published`?)",
+    )
 
 
 def test_a_narrowed_type_breaks_a_widened_one_does_not_and_another_type_breaks():
@@ -193,7 +204,7 @@ def test_an_enum_value_removed_breaks_and_one_added_does_not():
         ("pattern", None, "^[a-z]+$", "bound-tightened"),
         ("pattern", "^[a-z]+$", None, "bound-loosened"),
     ],
-)  # fmt: skip
+)
 def test_a_tighter_bound_breaks_and_a_looser_one_does_not(keyword, old, new, rule):
     def schema(value):
         kind = "string" if keyword in ("maxLength", "pattern") else "integer"
@@ -205,7 +216,9 @@ def test_a_tighter_bound_breaks_and_a_looser_one_does_not(keyword, old, new, rul
 
 def test_closing_extra_properties_or_asking_unique_items_is_a_tighter_bound():
     before = tool_with(obj({"tags": {"type": "array", "items": {"type": "string"}}}))
-    after = tool_with(obj({"tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}}, additionalProperties=False))
+    after = tool_with(
+        obj({"tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}}, additionalProperties=False)
+    )
     judged(before, after, "bound-tightened", True, "$.inputSchema.additionalProperties")
     frame = mcp_nb.diff(before, after)
     assert frame.loc[frame["where"] == "$.inputSchema.properties.tags.uniqueItems", "rule"].tolist() == ["bound-tightened"]
@@ -230,7 +243,14 @@ def test_a_nested_model_s_field_is_compared_where_it_is_defined():
     def ship(to: Address) -> str:  # noqa: F811
         return ""
 
-    judged(before, mcp_nb.snapshot(), "required-property-added", True, "$.inputSchema['$defs'].Address.properties.zip", "`Address.zip`")
+    judged(
+        before,
+        mcp_nb.snapshot(),
+        "required-property-added",
+        True,
+        "$.inputSchema['$defs'].Address.properties.zip",
+        "`Address.zip`",
+    )
 
 
 def test_a_definition_renamed_is_compared_through_its_ref():
@@ -248,7 +268,9 @@ def test_a_changed_default_is_unknown_for_a_parameter():
 
 def test_a_better_description_or_title_is_not_breaking():
     before = tool_with(obj({"n": {"type": "integer", "description": "how many"}}), description="Old words.")
-    after = tool_with(obj({"n": {"type": "integer", "description": "how many books"}}), description="Better words.", title="Count")
+    after = tool_with(
+        obj({"n": {"type": "integer", "description": "how many books"}}), description="Better words.", title="Count"
+    )
     frame = judged(before, after, "described", False, "$.description", "description changed")
     assert set(frame["where"]) == {"$.description", "$.title", "$.inputSchema.properties.n.description"}
     no_breaking(frame)
@@ -300,7 +322,14 @@ def test_an_output_schema_narrowed_widened_or_cut_breaks_and_a_new_optional_fiel
     judged(after, latest, "required-property-added", True, "$.outputSchema.properties.pages", "results recorded before lack it")
     judged(after, latest, "became-required", True, "$.outputSchema.required", "`isbn` became required")
     judged(latest, after, "became-optional", True, "$.outputSchema.required", "clients may no longer get it")
-    judged(latest, before, "property-removed", True, "$.outputSchema.properties.isbn", "field `isbn` removed: clients that read it break")
+    judged(
+        latest,
+        before,
+        "property-removed",
+        True,
+        "$.outputSchema.properties.isbn",
+        "field `isbn` removed: clients that read it break",
+    )
 
 
 def test_an_output_schema_added_is_not_breaking_and_one_removed_is():
@@ -344,7 +373,7 @@ def test_an_enum_value_added_to_a_result_breaks_clients_that_hold_the_old_schema
         ({}, {"destructive": True}, "destructiveHint", "described"),  # true is its default: nothing changed
         ({"idempotent": True}, {}, "idempotentHint", "towards-danger"),
     ],
-)  # fmt: skip
+)
 def test_an_annotation_turned_towards_danger_breaks(old, new, hint, rule):
     before = tool_with(obj({}), **old)
     after = tool_with(obj({}), **new)
@@ -356,7 +385,14 @@ def test_destructive_and_open_world_hints_said_false_then_left_to_their_default_
     before = tool_with(obj({}))
     said_false = copy.deepcopy(before)
     said_false["tools"]["t"]["annotations"] = {"destructiveHint": False, "openWorldHint": False}
-    frame = judged(said_false, before, "towards-danger", True, "$.annotations.destructiveHint", "the tool may now destroy data (left out: true by default)")
+    frame = judged(
+        said_false,
+        before,
+        "towards-danger",
+        True,
+        "$.annotations.destructiveHint",
+        "the tool may now destroy data (left out: true by default)",
+    )
     assert frame.loc[frame["where"] == "$.annotations.openWorldHint", "rule"].tolist() == ["towards-danger"]
     judged(before, said_false, "towards-safety", False, "$.annotations.destructiveHint")
 
@@ -376,7 +412,15 @@ def test_a_template_whose_variables_changed_breaks():
     def book(title: str, edition: str) -> str:  # noqa: F811
         return title
 
-    frame = judged(before, mcp_nb.snapshot(), "template-changed", True, "$.uriTemplate", "variables {title} → {title, edition}", kind="template")
+    frame = judged(
+        before,
+        mcp_nb.snapshot(),
+        "template-changed",
+        True,
+        "$.uriTemplate",
+        "variables {title} → {title, edition}",
+        kind="template",
+    )
     assert "removed" not in set(frame["rule"])  # the same template, moved: not one removed and one new
 
 
@@ -445,7 +489,7 @@ def test_a_new_version_or_instructions_are_not_breaking_and_another_era_is_said(
         (lambda t: t["inputSchema"]["properties"]["s"].update(pattern="^b"), "$.inputSchema.properties.s.pattern"),
         (lambda t: t["inputSchema"]["properties"]["s"].update({"if": {"minLength": 1}}), "$.inputSchema.properties.s.if"),
     ],
-)  # fmt: skip
+)
 def test_a_change_no_rule_knows_is_unknown_never_compatible(edit, where):
     before = tool_with(obj({"s": {"type": "string", "pattern": "^a"}}))
     after = copy.deepcopy(before)

@@ -8,7 +8,6 @@ import json
 import subprocess
 import sys
 from contextlib import chdir
-from pathlib import Path
 from typing import Literal, TypedDict
 
 import peers
@@ -76,10 +75,14 @@ def test_a_snapshot_holds_everything_a_client_lists_and_is_the_same_file_twice(t
 
 def test_a_re_run_cell_that_changes_nothing_for_clients_says_nothing_and_one_that_does_says_what(shell):
     shell.run_cell("%%mcp_tool --read-only\ndef get_author(title: str) -> str:\n    '''Who wrote it.'''\n    return title")
-    same = shell.run_cell("%%mcp_tool --read-only\ndef get_author(title: str) -> str:\n    '''Who wrote it.'''\n    return title.upper()")
+    same = shell.run_cell(
+        "%%mcp_tool --read-only\ndef get_author(title: str) -> str:\n    '''Who wrote it.'''\n    return title.upper()"
+    )
     assert same.result.replaced and same.result.changes == ()
     assert "what changed" not in repr(same.result)
-    changed = shell.run_cell("%%mcp_tool\ndef get_author(title: str, year: int) -> str:\n    '''Who wrote it.'''\n    return title")
+    changed = shell.run_cell(
+        "%%mcp_tool\ndef get_author(title: str, year: int) -> str:\n    '''Who wrote it.'''\n    return title"
+    )
     card = repr(changed.result)
     assert "what changed for clients:" in card
     assert "    breaking: new required parameter `year`" in card
@@ -95,9 +98,13 @@ def test_a_re_run_cell_that_changes_nothing_for_clients_says_nothing_and_one_tha
 def test_a_re_run_resource_or_prompt_cell_says_what_changed_too(shell):
     shell.run_cell("%%mcp_prompt\ndef review(title: str, tone: str = 'kind') -> str:\n    return title")
     card = shell.run_cell("%%mcp_prompt\ndef review(title: str) -> str:\n    return title").result
-    assert [c.why for c in card.changes] == ["argument `tone` removed: calls that send it break"] or "argument `tone` removed" in card.changes[0].why
+    assert [c.why for c in card.changes] == [
+        "argument `tone` removed: calls that send it break"
+    ] or "argument `tone` removed" in card.changes[0].why
     shell.run_cell("%%mcp_resource books://catalog --mime-type text/plain\ndef catalog() -> str:\n    return ''")
-    card = shell.run_cell("%%mcp_resource books://catalog --mime-type application/json\ndef catalog() -> str:\n    return '{}'").result
+    card = shell.run_cell(
+        "%%mcp_resource books://catalog --mime-type application/json\ndef catalog() -> str:\n    return '{}'"
+    ).result
     assert [c.rule for c in card.changes] == ["mime-type-changed"] and card.changes[0].breaking is True
 
 
@@ -148,7 +155,7 @@ def test_diff_takes_files_dicts_and_live_servers_and_the_magic_shows_a_report(sh
         ("mcp_replay {dir}/cases.json --mode 2025", "a protocol era is one of"),
         ("mcp_replay {dir}/cases.json --mode 2025-11-25 --mode 2025-11-25", "modes names an era twice"),
     ],
-)  # fmt: skip
+)
 def test_bad_input_is_one_line_and_changes_nothing(shell, tmp_path, line, said):
     (tmp_path / "bad.json").write_text("{not json")
     (tmp_path / "other.json").write_text('{"mcp_nb_cases": 1, "cases": []}')
@@ -166,13 +173,24 @@ def test_bad_input_is_one_line_and_changes_nothing(shell, tmp_path, line, said):
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=False, allow_infinity=False, width=16) | st.text(max_size=4),
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 5)
+    | st.floats(allow_nan=False, allow_infinity=False, width=16)
+    | st.text(max_size=4),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
     max_leaves=8,
 )
-entries = st.dictionaries(st.text(min_size=1, max_size=6), st.dictionaries(st.sampled_from(["title", "description", "inputSchema", "x"]), json_values, max_size=3), max_size=3)
+entries = st.dictionaries(
+    st.text(min_size=1, max_size=6),
+    st.dictionaries(st.sampled_from(["title", "description", "inputSchema", "x"]), json_values, max_size=3),
+    max_size=3,
+)
 documents = st.fixed_dictionaries(
-    {"mcp_nb_surface": st.just(1), "server": st.dictionaries(st.sampled_from(["name", "version", "instructions"]), st.text(max_size=5), max_size=3)},
+    {
+        "mcp_nb_surface": st.just(1),
+        "server": st.dictionaries(st.sampled_from(["name", "version", "instructions"]), st.text(max_size=5), max_size=3),
+    },
     optional={"tools": entries, "resources": entries, "templates": entries},
 )
 
@@ -258,7 +276,9 @@ def test_server_everything_s_surface_and_a_tool_it_no_longer_lists(tmp_path):
 def test_a_server_that_cannot_list_at_an_era_gives_no_snapshot_and_says_why(shell):
     peers.require(peers.EVERYTHING)
     mcp_nb.connect("everything26", peers.everything_stdio(), env=peers.node_env(), mode="2026-07-28")
-    with pytest.raises(SurfaceError, match=r"^no snapshot of 'everything26': its answer to tools/list is not one the protocol allows"):
+    with pytest.raises(
+        SurfaceError, match=r"^no snapshot of 'everything26': its answer to tools/list is not one the protocol allows"
+    ):
         mcp_nb.snapshot("everything26")
     with pytest.raises(UsageError, match="no snapshot of 'everything26'"):
         shell.run_line_magic("mcp_diff", "everything26")
@@ -272,8 +292,11 @@ def test_a_served_notebook_has_the_surface_of_its_notebook(tmp_path):
     )
     written = subprocess.run(
         [sys.executable, "-m", "mcp_nb", "snapshot", str(notebook), "-o", str(tmp_path / "notebook.json")],
-        env=checkout_env(), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        env=checkout_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert written.returncode == 0, written.stderr
     process = subprocess.Popen(
         [sys.executable, "-m", "mcp_nb", "serve", str(notebook), "--http"], env=checkout_env(), stderr=subprocess.PIPE, text=True
@@ -288,7 +311,9 @@ def test_a_served_notebook_has_the_surface_of_its_notebook(tmp_path):
         process.wait(30)
         process.stderr.close()
     # The same tools; served over HTTP the kernel also offers completions and logging to its clients.
-    assert frame[["kind", "rule", "breaking"]].values.tolist() == [["server", "capability-added", False]] * 2, frame[["where", "why"]]
+    assert frame[["kind", "rule", "breaking"]].values.tolist() == [["server", "capability-added", False]] * 2, frame[
+        ["where", "why"]
+    ]
     assert set(frame["where"]) == {"$.capabilities.completions", "$.capabilities.logging"}
     assert set(doc["tools"]) == {"get_author"} and doc["tools"]["get_author"]["annotations"] == {"readOnlyHint": True}
     assert token not in (tmp_path / "notebook.json").read_text()
@@ -314,10 +339,26 @@ def test_the_kernel_s_listings_are_what_its_session_carries():
 
 
 @FEW
-@given(st.lists(st.sampled_from(["--mode", "2025-11-25", "2026-07-28", "auto", "--server", "kernel", "--concurrency", "2", "'", "#"]), max_size=5))
+@given(
+    st.lists(
+        st.sampled_from(["--mode", "2025-11-25", "2026-07-28", "auto", "--server", "kernel", "--concurrency", "2", "'", "#"]),
+        max_size=5,
+    )
+)
 def test_any_replay_line_with_eras_is_replayed_or_refused_in_one_line(shell, tmp_path_factory, words):
     folder = tmp_path_factory.mktemp("eras")
-    (folder / "cases.json").write_text(json.dumps([{"id": "a", "name": "echo", "arguments": {"text": "hi"}, "expect": {"outcome": "result", "cause": "ok", "content": "hi"}}]))
+    (folder / "cases.json").write_text(
+        json.dumps(
+            [
+                {
+                    "id": "a",
+                    "name": "echo",
+                    "arguments": {"text": "hi"},
+                    "expect": {"outcome": "result", "cause": "ok", "content": "hi"},
+                }
+            ]
+        )
+    )
 
     @mcp_nb.tool(read_only=True)
     def echo(text: str) -> str:
@@ -345,8 +386,28 @@ def test_any_header_given_to_mcp_nb_snapshot_is_refused_in_one_line_or_tried(tmp
     assert status in (1, 2) and not out.exists()  # nothing listens on port 9: never written
 
 
-keywords = st.sampled_from(["type", "properties", "required", "enum", "const", "minimum", "maxLength", "multipleOf", "pattern",
-                            "anyOf", "items", "additionalProperties", "$ref", "$defs", "default", "format", "uniqueItems", "title"])  # fmt: skip
+keywords = st.sampled_from(
+    [
+        "type",
+        "properties",
+        "required",
+        "enum",
+        "const",
+        "minimum",
+        "maxLength",
+        "multipleOf",
+        "pattern",
+        "anyOf",
+        "items",
+        "additionalProperties",
+        "$ref",
+        "$defs",
+        "default",
+        "format",
+        "uniqueItems",
+        "title",
+    ]
+)
 schema_values = st.recursive(
     json_values | st.sampled_from(["string", "integer", "number", "null", "#/$defs/A", 0, 2.5, -1]),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keywords | st.sampled_from(["a", "b", "A"]), inner, max_size=4),

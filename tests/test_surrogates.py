@@ -13,21 +13,38 @@ import warnings
 import pandas as pd
 import pyarrow.feather as feather
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 import mcp_nb
-from mcp_nb.mistakes import BadValue
 from mcp_nb import History, Outcome
+from mcp_nb.mistakes import BadValue
 
 LONE = "a\ud800b\udfff\x00c"  # a high and a low surrogate, apart, and a NUL
 
 
 def _outcome(call_id: int, text: str, name: str = "echo", server: str = "kernel", outcome: str = "result") -> Outcome:
     error = outcome == "protocol_error"
-    return Outcome(call_id, "tool", name, {"text": text, text: [text]}, outcome, "ok" if not error else "unknown_tool",
-                   None if error else text, None if error else {"result": text}, None if error else False,
-                   -32602 if error else None, text if error else None, {"said": text} if error else None,
-                   1_750_000_000.0 + call_id, 1.0, 30.0, server=server, protocol=text)  # fmt: skip
+    return Outcome(
+        call_id,
+        "tool",
+        name,
+        {"text": text, text: [text]},
+        outcome,
+        "ok" if not error else "unknown_tool",
+        None if error else text,
+        None if error else {"result": text},
+        None if error else False,
+        -32602 if error else None,
+        text if error else None,
+        {"said": text} if error else None,
+        1_750_000_000.0 + call_id,
+        1.0,
+        30.0,
+        server=server,
+        protocol=text,
+    )
 
 
 def _same(live: pd.DataFrame, back: pd.DataFrame) -> None:
@@ -103,8 +120,26 @@ def test_any_str_in_any_column_reads_back_from_the_file_as_it_was_recorded(tmp_p
     for i, text in enumerate(texts):
         history.record(_outcome(i, text, name=name or "echo", outcome="protocol_error" if i % 2 else "result"))
     # a plain text column holds any str exactly, a high and a low surrogate side by side included
-    history.record(Outcome(99, "tool", name or "echo", None, "result", "ok", paired + "\ud800\udc00", None, False, None, None,
-                           None, 1_750_000_000.0, 1.0, 30.0, protocol=paired))  # fmt: skip
+    history.record(
+        Outcome(
+            99,
+            "tool",
+            name or "echo",
+            None,
+            "result",
+            "ok",
+            paired + "\ud800\udc00",
+            None,
+            False,
+            None,
+            None,
+            None,
+            1_750_000_000.0,
+            1.0,
+            30.0,
+            protocol=paired,
+        )
+    )
     assert history.sync()
     live, back = history.to_frame(), History.open(folder / "calls").to_frame()
     _same(live, back)
@@ -127,7 +162,8 @@ def test_texts_of_megabytes_and_nuls_are_written_whole(tmp_path):
 
 # The kernel's side in a process of its own: what its tools log (a lone surrogate included) goes to
 # its stderr, not into pytest's captured logs, which pytest-xdist cannot send to the controller.
-KERNEL = """
+KERNEL = (
+    """
 import json, logging, sys, mcp_nb
 LONE = %r
 
@@ -149,7 +185,9 @@ frame = mcp_nb.history().to_frame()
 print(json.dumps({"content": frame["content"].tolist(), "arguments": frame["arguments"].tolist(),
                   "outcome": frame["outcome"].astype(str).tolist(),
                   "logs": [[[r.message, r.traceback] for r in logs] for logs in frame["server_logs"]]}))
-""" % LONE
+"""
+    % LONE
+)
 
 
 def test_a_kernel_tools_text_arguments_error_and_logs_with_a_lone_surrogate_reach_the_file(tmp_path):
@@ -158,8 +196,14 @@ def test_a_kernel_tools_text_arguments_error_and_logs_with_a_lone_surrogate_reac
 
     from helpers import checkout_env
 
-    done = subprocess.run([sys.executable, "-c", KERNEL, str(tmp_path / "calls")], env=checkout_env(), capture_output=True,
-                          text=True, errors="backslashreplace", timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", KERNEL, str(tmp_path / "calls")],
+        env=checkout_env(),
+        capture_output=True,
+        text=True,
+        errors="backslashreplace",
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     live = json.loads(done.stdout.splitlines()[-1])
     back = History.open(tmp_path / "calls").to_frame()
@@ -208,8 +252,11 @@ def test_the_exports_write_a_lone_surrogate_as_its_escape(lone_history, tmp_path
     lone_history.to_parquet(tmp_path / "calls.parquet")
     lone_history.to_csv(tmp_path / "calls.csv")
     lone_history.to_json(tmp_path / "calls.json")
-    for frame in (pd.read_parquet(tmp_path / "calls.parquet"), pd.read_csv(tmp_path / "calls.csv", keep_default_na=False),
-                  pd.read_json(tmp_path / "calls.json")):  # fmt: skip
+    for frame in (
+        pd.read_parquet(tmp_path / "calls.parquet"),
+        pd.read_csv(tmp_path / "calls.csv", keep_default_na=False),
+        pd.read_json(tmp_path / "calls.json"),
+    ):
         assert frame["content"].iloc[0] == "a\\ud800b\\udfff\x00c"
         assert frame["name"].iloc[0] == "echo\\udc80"
         assert frame["message"].iloc[1] == "a\\ud800b\\udfff\x00c"
@@ -261,7 +308,9 @@ def test_a_token_file_keeps_what_an_authorization_server_sent_with_a_lone_surrog
     from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
     sent = OAuthToken(access_token="t\ud800", token_type="Bearer", scope="read\udfff")
-    client = OAuthClientInformationFull(client_id="c", client_name="notebook\ud800", redirect_uris=["http://127.0.0.1:9/callback"])
+    client = OAuthClientInformationFull(
+        client_id="c", client_name="notebook\ud800", redirect_uris=["http://127.0.0.1:9/callback"]
+    )
     stored = mcp_nb.TokenFile("http://127.0.0.1:9/mcp", tmp_path / "tokens")
     asyncio.run(stored.set_tokens(sent))
     asyncio.run(stored.set_client_info(client))
@@ -284,8 +333,13 @@ def test_a_student_version_of_a_notebook_holding_a_lone_surrogate_escape_is_writ
     notebook["cells"][0]["source"] = "a lone \ud800 in the lesson"
     source = tmp_path / "lesson.ipynb"
     source.write_text(json.dumps(notebook), encoding="ascii")  # the escape, as any JSON writer may put it
-    done = subprocess.run([sys.executable, "-m", "mcp_nb", "student-version", str(source), "-o", str(tmp_path / "out.ipynb")],
-                          cwd=root, capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_nb", "student-version", str(source), "-o", str(tmp_path / "out.ipynb")],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     written = json.loads((tmp_path / "out.ipynb").read_text(encoding="utf-8"))
     assert written["cells"][0]["source"] in ("a lone \ud800 in the lesson", ["a lone \ud800 in the lesson"])

@@ -4,16 +4,15 @@ import asyncio
 import collections
 import dataclasses
 import threading
-import time
 
 import pandas as pd
 import pytest
+from helpers import FakeClock, interrupted_when, wait_until
 from IPython.core.error import UsageError
 from mcp import MCPError
 from mcp.server.mcpserver.exceptions import ToolError
 
 import mcp_nb
-from helpers import FakeClock, interrupted_when, wait_until
 from mcp_nb import Faults, Retry
 from mcp_nb.batch import core
 from mcp_nb.batch.sweeps import argument_sets
@@ -22,7 +21,11 @@ from mcp_nb.registering import faults as faults_module
 
 def test_argument_sets_from_grids_frames_and_lists():
     assert argument_sets({"a": [1, 2], "b": ["x", "y"]}) == [
-        {"a": 1, "b": "x"}, {"a": 1, "b": "y"}, {"a": 2, "b": "x"}, {"a": 2, "b": "y"}]
+        {"a": 1, "b": "x"},
+        {"a": 1, "b": "y"},
+        {"a": 2, "b": "x"},
+        {"a": 2, "b": "y"},
+    ]
     frame = pd.DataFrame({"a": [1, 2], "b": ["x", None]})
     assert argument_sets(frame) == [{"a": 1, "b": "x"}, {"a": 2}]
     assert argument_sets([{"a": 1}]) == [{"a": 1}]
@@ -42,7 +45,18 @@ def test_sweep_keeps_input_order_and_records_every_call():
     assert frame[["base", "exp"]].values.tolist() == [[b, e] for b in (0, 2, 3) for e in (0, 1, 2)]
     assert frame["outcome"].tolist() == ["tool_error"] + ["result"] * 8
     assert frame["content"].tolist()[1:] == ["0", "0", "1", "2", "4", "1", "3", "9"]
-    assert list(frame.columns) == ["base", "exp", "call_id", "attempt", "outcome", "cause", "duration_ms", "content", "code", "message"]
+    assert list(frame.columns) == [
+        "base",
+        "exp",
+        "call_id",
+        "attempt",
+        "outcome",
+        "cause",
+        "duration_ms",
+        "content",
+        "code",
+        "message",
+    ]
     assert frame.attrs == {"tool": "power", "calls": 9, "completed": 9, "interrupted": False}
     history = mcp_nb.history().to_frame()
     assert len(history) == 9 and sorted(history["call_id"]) == sorted(frame["call_id"])
@@ -91,8 +105,7 @@ def test_a_sweep_retries_every_argument_set_that_fails_once(how, rule, failed):
         return i
 
     clock = FakeClock()
-    frame = mcp_nb.sweep("once_busy", {"i": [1, 2, 3]}, timeout=0.2, retry=dataclasses.replace(rule, sleep=clock),
-                         progress=False)
+    frame = mcp_nb.sweep("once_busy", {"i": [1, 2, 3]}, timeout=0.2, retry=dataclasses.replace(rule, sleep=clock), progress=False)
     assert frame["attempt"].tolist() == [2, 2, 2]
     assert frame["outcome"].tolist() == ["result"] * 3 and frame["content"].tolist() == ["1", "2", "3"]
     assert seen == {1: 2, 2: 2, 3: 2}
@@ -124,8 +137,9 @@ def test_bad_sweep_input_raises_before_anything_is_sent():
     assert len(mcp_nb.history()) == 0
 
 
-@pytest.mark.parametrize("calls, concurrency, in_flight", [(6, 6, {3, 4, 5}), (8, 2, {3, 4})],
-                         ids=["all in flight", "some never sent"])
+@pytest.mark.parametrize(
+    "calls, concurrency, in_flight", [(6, 6, {3, 4, 5}), (8, 2, {3, 4})], ids=["all in flight", "some never sent"]
+)
 def test_interrupting_a_sweep_returns_what_finished_and_records_the_calls_in_flight(capsys, calls, concurrency, in_flight):
     started = set()
 
@@ -150,11 +164,16 @@ def test_interrupting_a_sweep_returns_what_finished_and_records_the_calls_in_fli
     assert frame["content"].tolist()[:3] == ["0", "1", "2"]
 
     history = mcp_nb.history().to_frame()
-    sent = {args["i"]: (outcome, cause) for args, outcome, cause in
-            zip(history["arguments"], history["outcome"].astype(str), history["cause"].astype(str), strict=True)}
+    sent = {
+        args["i"]: (outcome, cause)
+        for args, outcome, cause in zip(
+            history["arguments"], history["outcome"].astype(str), history["cause"].astype(str), strict=True
+        )
+    }
     # The finished calls and the cancelled ones are recorded; the calls never sent are not.
     assert sent == {0: ("result", "ok"), 1: ("result", "ok"), 2: ("result", "ok")} | {
-        i: ("timeout", "cancelled") for i in in_flight}
+        i: ("timeout", "cancelled") for i in in_flight
+    }
     assert (history.loc[history["cause"] == "cancelled", "code"] == -32800).all()
     # The handlers in flight were cancelled too, not left running.
     assert wait_until(lambda: set(mcp_nb.history().to_frame()["server_fate"].dropna()) == {"cancelled"})
@@ -162,7 +181,9 @@ def test_interrupting_a_sweep_returns_what_finished_and_records_the_calls_in_fli
 
 @pytest.mark.filterwarnings("ignore::mcp_nb.registering.loop_watch.LoopBlockedWarning")  # the tool holds the loop on purpose
 @pytest.mark.parametrize("stopped_by", ["interrupt", "stop event"])
-def test_a_stopped_sweep_whose_calls_cannot_record_themselves_in_time_still_has_a_row_for_each(capsys, caplog, monkeypatch, stopped_by):
+def test_a_stopped_sweep_whose_calls_cannot_record_themselves_in_time_still_has_a_row_for_each(
+    capsys, caplog, monkeypatch, stopped_by
+):
     # The interleaving that lost rows, forced: the call in flight cannot record its cancellation
     # before the sweep builds its frame, because its handler holds mcp_nb's loop until the frame
     # is built (as a loaded machine, or a long synchronous step, can hold it past the bounded
@@ -185,8 +206,9 @@ def test_a_stopped_sweep_whose_calls_cannot_record_themselves_in_time_still_has_
     else:
         # The async face's waiter cancelled (a notebook's interrupted `await`), the same stop.
         async def sweep_then_cancel():
-            task = asyncio.ensure_future(asyncio.to_thread(
-                lambda: core.wait(sweep, 3, None, "sweep of 'hold'", "calls finished", stop=stop)))
+            task = asyncio.ensure_future(
+                asyncio.to_thread(lambda: core.wait(sweep, 3, None, "sweep of 'hold'", "calls finished", stop=stop))
+            )
             await asyncio.to_thread(holding.wait, 30)
             stop.set()
             return await task
@@ -224,8 +246,14 @@ def test_fault_spec_parsing_and_validation():
     f = Faults.parse("latency=0.5, tool_error=0.1,crash=0.05,protocol_error=0.05,seed=1")
     assert (f.latency, f.tool_error, f.crash, f.protocol_error, f.seed) == (0.5, 0.1, 0.05, 0.05, 1)
     assert f.describe() == "latency=0.5,tool_error=0.1,crash=0.05,protocol_error=0.05,seed=1"
-    for bad, message in [("crash=2", "probability"), ("wobble=1", "unknown fault"), ("crash", "key=value"),
-                         ("tool_error=0.6,crash=0.6", "add up"), ("latency=-1", "latency"), ("seed=x", "seed")]:
+    for bad, message in [
+        ("crash=2", "probability"),
+        ("wobble=1", "unknown fault"),
+        ("crash", "key=value"),
+        ("tool_error=0.6,crash=0.6", "add up"),
+        ("latency=-1", "latency"),
+        ("seed=x", "seed"),
+    ]:
         with pytest.raises(ValueError, match=message):
             Faults.parse(bad)
 
@@ -239,8 +267,11 @@ def register_echo(**kwargs):
 def test_injected_faults_classify_like_real_ones():
     register_echo()
     causes = {}
-    for kind, expected in [("tool_error", ("tool_error", "raised")), ("crash", ("tool_error", "crash")),
-                           ("protocol_error", ("protocol_error", "mcp_error"))]:
+    for kind, expected in [
+        ("tool_error", ("tool_error", "raised")),
+        ("crash", ("tool_error", "crash")),
+        ("protocol_error", ("protocol_error", "mcp_error")),
+    ]:
         mcp_nb.inject("echo", {kind: 1.0})
         o = mcp_nb.call("echo", {"i": 1})
         causes[kind] = (o.outcome, o.cause)
@@ -306,8 +337,7 @@ def test_draws_made_elsewhere_count_as_the_specs_own():
 
 def test_retries_get_past_injected_busy_errors():
     register_echo(inject="protocol_error=0.5,seed=3")
-    frame = mcp_nb.sweep("echo", {"i": list(range(30))}, retry=Retry(retries=6, codes=(-32050,), backoff=0.001),
-                         progress=False)
+    frame = mcp_nb.sweep("echo", {"i": list(range(30))}, retry=Retry(retries=6, codes=(-32050,), backoff=0.001), progress=False)
     assert (frame["outcome"] == "result").all()
     assert frame["attempt"].max() > 1
     history = mcp_nb.history().to_frame()

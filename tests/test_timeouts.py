@@ -5,15 +5,13 @@ import gc
 import threading
 
 import pytest
+from helpers import interrupted_when, wait_until
 from traitlets import TraitError
 
 import mcp_nb
-from helpers import interrupted_when, wait_until
 from mcp_nb.config import settings
 
 LONG = 60.0  # a handler's own safety net; the tests release it long before
-
-
 
 
 @pytest.fixture
@@ -205,15 +203,18 @@ FACES = {
 def test_the_stop_button_while_a_cell_waits_for_a_call_records_it_as_cancelled(shell, gate, face, kind):
     started = threading.Event()
     if kind == "async":
+
         async def hold() -> str:
             started.set()
             await asyncio.sleep(LONG)
             return "never"
     else:
+
         def hold() -> str:
             started.set()
             gate.wait(LONG)
             return "released"
+
     mcp_nb.tool()(hold)
     mcp_nb.resource("hold://it")(hold)
     mcp_nb.prompt()(hold)

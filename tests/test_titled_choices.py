@@ -12,7 +12,10 @@ SPEC = {
     "type": "object",
     "properties": {
         "color": {"type": "string", "oneOf": [{"const": "#FF0000", "title": "Red"}, {"const": "#00FF00", "title": "Green"}]},
-        "colors": {"type": "array", "items": {"anyOf": [{"const": "#FF0000", "title": "Red"}, {"const": "#0000FF", "title": "Blue"}]}},
+        "colors": {
+            "type": "array",
+            "items": {"anyOf": [{"const": "#FF0000", "title": "Red"}, {"const": "#0000FF", "title": "Blue"}]},
+        },
         "legacy": {"type": "string", "enum": ["a", "b"], "enumNames": ["Option A", "Option B"]},
     },
     "required": ["color"],

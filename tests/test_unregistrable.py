@@ -22,9 +22,21 @@ KINDS = {
 
 # (label, the function with NAME for its name, what the message must say)
 BAD = [
-    ("plain class", "def NAME(q: Plain) -> str:\n    return 'x'\n", "parameter 'q' of NAME: type Plain cannot be described in JSON Schema"),
-    ("callable", "def NAME(q: Callable[[int], int]) -> str:\n    return 'x'\n", "parameter 'q' of NAME: type Callable[[int], int] cannot be described"),
-    ("nested class", "def NAME(q: list[Plain]) -> str:\n    return 'x'\n", "parameter 'q' of NAME: type list[Plain] cannot be described"),
+    (
+        "plain class",
+        "def NAME(q: Plain) -> str:\n    return 'x'\n",
+        "parameter 'q' of NAME: type Plain cannot be described in JSON Schema",
+    ),
+    (
+        "callable",
+        "def NAME(q: Callable[[int], int]) -> str:\n    return 'x'\n",
+        "parameter 'q' of NAME: type Callable[[int], int] cannot be described",
+    ),
+    (
+        "nested class",
+        "def NAME(q: list[Plain]) -> str:\n    return 'x'\n",
+        "parameter 'q' of NAME: type list[Plain] cannot be described",
+    ),
     ("*args", "def NAME(*q) -> str:\n    return 'x'\n", "parameter *q of NAME:"),
     ("**kwargs", "def NAME(**q) -> str:\n    return 'x'\n", "parameter **q of NAME:"),
     ("both", "def NAME(*args, **kwargs) -> str:\n    return 'x'\n", "parameter *args of NAME:"),
@@ -33,15 +45,19 @@ BAD = [
     ("generator", "def NAME(q: str):\n    yield q\n", "NAME is a generator function (it uses yield)"),
     ("async generator", "async def NAME(q: str):\n    yield q\n", "NAME is an async generator function (it uses yield)"),
     ("underscore", "def NAME(q: str, _hidden: int = 0) -> str:\n    return q\n", "parameter '_hidden' of NAME starts with '_'"),
-    ("unresolvable", "def NAME(q: 'Undefined') -> str:\n    return q\n", "the annotations of NAME cannot be evaluated: name 'Undefined' is not defined"),
+    (
+        "unresolvable",
+        "def NAME(q: 'Undefined') -> str:\n    return q\n",
+        "the annotations of NAME cannot be evaluated: name 'Undefined' is not defined",
+    ),
 ]
 
 
 @pytest.fixture
 def namespace(shell):
     import threading
+    from collections.abc import Callable
     from dataclasses import dataclass, field
-    from typing import Callable
 
     class Plain:
         pass
@@ -171,8 +187,9 @@ def test_functions_the_sdk_handles_still_register(shell, kind, source):
     from mcp.server.mcpserver import Context
     from pydantic import Field
 
-    shell.user_ns.update(Context=Context, Annotated=Annotated, Field=Field, Literal=Literal,
-                         Color=enum.Enum("Color", {"a": "a", "b": "b"}))  # fmt: skip
+    shell.user_ns.update(
+        Context=Context, Annotated=Annotated, Field=Field, Literal=Literal, Color=enum.Enum("Color", {"a": "a", "b": "b"})
+    )
     if kind == "resource" and source in GOOD[-2:]:
         magic = "%%mcp_resource books://{q}{?limit,schema}"
         source = source.replace("limit: int = 3", "limit: int = 3, schema: str = ''")

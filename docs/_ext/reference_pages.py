@@ -93,7 +93,9 @@ def settings() -> str:
 def outcomes() -> str:
     from mcp_nb.records.expect import OUTCOME_DOC
 
-    return "| outcome type | what it means |\n|---|---|\n" + "".join(f"| `{name}` | {_cell(doc)} |\n" for name, doc in OUTCOME_DOC.items())
+    return "| outcome type | what it means |\n|---|---|\n" + "".join(
+        f"| `{name}` | {_cell(doc)} |\n" for name, doc in OUTCOME_DOC.items()
+    )
 
 
 def causes() -> str:

@@ -81,9 +81,13 @@ class Lanes:
     the history each of them once."""
 
     def __init__(
-        self, engine: Any, calls: Sequence[Any], concurrency: int, lanes: list[list[int]] | None = None,
+        self,
+        engine: Any,
+        calls: Sequence[Any],
+        concurrency: int,
+        lanes: list[list[int]] | None = None,
         ended: Callable[[int, bool], None] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.engine = engine
         self.calls = list(calls)
         self.concurrency = check_concurrency(concurrency)
@@ -179,8 +183,10 @@ class Lanes:
         if late and not ended:
             log.warning(
                 "stopped batch: %d call(s) in flight had not recorded themselves after %g s: the batch recorded them "
-                "as cancelled (their handlers go on until they let go of mcp_nb's loop)", len(late), STOP_WAIT_S,
-            )  # fmt: skip
+                "as cancelled (their handlers go on until they let go of mcp_nb's loop)",
+                len(late),
+                STOP_WAIT_S,
+            )
 
 
 class Stopped(McpNbError):

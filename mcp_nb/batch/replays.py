@@ -36,15 +36,28 @@ from mcp_nb.batch.core import Lanes, check_concurrency, wait
 from mcp_nb.calling.connections import ConnectError, ServerSpec
 from mcp_nb.calling.era import check_eras
 from mcp_nb.calling.retry import Retry
+from mcp_nb.mistakes import BadValue, Mistake, first_line
 from mcp_nb.records.cases import REPLAYED, Case, CasesError, Replies, judge, load
 from mcp_nb.records.compare import outcome_differences, said
-from mcp_nb.mistakes import BadValue, Mistake, first_line
 
 COLUMNS = ["case", "target", "name", "server", "passed", "expected", "got", "reason", "call_id", "duration_ms"]
 # Across eras: which era each row was replayed at, the protocol the call went over, and how the
 # case's answer at this era differs from its answer at the first era ("" when the same).
-ERA_COLUMNS = ["case", "target", "name", "server", "mode", "protocol", "passed", "expected", "got", "reason", "era_difference",
-               "call_id", "duration_ms"]  # fmt: skip
+ERA_COLUMNS = [
+    "case",
+    "target",
+    "name",
+    "server",
+    "mode",
+    "protocol",
+    "passed",
+    "expected",
+    "got",
+    "reason",
+    "era_difference",
+    "call_id",
+    "duration_ms",
+]
 REPLAY_SERVER = "replay"  # the connection a replay opens for itself (`connect=`), then closes
 NOT_REACHED = "not reached"  # the `got` of a case whose server could not be reached at an era
 
@@ -96,16 +109,31 @@ class Replay:
         expected = _said(case.expect.outcome, case.expect.cause)
         if isinstance(got, str):
             return {
-                "case": case.id, "target": case.target, "name": case.name, "server": case.server, "passed": False,
-                "expected": expected, "got": NOT_REACHED, "reason": got, "call_id": None, "duration_ms": None,
-            }  # fmt: skip
+                "case": case.id,
+                "target": case.target,
+                "name": case.name,
+                "server": case.server,
+                "passed": False,
+                "expected": expected,
+                "got": NOT_REACHED,
+                "reason": got,
+                "call_id": None,
+                "duration_ms": None,
+            }
         # Different questions first: they are why the answer differs, when it does.
         reason = "; ".join(why for why in (replies.why(), judge(case, got)) if why)
         return {
-            "case": case.id, "target": case.target, "name": case.name, "server": got.server,
-            "passed": not reason, "expected": expected, "got": _said(got.outcome, got.cause), "reason": reason,
-            "call_id": got.call_id, "duration_ms": got.duration_ms,
-        }  # fmt: skip
+            "case": case.id,
+            "target": case.target,
+            "name": case.name,
+            "server": got.server,
+            "passed": not reason,
+            "expected": expected,
+            "got": _said(got.outcome, got.cause),
+            "reason": reason,
+            "call_id": got.call_id,
+            "duration_ms": got.duration_ms,
+        }
 
     def frame(self, interrupted: bool) -> pd.DataFrame:
         rows = [self.row(number, got) for number, got in enumerate(self.outcomes()) if got is not None]
@@ -130,11 +158,17 @@ def target(case: Case, server: str | None) -> str | None:
 def prepared(engine, case: Case, server: str | None, replies: Replies, connection: Any = None):
     """The case's call, with the options it was made with, marked as a replay's."""
     call = engine.prepare(
-        case.target, case.name, case.arguments, case.timeout, _rule(case), server,
-        reset_on_progress=case.reset_on_progress, max_timeout=case.max_timeout,
+        case.target,
+        case.name,
+        case.arguments,
+        case.timeout,
+        _rule(case),
+        server,
+        reset_on_progress=case.reset_on_progress,
+        max_timeout=case.max_timeout,
         elicit=replies.answer,  # the recorded answers, or a cancel: never the settings' default, never a wait
         connection=connection,
-    )  # fmt: skip
+    )
     call.via = REPLAYED
     return call
 
@@ -198,14 +232,18 @@ def _free_name(engine) -> str:
     return name
 
 
-def _across_eras(engine, cases: list[Case], concurrency: int, server: str | None, eras: list[str], progress: bool) -> pd.DataFrame:
+def _across_eras(
+    engine, cases: list[Case], concurrency: int, server: str | None, eras: list[str], progress: bool
+) -> pd.DataFrame:
     """Every case under each era in turn; each row judged, and each case's answers compared between eras."""
     if server is not None:
         engine.connection_for(server)  # the caller's mistake, said before any era is opened
     for case in cases:
         where = target(case, server)
         if where is not None and where not in engine.connections:
-            raise CasesError(f"case {case.id!r}: no server named {where!r} is connected (connected: {', '.join(engine.connections)})")
+            raise CasesError(
+                f"case {case.id!r}: no server named {where!r} is connected (connected: {', '.join(engine.connections)})"
+            )
     answers: dict[str, list[Any]] = {}
     rows: list[dict[str, Any]] = []
     interrupted = False
@@ -242,6 +280,10 @@ def _between(first: str, then: Any, mode: str, now: Any) -> str:
     if mode == first or then is None:
         return ""
     if isinstance(then, str) or isinstance(now, str):
-        return "" if isinstance(then, str) and isinstance(now, str) else f"reached at one era only ({first if not isinstance(then, str) else mode})"
+        return (
+            ""
+            if isinstance(then, str) and isinstance(now, str)
+            else f"reached at one era only ({first if not isinstance(then, str) else mode})"
+        )
     differences = outcome_differences(then, now)
     return f"{mode} answers otherwise than {first}: {said(differences)}" if differences else ""

@@ -86,9 +86,16 @@ class Sweep(Lanes):
     """The calls of one sweep: which finished, in input order."""
 
     def __init__(
-        self, engine, name: str, sets: list[dict[str, Any]], concurrency: int, timeout: float | None, retry, server: str | None = None,
+        self,
+        engine,
+        name: str,
+        sets: list[dict[str, Any]],
+        concurrency: int,
+        timeout: float | None,
+        retry,
+        server: str | None = None,
         **limits: Any,
-    ) -> None:  # fmt: skip
+    ) -> None:
         check_concurrency(concurrency)
         super().__init__(engine, prepare_calls(engine, name, sets, timeout, retry, server, **limits), concurrency)
         self.name = name
@@ -102,9 +109,17 @@ class Sweep(Lanes):
 
 
 def run_sweep(
-    engine, name, grid, *, concurrency=8, timeout=None, retry: Retry | int | bool | None = None, progress=True, server=None,
+    engine,
+    name,
+    grid,
+    *,
+    concurrency=8,
+    timeout=None,
+    retry: Retry | int | bool | None = None,
+    progress=True,
+    server=None,
     **limits,
-) -> pd.DataFrame:  # fmt: skip
+) -> pd.DataFrame:
     sweep = Sweep(engine, name, argument_sets(grid), concurrency, timeout, retry, server, **limits)
     label = f"sweep {name}" if progress else None
     return sweep.frame(wait(sweep, len(sweep.sets), label, f"sweep of {name!r}", "calls finished"))

@@ -99,10 +99,31 @@ class Call(CallRecord):
     """One call: what was asked, its attempts, and the Outcomes they recorded."""
 
     __slots__ = (
-        "rule", "parent", "depth", "engine", "connection", "task", "outcome", "expected_by",
-        "_future", "_lock", "_settled", "_recorded", "_ended", "_cancel_asked", "_begun", "_phase", "children", "_entry", "_ceiling",
-        "progress_listener", "elicit", "answerers", "ask", "via",
-    )  # fmt: skip
+        "rule",
+        "parent",
+        "depth",
+        "engine",
+        "connection",
+        "task",
+        "outcome",
+        "expected_by",
+        "_future",
+        "_lock",
+        "_settled",
+        "_recorded",
+        "_ended",
+        "_cancel_asked",
+        "_begun",
+        "_phase",
+        "children",
+        "_entry",
+        "_ceiling",
+        "progress_listener",
+        "elicit",
+        "answerers",
+        "ask",
+        "via",
+    )
 
     def __init__(
         self,
@@ -408,7 +429,9 @@ class Call(CallRecord):
         held = self.trace.held if self.trace is not None else None
         return " (mcp_nb's " + HELD_BY.format(handler=held[0], seconds=held[1]) if held is not None else HELD_LATE
 
-    def _answered(self, connection: Connection, raw: Answer | None, failure: BaseException | None, late: str | None = None) -> Outcome:
+    def _answered(
+        self, connection: Connection, raw: Answer | None, failure: BaseException | None, late: str | None = None
+    ) -> Outcome:
         """The Outcome of an attempt that got an answer, or failed some other way than a cancellation.
 
         `late`: the answer came after the deadline (`_overdue`): a timeout, the answer dropped as
@@ -428,9 +451,13 @@ class Call(CallRecord):
                     outcome = self._http_error(failure.error, status)
             elif failure.error.message.startswith(_BROKEN_ANSWERS.get(connection.transport, ())):
                 outcome = self._outcome(
-                    "protocol_error", "invalid_response", self._elapsed_ms(), code=failure.error.code,
-                    message=failure.error.message, data=failure.error.data,
-                )  # fmt: skip
+                    "protocol_error",
+                    "invalid_response",
+                    self._elapsed_ms(),
+                    code=failure.error.code,
+                    message=failure.error.message,
+                    data=failure.error.data,
+                )
             if outcome.cause == "disconnected":
                 connection.lost(f"the connection closed during a call ({failure.error.message})")
             return outcome
@@ -448,8 +475,12 @@ class Call(CallRecord):
             log.error(
                 "call #%d (%s %r): %s escaped the client; recorded as client_error. Unless a handler that "
                 "mcp_nb does not watch raised it, this is a bug in mcp_nb or the SDK",
-                self.id, self.target, self.name, type(err).__name__, exc_info=err,
-            )  # fmt: skip
+                self.id,
+                self.target,
+                self.name,
+                type(err).__name__,
+                exc_info=err,
+            )
         return outcome
 
     def _record(self, outcome: Outcome) -> Outcome:
@@ -539,7 +570,9 @@ class Call(CallRecord):
         except BaseException as err:  # a bug in mcp_nb: `run` records every way a call can end
             future = self.future
             if future.done():  # nobody is left to hear of it (a waiting thread settled the call)
-                log.error("call #%d (%s %r) failed inside mcp_nb after it was settled", self.id, self.target, self.name, exc_info=err)
+                log.error(
+                    "call #%d (%s %r) failed inside mcp_nb after it was settled", self.id, self.target, self.name, exc_info=err
+                )
             else:
                 future.set_exception(err)  # the waiter raises it: the sync face, the panel, a future
             if not isinstance(err, Exception):
@@ -620,7 +653,7 @@ class Call(CallRecord):
                     if wait <= 0:
                         wait = PAST_DEADLINE_POLL_S
                     return await asyncio.wait_for(asyncio.shield(wrapped), min(max(wait, 0.001), LONGEST_WAIT_S))
-                except (TimeoutError, asyncio.TimeoutError):
+                except TimeoutError:
                     if time.perf_counter() < self.expected_by:
                         continue
                     if self._loop_may_be_slow() and await self.engine.loop.answers_async(LOOP_ANSWERS_S):

@@ -8,10 +8,9 @@ with `adopt`, so a tool that calls tools through `mcp_nb.call` reaches the worke
 from __future__ import annotations
 
 import atexit
+import logging
 import threading
 import weakref
-
-import logging
 
 from mcp_nb.calling.engine import Engine
 from mcp_nb.config import settings

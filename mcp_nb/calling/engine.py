@@ -30,15 +30,15 @@ from mcp_nb.calling.loop import BLOCKS_OWN_LOOP, LoopThread
 from mcp_nb.calling.retry import Retry, check_idempotent, policy
 from mcp_nb.config import check_timeout, settings
 from mcp_nb.elicitation import Ask, check_elicit, is_secret
-from mcp_nb.records.redact import scrubber
+from mcp_nb.mistakes import BadValue, Mistake
 from mcp_nb.records.history import History
-from mcp_nb.records.outcome import Outcome
 from mcp_nb.records.listeners import Listeners
+from mcp_nb.records.outcome import Outcome
+from mcp_nb.records.redact import scrubber
 from mcp_nb.records.trace import CURRENT_TRACE
 from mcp_nb.registering import log_secrets
 from mcp_nb.registering.logs import install_log_capture
 from mcp_nb.registering.registry import Registry
-from mcp_nb.mistakes import BadValue, Mistake
 
 CLOSED = (
     "this server was closed by mcp_nb.reset(); call the new one with mcp_nb.call(...) "
@@ -156,9 +156,18 @@ class Engine:
         return Call(self, target, name, arguments, seconds, rule, parent, connection, reset_on_progress, ceiling, elicit)
 
     def run(
-        self, target: str, name: str, arguments: Mapping[str, object] | None = None, timeout: float | None = None,
-        retry: Retry | int | bool | None = None, server: str | None = None, watch: Callable[[Call], Watcher] | None = None,
-        *, reset_on_progress: bool = False, max_timeout: float | None = None, elicit: object = None,
+        self,
+        target: str,
+        name: str,
+        arguments: Mapping[str, object] | None = None,
+        timeout: float | None = None,
+        retry: Retry | int | bool | None = None,
+        server: str | None = None,
+        watch: Callable[[Call], Watcher] | None = None,
+        *,
+        reset_on_progress: bool = False,
+        max_timeout: float | None = None,
+        elicit: object = None,
     ) -> Outcome:
         """Make a call and block this thread for its Outcome (the sync face).
 
@@ -175,9 +184,18 @@ class Engine:
             raise
 
     async def arun(
-        self, target: str, name: str, arguments: Mapping[str, object] | None = None, timeout: float | None = None,
-        retry: Retry | int | bool | None = None, server: str | None = None, ask: Ask | None = None,
-        *, reset_on_progress: bool = False, max_timeout: float | None = None, elicit: object = None,
+        self,
+        target: str,
+        name: str,
+        arguments: Mapping[str, object] | None = None,
+        timeout: float | None = None,
+        retry: Retry | int | bool | None = None,
+        server: str | None = None,
+        ask: Ask | None = None,
+        *,
+        reset_on_progress: bool = False,
+        max_timeout: float | None = None,
+        elicit: object = None,
     ) -> Outcome:
         """Make a call and await its Outcome, from any event loop (the async face). `ask`: as for `submit`."""
         call = self.prepare(target, name, arguments, timeout, retry, server, reset_on_progress, max_timeout, elicit)
@@ -195,9 +213,19 @@ class Engine:
             return call.future.result()  # only the nested call was: its recorded Outcome
 
     def submit(
-        self, target: str, name: str, arguments: Mapping[str, object] | None = None, timeout: float | None = None,
-        retry: Retry | int | bool | None = None, server: str | None = None, progress_listener: ProgressListener | None = None,
-        ask: Ask | None = None, *, reset_on_progress: bool = False, max_timeout: float | None = None, elicit: object = None,
+        self,
+        target: str,
+        name: str,
+        arguments: Mapping[str, object] | None = None,
+        timeout: float | None = None,
+        retry: Retry | int | bool | None = None,
+        server: str | None = None,
+        progress_listener: ProgressListener | None = None,
+        ask: Ask | None = None,
+        *,
+        reset_on_progress: bool = False,
+        max_timeout: float | None = None,
+        elicit: object = None,
     ) -> Call:
         """Start a call without waiting (for callbacks that must not block the kernel).
 
@@ -285,7 +313,9 @@ class Engine:
         matching = [c for c in waiting if c.answered_by(url)]
         if not matching:
             names = ", ".join(repr(c.name) for c in waiting)
-            raise BadValue(f"that address answers none of the authorizations waiting ({names}): paste the whole address the browser landed on after approving")
+            raise BadValue(
+                f"that address answers none of the authorizations waiting ({names}): paste the whole address the browser landed on after approving"
+            )
         return matching[0]
 
     def disconnect(self, name: str) -> Connection:
@@ -325,7 +355,9 @@ class Engine:
             self.loop.run(era.open(settings.timeout if timeout is None else check_timeout(timeout, "the connect timeout")))
             if era.state == "authorizing":
                 self.loop.run(era.close())
-                raise BadValue(f"{base.name!r} needs an authorization approved again to be reached at {mode}: connect it with mode={mode!r} first")
+                raise BadValue(
+                    f"{base.name!r} needs an authorization approved again to be reached at {mode}: connect it with mode={mode!r} first"
+                )
         self._eras.add(era)
         return era
 
@@ -407,9 +439,10 @@ class Engine:
         for call in list(self.calls):
             for asked in call.elicitations:
                 found.update(
-                    str(value) for field, value in (asked.content or {}).items()
+                    str(value)
+                    for field, value in (asked.content or {}).items()
                     if is_secret(field, asked.schema) and isinstance(value, (str, int, float)) and not isinstance(value, bool)
-                )  # fmt: skip
+                )
         return sorted(found, key=len, reverse=True)  # the longest first: a secret inside another goes with it
 
     def scrub(self, text: str) -> str:
@@ -461,8 +494,9 @@ class Engine:
                 why = f"its shutdown took longer than {CLOSE_LIMIT_S:g} s"
             log.warning(
                 "closing mcp_nb's engine stopped waiting for its event loop: %s. Its calls in flight are recorded "
-                "as cancelled; the old loop stops once the handler lets go.", why,
-            )  # fmt: skip
+                "as cancelled; the old loop stops once the handler lets go.",
+                why,
+            )
             loop.stop(timeout=0.0)  # asked to stop; a held loop cannot be waited for
             return
         if not shutdown.cancelled() and shutdown.exception() is not None:
@@ -545,6 +579,8 @@ def check_request(target: str, name: str, timeout: float | None) -> None:
     try:
         name.encode("utf-8")
     except UnicodeEncodeError as err:  # a lone surrogate: the request's Mcp-Name header cannot carry it
-        raise BadValue(f"{what} {name!r} holds {name[err.start]!r}, a lone surrogate no UTF-8 can carry: no server can be sent it") from None
+        raise BadValue(
+            f"{what} {name!r} holds {name[err.start]!r}, a lone surrogate no UTF-8 can carry: no server can be sent it"
+        ) from None
     if timeout is not None:
         check_timeout(timeout)

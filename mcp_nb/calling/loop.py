@@ -17,7 +17,8 @@ import inspect
 import logging
 import threading
 import time
-from typing import Any, Callable, Coroutine, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -31,8 +32,7 @@ ANSWER_S = 0.1
 # A sync face waits in its thread for an answer that this loop makes: from a coroutine on the
 # loop (an async tool) it would wait for itself, forever.
 BLOCKS_OWN_LOOP = (
-    "this would block mcp_nb's own event loop; from a coroutine running there, use the async form "
-    "(for example `{example}`)"
+    "this would block mcp_nb's own event loop; from a coroutine running there, use the async form (for example `{example}`)"
 )
 
 
@@ -106,7 +106,7 @@ class LoopThread:
             return False
         try:
             await asyncio.wait_for(heard.wait(), within)
-        except (TimeoutError, asyncio.TimeoutError):
+        except TimeoutError:
             return False
         return True
 

@@ -16,6 +16,7 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
 from mcp_nb.calling.oauth import OAuth
 from mcp_nb.mistakes import BadJson, BadValue, one_line, read_json
 
@@ -119,7 +120,9 @@ def _oauth(given: Any, where: str) -> Any:
     if not isinstance(given, Mapping):
         raise ConfigError(f"{where}: 'oauth' is true or an object of {_fields(_OAUTH)}, got {_shown(given)}")
     if "client_secret" in given:
-        raise ConfigError(f"{where}: a client secret is not kept in a configuration file: give 'client_secret_env', the environment variable that holds it")
+        raise ConfigError(
+            f"{where}: a client secret is not kept in a configuration file: give 'client_secret_env', the environment variable that holds it"
+        )
     unknown = set(given) - _OAUTH
     if unknown:
         raise ConfigError(f"{where}: unexpected field(s) {_fields(unknown)} in 'oauth' (known: {_fields(_OAUTH)})")
@@ -154,6 +157,8 @@ def _shown(value: Any) -> str:
 def _strings(value: Any, where: str, field: str) -> dict[str, str] | None:
     if value is None:
         return None
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, (str, int, float)) for k, v in value.items()):
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, (str, int, float)) for k, v in value.items()
+    ):
         raise ConfigError(f"{where}: {field!r} must be an object of strings")
     return {k: str(v) for k, v in value.items()}

@@ -40,8 +40,9 @@ import re
 import stat
 import time
 import webbrowser
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import anyio.to_thread
@@ -66,8 +67,17 @@ CALLBACKS = ("auto", "loopback", "paste")
 # whose address (with the code) the person copies back.
 PASTE_REDIRECT = "http://127.0.0.1:8976/mcp_nb/callback"
 # A remote notebook service, as its environment says (where a loopback redirect cannot land).
-_REMOTE = ("JUPYTERHUB_API_URL", "BINDER_SERVICE_HOST", "BINDER_LAUNCH_HOST", "COLAB_RELEASE_TAG", "SAGEMAKER_APP_TYPE",
-           "AWS_SAGEMAKER_JUPYTERSERVER_IMAGE", "VERTEX_PRODUCT", "DATABRICKS_RUNTIME_VERSION", "CODESPACES")  # fmt: skip
+_REMOTE = (
+    "JUPYTERHUB_API_URL",
+    "BINDER_SERVICE_HOST",
+    "BINDER_LAUNCH_HOST",
+    "COLAB_RELEASE_TAG",
+    "SAGEMAKER_APP_TYPE",
+    "AWS_SAGEMAKER_JUPYTERSERVER_IMAGE",
+    "VERTEX_PRODUCT",
+    "DATABRICKS_RUNTIME_VERSION",
+    "CODESPACES",
+)
 PERSON_S = 300.0  # how long a flow waits for the person's approval
 OPENER_S = 30.0  # how long a browser opener is waited for (the link is shown meanwhile)
 TOKEN_FILE_BYTES = 1 << 20  # tokens and a registered client take a few KB; a file larger is not one of mcp_nb's
@@ -156,7 +166,7 @@ class TokenFile:
         self._notes.append(
             f"the token file {self.path} {why}; authorization starts afresh and the next save replaces "
             "it (TokenFile(url).forget() deletes it)"
-        )  # fmt: skip
+        )
         return {}
 
     def _saved(self, field: str, model: Any) -> Any:
@@ -269,11 +279,18 @@ class OAuth:
     """
 
     def __init__(
-        self, *, scopes: str | list[str] | None = None, callback: str = "auto", client_id: str | None = None,
-        client_secret: str | None = None, client_metadata_url: str | None = None, client_name: str = "mcp_nb",
-        storage: Callable[[str], Any] | Any | None = None, open_browser: bool | Callable[[str], Any] = True,
+        self,
+        *,
+        scopes: str | list[str] | None = None,
+        callback: str = "auto",
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        client_metadata_url: str | None = None,
+        client_name: str = "mcp_nb",
+        storage: Callable[[str], Any] | Any | None = None,
+        open_browser: bool | Callable[[str], Any] = True,
         timeout: float = PERSON_S,
-    ) -> None:  # fmt: skip
+    ) -> None:
         if callback not in CALLBACKS:
             raise BadValue(f"callback must be one of {', '.join(map(repr, CALLBACKS))}, got {callback!r}")
         if isinstance(scopes, (list, tuple)):
@@ -294,7 +311,9 @@ class OAuth:
         self.callback = callback if callback != "auto" else ("paste" if any(os.environ.get(v) for v in _REMOTE) else "loopback")
 
     def __repr__(self) -> str:  # never the secret
-        shown = ", ".join(f"{k}={v!r}" for k, v in (("scopes", self.scopes), ("callback", self.callback), ("client_id", self.client_id)) if v)
+        shown = ", ".join(
+            f"{k}={v!r}" for k, v in (("scopes", self.scopes), ("callback", self.callback), ("client_id", self.client_id)) if v
+        )
         return f"OAuth({shown})"
 
     def secret_values(self) -> list[str]:
@@ -352,20 +371,31 @@ class Flow:
             port = self._listener.sockets[0].getsockname()[1]
             self.redirect_uri = f"http://127.0.0.1:{port}/callback"
         if oauth.client_id is not None:
-            self.own = OAuthClientInformationFull.model_validate({
-                "client_id": oauth.client_id, "client_secret": oauth._client_secret, "redirect_uris": [self.redirect_uri],
-                "token_endpoint_auth_method": "client_secret_basic" if oauth._client_secret else "none",
-            })  # fmt: skip
+            self.own = OAuthClientInformationFull.model_validate(
+                {
+                    "client_id": oauth.client_id,
+                    "client_secret": oauth._client_secret,
+                    "redirect_uris": [self.redirect_uri],
+                    "token_endpoint_auth_method": "client_secret_basic" if oauth._client_secret else "none",
+                }
+            )
             await kept.set_client_info(self.own)
         return OAuthClientProvider(
             server_url=self.server_url,
-            client_metadata=OAuthClientMetadata.model_validate({
-                "client_name": oauth.client_name, "redirect_uris": [self.redirect_uri], "scope": oauth.scopes,
-                "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
-            }),  # fmt: skip
-            storage=self.storage, redirect_handler=self._show, callback_handler=self._answered,
+            client_metadata=OAuthClientMetadata.model_validate(
+                {
+                    "client_name": oauth.client_name,
+                    "redirect_uris": [self.redirect_uri],
+                    "scope": oauth.scopes,
+                    "grant_types": ["authorization_code", "refresh_token"],
+                    "response_types": ["code"],
+                }
+            ),
+            storage=self.storage,
+            redirect_handler=self._show,
+            callback_handler=self._answered,
             client_metadata_url=oauth.client_metadata_url,
-        )  # fmt: skip
+        )
 
     # -- the person's step -----------------------------------------------------------------
 
@@ -375,9 +405,10 @@ class Flow:
         states = parse_qs(urlsplit(link).query).get("state")
         self.state = states[0] if states else None
         self._answer = asyncio.get_running_loop().create_future()
-        self.said("authorization: the link is shown; waiting for the person to approve" + (
-            " and paste the address they land on into mcp_nb.complete_auth(...)" if self.pasted else ""
-        ))  # fmt: skip
+        self.said(
+            "authorization: the link is shown; waiting for the person to approve"
+            + (" and paste the address they land on into mcp_nb.complete_auth(...)" if self.pasted else "")
+        )
         self.shown.set()
         opener = self.oauth.open_browser
         if not self.pasted and opener:
@@ -391,7 +422,7 @@ class Flow:
         assert self._answer is not None
         try:
             query = await asyncio.wait_for(asyncio.shield(self._answer), self.oauth.timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise AuthorizationPending(f"nobody approved within {self.oauth.timeout:g} s") from None
         finally:
             self.shown.clear()  # the listener stays: a step-up later in the session asks the person again
@@ -436,7 +467,7 @@ class Flow:
                 f"Connection: close\r\n\r\n{body}".encode()
             )
             await writer.drain()
-        except (asyncio.TimeoutError, ConnectionError, ValueError):
+        except (TimeoutError, ConnectionError, ValueError):
             pass  # a caller that said nothing useful gets nothing
         finally:
             writer.close()
@@ -576,7 +607,9 @@ def flow_failure(err: BaseException) -> str | None:
     late = find(err, lambda e: isinstance(e, AuthorizationPending))
     if late is not None:
         return f"authorization failed at the authorization step: {one_line(late)}"
-    found = find(err, lambda e: any(c.__name__ == "OAuthFlowError" and c.__module__.startswith("mcp.client.auth") for c in type(e).__mro__))
+    found = find(
+        err, lambda e: any(c.__name__ == "OAuthFlowError" and c.__module__.startswith("mcp.client.auth") for c in type(e).__mro__)
+    )
     if found is None:
         return None
     names = {c.__name__ for c in type(found).__mro__}

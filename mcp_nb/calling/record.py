@@ -30,9 +30,25 @@ class CallRecord:
     """What every recorded call has, and how its Outcomes are built (see the module's doc)."""
 
     __slots__ = (
-        "id", "target", "name", "arguments", "timeout", "attempt", "backoff", "trace", "started", "t0",
-        "reset_on_progress", "max_timeout", "resets", "_by_ceiling", "elicitations", "samplings", "episode", "turn",
-    )  # fmt: skip
+        "id",
+        "target",
+        "name",
+        "arguments",
+        "timeout",
+        "attempt",
+        "backoff",
+        "trace",
+        "started",
+        "t0",
+        "reset_on_progress",
+        "max_timeout",
+        "resets",
+        "_by_ceiling",
+        "elicitations",
+        "samplings",
+        "episode",
+        "turn",
+    )
 
     via = "kernel"  # who sent it (a subclass that records an outside client's call has its own)
     client: str | None = None
@@ -85,21 +101,55 @@ class CallRecord:
     # -- the Outcomes ---------------------------------------------------------------------------
 
     def _outcome(
-        self, outcome: str, cause: str, duration_ms: float, content: str | None = None, structured_content: object = None,
-        is_error: bool | None = None, code: int | None = None, message: str | None = None, data: object = None,
-        observed: bool = True, media: tuple[object, ...] = (),
+        self,
+        outcome: str,
+        cause: str,
+        duration_ms: float,
+        content: str | None = None,
+        structured_content: object = None,
+        is_error: bool | None = None,
+        code: int | None = None,
+        message: str | None = None,
+        data: object = None,
+        observed: bool = True,
+        media: tuple[object, ...] = (),
     ) -> Outcome:
         # Every call makes one: built through the mutable twin (see the module's doc).
-        return seal(OutcomeDraft(
-            call_id=self.id, target=self.target, name=self.name, arguments=self.arguments, outcome=outcome,
-            cause=cause, content=content, structured_content=structured_content, is_error=is_error, code=code,
-            message=message, data=data, started=self.started or time.time(), duration_ms=duration_ms,
-            timeout_s=self.timeout, trace=self.trace, observed=observed, attempt=self.attempt or 1,
-            backoff_s=self.backoff, server=self.server_name(), via=self.via, client=self.client,
-            elicitations=self.elicitations, deadline_resets=self.resets, samplings=self.samplings, protocol=self.protocol(),
-            max_timeout_s=self.max_timeout, retry=None if self.rule is None else self.rule.as_dict(), media=media,
-            episode=self.episode, turn=self.turn,
-        ))
+        return seal(
+            OutcomeDraft(
+                call_id=self.id,
+                target=self.target,
+                name=self.name,
+                arguments=self.arguments,
+                outcome=outcome,
+                cause=cause,
+                content=content,
+                structured_content=structured_content,
+                is_error=is_error,
+                code=code,
+                message=message,
+                data=data,
+                started=self.started or time.time(),
+                duration_ms=duration_ms,
+                timeout_s=self.timeout,
+                trace=self.trace,
+                observed=observed,
+                attempt=self.attempt or 1,
+                backoff_s=self.backoff,
+                server=self.server_name(),
+                via=self.via,
+                client=self.client,
+                elicitations=self.elicitations,
+                deadline_resets=self.resets,
+                samplings=self.samplings,
+                protocol=self.protocol(),
+                max_timeout_s=self.max_timeout,
+                retry=None if self.rule is None else self.rule.as_dict(),
+                media=media,
+                episode=self.episode,
+                turn=self.turn,
+            )
+        )
 
     def _elapsed_ms(self) -> float:
         return 0.0 if self.t0 is None else (time.perf_counter() - self.t0) * 1000.0
@@ -117,15 +167,18 @@ class CallRecord:
     def _tool_result(self, content: str, is_error: bool, structured: object, media: tuple[object, ...] = ()) -> Outcome:
         kind, cause = classify.tool_result_cause(self.name, content, is_error, self.trace, self.local())
         return self._outcome(
-            kind, cause, self._elapsed_ms(), content=content, structured_content=structured, is_error=is_error,
+            kind,
+            cause,
+            self._elapsed_ms(),
+            content=content,
+            structured_content=structured,
+            is_error=is_error,
             media=media,
-        )  # fmt: skip
+        )
 
     def _protocol_error(self, error: ErrorData, raised: tuple[tuple[str, str], ...] = ()) -> Outcome:
         cause = classify.protocol_error_cause(self.target, error.code, self.trace, error.message, self.local(), raised)
-        return self._outcome(
-            "protocol_error", cause, self._elapsed_ms(), code=error.code, message=error.message, data=error.data
-        )
+        return self._outcome("protocol_error", cause, self._elapsed_ms(), code=error.code, message=error.message, data=error.data)
 
     def _deadline(self, note: str = "") -> Outcome:
         method = METHODS[self.target]
@@ -139,17 +192,24 @@ class CallRecord:
             if self.resets:
                 message += f" (no progress for {self.timeout:g}s; {resets})"
         return self._outcome(
-            "timeout", cause, self._elapsed_ms(), code=REQUEST_TIMEOUT, message=message + note,
+            "timeout",
+            cause,
+            self._elapsed_ms(),
+            code=REQUEST_TIMEOUT,
+            message=message + note,
             observed=self.observes(self.target, self.name),
-        )  # fmt: skip
+        )
 
     def _cancelled(self) -> Outcome:
         elapsed = self._elapsed_ms()
         return self._outcome(
-            "timeout", "cancelled", elapsed, code=REQUEST_CANCELLED,
+            "timeout",
+            "cancelled",
+            elapsed,
+            code=REQUEST_CANCELLED,
             message=f"Cancelled by the caller after {elapsed / 1000:.3g}s",
             observed=self.observes(self.target, self.name),
-        )  # fmt: skip
+        )
 
     def _unsent(self, attempt: int) -> Outcome:
         """Cancelled before the request was sent (while connecting, or waiting to retry)."""
@@ -157,14 +217,22 @@ class CallRecord:
         self.started = time.time()
         self.trace = ServerTrace(time.perf_counter())  # no handler ever started: the server dropped nothing
         return self._outcome(
-            "timeout", "cancelled", 0.0, code=REQUEST_CANCELLED, message=f"Cancelled by the caller before attempt {attempt} was sent"
+            "timeout",
+            "cancelled",
+            0.0,
+            code=REQUEST_CANCELLED,
+            message=f"Cancelled by the caller before attempt {attempt} was sent",
         )
 
     def _http_error(self, error: ErrorData, status: dict[str, object]) -> Outcome:
         return self._outcome(
-            "protocol_error", "http_error", self._elapsed_ms(), code=error.code,
-            message=f"HTTP {status['status']}: {error.message}", data=status,
-        )  # fmt: skip
+            "protocol_error",
+            "http_error",
+            self._elapsed_ms(),
+            code=error.code,
+            message=f"HTTP {status['status']}: {error.message}",
+            data=status,
+        )
 
     def _sent_params(self) -> dict[str, object]:
         """What the request's params hold, to find its HTTP answer among the connection's."""

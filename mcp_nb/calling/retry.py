@@ -11,14 +11,14 @@ attempt, linked by the call's id.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from mcp_nb import libraries as lib
+from mcp_nb.mistakes import BadType, BadValue
 from mcp_nb.numbers import as_float, shown
 from mcp_nb.records.outcome import Outcome
-from mcp_nb.mistakes import BadType, BadValue
 
 if TYPE_CHECKING:  # tenacity itself is loaded at the first retried call (`libraries.py`)
     from tenacity import RetryCallState

@@ -88,5 +88,3 @@ def _has_scheme(text: str) -> bool:
     except ValueError:
         return False
     return len(scheme) > 1  # "C:\\data" is a Windows path, not a URI with scheme "c"
-
-

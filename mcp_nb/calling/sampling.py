@@ -82,11 +82,17 @@ class Sampling:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "messages": [dict(m) for m in self.messages], "system_prompt": self.system_prompt,
-            "max_tokens": self.max_tokens, "text": self.text, "model": self.model, "stop_reason": self.stop_reason,
-            "source": self.source, "reason": self.reason, "tools": list(self.tools),
+            "messages": [dict(m) for m in self.messages],
+            "system_prompt": self.system_prompt,
+            "max_tokens": self.max_tokens,
+            "text": self.text,
+            "model": self.model,
+            "stop_reason": self.stop_reason,
+            "source": self.source,
+            "reason": self.reason,
+            "tools": list(self.tools),
             "tool_use": None if self.tool_use is None else dict(self.tool_use),
-        }  # fmt: skip
+        }
 
 
 def check_sampling(value: object) -> None:
@@ -140,11 +146,18 @@ class Sampler:
         if text is None and reason is None:
             reason = "the reply had no text"
         return Sampling(
-            messages=messages, system_prompt=getattr(params, "system_prompt", None),
-            max_tokens=getattr(params, "max_tokens", None), text=text, model=model, stop_reason=stop,
-            source=source, reason=reason, waited_ms=(time.perf_counter() - t0) * 1000.0, tools=offered,
+            messages=messages,
+            system_prompt=getattr(params, "system_prompt", None),
+            max_tokens=getattr(params, "max_tokens", None),
+            text=text,
+            model=model,
+            stop_reason=stop,
+            source=source,
+            reason=reason,
+            waited_ms=(time.perf_counter() - t0) * 1000.0,
+            tools=offered,
             tool_use=tool_use,
-        )  # fmt: skip
+        )
 
 
 async def _replied(function: Any, messages: list[dict[str, str]], params: Any, within: float) -> tuple[Any, str | None]:
@@ -187,11 +200,13 @@ def sdk_answer(sampled: Sampling) -> CreateMessageResult | CreateMessageResultWi
         content.append(ToolUseContent(type="tool_use", name=use["name"], id=use["id"], input=dict(use["input"])))
         return CreateMessageResultWithTools(
             role="assistant", content=content, model=sampled.model or MODEL, stop_reason="toolUse"
-        )  # fmt: skip
+        )
     return CreateMessageResult(
-        role="assistant", content=TextContent(type="text", text=sampled.text), model=sampled.model or MODEL,
+        role="assistant",
+        content=TextContent(type="text", text=sampled.text),
+        model=sampled.model or MODEL,
         stop_reason=sampled.stop_reason or "endTurn",
-    )  # fmt: skip
+    )
 
 
 def _tool_use(reply: Any, offered: tuple[str, ...]) -> dict[str, Any] | None:
@@ -202,8 +217,14 @@ def _tool_use(reply: Any, offered: tuple[str, ...]) -> dict[str, Any] | None:
     if not isinstance(use, Mapping) or not isinstance(use.get("name"), str) or not isinstance(use.get("input", {}), Mapping):
         raise BadType(f"a reply's tool_use is {{'name': ..., 'input': {{...}}}}, got {use!r}")
     if use["name"] not in offered:
-        raise BadType(f"the reply asks for the tool {use['name']!r}, which the request did not offer (it offered: {', '.join(offered) or 'none'})")
-    return {"name": use["name"], "input": dict(use.get("input") or {}), "id": str(use.get("id") or f"call_{uuid.uuid4().hex[:12]}")}
+        raise BadType(
+            f"the reply asks for the tool {use['name']!r}, which the request did not offer (it offered: {', '.join(offered) or 'none'})"
+        )
+    return {
+        "name": use["name"],
+        "input": dict(use.get("input") or {}),
+        "id": str(use.get("id") or f"call_{uuid.uuid4().hex[:12]}"),
+    }
 
 
 def _reply_parts(reply: Any) -> tuple[str | None, str | None, str | None]:
@@ -241,4 +262,3 @@ def _part(part: Any) -> str:
     kind = getattr(part, "type", type(part).__name__)
     mime = getattr(part, "mime_type", None)
     return f"[{kind}{' ' + mime if mime else ''}]"
-

@@ -20,9 +20,11 @@ async def suggested(connection: Any, entry: Any, field: str, typed: str, context
     if entry.kind not in ("prompt", "resource") or not getattr(connection, "is_open", False):
         return []
 
-    ref = PromptReference(type="ref/prompt", name=entry.name) if entry.kind == "prompt" else (
-        ResourceTemplateReference(type="ref/resource", uri=entry.uri)
-    )  # fmt: skip
+    ref = (
+        PromptReference(type="ref/prompt", name=entry.name)
+        if entry.kind == "prompt"
+        else (ResourceTemplateReference(type="ref/resource", uri=entry.uri))
+    )
     others = {k: v for k, v in (context or {}).items() if k != field and isinstance(v, str)}
 
     async def ask() -> list[str]:

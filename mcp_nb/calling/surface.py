@@ -25,9 +25,9 @@ from mcp import MCPError
 from mcp_types import METHOD_NOT_FOUND
 from pydantic import ValidationError
 
-from mcp_nb.records.surface import SurfaceError, document
 from mcp_nb.calling.era import MODERN_ERA
 from mcp_nb.mistakes import one_line
+from mcp_nb.records.surface import SurfaceError, document
 
 PAGES = 1000  # a paginator that never ends cannot hang a snapshot
 # kind -> (the client's method, the result's field, the capability that offers it)
@@ -81,10 +81,14 @@ async def _all(name: str, read: Any, field: str, method: str) -> list[Any]:
                 return items  # offered, then not answered: nothing of that kind, as the SDK's own client takes it
             raise SurfaceError(f"no snapshot of {name!r}: it answered {method} with error {err.code}: {one_line(err)}") from None
         except ValidationError as err:
-            raise SurfaceError(f"no snapshot of {name!r}: its answer to {method} is not one the protocol allows ({err.error_count()} problems)") from None
+            raise SurfaceError(
+                f"no snapshot of {name!r}: its answer to {method} is not one the protocol allows ({err.error_count()} problems)"
+            ) from None
         except Exception as err:  # noqa: BLE001 - the connection failed under the listing
             said = one_line(err)  # a peer's words may be in it: one bounded line
-            raise SurfaceError(f"no snapshot of {name!r}: {method} failed: {type(err).__name__}" + (f": {said}" if said else "")) from None
+            raise SurfaceError(
+                f"no snapshot of {name!r}: {method} failed: {type(err).__name__}" + (f": {said}" if said else "")
+            ) from None
         items.extend(getattr(page, field))
         cursor = getattr(page, "next_cursor", None)
         if not cursor:

@@ -21,10 +21,18 @@ import asyncio
 import collections
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from mcp import MCPError
-from mcp_types import EmptyResult, PingRequest, SubscribeRequest, SubscribeRequestParams, UnsubscribeRequest, UnsubscribeRequestParams
+from mcp_types import (
+    EmptyResult,
+    PingRequest,
+    SubscribeRequest,
+    SubscribeRequestParams,
+    UnsubscribeRequest,
+    UnsubscribeRequestParams,
+)
 
 from mcp_nb.calling.era import is_handshake
 from mcp_nb.elicitation import in_thread
@@ -92,7 +100,7 @@ class Watch:
                 # The request itself: the SDK's helper warns that ping is gone at 2026-07-28, and
                 # this is only sent on the handshake era, where it is not.
                 await asyncio.wait_for(client.session.send_request(PingRequest(), EmptyResult), READ_TIMEOUT_S)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 continue  # slow is not gone
             except MCPError as err:
                 if err.code != CONNECTION_CLOSED and err.error.message not in HTTP_STATUS_TEXTS:
@@ -156,7 +164,11 @@ class Watch:
         telling = asyncio.ensure_future(in_thread(self._tell_each, list(self._listeners)))
         done, _ = await asyncio.wait({telling}, timeout=LISTENERS_S)
         if not done:
-            log.warning("a listener of the watch on %s has not returned after %g s; the watch goes on without waiting for it", self.uri, LISTENERS_S)
+            log.warning(
+                "a listener of the watch on %s has not returned after %g s; the watch goes on without waiting for it",
+                self.uri,
+                LISTENERS_S,
+            )
 
     def _tell_each(self, listeners: list[Callable[[Watch], None]]) -> None:
         for listener in listeners:
@@ -208,20 +220,31 @@ class Watch:
         kept = self._updates
         last = kept[-1] if kept else None
         return {
-            "uri": self.uri, "server": self.connection.name, "state": self.state, "reason": self.reason or "",
-            "protocol": self.era or "", "updates": self.reads, "notices": self.notices,
-            "last": None if last is None else {"outcome": last.outcome, "cause": last.cause, "content": last.content, "at": last.started},
-        }  # fmt: skip
+            "uri": self.uri,
+            "server": self.connection.name,
+            "state": self.state,
+            "reason": self.reason or "",
+            "protocol": self.era or "",
+            "updates": self.reads,
+            "notices": self.notices,
+            "last": None
+            if last is None
+            else {"outcome": last.outcome, "cause": last.cause, "content": last.content, "at": last.started},
+        }
 
     def __repr__(self) -> str:
         row = self.describe()
         kept = f" (the last {len(self._updates)} kept)" if row["updates"] > len(self._updates) else ""
-        lines = [f"watching {row['uri']} on {row['server']} ({row['state']}{', ' + row['reason'] if row['reason'] else ''}): "
-                 f"{row['updates']} update{'s' if row['updates'] != 1 else ''}{kept}"]  # fmt: skip
+        lines = [
+            f"watching {row['uri']} on {row['server']} ({row['state']}{', ' + row['reason'] if row['reason'] else ''}): "
+            f"{row['updates']} update{'s' if row['updates'] != 1 else ''}{kept}"
+        ]
         if row["last"] is not None:
             last = row["last"]
             when = time.strftime("%H:%M:%S", time.localtime(last["at"]))
-            lines.append(f"  last at {when}: {last['outcome']} ({last['cause']}): {' '.join(str(last['content'] or '').split())[:160]}")
+            lines.append(
+                f"  last at {when}: {last['outcome']} ({last['cause']}): {' '.join(str(last['content'] or '').split())[:160]}"
+            )
         return "\n".join(lines)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:

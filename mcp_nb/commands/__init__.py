@@ -19,10 +19,19 @@ COMMANDS = {
     "serve": ("mcp_nb.commands.serve", "serve a notebook's tools, resources and prompts to MCP clients"),
     "nbval-sanitize": ("mcp_nb.notebook.nbval", "write the nbval sanitizer that holds mcp_nb's outputs still"),
     "init-course": ("mcp_nb.commands.course", "make a folder to start a course of notebooks from (Binder, nbval, CI)"),
-    "student-version": ("mcp_nb.commands.student", "write a notebook's (or a course folder's) student version: its exercises' solutions stripped"),
+    "student-version": (
+        "mcp_nb.commands.student",
+        "write a notebook's (or a course folder's) student version: its exercises' solutions stripped",
+    ),
     "course-links": ("mcp_nb.commands.links", "print the Binder (and JupyterHub) links that open this course's student versions"),
-    "snapshot": ("mcp_nb.commands.snapshot", "write a snapshot of what a notebook's (or a server's) tools, resources and prompts offer clients"),
-    "diff": ("mcp_nb.commands.diff", "what changed for clients between two snapshots, each change breaking or not (exit 1 at --fail-on)"),
+    "snapshot": (
+        "mcp_nb.commands.snapshot",
+        "write a snapshot of what a notebook's (or a server's) tools, resources and prompts offer clients",
+    ),
+    "diff": (
+        "mcp_nb.commands.diff",
+        "what changed for clients between two snapshots, each change breaking or not (exit 1 at --fail-on)",
+    ),
 }
 
 

@@ -30,8 +30,8 @@ from pathlib import Path
 from string import Template
 
 from mcp_nb._version import __version__
-from mcp_nb.notebook.nbval import sanitizer
 from mcp_nb.mistakes import BadValue
+from mcp_nb.notebook.nbval import sanitizer
 
 # starter file -> where it goes in the course, and whether it is a template
 LAYOUT = {
@@ -113,7 +113,7 @@ def create(directory: str | Path, requirement: str | None = None) -> list[Path]:
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise BadValue(f"{root} already exists and is not an empty folder: nothing was written")
     line = installed_requirement() if requirement is None else requirement_line(requirement)
-    values = {"requirement": line, "python": "%d.%d" % sys.version_info[:2], "version": __version__}
+    values = {"requirement": line, "python": "{}.{}".format(*sys.version_info[:2]), "version": __version__}
     starter = resources.files("mcp_nb") / "starter"
     contents = {}
     for name, (target, is_template) in LAYOUT.items():

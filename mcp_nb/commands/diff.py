@@ -28,9 +28,11 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("old", help="the snapshot before (JSON)")
     parser.add_argument("new", help="the snapshot after (JSON)")
     parser.add_argument(
-        "--fail-on", choices=FAIL_ON, default="never",
+        "--fail-on",
+        choices=FAIL_ON,
+        default="never",
         help="exit 1 when a change reaches this level: breaking; unknown (breaking, or no rule knows it); any; never (the default)",
-    )  # fmt: skip
+    )
     parser.add_argument("--json", action="store_true", help="print the changes as a JSON list instead of the report")
 
 

@@ -26,7 +26,9 @@ from mcp_nb.commands import student
 from mcp_nb.mistakes import BadValue
 
 LEARN = "learn"  # where binder/postBuild and the README's first command write the student versions
-_GITHUB = re.compile(r"^(?:https://(?:[^@/]+@)?github\.com/|git@github\.com:|ssh://git@github\.com/)([^/\s]+)/([^/\s]+?)(?:\.git)?/?$")
+_GITHUB = re.compile(
+    r"^(?:https://(?:[^@/]+@)?github\.com/|git@github\.com:|ssh://git@github\.com/)([^/\s]+)/([^/\s]+?)(?:\.git)?/?$"
+)
 
 
 def github_repository(url: str) -> tuple[str, str]:
@@ -57,15 +59,22 @@ def first_notebook(notebooks: Path) -> str:
 
 
 def binder_link(owner: str, repository: str, ref: str, notebook: str) -> str:
-    return f"https://mybinder.org/v2/gh/{owner}/{repository}/{quote(ref, safe='')}?urlpath=" + quote(f"lab/tree/{LEARN}/{notebook}", safe="/")
+    return f"https://mybinder.org/v2/gh/{owner}/{repository}/{quote(ref, safe='')}?urlpath=" + quote(
+        f"lab/tree/{LEARN}/{notebook}", safe="/"
+    )
 
 
 def hub_link(hub: str, owner: str, repository: str, branch: str, notebook: str) -> str:
     """An nbgitpuller link: the hub clones the branch into a folder named after the repository, and opens the notebook."""
     if not re.match(r"^https?://[^\s/]+", hub):
         raise BadValue(f"--hub takes the hub's address, such as https://hub.example.org, not {hub!r}")
-    query = urlencode({"repo": f"https://github.com/{owner}/{repository}", "branch": branch,
-                       "urlpath": f"lab/tree/{repository}/{LEARN}/{notebook}"})  # fmt: skip
+    query = urlencode(
+        {
+            "repo": f"https://github.com/{owner}/{repository}",
+            "branch": branch,
+            "urlpath": f"lab/tree/{repository}/{LEARN}/{notebook}",
+        }
+    )
     return f"{hub.rstrip('/')}/hub/user-redirect/git-pull?{query}"
 
 
@@ -104,9 +113,10 @@ def arguments(parser) -> None:
         "--branch", default="learners", help="the branch of student versions the hub's link pulls (default: learners)"
     )
     parser.add_argument(
-        "--make-branch", action="store_true",
+        "--make-branch",
+        action="store_true",
         help="write that branch: a commit of learn/, the student versions of the notebooks (push it yourself)",
-    )  # fmt: skip
+    )
 
 
 def run(args) -> int:
@@ -128,5 +138,7 @@ def run(args) -> int:
             args.parser.error(str(err))
         print(f"             (nbgitpuller pulls the branch {args.branch}: it must hold the student versions only)")
     if args.make_branch:
-        print(f"{args.branch}: {commit[:12]}, {LEARN}/ of {args.notebooks}/; publish it with: git push {args.remote} {args.branch}")
+        print(
+            f"{args.branch}: {commit[:12]}, {LEARN}/ of {args.notebooks}/; publish it with: git push {args.remote} {args.branch}"
+        )
     return 0

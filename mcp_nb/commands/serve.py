@@ -43,22 +43,31 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=0, help="with --http: port to listen on (default: a free one)")
     parser.add_argument("--host", default="127.0.0.1", help="with --http: address to listen on (default: 127.0.0.1)")
     parser.add_argument(
-        "--dangerously-no-auth", action="store_true",
+        "--dangerously-no-auth",
+        action="store_true",
         help="with --http on 127.0.0.1: accept requests without the bearer token",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--token-file", type=Path, metavar="PATH",
+        "--token-file",
+        type=Path,
+        metavar="PATH",
         help="with --http: write the token to PATH (readable by you alone; removed when the server stops) "
         "instead of printing it to the terminal",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--max-connections", type=int, default=None, metavar="N",
+        "--max-connections",
+        type=int,
+        default=None,
+        metavar="N",
         help="with --http: connections open at once; past them, a client waits its turn (default: half the descriptor limit, 1024 at most)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--header-timeout", type=float, default=DEFAULT_HEADER_TIMEOUT, metavar="S",
+        "--header-timeout",
+        type=float,
+        default=DEFAULT_HEADER_TIMEOUT,
+        metavar="S",
         help=f"with --http: seconds the server waits on a client for a request's head, its body, or to read its answer (default: {DEFAULT_HEADER_TIMEOUT:g})",
-    )  # fmt: skip
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -116,9 +125,12 @@ SHOWN_NAMES = 8
 def _serve_http(args: argparse.Namespace, summary: str) -> int:
     try:
         handle = api.serve(
-            port=args.port, host=args.host, dangerously_no_auth=args.dangerously_no_auth,
-            max_connections=args.max_connections, header_timeout=args.header_timeout,
-        )  # fmt: skip
+            port=args.port,
+            host=args.host,
+            dangerously_no_auth=args.dangerously_no_auth,
+            max_connections=args.max_connections,
+            header_timeout=args.header_timeout,
+        )
     except (ValueError, OSError) as err:
         print(f"mcp-nb serve: {err}", file=sys.stderr)
         return 2

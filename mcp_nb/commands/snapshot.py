@@ -19,9 +19,9 @@ from pathlib import Path
 
 from mcp_nb import api
 from mcp_nb.calling.connections import ConnectError
+from mcp_nb.mistakes import Mistake
 from mcp_nb.records.surface import SurfaceError, counted
 from mcp_nb.serving.notebook import NotebookError, run_notebook
-from mcp_nb.mistakes import Mistake
 
 NAME = "snapshot"  # the connection's name for --server and --url
 
@@ -30,14 +30,18 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("notebook", nargs="?", type=Path, help="the .ipynb file whose code cells define the tools")
     parser.add_argument("--server", metavar="COMMAND", help="instead: start this stdio MCP server and take its snapshot")
     parser.add_argument("--url", help="instead: the streamable HTTP MCP server at this URL")
-    parser.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'", help="an HTTP header for --url (repeatable)")
+    parser.add_argument(
+        "--header", action="append", default=[], metavar="'NAME: VALUE'", help="an HTTP header for --url (repeatable)"
+    )
     parser.add_argument("-o", "--output", required=True, type=Path, help="the snapshot file to write (JSON)")
 
 
 def run(args: argparse.Namespace) -> int:
     given = [flag for flag, value in (("NOTEBOOK", args.notebook), ("--server", args.server), ("--url", args.url)) if value]
     if len(given) != 1:
-        args.parser.error("give one of NOTEBOOK, --server COMMAND and --url URL" + (f", not {' and '.join(given)}" if given else ""))
+        args.parser.error(
+            "give one of NOTEBOOK, --server COMMAND and --url URL" + (f", not {' and '.join(given)}" if given else "")
+        )
     if args.header and not args.url:
         args.parser.error("--header goes with --url")
     headers = {}

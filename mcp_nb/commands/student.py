@@ -211,12 +211,14 @@ def arguments(parser) -> None:
         "source", help="the solution version: a notebook whose exercises use nbgrader's markup, or a folder of notebooks"
     )
     parser.add_argument(
-        "-o", "--output", required=True,
+        "-o",
+        "--output",
+        required=True,
         help="where to write the student version (solutions stripped, outputs cleared); for a folder, "
         "a folder: its copy, with each notebook that has exercises replaced by its student version, and mine/ "
         "for your own notebooks. Nothing that exists there is overwritten: what the folder already holds is "
         "left as it is (and said), and only what is new is written",
-    )  # fmt: skip
+    )
 
 
 def run(args) -> int:

@@ -30,7 +30,7 @@ from mcp_nb.batch.cluster.sweep import ClusterSweep, client_for
 from mcp_nb.batch.core import check_concurrency
 from mcp_nb.episodes.episode import Episode, next_id
 from mcp_nb.episodes.evaluate import AS_REGISTERED, Plan, Variant
-from mcp_nb.episodes.loop import CURRENT_EPISODE, Episodes, EpisodeRun, Shared, conversation, offered_tools
+from mcp_nb.episodes.loop import CURRENT_EPISODE, EpisodeRun, Episodes, Shared, conversation, offered_tools
 from mcp_nb.mistakes import BadValue, first_line
 
 
@@ -61,16 +61,39 @@ class EpisodeWork:
             if given["task"] not in specs:
                 specs[given["task"]] = offered_tools(connection, task.tools)
             episode = Episode(
-                id=given["episode"], task=task.text, model=name, model_kind=model.kind, model_label=model.label,
-                server=connection.name, tools=tuple(s["function"]["name"] for s in specs[given["task"]]),
-                policy=found.policy.as_dict(), max_turns=found.max_turns,
-                budget=None if found.budget is None else found.budget.as_dict(), evaluation=found.evaluation,
-                variant=given["variant"], task_id=task.id, repeat=given["repeat"], messages=conversation(task.text, found.system),
-            )  # fmt: skip
-            runs.append(EpisodeRun(
-                engine, episode, model, shared, connection, specs[given["task"]], found.policy, found.budget, found.timeout,
-                found.model_timeout, task.check, judged=True, recorded=False,
-            ))  # fmt: skip
+                id=given["episode"],
+                task=task.text,
+                model=name,
+                model_kind=model.kind,
+                model_label=model.label,
+                server=connection.name,
+                tools=tuple(s["function"]["name"] for s in specs[given["task"]]),
+                policy=found.policy.as_dict(),
+                max_turns=found.max_turns,
+                budget=None if found.budget is None else found.budget.as_dict(),
+                evaluation=found.evaluation,
+                variant=given["variant"],
+                task_id=task.id,
+                repeat=given["repeat"],
+                messages=conversation(task.text, found.system),
+            )
+            runs.append(
+                EpisodeRun(
+                    engine,
+                    episode,
+                    model,
+                    shared,
+                    connection,
+                    specs[given["task"]],
+                    found.policy,
+                    found.budget,
+                    found.timeout,
+                    found.model_timeout,
+                    task.check,
+                    judged=True,
+                    recorded=False,
+                )
+            )
         ids = {given["episode"] for given in sets}
         lanes = Episodes(engine, runs, shared, [model for _, model in found.models], concurrency, ended=ended)
 
@@ -98,8 +121,12 @@ class EpisodeLedger(Ledger):
 class ClusterEpisodes(ClusterSweep):
     """One variant's episodes as a cluster sweep whose positions are episodes."""
 
-    def __init__(self, engine: Any, found: Plan, variant: Variant, episodes: list[Episode], given: list[dict], partition_size: int | None) -> None:
-        if partition_size is not None and (not isinstance(partition_size, int) or isinstance(partition_size, bool) or partition_size < 1):
+    def __init__(
+        self, engine: Any, found: Plan, variant: Variant, episodes: list[Episode], given: list[dict], partition_size: int | None
+    ) -> None:
+        if partition_size is not None and (
+            not isinstance(partition_size, int) or isinstance(partition_size, bool) or partition_size < 1
+        ):
             raise BadValue(f"partition_size must be a whole number >= 1, got {partition_size!r}")
         self.concurrency = check_concurrency(found.concurrency)
         self.engine, self.name, self.sets, self.server = engine, "episodes", given, variant.server
@@ -126,12 +153,28 @@ class ClusterEpisodes(ClusterSweep):
         return f"evaluate{named}", "evaluation" + (f" of {self.variant!r}" if named else ""), "episodes finished"
 
     def start(self) -> None:
-        job = worker.Job(sweep=self.id, name=self.name, timeout=0.0, retry=None, concurrency=self.concurrency, server=self.server, seen=None, work=self.work)
+        job = worker.Job(
+            sweep=self.id,
+            name=self.name,
+            timeout=0.0,
+            retry=None,
+            concurrency=self.concurrency,
+            server=self.server,
+            seen=None,
+            work=self.work,
+        )
         for k, positions in enumerate(self.partitions):
             future = self._client.submit(
-                worker.run_partition, self.blob, self.digest, job, k, positions, [self.sets[p] for p in positions],
-                key=f"{self.id}-{k}", pure=False,
-            )  # fmt: skip
+                worker.run_partition,
+                self.blob,
+                self.digest,
+                job,
+                k,
+                positions,
+                [self.sets[p] for p in positions],
+                key=f"{self.id}-{k}",
+                pure=False,
+            )
             self._futures[future] = k
             self._pending.add(future)
             future.add_done_callback(lambda _: self._woken.set())
@@ -163,7 +206,9 @@ def _shipped(found: Plan, server: str | None) -> bytes:
         try:
             cloudpickle.dumps(model)
         except Exception as err:  # noqa: BLE001 - whatever pickling raised, said in one line
-            raise toolbox.NotShippable(f"the model {name!r} cannot be shipped to the dask workers: {first_line(err, named=True)}") from None
+            raise toolbox.NotShippable(
+                f"the model {name!r} cannot be shipped to the dask workers: {first_line(err, named=True)}"
+            ) from None
     return cloudpickle.dumps((found, server))
 
 
@@ -175,16 +220,27 @@ def planned(found: Plan, variant: Variant) -> tuple[list[Episode], list[dict[str
         for m, (name, model) in enumerate(found.models):
             for repeat in range(1, found.repeats + 1):
                 episode = Episode(
-                    id=next_id(), task=task.text, model=name, model_kind=model.kind, model_label=model.label,
-                    server=variant.server or "kernel", policy=found.policy.as_dict(), max_turns=found.max_turns,
-                    evaluation=found.evaluation, variant=variant.name, task_id=task.id, repeat=repeat,
-                )  # fmt: skip
+                    id=next_id(),
+                    task=task.text,
+                    model=name,
+                    model_kind=model.kind,
+                    model_label=model.label,
+                    server=variant.server or "kernel",
+                    policy=found.policy.as_dict(),
+                    max_turns=found.max_turns,
+                    evaluation=found.evaluation,
+                    variant=variant.name,
+                    task_id=task.id,
+                    repeat=repeat,
+                )
                 episodes.append(episode)
                 given.append({"episode": episode.id, "task": t, "model": m, "repeat": repeat, "variant": variant.name})
     return episodes, given
 
 
-def run_on_cluster(engine: Any, found: Plan, cluster: Any, progress: bool, partition_size: int | None) -> tuple[list[Episode], bool]:
+def run_on_cluster(
+    engine: Any, found: Plan, cluster: Any, progress: bool, partition_size: int | None
+) -> tuple[list[Episode], bool]:
     """Each variant's episodes on the cluster's workers, in turn; returns them and whether it was stopped."""
     if found.total is not None:
         raise BadValue("total_budget= is for evaluations in the kernel: on a cluster each episode has its budget= alone")
@@ -212,4 +268,3 @@ def run_on_cluster(engine: Any, found: Plan, cluster: Any, progress: bool, parti
         if owned:
             client.close()
     return episodes, stopped
-

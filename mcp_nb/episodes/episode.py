@@ -10,7 +10,6 @@ into plain rows (`row()`), which is what the history keeps and `records/recovery
 from __future__ import annotations
 
 import itertools
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -143,20 +142,43 @@ class Episode:
         """One row per failed step: turn, tool, arguments, how it ended, what the model was told, its fate."""
         rows = [s.row() for s in self.steps]
         found = [
-            {"turn": r["turn"], "name": r["name"], "arguments": r["arguments"], "outcome": r["outcome"], "cause": r["cause"],
-             "told": r["told"], "fate": fate}
-            for r, fate in zip(rows, fates(rows, self.stop), strict=True) if fate is not None
-        ]  # fmt: skip
+            {
+                "turn": r["turn"],
+                "name": r["name"],
+                "arguments": r["arguments"],
+                "outcome": r["outcome"],
+                "cause": r["cause"],
+                "told": r["told"],
+                "fate": fate,
+            }
+            for r, fate in zip(rows, fates(rows, self.stop), strict=True)
+            if fate is not None
+        ]
         return lib.pandas.DataFrame(found, columns=["turn", "name", "arguments", "outcome", "cause", "told", "fate"])
 
     def kept(self) -> tuple:
         """The episode as plain values, in KEPT_FIELDS' order, its steps' (`Step.kept`) last: what
         the history keeps of it (a tuple made once as it ends, a row when read)."""
         return (
-            self.id, self.evaluation, self.task_id, self.task, self.model, self.variant, self.repeat, self.server, self.stop,
-            self.detail, self.answer, self.passed, len(self.turns), self.tokens, self.started, self.duration_ms,
-            policy_text(self.policy), tuple(step.kept() for turn in self.turns for step in turn.steps),
-        )  # fmt: skip
+            self.id,
+            self.evaluation,
+            self.task_id,
+            self.task,
+            self.model,
+            self.variant,
+            self.repeat,
+            self.server,
+            self.stop,
+            self.detail,
+            self.answer,
+            self.passed,
+            len(self.turns),
+            self.tokens,
+            self.started,
+            self.duration_ms,
+            policy_text(self.policy),
+            tuple(step.kept() for turn in self.turns for step in turn.steps),
+        )
 
     def row(self) -> dict[str, Any]:
         """The episode as a row (`recovery.EPISODE_COLUMNS`' own, and its `steps`)."""

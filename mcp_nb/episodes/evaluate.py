@@ -32,8 +32,8 @@ from mcp_nb.batch.core import check_concurrency, wait
 from mcp_nb.episodes.episode import Episode, next_id
 from mcp_nb.episodes.loop import (
     MODEL_TIMEOUT_S,
-    Episodes,
     EpisodeRun,
+    Episodes,
     Shared,
     check_model_timeout,
     check_turns,
@@ -42,11 +42,11 @@ from mcp_nb.episodes.loop import (
 )
 from mcp_nb.episodes.policy import HostPolicy
 from mcp_nb.episodes.tasks import Task, tasks_of
+from mcp_nb.mistakes import BadType, BadValue
 from mcp_nb.models.budget import Budget
 from mcp_nb.models.function import Model, models_of
 from mcp_nb.registering.registry import ANNOTATION_FLAGS
 from mcp_nb.views.theme import KIND_FILLS
-from mcp_nb.mistakes import BadType, BadValue
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -56,10 +56,27 @@ Z_95 = 1.959963984540054
 FLAG_NAMES = {camel: flag for flag, camel in ANNOTATION_FLAGS.items()}
 TOOL_OPTIONS = ("function", "description", "title", "read_only", "idempotent", "destructive", "open_world", "input_schema")
 COLUMNS = (
-    "task_id", "task", "model", "variant", "episodes", "passed", "success_rate", "success_low", "success_high",
-    "with_failures", "recovered", "recovery_rate", "recovery_low", "recovery_high", "gave_up", "calls",
-    "failed_calls", "mean_turns", "tokens", "median_ms",
-)  # fmt: skip
+    "task_id",
+    "task",
+    "model",
+    "variant",
+    "episodes",
+    "passed",
+    "success_rate",
+    "success_low",
+    "success_high",
+    "with_failures",
+    "recovered",
+    "recovery_rate",
+    "recovery_low",
+    "recovery_high",
+    "gave_up",
+    "calls",
+    "failed_calls",
+    "mean_turns",
+    "tokens",
+    "median_ms",
+)
 MEASURES = ("success_rate", "recovery_rate")
 _evaluations = itertools.count(1)
 
@@ -101,9 +118,13 @@ class Variant:
 def _register(registry: Any, name: str, options: Mapping[str, Any]) -> None:
     flags = {flag: bool(options[flag]) for flag in ANNOTATION_FLAGS if flag in options}
     registry.add_tool(
-        options["function"], name=name, title=options.get("title"), description=options.get("description"),
-        annotations=flags, input_schema=options.get("input_schema"),
-    )  # fmt: skip
+        options["function"],
+        name=name,
+        title=options.get("title"),
+        description=options.get("description"),
+        annotations=flags,
+        input_schema=options.get("input_schema"),
+    )
 
 
 def _restore(registry: Any, before: Mapping[str, tuple[Any, Any]]) -> None:
@@ -113,10 +134,14 @@ def _restore(registry: Any, before: Mapping[str, tuple[Any, Any]]) -> None:
                 registry.remove(name, "tool")
             continue
         registry.add_tool(
-            entry.function, name=entry.name, title=entry.title, description=entry.description,
-            annotations={FLAG_NAMES[camel]: True for camel in entry.annotations}, input_schema=entry.input_schema,
+            entry.function,
+            name=entry.name,
+            title=entry.title,
+            description=entry.description,
+            annotations={FLAG_NAMES[camel]: True for camel in entry.annotations},
+            input_schema=entry.input_schema,
             inject=faults,
-        )  # fmt: skip
+        )
 
 
 def variants_of(variants: Any, engine: Any, server: str | None) -> list[Variant]:
@@ -134,7 +159,9 @@ def variants_of(variants: Any, engine: Any, server: str | None) -> list[Variant]
             found.append(Variant(name, server=given))
             continue
         if server is not None:
-            raise BadValue(f"variant {name!r} gives versions of the kernel's tools, but server={server!r}: a variant of another server is that server's name")
+            raise BadValue(
+                f"variant {name!r} gives versions of the kernel's tools, but server={server!r}: a variant of another server is that server's name"
+            )
         if not isinstance(given, Mapping) or not given:
             raise BadType(f"variant {name!r} is a dict of tool names to their versions (functions), or a connected server's name")
         tools = {}
@@ -170,21 +197,43 @@ class Plan:
 
 
 def plan(
-    engine: Any, tasks: Any, models: Any, *, repeats: int = 1, variants: Any = None, check: Any = None, policy: Any = None,
-    max_turns: int = 8, budget: Any = None, total_budget: Any = None, timeout: float | None = None,
-    model_timeout: float = MODEL_TIMEOUT_S, system: str | None = None, concurrency: int = 4, server: str | None = None,
-) -> Plan:  # fmt: skip
+    engine: Any,
+    tasks: Any,
+    models: Any,
+    *,
+    repeats: int = 1,
+    variants: Any = None,
+    check: Any = None,
+    policy: Any = None,
+    max_turns: int = 8,
+    budget: Any = None,
+    total_budget: Any = None,
+    timeout: float | None = None,
+    model_timeout: float = MODEL_TIMEOUT_S,
+    system: str | None = None,
+    concurrency: int = 4,
+    server: str | None = None,
+) -> Plan:
     if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
         raise BadValue(f"repeats must be a whole number >= 1, got {repeats!r}")
     named = models_of(models)
     for _, model in named:
         model.check()
     found = Plan(
-        tasks=tasks_of(tasks, check), models=named, variants=variants_of(variants, engine, server), repeats=repeats,
-        policy=HostPolicy.of(policy), max_turns=check_turns(max_turns), budget=Budget.of(budget), total=Budget.of(total_budget),
-        timeout=timeout, model_timeout=check_model_timeout(model_timeout), system=_system(system),
-        concurrency=check_concurrency(concurrency), evaluation=f"evaluation-{next(_evaluations)}",
-    )  # fmt: skip
+        tasks=tasks_of(tasks, check),
+        models=named,
+        variants=variants_of(variants, engine, server),
+        repeats=repeats,
+        policy=HostPolicy.of(policy),
+        max_turns=check_turns(max_turns),
+        budget=Budget.of(budget),
+        total=Budget.of(total_budget),
+        timeout=timeout,
+        model_timeout=check_model_timeout(model_timeout),
+        system=_system(system),
+        concurrency=check_concurrency(concurrency),
+        evaluation=f"evaluation-{next(_evaluations)}",
+    )
     if timeout is not None:
         engine.prepare("tool", "-", {}, timeout)  # the timeout checked as every call's is: bad, it raises now
     for variant in found.variants:  # each task's tools exist on each variant's server (the kernel's: as it will be)
@@ -212,16 +261,38 @@ def runs_of(engine: Any, found: Plan, variant: Variant, shared: Shared) -> list[
         for name, model in found.models:
             for repeat in range(1, found.repeats + 1):
                 episode = Episode(
-                    id=next_id(), task=task.text, model=name, model_kind=model.kind, model_label=model.label,
-                    server=connection.name, tools=tuple(s["function"]["name"] for s in specs[task.tools]),
-                    policy=found.policy.as_dict(), max_turns=found.max_turns,
-                    budget=None if found.budget is None else found.budget.as_dict(), evaluation=found.evaluation,
-                    variant=variant.name, task_id=task.id, repeat=repeat, messages=conversation(task.text, found.system),
-                )  # fmt: skip
-                runs.append(EpisodeRun(
-                    engine, episode, model, shared, connection, specs[task.tools], found.policy, found.budget, found.timeout,
-                    found.model_timeout, task.check, judged=True,
-                ))  # fmt: skip
+                    id=next_id(),
+                    task=task.text,
+                    model=name,
+                    model_kind=model.kind,
+                    model_label=model.label,
+                    server=connection.name,
+                    tools=tuple(s["function"]["name"] for s in specs[task.tools]),
+                    policy=found.policy.as_dict(),
+                    max_turns=found.max_turns,
+                    budget=None if found.budget is None else found.budget.as_dict(),
+                    evaluation=found.evaluation,
+                    variant=variant.name,
+                    task_id=task.id,
+                    repeat=repeat,
+                    messages=conversation(task.text, found.system),
+                )
+                runs.append(
+                    EpisodeRun(
+                        engine,
+                        episode,
+                        model,
+                        shared,
+                        connection,
+                        specs[task.tools],
+                        found.policy,
+                        found.budget,
+                        found.timeout,
+                        found.model_timeout,
+                        task.check,
+                        judged=True,
+                    )
+                )
     return runs
 
 
@@ -234,9 +305,17 @@ def run(engine: Any, found: Plan, progress: bool = True) -> pd.DataFrame:
     for variant in found.variants:
         restore = variant.apply(engine)
         try:
-            batch = Episodes(engine, runs_of(engine, found, variant, shared), shared, [m for _, m in found.models], found.concurrency)
+            batch = Episodes(
+                engine, runs_of(engine, found, variant, shared), shared, [m for _, m in found.models], found.concurrency
+            )
             label = None if not progress else "evaluate" + ("" if variant.name == AS_REGISTERED else f" {variant.name}")
-            stopped = wait(batch, total, label, "evaluation" + ("" if variant.name == AS_REGISTERED else f" of {variant.name!r}"), "episodes finished")
+            stopped = wait(
+                batch,
+                total,
+                label,
+                "evaluation" + ("" if variant.name == AS_REGISTERED else f" of {variant.name!r}"),
+                "episodes finished",
+            )
             episodes += batch.episodes()
         finally:
             if not engine.closed:
@@ -266,26 +345,40 @@ def frame(episodes: Sequence[Episode], found: Plan, interrupted: bool) -> pd.Dat
         with_failures = sum(1 for f in fates if f)
         recovered = sum(1 for f in fates if "recovered" in f)
         tokens = [e.tokens for e in made if e.tokens is not None]
-        rows.append({
-            "task_id": task_id, "task": texts.get(task_id), "model": model, "variant": variant, "episodes": len(made),
-            "passed": passed, "success_rate": passed / len(judged) if judged else math.nan,
-            **dict(zip(("success_low", "success_high"), wilson(passed, len(judged)), strict=True)),
-            "with_failures": with_failures, "recovered": recovered,
-            "recovery_rate": recovered / with_failures if with_failures else math.nan,
-            **dict(zip(("recovery_low", "recovery_high"), wilson(recovered, with_failures), strict=True)),
-            "gave_up": sum(1 for f in fates if "gave_up" in f), "calls": sum(len(e.calls) for e in made),
-            "failed_calls": sum(len(f) for f in fates),
-            "mean_turns": sum(len(e.turns) for e in made) / len(made) if made else math.nan,
-            "tokens": sum(tokens) if tokens else None,
-            "median_ms": float(pd.Series([e.duration_ms for e in made]).median()) if made else math.nan,
-        })  # fmt: skip
+        rows.append(
+            {
+                "task_id": task_id,
+                "task": texts.get(task_id),
+                "model": model,
+                "variant": variant,
+                "episodes": len(made),
+                "passed": passed,
+                "success_rate": passed / len(judged) if judged else math.nan,
+                **dict(zip(("success_low", "success_high"), wilson(passed, len(judged)), strict=True)),
+                "with_failures": with_failures,
+                "recovered": recovered,
+                "recovery_rate": recovered / with_failures if with_failures else math.nan,
+                **dict(zip(("recovery_low", "recovery_high"), wilson(recovered, with_failures), strict=True)),
+                "gave_up": sum(1 for f in fates if "gave_up" in f),
+                "calls": sum(len(e.calls) for e in made),
+                "failed_calls": sum(len(f) for f in fates),
+                "mean_turns": sum(len(e.turns) for e in made) / len(made) if made else math.nan,
+                "tokens": sum(tokens) if tokens else None,
+                "median_ms": float(pd.Series([e.duration_ms for e in made]).median()) if made else math.nan,
+            }
+        )
     table = pd.DataFrame(rows, columns=list(COLUMNS))
     table["tokens"] = table["tokens"].astype("Int64")
     table.attrs.update(
-        evaluation=found.evaluation, episodes=len(episodes), interrupted=interrupted, repeats=found.repeats,
-        max_turns=found.max_turns, policy=found.policy.as_dict(), variants=[v.name for v in found.variants],
+        evaluation=found.evaluation,
+        episodes=len(episodes),
+        interrupted=interrupted,
+        repeats=found.repeats,
+        max_turns=found.max_turns,
+        policy=found.policy.as_dict(),
+        variants=[v.name for v in found.variants],
         models=[name for name, _ in found.models],
-    )  # fmt: skip
+    )
     return table
 
 
@@ -302,7 +395,10 @@ def plot(table: pd.DataFrame, measure: str = "success_rate", ax: Any = None) -> 
     low, high = measure.replace("rate", "low"), measure.replace("rate", "high")
     labels = [f"{r.task_id} · {r.model}" + ("" if r.variant == AS_REGISTERED else f" · {r.variant}") for r in table.itertuples()]
     values = table[measure].fillna(0.0).to_numpy()
-    errors = [(values - table[low].fillna(0.0)).clip(lower=0).to_numpy(), (table[high].fillna(0.0) - values).clip(lower=0).to_numpy()]
+    errors = [
+        (values - table[low].fillna(0.0)).clip(lower=0).to_numpy(),
+        (table[high].fillna(0.0) - values).clip(lower=0).to_numpy(),
+    ]
     if ax is None:
         _, ax = pyplot.subplots(figsize=(8, 0.45 * len(table) + 1.4), layout="constrained")
     positions = range(len(table))

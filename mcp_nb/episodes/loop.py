@@ -38,12 +38,12 @@ from mcp_nb.batch.core import Lanes
 from mcp_nb.episodes.episode import Episode, Step, Turn
 from mcp_nb.episodes.policy import HostPolicy
 from mcp_nb.episodes.tasks import judge
+from mcp_nb.mistakes import BadJson, BadType, BadValue, Mistake, first_line, read_json
 from mcp_nb.models.budget import Budget, Spending
 from mcp_nb.models.errors import ModelError
 from mcp_nb.models.function import Model, raised
 from mcp_nb.models.keys import scrub
 from mcp_nb.models.shape import tool_message, tool_spec
-from mcp_nb.mistakes import BadJson, BadType, BadValue, Mistake, first_line, read_json
 
 MODEL_TIMEOUT_S = 120.0  # how long one reply may take, unless told otherwise
 # The episode whose task runs now: the calls it makes record themselves in its context, so a
@@ -93,15 +93,42 @@ class EpisodeRun:
     """One episode, ready to run on mcp_nb's loop (`run`); `outcome` is its Episode once it ended."""
 
     __slots__ = (
-        "engine", "episode", "model", "shared", "connection", "offered", "specs", "policy", "budget", "timeout",
-        "model_timeout", "check", "task", "outcome", "current", "recorded", "_lock", "_settled",
-    )  # fmt: skip
+        "engine",
+        "episode",
+        "model",
+        "shared",
+        "connection",
+        "offered",
+        "specs",
+        "policy",
+        "budget",
+        "timeout",
+        "model_timeout",
+        "check",
+        "task",
+        "outcome",
+        "current",
+        "recorded",
+        "_lock",
+        "_settled",
+    )
 
     def __init__(
-        self, engine: Any, episode: Episode, model: Model, shared: Shared, connection: Any, specs: list[dict[str, Any]],
-        policy: HostPolicy, budget: Budget | None, timeout: float | None, model_timeout: float, check: Any = None,
-        judged: bool = False, recorded: bool = True,
-    ) -> None:  # fmt: skip
+        self,
+        engine: Any,
+        episode: Episode,
+        model: Model,
+        shared: Shared,
+        connection: Any,
+        specs: list[dict[str, Any]],
+        policy: HostPolicy,
+        budget: Budget | None,
+        timeout: float | None,
+        model_timeout: float,
+        check: Any = None,
+        judged: bool = False,
+        recorded: bool = True,
+    ) -> None:
         self.engine = engine
         self.episode = episode
         self.model = model
@@ -187,12 +214,16 @@ class EpisodeRun:
                 if reached:
                     episode.stop, episode.detail = "budget", reached
                     return
-                seconds = max(0.001, min(self.model_timeout, spending.seconds_left(budget), shared.spending.seconds_left(shared.total)))
+                seconds = max(
+                    0.001, min(self.model_timeout, spending.seconds_left(budget), shared.spending.seconds_left(shared.total))
+                )
             t0 = time.perf_counter()
             try:
                 reply = await reply_to(list(messages), specs, seconds, f"call_t{number}")
             except ModelError as err:
-                reached = err.kind == "timeout" and (spending.reached(budget) or _evaluation(shared.spending.reached(shared.total)))
+                reached = err.kind == "timeout" and (
+                    spending.reached(budget) or _evaluation(shared.spending.reached(shared.total))
+                )
                 if reached:  # the reply was cut short by what the budget had left
                     episode.stop, episode.detail = "budget", reached
                     return
@@ -230,7 +261,11 @@ class EpisodeRun:
                     step.told = self.policy.after(step.outcome)
                 if step.told is None:
                     episode.stop = "host_stopped"
-                    episode.detail = f"{step.reason} (bad_arguments: stop)" if step.outcome is None else f"after a {step.kind} ({step.kind}: stop)"
+                    episode.detail = (
+                        f"{step.reason} (bad_arguments: stop)"
+                        if step.outcome is None
+                        else f"after a {step.kind} ({step.kind}: stop)"
+                    )
                     return
                 messages.append(tool_message(request.id, step.told.text, step.told.is_error))
         episode.stop, episode.detail = "out_of_turns", f"{episode.max_turns} turns"
@@ -279,9 +314,14 @@ class Episodes(Lanes):
     """Episodes on mcp_nb's loop, in lanes (`batch.core.Lanes`), their models opened once for all."""
 
     def __init__(
-        self, engine: Any, runs: Sequence[EpisodeRun], shared: Shared, models: Sequence[Model], concurrency: int,
+        self,
+        engine: Any,
+        runs: Sequence[EpisodeRun],
+        shared: Shared,
+        models: Sequence[Model],
+        concurrency: int,
         ended: Any = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         super().__init__(engine, runs, concurrency, ended=ended)
         self.shared = shared
         self.models = list({id(m): m for m in models}.values())
@@ -335,4 +375,3 @@ def check_turns(value: Any) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise BadValue(f"max_turns must be a whole number >= 1, got {value!r}")
     return value
-

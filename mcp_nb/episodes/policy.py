@@ -90,7 +90,9 @@ class HostPolicy:
         if isinstance(value, dict):
             unknown = sorted(set(value) - {*CHOICES, "generic"})
             if unknown:
-                raise BadValue(f"a host policy chooses for {', '.join(CHOICES)} (and the generic text); not {', '.join(map(str, unknown))}")
+                raise BadValue(
+                    f"a host policy chooses for {', '.join(CHOICES)} (and the generic text); not {', '.join(map(str, unknown))}"
+                )
             return cls(**value)
         raise BadType(f"policy= is a mcp_nb.HostPolicy, 'guides', 'transparent' or a dict of choices, not {type(value).__name__}")
 

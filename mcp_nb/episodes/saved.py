@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_nb.episodes import evaluate as evaluation
 from mcp_nb.episodes.tasks import check_from_spec, check_spec
+from mcp_nb.mistakes import BadType, BadValue
 from mcp_nb.models.anthropic import Anthropic
 from mcp_nb.models.chat_completions import OpenAICompatible
 from mcp_nb.models.standin import StandIn
 from mcp_nb.records.cases import load_file, save
 from mcp_nb.records.saved_evaluations import SavedEvaluation, SavedModel, SavedRow
-from mcp_nb.mistakes import BadType, BadValue
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -44,20 +44,33 @@ def spec_of(found: evaluation.Plan) -> dict[str, Any] | str:
         check = check_spec(task.check)
         if check is None:
             return f"task {task.id!r}'s check is a function, which stays in its notebook: give text or a re.compile(...) pattern"
-        tasks.append({"id": task.id, "task": task.text, "check": check, "tools": list(task.tools) if task.tools is not None else None})
+        tasks.append(
+            {"id": task.id, "task": task.text, "check": check, "tools": list(task.tools) if task.tools is not None else None}
+        )
     models = {}
     for name, model in found.models:
         spec = model.spec()
         if spec is None:
-            return f"the model {name!r} is a function, which stays in its notebook: save an adapter's evaluation, or the stand-in's"
+            return (
+                f"the model {name!r} is a function, which stays in its notebook: save an adapter's evaluation, or the stand-in's"
+            )
         if spec.get("kind") != "stand-in" and spec.get("key") is None and getattr(model, "key", None) is not None:
-            return f"the model {name!r} has a key typed at a prompt: a saved evaluation names the environment variable that holds it"
+            return (
+                f"the model {name!r} has a key typed at a prompt: a saved evaluation names the environment variable that holds it"
+            )
         models[name] = spec
     return {
-        "id": found.evaluation, "tasks": tasks, "models": models, "policy": found.policy.as_dict(), "max_turns": found.max_turns,
-        "repeats": found.repeats, "budget": None if found.budget is None else found.budget.as_dict(), "system": found.system,
-        "timeout": found.timeout, "model_timeout": found.model_timeout,
-    }  # fmt: skip
+        "id": found.evaluation,
+        "tasks": tasks,
+        "models": models,
+        "policy": found.policy.as_dict(),
+        "max_turns": found.max_turns,
+        "repeats": found.repeats,
+        "budget": None if found.budget is None else found.budget.as_dict(),
+        "system": found.system,
+        "timeout": found.timeout,
+        "model_timeout": found.model_timeout,
+    }
 
 
 def save_evaluation(table: pd.DataFrame, path: str | Path) -> Path:
@@ -71,10 +84,16 @@ def save_evaluation(table: pd.DataFrame, path: str | Path) -> Path:
     if table.attrs.get("interrupted"):
         raise BadValue("this evaluation was stopped before it ended: run it whole, then save it")
     expect = [
-        {"task_id": row.task_id, "model": row.model, "episodes": int(row.episodes), "passed": int(row.passed),
-         "with_failures": int(row.with_failures), "recovered": int(row.recovered)}
+        {
+            "task_id": row.task_id,
+            "model": row.model,
+            "episodes": int(row.episodes),
+            "passed": int(row.passed),
+            "with_failures": int(row.with_failures),
+            "recovered": int(row.recovered),
+        }
         for row in table.itertuples()
-    ]  # fmt: skip
+    ]
     try:
         written = SavedEvaluation.model_validate({**saved, "expect": expect})
     except ValueError as err:
@@ -93,25 +112,45 @@ def model_from(spec: SavedModel) -> Any:
         return StandIn(spec.tool, spec.arguments, **({"max_calls": spec.max_calls} if spec.max_calls is not None else {}))
     options = {"temperature": spec.temperature, "options": spec.options}
     if spec.kind == "openai-compatible":
-        return OpenAICompatible(spec.model, spec.base_url or "https://api.openai.com/v1", key=spec.key, max_tokens=spec.max_tokens, **options)
-    return Anthropic(spec.model, key=spec.key or "ANTHROPIC_API_KEY", **({"base_url": spec.base_url} if spec.base_url else {}),
-                     **({"max_tokens": spec.max_tokens} if spec.max_tokens else {}), **options)  # fmt: skip
+        return OpenAICompatible(
+            spec.model, spec.base_url or "https://api.openai.com/v1", key=spec.key, max_tokens=spec.max_tokens, **options
+        )
+    return Anthropic(
+        spec.model,
+        key=spec.key or "ANTHROPIC_API_KEY",
+        **({"base_url": spec.base_url} if spec.base_url else {}),
+        **({"max_tokens": spec.max_tokens} if spec.max_tokens else {}),
+        **options,
+    )
 
 
 def replay(engine: Any, saved: SavedEvaluation, server: str | None = None) -> pd.DataFrame:
     """Run a saved evaluation again on `server`'s tools (the kernel's by default); returns its frame."""
     tasks = [
-        {"task": task.task, "id": task.id, "check": check_from_spec(task.check.model_dump(exclude_none=True)),
-         **({"tools": task.tools} if task.tools is not None else {})}
+        {
+            "task": task.task,
+            "id": task.id,
+            "check": check_from_spec(task.check.model_dump(exclude_none=True)),
+            **({"tools": task.tools} if task.tools is not None else {}),
+        }
         for task in saved.tasks
-    ]  # fmt: skip
+    ]
     models = {name: model_from(spec) for name, spec in saved.models.items()}
     budget = {part: value for part, value in (saved.budget or {}).items() if value is not None}
     found = evaluation.plan(
-        engine, tasks, models, repeats=saved.repeats, policy=saved.policy or None, max_turns=saved.max_turns,
+        engine,
+        tasks,
+        models,
+        repeats=saved.repeats,
+        policy=saved.policy or None,
+        max_turns=saved.max_turns,
         budget=budget or None,
-        timeout=saved.timeout, model_timeout=saved.model_timeout, system=saved.system, server=server, concurrency=4,
-    )  # fmt: skip
+        timeout=saved.timeout,
+        model_timeout=saved.model_timeout,
+        system=saved.system,
+        server=server,
+        concurrency=4,
+    )
     return evaluation.run(engine, found, progress=False)
 
 
@@ -119,15 +158,25 @@ def judged(saved: SavedRow, deterministic: bool, now: Any) -> str:
     """Why the replay's row `now` is worse than what was saved ("" when it is not)."""
     if now is None:
         return f"{saved.task_id} with {saved.model}: no episode ran"
-    then = {"passed": saved.passed, "episodes": saved.episodes, "with_failures": saved.with_failures, "recovered": saved.recovered}
-    got = {"passed": int(now.passed), "episodes": int(now.episodes), "with_failures": int(now.with_failures), "recovered": int(now.recovered)}
+    then = {
+        "passed": saved.passed,
+        "episodes": saved.episodes,
+        "with_failures": saved.with_failures,
+        "recovered": saved.recovered,
+    }
+    got = {
+        "passed": int(now.passed),
+        "episodes": int(now.episodes),
+        "with_failures": int(now.with_failures),
+        "recovered": int(now.recovered),
+    }
     if deterministic:
         if got != then:
             return (
                 f"{saved.task_id} with {saved.model} (written rules: it does the same every time) did otherwise: "
                 f"passed {got['passed']} of {got['episodes']} (saved: {then['passed']} of {then['episodes']}), recovered in "
                 f"{got['recovered']} of {got['with_failures']} episodes with a failed call (saved: {then['recovered']} of {then['with_failures']})"
-            )  # fmt: skip
+            )
         return ""
     worse = []
     for what, hits, out_of in (("success", "passed", "episodes"), ("recovery", "recovered", "with_failures")):
@@ -149,4 +198,3 @@ def row_of(frame: Any, saved: SavedRow) -> Any:
 def item_name(saved: SavedRow) -> str:
     """A row's test item name: its task and model, as a pytest id can show them."""
     return re.sub(r"\s+", " ", f"{saved.task_id} · {saved.model}")
-

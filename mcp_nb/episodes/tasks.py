@@ -37,7 +37,9 @@ def check_check(check: Any) -> Any:
         if isinstance(check, str) and not check.strip():
             raise BadValue("a check that is text must say what the answer contains")
         return check
-    raise BadType(f"a check is None, text the answer contains, a re.compile(...) pattern or a function (episode) -> bool, not {type(check).__name__}")
+    raise BadType(
+        f"a check is None, text the answer contains, a re.compile(...) pattern or a function (episode) -> bool, not {type(check).__name__}"
+    )
 
 
 def tasks_of(tasks: Any, check: Any = None) -> list[Task]:

@@ -23,17 +23,23 @@ import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
+from mcp_nb.mistakes import BadValue, one_line
 from mcp_nb.models.chat_completions import check_options, check_url
 from mcp_nb.models.endpoint import Endpoint, where
 from mcp_nb.models.errors import BadReply
 from mcp_nb.models.function import Model, Replier
 from mcp_nb.models.keys import Key, key_from, scrub
 from mcp_nb.models.shape import Reply, ToolRequest
-from mcp_nb.mistakes import BadValue, one_line
 
 ANTHROPIC = "https://api.anthropic.com"
 VERSION = "2023-06-01"
-STOPS = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length", "stop_sequence": "stop", "refusal": "content_filter"}
+STOPS = {
+    "end_turn": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "stop_sequence": "stop",
+    "refusal": "content_filter",
+}
 
 
 class Anthropic(Model):
@@ -44,22 +50,32 @@ class Anthropic(Model):
     kind = "endpoint"
 
     def __init__(
-        self, model: str, *, key: str | Key = "ANTHROPIC_API_KEY", base_url: str = ANTHROPIC, max_tokens: int = 1024,
-        temperature: float | None = None, options: Mapping[str, Any] | None = None, retries: int = 2, version: str = VERSION,
-    ) -> None:  # fmt: skip
+        self,
+        model: str,
+        *,
+        key: str | Key = "ANTHROPIC_API_KEY",
+        base_url: str = ANTHROPIC,
+        max_tokens: int = 1024,
+        temperature: float | None = None,
+        options: Mapping[str, Any] | None = None,
+        retries: int = 2,
+        version: str = VERSION,
+    ) -> None:
         if not isinstance(model, str) or not model.strip():
-            raise BadValue("model= names the model (such as \"claude-sonnet-4-5\")")
+            raise BadValue('model= names the model (such as "claude-sonnet-4-5")')
         if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
             raise BadValue(f"max_tokens must be a whole number >= 1, got {max_tokens!r}")
         self.name = model
         self.base_url = check_url(base_url)
         self.key = key_from(key)
         if self.key is None:
-            raise BadValue("Anthropic's API takes a key: key= names its environment variable (\"ANTHROPIC_API_KEY\")")
+            raise BadValue('Anthropic\'s API takes a key: key= names its environment variable ("ANTHROPIC_API_KEY")')
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.version = version
-        self.options = check_options(options, frozenset({"model", "messages", "tools", "tool_choice", "system", "stream", "max_tokens"}))
+        self.options = check_options(
+            options, frozenset({"model", "messages", "tools", "tool_choice", "system", "stream", "max_tokens"})
+        )
         self.endpoint = Endpoint(f"{self.base_url}/v1/messages", self._headers, retries)
 
     @property
@@ -74,9 +90,14 @@ class Anthropic(Model):
 
     def spec(self) -> dict[str, Any] | None:
         return {
-            "kind": "anthropic", "model": self.name, "base_url": scrub(self.base_url), "key": self.key.env,
-            "max_tokens": self.max_tokens, "temperature": self.temperature, "options": self.options,
-        }  # fmt: skip
+            "kind": "anthropic",
+            "model": self.name,
+            "base_url": scrub(self.base_url),
+            "key": self.key.env,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "options": self.options,
+        }
 
     @contextlib.asynccontextmanager
     async def opened(self) -> AsyncIterator[Replier]:
@@ -129,13 +150,27 @@ def to_messages(messages: Sequence[Mapping[str, Any]]) -> tuple[str, list[dict[s
             blocks: list[dict[str, Any]] = [{"type": "text", "text": _text(content)}] if _text(content) else []
             for call in message.get("tool_calls") or ():
                 function = call.get("function", {})
-                blocks.append({"type": "tool_use", "id": call.get("id"), "name": function.get("name"), "input": _input(function.get("arguments"))})
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": call.get("id"),
+                        "name": function.get("name"),
+                        "input": _input(function.get("arguments")),
+                    }
+                )
             add("assistant", blocks or [{"type": "text", "text": ""}])
         elif role == "tool":
-            add("user", [{
-                "type": "tool_result", "tool_use_id": message.get("tool_call_id"), "content": _text(content),
-                "is_error": bool(message.get("is_error")),
-            }])  # fmt: skip
+            add(
+                "user",
+                [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": message.get("tool_call_id"),
+                        "content": _text(content),
+                        "is_error": bool(message.get("is_error")),
+                    }
+                ],
+            )
     return "\n\n".join(s for s in system if s), turns
 
 
@@ -180,12 +215,18 @@ def from_message(body: Any) -> Reply:
             calls.append(ToolRequest(str(block.get("id") or f"toolu_{i + 1}"), name, arguments))
     usage = body.get("usage") if isinstance(body.get("usage"), Mapping) else {}
     counted = [usage.get(k) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")]
-    prompt = sum(v for v in counted if isinstance(v, int) and not isinstance(v, bool)) if any(isinstance(v, int) for v in counted) else None
+    prompt = (
+        sum(v for v in counted if isinstance(v, int) and not isinstance(v, bool))
+        if any(isinstance(v, int) for v in counted)
+        else None
+    )
     completion = usage.get("output_tokens") if isinstance(usage.get("output_tokens"), int) else None
     stop = body.get("stop_reason")
     return Reply(
-        content="".join(texts) if texts else None, tool_calls=tuple(calls),
+        content="".join(texts) if texts else None,
+        tool_calls=tuple(calls),
         finish=STOPS.get(stop, stop) if isinstance(stop, str) else None,
         model=body.get("model") if isinstance(body.get("model"), str) else None,
-        prompt_tokens=prompt, completion_tokens=completion,
-    )  # fmt: skip
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+    )

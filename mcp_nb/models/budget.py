@@ -49,7 +49,9 @@ class Budget:
             if unknown:
                 raise BadValue(f"a budget has {', '.join(PARTS)}; not {', '.join(map(str, unknown))}")
             return cls(**value)
-        raise BadType(f"a budget is mcp_nb.Budget(turns=..., tokens=..., seconds=...) or a dict of those, not {type(value).__name__}")
+        raise BadType(
+            f"a budget is mcp_nb.Budget(turns=..., tokens=..., seconds=...) or a dict of those, not {type(value).__name__}"
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {"turns": self.turns, "tokens": self.tokens, "seconds": self.seconds}

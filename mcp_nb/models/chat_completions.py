@@ -13,11 +13,11 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from mcp_nb.mistakes import BadType, BadValue
 from mcp_nb.models.endpoint import Endpoint, where
 from mcp_nb.models.function import Model, Replier
 from mcp_nb.models.keys import Key, key_from, scrub
 from mcp_nb.models.shape import Reply, read_reply
-from mcp_nb.mistakes import BadType, BadValue
 
 OPENAI = "https://api.openai.com/v1"
 # The keys a chat-completions message may carry; the loop's own (`is_error`) are not sent.
@@ -37,7 +37,7 @@ def check_options(options: Any, reserved: frozenset[str]) -> dict[str, Any]:
     if options is None:
         return {}
     if not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options):
-        raise BadType("options= is a dict of the request's other fields (such as {\"seed\": 1})")
+        raise BadType('options= is a dict of the request\'s other fields (such as {"seed": 1})')
     taken = sorted(reserved & set(options))
     if taken:
         raise BadValue(f"options= cannot set {', '.join(taken)}: the loop sends them")
@@ -53,11 +53,18 @@ class OpenAICompatible(Model):
     kind = "endpoint"
 
     def __init__(
-        self, model: str, base_url: str = OPENAI, *, key: str | Key | None = None, temperature: float | None = None,
-        max_tokens: int | None = None, options: Mapping[str, Any] | None = None, retries: int = 2,
-    ) -> None:  # fmt: skip
+        self,
+        model: str,
+        base_url: str = OPENAI,
+        *,
+        key: str | Key | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        options: Mapping[str, Any] | None = None,
+        retries: int = 2,
+    ) -> None:
         if not isinstance(model, str) or not model.strip():
-            raise BadValue("model= names the model the endpoint serves (such as \"gpt-4o-mini\")")
+            raise BadValue('model= names the model the endpoint serves (such as "gpt-4o-mini")')
         self.name = model
         self.base_url = check_url(base_url)
         self.key = key_from(key)
@@ -79,10 +86,14 @@ class OpenAICompatible(Model):
 
     def spec(self) -> dict[str, Any] | None:
         return {
-            "kind": "openai-compatible", "model": self.name, "base_url": scrub(self.base_url),
-            "key": None if self.key is None else self.key.env, "temperature": self.temperature,
-            "max_tokens": self.max_tokens, "options": self.options,
-        }  # fmt: skip
+            "kind": "openai-compatible",
+            "model": self.name,
+            "base_url": scrub(self.base_url),
+            "key": None if self.key is None else self.key.env,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "options": self.options,
+        }
 
     @contextlib.asynccontextmanager
     async def opened(self) -> AsyncIterator[Replier]:

@@ -27,9 +27,9 @@ from urllib.parse import urlsplit
 
 import httpx2
 
+from mcp_nb.mistakes import one_line
 from mcp_nb.models.errors import ModelError
 from mcp_nb.models.keys import scrub
-from mcp_nb.mistakes import one_line
 
 RETRIED_STATUSES = frozenset({500, 502, 503, 504, 529})
 FIRST_WAIT_S = 0.5
@@ -92,7 +92,9 @@ class Endpoint:
             if attempt > self.retries:
                 raise failure
             if wait > LONGEST_WAIT_S or time.monotonic() + wait >= deadline:
-                failure.args = (f"{failure.args[0]}; it asked to wait {wait:g} s, past the time left ({max(0.0, deadline - time.monotonic()):.3g} s)",)
+                failure.args = (
+                    f"{failure.args[0]}; it asked to wait {wait:g} s, past the time left ({max(0.0, deadline - time.monotonic()):.3g} s)",
+                )
                 raise failure
             await asyncio.sleep(wait)
 
@@ -120,7 +122,9 @@ def _decoded(raw: bytes, shown: str) -> Any:
     try:
         return json.loads(text)
     except (ValueError, RecursionError):
-        raise ModelError("bad_reply", f"{shown} answered with something that is not JSON: {one_line(text, 120) or 'nothing'}") from None
+        raise ModelError(
+            "bad_reply", f"{shown} answered with something that is not JSON: {one_line(text, 120) or 'nothing'}"
+        ) from None
 
 
 def _status_error(shown: str, status: int, headers: Any, raw: bytes) -> ModelError:

@@ -26,10 +26,10 @@ import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
+from mcp_nb.mistakes import BadType, one_line
 from mcp_nb.models.errors import ModelError
 from mcp_nb.models.keys import scrub
 from mcp_nb.models.shape import Reply, read_reply
-from mcp_nb.mistakes import BadType, one_line
 
 KINDS = ("function", "endpoint", "stand-in")
 Replier = Callable[[list, list, float, str], Awaitable[Reply]]
@@ -142,7 +142,9 @@ def model_of(value: Any, name: str | None = None) -> Model:
         return value
     if callable(value):
         return FunctionModel(value, name)
-    raise BadType(f"a model is a function (messages, tools) -> reply, or an adapter such as mcp_nb.OpenAICompatible(...), not {type(value).__name__}")
+    raise BadType(
+        f"a model is a function (messages, tools) -> reply, or an adapter such as mcp_nb.OpenAICompatible(...), not {type(value).__name__}"
+    )
 
 
 def models_of(value: Any) -> list[tuple[str, Model]]:

@@ -47,7 +47,7 @@ class Key:
             raise BadType(f"a key is named by its environment variable (text), not {type(env).__name__}")
         if not _VARIABLE.match(env):
             raise BadValue(
-                "key= takes the NAME of the environment variable that holds the key (such as \"OPENAI_API_KEY\"), "
+                'key= takes the NAME of the environment variable that holds the key (such as "OPENAI_API_KEY"), '
                 "or mcp_nb.Key.prompt(): a key written in a cell would be saved with the notebook"
             )
         self.env: str | None = env
@@ -61,7 +61,9 @@ class Key:
         try:
             typed = getpass.getpass(f"{label}: ")  # looked up now: a kernel puts its own getpass there
         except EOFError:  # no terminal and nothing to read (a script, a pipe, a notebook without stdin)
-            raise BadValue("no key was typed: there is no input to read it from (set an environment variable and give its name)") from None
+            raise BadValue(
+                "no key was typed: there is no input to read it from (set an environment variable and give its name)"
+            ) from None
         if not isinstance(typed, str) or not typed.strip():
             raise BadValue("no key was typed")
         key = cls.__new__(cls)
@@ -76,7 +78,9 @@ class Key:
     def check(self) -> None:
         """Raise one line when there is no key to send (its variable is not set)."""
         if not self.present():
-            raise BadValue(f"the environment variable {self.env} is not set: set it to your API key (or use key=mcp_nb.Key.prompt())")
+            raise BadValue(
+                f"the environment variable {self.env} is not set: set it to your API key (or use key=mcp_nb.Key.prompt())"
+            )
 
     def value(self) -> str:
         """The key, for a request's header; nothing else should ever hold it."""

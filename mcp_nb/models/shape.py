@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_nb.models.errors import BadReply
 from mcp_nb.mistakes import one_line
+from mcp_nb.models.errors import BadReply
 
 FINISHES = ("stop", "tool_calls", "length", "content_filter")
 
@@ -95,10 +95,13 @@ def read_reply(value: Any, made_ids: str = "call") -> Reply:
         raise BadReply(f"a reply is the assistant's message, not one of role {one_line(role, 40)!r}")
     prompt, completion = _usage(usage)
     return Reply(
-        content=_content(value.get("content")), tool_calls=_tool_calls(value.get("tool_calls"), made_ids),
-        finish=finish if isinstance(finish, str) else None, model=model if isinstance(model, str) else None,
-        prompt_tokens=prompt, completion_tokens=completion,
-    )  # fmt: skip
+        content=_content(value.get("content")),
+        tool_calls=_tool_calls(value.get("tool_calls"), made_ids),
+        finish=finish if isinstance(finish, str) else None,
+        model=model if isinstance(model, str) else None,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+    )
 
 
 def _content(content: Any) -> str | None:
@@ -158,7 +161,10 @@ def _count(value: Any) -> int | None:
 
 def tool_spec(name: str, description: str | None, parameters: Mapping[str, Any] | None) -> dict[str, Any]:
     """A tool as the chat-completions API offers it to a model."""
-    function: dict[str, Any] = {"name": name, "parameters": dict(parameters) if parameters else {"type": "object", "properties": {}}}
+    function: dict[str, Any] = {
+        "name": name,
+        "parameters": dict(parameters) if parameters else {"type": "object", "properties": {}},
+    }
     if description:
         function["description"] = description
     return {"type": "function", "function": function}

@@ -28,9 +28,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mcp_nb.mistakes import BadType, BadValue, one_line
 from mcp_nb.models.function import Model
 from mcp_nb.models.shape import Reply, ToolRequest
-from mcp_nb.mistakes import BadType, BadValue, one_line
 
 NAME = "mcp_nb scripted stand-in"
 LABEL = "scripted stand-in (written rules, not a language model)"
@@ -93,7 +93,9 @@ class StandIn(Model):
         if self.tool is not None:
             name = self.tool
         elif offered:
-            mentioned = [n for n in sorted(offered, key=len, reverse=True) if re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", task)]
+            mentioned = [
+                n for n in sorted(offered, key=len, reverse=True) if re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", task)
+            ]
             name = mentioned[0] if mentioned else next(iter(offered))
         else:
             return _answer("I was offered no tool for this.")

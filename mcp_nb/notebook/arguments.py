@@ -15,9 +15,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mcp_nb.mistakes import BadJson, read_json
 from mcp_nb.notebook.lines import LineError
 from mcp_nb.notebook.options import read_with_tail
-from mcp_nb.mistakes import BadJson, read_json
 
 
 class ArgumentsError(LineError):

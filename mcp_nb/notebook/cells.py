@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, MutableMapping
+from typing import Any
+
 from mcp_nb.mistakes import BadValue
 
 

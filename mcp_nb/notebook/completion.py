@@ -28,7 +28,9 @@ def install(ipython: Any, engine: Any, parsers: dict[str, argparse.ArgumentParse
     """Hook the completer into IPython for each calling magic; `parsers` are the magics' own."""
     for magic in KINDS:
         ipython.set_hook(
-            "complete_command", lambda _shell, event, magic=magic: complete(engine(), magic, parsers[magic], event.line), str_key=f"%{magic}"
+            "complete_command",
+            lambda _shell, event, magic=magic: complete(engine(), magic, parsers[magic], event.line),
+            str_key=f"%{magic}",
         )
 
 

@@ -18,6 +18,7 @@ every line follows the same rules:
 from __future__ import annotations
 
 import json
+
 from mcp_nb.mistakes import BadValue
 
 _SPACE = " \t\r\n\f\v"

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcp_nb._version import __version__
-from mcp_nb.views.theme import BLOCKED_FOR, HELD_BY, TRACEBACK, VARYING
 from mcp_nb.mistakes import BadValue
+from mcp_nb.views.theme import BLOCKED_FOR, HELD_BY, TRACEBACK, VARYING
 
 TEXT = r"[^<]*"  # HTML-escaped text, over as many lines as it takes: it never holds a '<'
 ONE_LINE = r"[^<\n]*?"

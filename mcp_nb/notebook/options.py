@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from IPython.core.error import UsageError
 
@@ -134,6 +134,10 @@ def _explained(parser: argparse.ArgumentParser, stand_in: str) -> Iterator[None]
         elif found := _A_VALUE.fullmatch(text):
             text += f" ({found.group(1)} takes no value)"
         elif text.startswith(_REQUIRED):
-            optional = {action.metavar or action.dest for action in actions(parser) if not action.option_strings and action.nargs in ("?", "*")}
+            optional = {
+                action.metavar or action.dest
+                for action in actions(parser)
+                if not action.option_strings and action.nargs in ("?", "*")
+            }
             text = _REQUIRED + ", ".join(name for name in text[len(_REQUIRED) :].split(", ") if name not in optional)
         raise UsageError(text) from None

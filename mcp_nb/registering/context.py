@@ -26,11 +26,12 @@ import sys
 import threading
 import time
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+from mcp.server.mcpserver import Context
 from mcp.shared.exceptions import MCPDeprecationWarning
 from pydantic import PrivateAttr
-from mcp.server.mcpserver import Context
 
 from mcp_nb import sdk_compat
 from mcp_nb.config import settings
@@ -77,9 +78,13 @@ def explain_once(stacklevel: int) -> None:
         linecache.cache[cell] = (len("".join(lines)), None, lines, cell)
     known = frame.f_globals
     warnings.warn_explicit(
-        EXPLAINED, ContextLogWarning, cell, frame.f_lineno,
-        module=known.get("__name__", "<string>"), registry=known.setdefault("__warningregistry__", {}),
-    )  # fmt: skip
+        EXPLAINED,
+        ContextLogWarning,
+        cell,
+        frame.f_lineno,
+        module=known.get("__name__", "<string>"),
+        registry=known.setdefault("__warningregistry__", {}),
+    )
 
 
 def _cell_name(filename: str) -> str | None:
@@ -106,6 +111,7 @@ def _show_live(entry: ServerLog) -> None:
 def _filed_class() -> type:
     global _filed
     if _filed is None:
+
         class FiledContext(Context):  # type: ignore[misc, valid-type]
             """The SDK's `Context`, whose log messages are filed under the call before they are sent."""
 
@@ -113,9 +119,12 @@ def _filed_class() -> type:
 
             async def log(self, level: Any, data: Any, *, logger_name: str | None = None, _depth: int = 2) -> None:
                 entry = ServerLog(
-                    level=str(level).upper(), logger=logger_name or self._mcp_nb_handler, message=_text(data),
-                    source="context", at=time.time(),
-                )  # fmt: skip
+                    level=str(level).upper(),
+                    logger=logger_name or self._mcp_nb_handler,
+                    message=_text(data),
+                    source="context",
+                    at=time.time(),
+                )
                 trace = CURRENT_TRACE.get()
                 if trace is not None:
                     trace.add(entry)

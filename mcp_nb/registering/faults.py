@@ -28,6 +28,7 @@ from typing import Any
 
 from mcp import MCPError
 from mcp.server.mcpserver.exceptions import ToolError
+
 from mcp_nb.mistakes import BadType, BadValue
 
 # "Busy, try again": mcp_nb's own convention, not the guides' (they name no busy code). It is an
@@ -53,7 +54,9 @@ class Faults:
     protocol_error: float = 0.0  # probability of raising MCPError(INJECTED_CODE)
     seed: int | None = None
     # digest of an argument set -> its draws so far, the least recently drawn first
-    _seen: collections.OrderedDict[str, int] = field(default_factory=collections.OrderedDict, init=False, repr=False, compare=False)
+    _seen: collections.OrderedDict[str, int] = field(
+        default_factory=collections.OrderedDict, init=False, repr=False, compare=False
+    )
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

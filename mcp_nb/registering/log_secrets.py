@@ -26,7 +26,8 @@ import json
 import logging
 import threading
 import weakref
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from mcp_nb.records.redact import scrubber
 from mcp_nb.records.trace import EXCEPTIONS, exception_chain
@@ -37,7 +38,14 @@ from mcp_nb.records.trace import EXCEPTIONS, exception_chain
 # request") is not looked at: a call costs what it cost.
 WATCHED = ("mcp.client", "mcp.shared", "mcp.server.streamable_http", "mcp.server.sse", "httpx2", "httpcore2", "uvicorn", "mcp_nb")
 # The loggers that get the filter as well (the factory sees every logger; a filter sees only its own).
-FILTERED = ("mcp.client.streamable_http", "mcp.client.sse", "mcp.client.auth.oauth2", "mcp.client.auth", "httpx2", "uvicorn.access")
+FILTERED = (
+    "mcp.client.streamable_http",
+    "mcp.client.sse",
+    "mcp.client.auth.oauth2",
+    "mcp.client.auth",
+    "httpx2",
+    "uvicorn.access",
+)
 # A traceback in a record of these loggers is cut there: an OAuth failure's carries the endpoint's
 # whole answer (8 MB of an error page, once).
 TRACEBACK_CHARS = 20_000
@@ -107,7 +115,10 @@ def hide(record: logging.LogRecord) -> logging.LogRecord:
         clean = _scrub(shown)
         if clean is not shown or len(clean) > TRACEBACK_CHARS:
             if len(clean) > TRACEBACK_CHARS:
-                clean = clean[:TRACEBACK_CHARS] + f"\n... ({len(clean) - TRACEBACK_CHARS:,} more characters of the traceback left out)"
+                clean = (
+                    clean[:TRACEBACK_CHARS]
+                    + f"\n... ({len(clean) - TRACEBACK_CHARS:,} more characters of the traceback left out)"
+                )
             # The formatted traceback takes the exception's place: a handler prints `exc_text`
             # as it would have printed the exception, and nothing can format the original again.
             # The exceptions' names and scrubbed texts stay on the record for the call's log,

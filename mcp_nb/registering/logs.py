@@ -6,7 +6,8 @@ import logging
 import os
 import sys
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from mcp_nb.config import settings
 from mcp_nb.records.trace import CURRENT_TRACE, log_from_record

@@ -65,4 +65,3 @@ class LoopWatch:
 
 class LoopBlockedWarning(RuntimeWarning):
     """An async handler held mcp_nb's event loop (said once per handler)."""
-

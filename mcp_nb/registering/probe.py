@@ -13,7 +13,8 @@ import asyncio
 import functools
 import inspect
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from mcp import MCPError
 from mcp.server.mcpserver.exceptions import ToolError

@@ -12,10 +12,10 @@ from __future__ import annotations
 import inspect
 import json
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.prompts import Prompt
@@ -31,6 +31,7 @@ from mcp_types import ToolAnnotations
 
 from mcp_nb import libraries as lib
 from mcp_nb import sdk_compat
+from mcp_nb.mistakes import BadValue
 from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.surface import entry as surface_entry
 from mcp_nb.records.surface_diff import Change, entry_changes
@@ -43,7 +44,6 @@ from mcp_nb.registering.signatures import (
     sdk_refusals,
 )
 from mcp_nb.views.cards import registration_html, registration_text
-from mcp_nb.mistakes import BadValue
 
 if TYPE_CHECKING:
     import pandas as pd  # imported by `to_frame`, the one place that needs it
@@ -99,25 +99,45 @@ def listed_entry(built: Any) -> tuple[str, dict[str, Any]]:
     fields `MCPServer.list_tools` and its siblings copy), in a snapshot's form: (kind, entry)."""
     if isinstance(built, Tool):
         model: Any = ListedTool(
-            name=built.name, title=built.title, description=built.description, input_schema=built.parameters,
-            output_schema=built.output_schema, annotations=built.annotations, icons=built.icons, _meta=built.meta,
-        )  # fmt: skip
+            name=built.name,
+            title=built.title,
+            description=built.description,
+            input_schema=built.parameters,
+            output_schema=built.output_schema,
+            annotations=built.annotations,
+            icons=built.icons,
+            _meta=built.meta,
+        )
         kind = "tool"
     elif isinstance(built, Prompt):
         arguments = [ListedArgument(name=a.name, description=a.description, required=a.required) for a in built.arguments or []]
-        model = ListedPrompt(name=built.name, title=built.title, description=built.description, arguments=arguments, icons=built.icons)
+        model = ListedPrompt(
+            name=built.name, title=built.title, description=built.description, arguments=arguments, icons=built.icons
+        )
         kind = "prompt"
     elif sdk_compat.is_template(built):
         model = ListedTemplate(
-            uri_template=built.uri_template, name=built.name, title=built.title, description=built.description,
-            mime_type=built.mime_type, icons=built.icons, annotations=built.annotations, _meta=built.meta,
-        )  # fmt: skip
+            uri_template=built.uri_template,
+            name=built.name,
+            title=built.title,
+            description=built.description,
+            mime_type=built.mime_type,
+            icons=built.icons,
+            annotations=built.annotations,
+            _meta=built.meta,
+        )
         kind = "template"
     else:
         model = ListedResource(
-            uri=built.uri, name=built.name or "", title=built.title, description=built.description,
-            mime_type=built.mime_type, icons=built.icons, annotations=built.annotations, _meta=built.meta,
-        )  # fmt: skip
+            uri=built.uri,
+            name=built.name or "",
+            title=built.title,
+            description=built.description,
+            mime_type=built.mime_type,
+            icons=built.icons,
+            annotations=built.annotations,
+            _meta=built.meta,
+        )
         kind = "resource"
     _, entry = surface_entry(kind, model.model_dump(by_alias=True, exclude_none=True, mode="json"))
     return kind, entry
@@ -250,7 +270,9 @@ class Registry:
                 mime_type=mime_type,
             )
         with self._lock:
-            installed, other = (self._templates, self._resources) if sdk_compat.is_template(built) else (self._resources, self._templates)
+            installed, other = (
+                (self._templates, self._resources) if sdk_compat.is_template(built) else (self._resources, self._templates)
+            )
             replaced = uri in installed or uri in other
             changes = self._changes(("resource", uri), installed.get(uri, other.get(uri)), built)
             installed[uri] = built
@@ -285,7 +307,10 @@ class Registry:
         name = check_tool_name(name or fn.__name__)
         with _refusals(fn, "prompt"):
             prompt = Prompt.from_function(
-                probe(fn, self.watch, label=name, kind="prompt"), name=name, title=title, description=description or inspect.getdoc(fn)
+                probe(fn, self.watch, label=name, kind="prompt"),
+                name=name,
+                title=title,
+                description=description or inspect.getdoc(fn),
             )
         with self._lock:
             replaced = name in self._prompts
@@ -483,9 +508,7 @@ class Registry:
         return None
 
 
-def entries_frame(
-    entries: list[Registration], faults: dict[str, Faults] | None = None, listed: bool = False
-) -> pd.DataFrame:
+def entries_frame(entries: list[Registration], faults: dict[str, Faults] | None = None, listed: bool = False) -> pd.DataFrame:
     """What a server offers as a table, one row per entry (the kernel's registry or an outside server's lists).
 
     `listed`: the entries are an outside server's listing, whose `execution` and `_meta` (what the
@@ -525,7 +548,9 @@ def prompt_schema(arguments: Iterable[Any] | None) -> dict[str, Any]:
     arguments = list(arguments or [])
     return {
         "type": "object",
-        "properties": {a.name: {"type": "string", **({"description": a.description} if a.description else {})} for a in arguments},
+        "properties": {
+            a.name: {"type": "string", **({"description": a.description} if a.description else {})} for a in arguments
+        },
         "required": [a.name for a in arguments if a.required],
     }
 

@@ -18,13 +18,15 @@ import json
 import sys
 import types
 import typing
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import pydantic
 from mcp.server.mcpserver import Context, Resolve
 from mcp.server.mcpserver.exceptions import InvalidSignature
 from pydantic.errors import PydanticInvalidForJsonSchema, PydanticUserError
+
 from mcp_nb.mistakes import BadType, BadValue, first_line
 
 JSON_TYPES_HINT = "use JSON types (str, int, float, bool, list, dict) or a pydantic model, dataclass or TypedDict"
@@ -41,7 +43,9 @@ def check_function(fn: Any, kind: str) -> None:
     _require_def(fn)
     name = fn.__name__
     if inspect.isasyncgenfunction(fn):
-        raise BadType(f"{name} is an async generator function (it uses yield), but a {kind} returns one value: return a list or a str")
+        raise BadType(
+            f"{name} is an async generator function (it uses yield), but a {kind} returns one value: return a list or a str"
+        )
     if inspect.isgeneratorfunction(fn):
         raise BadType(f"{name} is a generator function (it uses yield), but a {kind} returns one value: return a list or a str")
     try:
@@ -82,9 +86,10 @@ def check_input_schema(fn: Any, schema: Any) -> dict[str, Any]:
     if not isinstance(properties, dict) or not isinstance(required, list):
         raise BadValue(f'input_schema of {name}: "properties" must be an object and "required" a list')
     parameters = {
-        p.name: p for p in inspect.signature(fn, eval_str=True).parameters.values()
+        p.name: p
+        for p in inspect.signature(fn, eval_str=True).parameters.values()
         if p.annotation is p.empty or not _injected(p.annotation)
-    }  # fmt: skip
+    }
     unknown = sorted(set(properties) - set(parameters))
     if unknown:
         raise BadValue(f"input_schema of {name} declares {', '.join(unknown)}, which {name} has no parameter for")
@@ -111,9 +116,7 @@ def _check_parameter(parameter: inspect.Parameter, name: str) -> None:
     label = parameter.name
     if parameter.kind is parameter.VAR_POSITIONAL or parameter.kind is parameter.VAR_KEYWORD:
         stars = "*" if parameter.kind is parameter.VAR_POSITIONAL else "**"
-        raise BadType(
-            f"parameter {stars}{label} of {name}: MCP arguments are named, so declare each one as its own parameter"
-        )
+        raise BadType(f"parameter {stars}{label} of {name}: MCP arguments are named, so declare each one as its own parameter")
     if parameter.kind is parameter.POSITIONAL_ONLY:
         raise BadType(f"parameter {label!r} of {name} is positional-only (before /), but MCP passes every argument by name")
     if label.startswith("_"):
@@ -136,14 +139,20 @@ def _check_type(label: str, annotation: Any, name: str, kind: str) -> None:
     try:
         pydantic.create_model("Arguments", __base__=_Arguments, value=(annotation, ...)).model_json_schema()
     except PydanticInvalidForJsonSchema:
-        raise BadType(f"parameter {label!r} of {name}: type {_annotation_text(annotation)} cannot be described in JSON Schema; {JSON_TYPES_HINT}") from None
+        raise BadType(
+            f"parameter {label!r} of {name}: type {_annotation_text(annotation)} cannot be described in JSON Schema; {JSON_TYPES_HINT}"
+        ) from None
     except Exception as err:  # pydantic's other refusals carry their own advice
-        raise BadType(f"parameter {label!r} of {name}: type {_annotation_text(annotation)} cannot be described in JSON Schema: {first_line(err)}") from None
+        raise BadType(
+            f"parameter {label!r} of {name}: type {_annotation_text(annotation)} cannot be described in JSON Schema: {first_line(err)}"
+        ) from None
     if kind != "tool":
         try:
             pydantic.TypeAdapter(annotation)
         except Exception:
-            raise BadType(f"parameter {label!r} of {name}: type {_annotation_text(annotation)} cannot be validated by pydantic; {JSON_TYPES_HINT}") from None
+            raise BadType(
+                f"parameter {label!r} of {name}: type {_annotation_text(annotation)} cannot be validated by pydantic; {JSON_TYPES_HINT}"
+            ) from None
 
 
 def _injected(annotation: Any) -> bool:
@@ -197,5 +206,3 @@ def _object_text(value: Any) -> str:
     if module in sys.stdlib_module_names:
         return f"{module}.{cls.__name__}"
     return f"an {cls.__name__} object" if cls.__name__[:1].lower() in "aeiou" else f"a {cls.__name__} object"
-
-

@@ -18,10 +18,10 @@ import threading
 import weakref
 from typing import Any
 
+from mcp_nb.mistakes import BadValue
 from mcp_nb.serving.http import Serving
 from mcp_nb.serving.limits import DEFAULT_HEADER_TIMEOUT, check_limits
 from mcp_nb.serving.policy import DEFAULT_MAX_BODY, check_address
-from mcp_nb.mistakes import BadValue
 
 __all__ = ["Serving", "current", "serve", "stop"]
 
@@ -62,9 +62,15 @@ def serve(
     check_address(host, port, dangerously_no_auth, max_body)  # bad input is refused whatever is running
     check_limits(max_connections, header_timeout)
     settings = (
-        port, host, dangerously_no_auth, tuple(allowed_hosts), tuple(allowed_origins), max_body, max_connections,
+        port,
+        host,
+        dangerously_no_auth,
+        tuple(allowed_hosts),
+        tuple(allowed_origins),
+        max_body,
+        max_connections,
         header_timeout,
-    )  # fmt: skip
+    )
     with _lock:
         running = current(engine)
         if running is not None:
@@ -75,10 +81,16 @@ def serve(
                 "(%mcp_serve --stop, or handle.stop()), then serve again"
             )
         handle = Serving(
-            engine, port=port, host=host, dangerously_no_auth=dangerously_no_auth,
-            allowed_hosts=tuple(allowed_hosts), allowed_origins=tuple(allowed_origins), max_body=max_body,
-            max_connections=max_connections, header_timeout=header_timeout,
-        ).start()  # fmt: skip
+            engine,
+            port=port,
+            host=host,
+            dangerously_no_auth=dangerously_no_auth,
+            allowed_hosts=tuple(allowed_hosts),
+            allowed_origins=tuple(allowed_origins),
+            max_body=max_body,
+            max_connections=max_connections,
+            header_timeout=header_timeout,
+        ).start()
         _handles[id(engine)] = handle
         if not _exit_hook:
             atexit.register(stop_all)

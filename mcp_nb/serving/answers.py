@@ -25,7 +25,12 @@ def error_body(code: str, text: str) -> bytes:
 
 def headers(body: bytes, *extra: tuple[bytes, bytes]) -> list[tuple[bytes, bytes]]:
     """The headers of a refusal carrying `body` (ASGI's raw form); it closes the connection."""
-    return [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra, (b"connection", b"close")]
+    return [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        *extra,
+        (b"connection", b"close"),
+    ]
 
 
 def raw(status: int, code: str, text: str) -> bytes:

@@ -155,8 +155,15 @@ class Clients:
             sender = asyncio.get_running_loop().create_task(self._tell(key, connection))
             self._senders.add(sender)
             sender.add_done_callback(self._senders.discard)
-        events = [event for kind, event in (("tool", ToolsListChanged()), ("prompt", PromptsListChanged()),
-                                             ("resource", ResourcesListChanged())) if kind in kinds]  # fmt: skip
+        events = [
+            event
+            for kind, event in (
+                ("tool", ToolsListChanged()),
+                ("prompt", PromptsListChanged()),
+                ("resource", ResourcesListChanged()),
+            )
+            if kind in kinds
+        ]
         events += [ResourceUpdated(uri=uri) for uri in sorted(resources) if "{" not in uri]
         for event in events:
             try:

@@ -34,7 +34,9 @@ def suggestions(frame, ref: Any, name: str, typed: str) -> list[str]:
     if isinstance(ref, PromptReference):
         rows = frame[(frame["target"] == "prompt") & (frame["name"] == ref.name)]
         # Whatever a row holds (a client may have sent arguments of any shape), it never breaks this.
-        values = [arguments.get(name) if isinstance(arguments, dict) else None for arguments in reversed(rows["arguments"].tolist())]
+        values = [
+            arguments.get(name) if isinstance(arguments, dict) else None for arguments in reversed(rows["arguments"].tolist())
+        ]
     else:
         try:
             template = UriTemplate.parse(ref.uri)

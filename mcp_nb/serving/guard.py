@@ -33,7 +33,7 @@ import hmac
 import json
 import threading
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -79,9 +79,13 @@ class Guard:
     """An ASGI app: `policy`'s checks in front of `app`."""
 
     def __init__(
-        self, app: ASGIApp, policy: Policy, refusals: Refusals, answered: Callable[[], None] | None = None,
+        self,
+        app: ASGIApp,
+        policy: Policy,
+        refusals: Refusals,
+        answered: Callable[[], None] | None = None,
         body_timeout: float = DEFAULT_HEADER_TIMEOUT,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.app = app
         self.policy = policy
         self.refusals = refusals
@@ -142,7 +146,9 @@ class Guard:
         extra = []
         if status == 401:
             # RFC 6750, 3.1: no error code when no credentials were sent; invalid_token when they were refused.
-            challenge = REALM + (b', error="invalid_token", error_description="the bearer token was refused"' if reason == "wrong token" else b"")
+            challenge = REALM + (
+                b', error="invalid_token", error_description="the bearer token was refused"' if reason == "wrong token" else b""
+            )
             extra.append((b"www-authenticate", challenge))
         headers = answers.headers(body, *extra)
         await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -242,7 +248,6 @@ class Guard:
             await send({"type": "http.response.body", "body": body, "more_body": False})
         elif not finished:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
-
 
     def _claim_id(self, scope: Scope, body: bytes) -> tuple[bytes, str] | None | bool:
         """The (session, id) this request now holds, None when it holds none (no session, no

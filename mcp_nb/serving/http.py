@@ -25,8 +25,8 @@ import threading
 import time
 from typing import Any
 
-from mcp.server.transport_security import TransportSecuritySettings
 import uvicorn
+from mcp.server.transport_security import TransportSecuritySettings
 
 from mcp_nb.registering.logs import unheard
 from mcp_nb.serving.configs import client_configs
@@ -69,15 +69,24 @@ class Serving:
         self.refusals = Refusals()
         self.limits = Limits(max_connections, header_timeout, self.refusals.add)
         self.settings = (
-            host, dangerously_no_auth, tuple(allowed_hosts), tuple(allowed_origins), max_body, max_connections,
+            host,
+            dangerously_no_auth,
+            tuple(allowed_hosts),
+            tuple(allowed_origins),
+            max_body,
+            max_connections,
             float(header_timeout),
-        )  # fmt: skip  (as asked: None, the default, is the same as None again)
+        )  # (as asked: None, the default, is the same as None again)
         self._socket = _listen(host, port, self.limits.header_timeout)
         try:
             self.policy: Policy = decide(
-                host, self._socket.getsockname()[1], dangerously_no_auth=dangerously_no_auth,
-                allowed_hosts=tuple(allowed_hosts), allowed_origins=tuple(allowed_origins), max_body=max_body,
-            )  # fmt: skip
+                host,
+                self._socket.getsockname()[1],
+                dangerously_no_auth=dangerously_no_auth,
+                allowed_hosts=tuple(allowed_hosts),
+                allowed_origins=tuple(allowed_origins),
+                max_body=max_body,
+            )
         except BaseException:
             self._socket.close()
             raise
@@ -134,14 +143,26 @@ class Serving:
         return client_configs(name or self._name, self.url, self.token)
 
     def same(
-        self, port: int, host: str, dangerously_no_auth: bool, allowed_hosts, allowed_origins, max_body,
-        max_connections: int | None = None, header_timeout: float = DEFAULT_HEADER_TIMEOUT,
-    ) -> bool:  # fmt: skip
+        self,
+        port: int,
+        host: str,
+        dangerously_no_auth: bool,
+        allowed_hosts,
+        allowed_origins,
+        max_body,
+        max_connections: int | None = None,
+        header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+    ) -> bool:
         """Whether serving with these settings is what is already running (port 0: any port)."""
         asked = (
-            host, dangerously_no_auth, tuple(allowed_hosts), tuple(allowed_origins), max_body, max_connections,
+            host,
+            dangerously_no_auth,
+            tuple(allowed_hosts),
+            tuple(allowed_origins),
+            max_body,
+            max_connections,
             float(header_timeout),
-        )  # fmt: skip
+        )
         return asked == self.settings and port in (0, self.port)
 
     def __repr__(self) -> str:
@@ -239,9 +260,13 @@ class Serving:
             enable_dns_rebinding_protection=True, allowed_hosts=sorted(policy.hosts), allowed_origins=sorted(policy.origins)
         )
         app = engine.server.streamable_http_app(
-            streamable_http_path=PATH, event_store=RecentEvents(), retry_interval=RETRY_MS,
-            max_request_body_size=policy.max_body, transport_security=security, host=policy.host,
-        )  # fmt: skip
+            streamable_http_path=PATH,
+            event_store=RecentEvents(),
+            retry_interval=RETRY_MS,
+            max_request_body_size=policy.max_body,
+            transport_security=security,
+            host=policy.host,
+        )
         sessions = engine.server.session_manager
         # The user's logging is theirs: no logging configuration, and access lines only where
         # their handlers would show uvicorn's records anyway. What uvicorn says of a client
@@ -250,9 +275,15 @@ class Serving:
         unheard("uvicorn.error", "uvicorn")
         door = Guard(app, policy, self.refusals, answered=engine.history.settle, body_timeout=self.limits.header_timeout)
         config = uvicorn.Config(
-            door, http=self.limits.protocol(), lifespan="off", log_config=None, ws="none", server_header=False,
-            proxy_headers=False, timeout_graceful_shutdown=STOP_GRACE_S,
-        )  # fmt: skip
+            door,
+            http=self.limits.protocol(),
+            lifespan="off",
+            log_config=None,
+            ws="none",
+            server_header=False,
+            proxy_headers=False,
+            timeout_graceful_shutdown=STOP_GRACE_S,
+        )
         server = self._uvicorn = uvicorn.Server(config)
         serving = taking = None
         try:
@@ -268,7 +299,9 @@ class Serving:
                         await asyncio.sleep(0.005)
 
                     def make() -> asyncio.Protocol:  # what uvicorn's own listener would give a connection
-                        return config.http_protocol_class(config=config, server_state=server.server_state, app_state=server.lifespan.state)
+                        return config.http_protocol_class(
+                            config=config, server_state=server.server_state, app_state=server.lifespan.state
+                        )
 
                     taking = asyncio.ensure_future(self.limits.take(self._socket, make))
                     ready.set()

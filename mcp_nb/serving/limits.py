@@ -47,7 +47,8 @@ import errno
 import math
 import re
 import socket
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -112,9 +113,13 @@ class Limits:
         self.leaving: set[BoundedH11] = set()  # let go, and not yet gone
         self._freed: asyncio.Event | None = None  # set when a connection ends (made on the loop)
         self.head_late = answers.raw(
-            408, "request_timeout", f"the request's head did not come whole in time ({self.header_timeout:g} s, less while other clients wait)"
+            408,
+            "request_timeout",
+            f"the request's head did not come whole in time ({self.header_timeout:g} s, less while other clients wait)",
         )
-        self.head_large = answers.raw(431, "head_too_large", f"a request's head (its line and headers) may be {MAX_HEAD} bytes at most")
+        self.head_large = answers.raw(
+            431, "head_too_large", f"a request's head (its line and headers) may be {MAX_HEAD} bytes at most"
+        )
 
     def protocol(self) -> Callable[..., asyncio.Protocol]:
         """What uvicorn's `Config(http=...)` takes: it makes each connection's protocol."""

@@ -21,6 +21,7 @@ import ipaddress
 import secrets
 import socket
 from dataclasses import dataclass
+
 from mcp_nb.mistakes import BadValue
 
 DEFAULT_MAX_BODY = 4 * 1024 * 1024  # bytes; the SDK's own default cap

@@ -23,8 +23,9 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data, progress_token_from_params
 from mcp_types import (
@@ -38,10 +39,10 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_nb import sdk_compat
 from mcp_nb.calling.call import CallRecord
+from mcp_nb.mistakes import one_line
 from mcp_nb.records.classify import refused_request
 from mcp_nb.records.outcome import REQUEST_CANCELLED, Outcome
 from mcp_nb.records.trace import CURRENT_TRACE, ServerTrace, exception_chain
-from mcp_nb.mistakes import one_line
 
 TARGETS = {"tools/call": "tool", "resources/read": "resource", "prompts/get": "prompt"}
 RESULTS = {"tool": CallToolResult, "resource": ReadResourceResult, "prompt": GetPromptResult}
@@ -121,9 +122,13 @@ class OutsideCall(CallRecord):
         elapsed = self._elapsed_ms()
         why = "serving was stopped" if stopping else "the client cancelled it"
         return self._outcome(
-            "timeout", "cancelled", elapsed, code=REQUEST_CANCELLED,
-            message=f"Cancelled after {elapsed / 1000:.3g}s: {why}", observed=self.observes(self.target, self.name),
-        )  # fmt: skip
+            "timeout",
+            "cancelled",
+            elapsed,
+            code=REQUEST_CANCELLED,
+            message=f"Cancelled after {elapsed / 1000:.3g}s: {why}",
+            observed=self.observes(self.target, self.name),
+        )
 
 
 def _text_of(blocks: Any) -> str | None:
@@ -185,7 +190,12 @@ class Recorder:
         key = "uri" if target == "resource" else "name"
         arguments = None if target == "resource" else params.get("arguments")
         call = OutsideCall(
-            target, str(params.get(key, "")), arguments, self.via, client_name(session), self.observes,
+            target,
+            str(params.get(key, "")),
+            arguments,
+            self.via,
+            client_name(session),
+            self.observes,
             getattr(session, "protocol_version", None) or None,
         )
         meta = params.get("_meta")

@@ -12,7 +12,6 @@ import html
 
 from mcp_nb.views.theme import BORDER, CELL, MONO, MUTED, SURFACE, UI
 
-
 # What the settings shown in a cell's output say where the token goes.
 TOKEN_SHOWN = "<the token: handle.token>"
 

@@ -162,7 +162,11 @@ def _host_view(o) -> str:
     if o.data is not None:
         line += "\ndata: " + _compact(o.data)
     for page in pages_to_open(o):
-        line += f"\nopen {_inline(page['url'])}" + (f" ({_inline(page['message'])})" if page.get("message") else "") + ", then call again"
+        line += (
+            f"\nopen {_inline(page['url'])}"
+            + (f" ({_inline(page['message'])})" if page.get("message") else "")
+            + ", then call again"
+        )
     return line
 
 
@@ -396,7 +400,9 @@ def outcome_html(o, stable: bool | None = None) -> str:
         head, hidden, tail = shown_logs(o.server_logs)
         for log in [*head, None, *tail] if hidden else head:
             if log is None:
-                items.append(f'<div style="{MUTED};margin:4px 0">… {hidden:,} more log entries: <code>o.server_logs</code> has every one</div>')
+                items.append(
+                    f'<div style="{MUTED};margin:4px 0">… {hidden:,} more log entries: <code>o.server_logs</code> has every one</div>'
+                )
                 continue
             level = ERROR.text if log.level in ("ERROR", "CRITICAL") else MUTED
             mark = f'<span style="{MUTED}">[{escape(log.source)}]</span> ' if log.source in MARKED else ""
@@ -447,18 +453,21 @@ def outcome_html(o, stable: bool | None = None) -> str:
         for request, reply in _sampled(o)
     )
     header = (
-        corner(f"#{o.call_id}{attempt}") + took  # the corner's span ends in `took`
-        + inline(badge(o.outcome)) + inline(f"<b>{escape(o.cause)}</b>") + inline(kind_badge(o.target))
+        corner(f"#{o.call_id}{attempt}")
+        + took  # the corner's span ends in `took`
+        + inline(badge(o.outcome))
+        + inline(f"<b>{escape(o.cause)}</b>")
+        + inline(kind_badge(o.target))
         + inline(f"<code>{escape(o.name)}</code>")
         + (inline(escape(_on(o).strip()), MUTED) if _on(o) else "")
         + (inline(escape(_sender(o)), MUTED) if o.via != "kernel" else "")
         + (f'<code style="{MUTED}">{escape(args)}</code>' if args else "")
-    )  # fmt: skip
+    )
     return (
         f'<div class="mcp-nb-outcome" style="{UI};{BORDER};border-radius:8px;padding:8px 10px;margin:2px 0;max-width:1100px">'
         f'<div style="margin-bottom:8px">{header}</div>'
         f'<div style="{PANES}">'
-        f'{pane("What the model sees", model)}{pane("What the host sees", host)}{pane("What the log says", logs)}'
+        f"{pane('What the model sees', model)}{pane('What the host sees', host)}{pane('What the log says', logs)}"
         f"</div>{media_html}{fate_html}{asked_html}</div>"
     )
 
@@ -578,7 +587,7 @@ def _returns(schema: dict[str, Any] | None) -> tuple[list[tuple[str, str, bool, 
     fields = _parameters(schema)
     models = []
     defs = schema.get("$defs")
-    for model, sub in (defs.items() if isinstance(defs, Mapping) else ()):
+    for model, sub in defs.items() if isinstance(defs, Mapping) else ():
         if isinstance(sub, Mapping):
             models.append((str(model), ", ".join(f"{n} {k}" for n, k, _, _ in _parameters(sub)) or schema_type(sub, schema)))
     return fields, models
@@ -589,7 +598,7 @@ def registration_html(r) -> str:
     th = f'style="text-align:left;{CELL};padding-left:0"'
     td = f'style="text-align:left;{CELL};padding-left:0;vertical-align:top"'
     rows = "".join(
-        f'<tr><td {td}><code>{escape(n)}</code></td><td {td}><code>{escape(k)}</code></td><td {td}>{"yes" if req else ""}</td>'
+        f"<tr><td {td}><code>{escape(n)}</code></td><td {td}><code>{escape(k)}</code></td><td {td}>{'yes' if req else ''}</td>"
         f'<td {td}><span style="{MUTED}">{escape(d)}</span></td></tr>'
         for n, k, req, d in params
     )
@@ -613,7 +622,7 @@ def registration_html(r) -> str:
     fields, models = _returns(output)
     if fields:
         returned = "".join(
-            f'<tr><td {td}><code>{escape(n)}</code></td><td {td}><code>{escape(k)}</code></td><td {td}>{"yes" if req else ""}</td>'
+            f"<tr><td {td}><code>{escape(n)}</code></td><td {td}><code>{escape(k)}</code></td><td {td}>{'yes' if req else ''}</td>"
             f'<td {td}><span style="{MUTED}">{escape(d)}</span></td></tr>'
             for n, k, req, d in fields
         )
@@ -728,10 +737,15 @@ def connection_html(row: dict[str, Any]) -> str:
         f'<span style="{state};font-weight:600">{escape(row["state"])}</span>{reason}</div>'
         f'<div style="{MUTED};font-size:0.9em">{" · ".join(details)}</div>'
         + (
-            f'<div>{_link(row["authorize"], "<b>Approve in the browser</b>")}'
+            f"<div>{_link(row['authorize'], '<b>Approve in the browser</b>')}"
             f' <span style="{MUTED}">then {escape(_then(row))}</span></div>'
-            if row.get("authorize") else f"<div>offers {escape(_offers(row))}</div>"
+            if row.get("authorize")
+            else f"<div>offers {escape(_offers(row))}</div>"
         )
-        + (f'<div style="{MUTED};font-size:0.9em">unavailable: {escape(row["unavailable"])}</div>' if row.get("unavailable") else "")
+        + (
+            f'<div style="{MUTED};font-size:0.9em">unavailable: {escape(row["unavailable"])}</div>'
+            if row.get("unavailable")
+            else ""
+        )
         + "</div>"
     )

@@ -32,9 +32,13 @@ from mcp_nb.views.theme import (
 )
 
 STOP_INKS = {
-    "answered": INKS["result"], "out_of_turns": INKS["timeout"], "budget": INKS["timeout"], "cancelled": INKS["timeout"],
-    "model_failed": ERROR, "host_stopped": INKS["tool_error"],
-}  # fmt: skip
+    "answered": INKS["result"],
+    "out_of_turns": INKS["timeout"],
+    "budget": INKS["timeout"],
+    "cancelled": INKS["timeout"],
+    "model_failed": ERROR,
+    "host_stopped": INKS["tool_error"],
+}
 STOP_WORDS = {
     "answered": "answered",
     "out_of_turns": "out of turns",
@@ -128,12 +132,19 @@ def episode_html(e: Any, stable: bool | None = None) -> str:
     took = CARD_TIME(stable, ms=e.duration_ms)
     tokens = f" · {e.tokens:,} tokens" if e.tokens is not None else ""
     header = (
-        corner(f"episode #{e.id}") + took
-        + inline(outlined(STOP_WORDS.get(e.stop, e.stop), ink)) + inline(f"<b>{escape(_who(e))}</b>")
-        + inline(escape(f"{len(e.turns)} turn{'s' if len(e.turns) != 1 else ''}, {len(e.calls)} call{'s' if len(e.calls) != 1 else ''}{tokens}"), MUTED)
+        corner(f"episode #{e.id}")
+        + took
+        + inline(outlined(STOP_WORDS.get(e.stop, e.stop), ink))
+        + inline(f"<b>{escape(_who(e))}</b>")
+        + inline(
+            escape(
+                f"{len(e.turns)} turn{'s' if len(e.turns) != 1 else ''}, {len(e.calls)} call{'s' if len(e.calls) != 1 else ''}{tokens}"
+            ),
+            MUTED,
+        )
         + (inline(escape(f"on {e.server}"), MUTED) if e.server != "kernel" else "")
         + (inline(escape(_verdict(e).strip(" -")), MUTED) if e.passed is not None else "")
-    )  # fmt: skip
+    )
     parts = [f'<div style="margin-bottom:6px">{header}</div>', _box("task", pre(e.task), SURFACE)]
     for turn in e.turns:
         items = []
@@ -159,7 +170,12 @@ def episode_html(e: Any, stable: bool | None = None) -> str:
     ending = escape(_ending(e))
     if e.stop == "answered":
         ending += pre(_clipped(e.answer))
-    parts.append(_box("ended", f'<div style="{ink.text if ink else ""}">{ending}</div>' + f'<div style="{MUTED}">{escape(_recovery(e))}</div>'))
+    parts.append(
+        _box(
+            "ended",
+            f'<div style="{ink.text if ink else ""}">{ending}</div>' + f'<div style="{MUTED}">{escape(_recovery(e))}</div>',
+        )
+    )
     return (
         f'<div class="mcp-nb-episode" style="{UI};{BORDER};border-radius:8px;padding:8px 10px;margin:2px 0;max-width:1100px">'
         + "".join(parts)

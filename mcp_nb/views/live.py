@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any, Callable
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from mcp_nb import libraries as lib
 from mcp_nb.mistakes import one_line

@@ -80,7 +80,9 @@ def _headline(frame: pd.DataFrame) -> str:
         stopped = f", {runs - len(frame)} not run (stopped)" if attrs.get("interrupted") else ""
         differing = len(attrs.get("differing", ()))
         eras = f"; {differing} case{'s' if differing != 1 else ''} answered otherwise at another era" if differing else ""
-        return f"{cases} case{'s' if cases != 1 else ''} at {' and '.join(modes)}: {passed} passed, {failed} failed{stopped}{eras}"
+        return (
+            f"{cases} case{'s' if cases != 1 else ''} at {' and '.join(modes)}: {passed} passed, {failed} failed{stopped}{eras}"
+        )
     stopped = f", {cases - len(frame)} not run (stopped)" if attrs.get("interrupted") else ""
     return f"{cases} case{'s' if cases != 1 else ''}: {passed} passed, {failed} failed{stopped}"
 

@@ -9,7 +9,8 @@ Nothing printed varies from run to run.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from mcp_nb.mistakes import visible
 from mcp_nb.views.theme import BORDER, CELL, ERROR, INKS, MONO, MUTED, UI, border, compact_json, escape, outlined
@@ -161,6 +162,7 @@ def _one(value: Any) -> str:
 def comparison_html(first: Any, second: Any, differences: list[Any]) -> str:
     """Two calls of one tool side by side: where they differ (`records.compare.Difference`s), each
     place with its value in the first call and in the second."""
+
     def e(value: Any) -> str:
         return escape(value)
 

@@ -35,7 +35,9 @@ def _outside(frame: pd.DataFrame) -> bool:
 
 
 def _via(row) -> str:
-    return "" if str(row.via) == "kernel" else _cell(f"{row.via}" + (f" {row.client}" if isinstance(row.client, str) else ""), NAME)
+    return (
+        "" if str(row.via) == "kernel" else _cell(f"{row.via}" + (f" {row.client}" if isinstance(row.client, str) else ""), NAME)
+    )
 
 
 def _counts(frame: pd.DataFrame) -> str:
@@ -103,14 +105,20 @@ def history_html(frame: pd.DataFrame, rows: int, stable: bool | None = None) -> 
         shown = r.content if r.content is not None else (r.message or "")
         shown = "" if shown is None else str(shown)
         cells = [
-            str(r.call_id), *([escape(_cell(r.server, NAME))] if servers else []), escape(r.target),
+            str(r.call_id),
+            *([escape(_cell(r.server, NAME))] if servers else []),
+            escape(r.target),
             f"<code>{escape(_cell(r.name, NAME))}</code>",
-            badge(str(r.outcome)), escape(r.cause),
-            *([escape(_via(r))] if outside else []), _code(r.code),
-        ]  # fmt: skip
+            badge(str(r.outcome)),
+            escape(r.cause),
+            *([escape(_via(r))] if outside else []),
+            _code(r.code),
+        ]
         left = "".join(f'<td style="text-align:left;{CELL}">{cell}</td>' for cell in cells)
         # the duration, then the content cell as far as its title attribute
-        body.append(f'<tr>{left}{HISTORY_MS_CELL(stable, ms=r.duration_ms)}{escape(shown[:TOOLTIP])}">{escape(shown[:200])}</td></tr>')
+        body.append(
+            f'<tr>{left}{HISTORY_MS_CELL(stable, ms=r.duration_ms)}{escape(shown[:TOOLTIP])}">{escape(shown[:200])}</td></tr>'
+        )
     more = (
         f'<div style="{MUTED};font-size:0.85em">last {rows} of {len(frame)} calls; '
         f"the whole history: <code>mcp_nb.history().to_frame()</code></div>"

@@ -24,6 +24,7 @@ from the same templates, so the sanitizer rewrites a view into its stable form a
 two cannot drift apart. The history views list calls in the order they started when
 output is stable: concurrent calls are recorded in the order they end.
 """
+
 from __future__ import annotations
 
 import html
@@ -148,11 +149,7 @@ HELD_BY = "event loop was held by async {handler} for {seconds:.2f} s)"
 BLOCKED_FOR = "event loop for {seconds:.2f} s without awaiting"
 # A log record's traceback, folded under its root cause. Its frames change with the install
 # and the kernel (a cell's file name holds the process id); `stable_output` leaves them out.
-TRACEBACK = (
-    '<details><summary style="cursor:pointer">{cause}</summary>'
-    + PRE.format(text="{traceback}")
-    + "</details>"
-)
+TRACEBACK = '<details><summary style="cursor:pointer">{cause}</summary>' + PRE.format(text="{traceback}") + "</details>"
 
 
 def escape(value: Any) -> str:

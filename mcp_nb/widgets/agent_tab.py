@@ -10,19 +10,20 @@ cancelled, as any call does. Every callback goes through the panel's guard, on t
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import ipywidgets as w
 
 from mcp_nb.episodes.faces import prepare
 from mcp_nb.episodes.loop import MODEL_TIMEOUT_S
+from mcp_nb.mistakes import BadValue, McpNbError, first_line
 from mcp_nb.models.function import Model
 from mcp_nb.models.standin import LABEL, StandIn
 from mcp_nb.views.episode import episode_html
 from mcp_nb.widgets.callbacks import Guard
 from mcp_nb.widgets.form import close_tree
 from mcp_nb.widgets.style import note_html, problems_html
-from mcp_nb.mistakes import BadValue, McpNbError, first_line
 
 STAND_IN = "the scripted stand-in"
 POLICIES = ("guides", "transparent")
@@ -40,20 +41,34 @@ def notebook_models() -> dict[str, Model]:
 class AgentTab:
     """The widget of the tab, and its episode."""
 
-    def __init__(self, engine: Any, server: Callable[[], str | None], guard: Guard, models: Callable[[], dict[str, Model]] = notebook_models) -> None:
+    def __init__(
+        self,
+        engine: Any,
+        server: Callable[[], str | None],
+        guard: Guard,
+        models: Callable[[], dict[str, Model]] = notebook_models,
+    ) -> None:
         self.engine = engine
         self.server = server  # the connection the panel shows: its tools are offered
         self.guard = guard
         self.models = models
         self.model = w.Dropdown(options=[STAND_IN], value=STAND_IN, description="model", layout=w.Layout(width="340px"))
-        self.task = w.Textarea(placeholder="What the model is asked to do, with the server's tools", layout=w.Layout(width="100%", height="64px"))
+        self.task = w.Textarea(
+            placeholder="What the model is asked to do, with the server's tools", layout=w.Layout(width="100%", height="64px")
+        )
         self.turns = w.BoundedIntText(value=8, min=1, max=100, description="max turns", layout=w.Layout(width="170px"))
         self.policy = w.Dropdown(options=list(POLICIES), value="guides", description="host tells", layout=w.Layout(width="230px"))
         self.run_button = w.Button(description="Run", button_style="primary", icon="play")
         self.stop_button = w.Button(description="Stop", icon="stop", layout=w.Layout(display="none"))
         self.status = w.HTML()
         self.view = w.HTML()
-        for widget, name in ((self.task, "task"), (self.run_button, "run"), (self.stop_button, "stop"), (self.view, "view"), (self.model, "model")):
+        for widget, name in (
+            (self.task, "task"),
+            (self.run_button, "run"),
+            (self.stop_button, "stop"),
+            (self.view, "view"),
+            (self.model, "model"),
+        ):
             widget.add_class(f"mcp-nb-agent-{name}")
         self.widget = w.VBox(
             [
@@ -96,9 +111,18 @@ class AgentTab:
             return
         try:
             run, batch = prepare(
-                self.engine, self.task.value, self._chosen(), server=self.server(), tools=None, max_turns=self.turns.value,
-                budget=None, policy=self.policy.value, timeout=None, model_timeout=MODEL_TIMEOUT_S, system=None,
-            )  # fmt: skip
+                self.engine,
+                self.task.value,
+                self._chosen(),
+                server=self.server(),
+                tools=None,
+                max_turns=self.turns.value,
+                budget=None,
+                policy=self.policy.value,
+                timeout=None,
+                model_timeout=MODEL_TIMEOUT_S,
+                system=None,
+            )
         except McpNbError as err:  # the user's to fix: said here in one line, nothing ran
             self.status.value = problems_html("The episode cannot start:", [first_line(err)])
             return

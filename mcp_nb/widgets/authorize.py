@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import html
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import ipywidgets as w
 
@@ -30,7 +31,9 @@ class AuthorizationBox:
         self.link.add_class("mcp-nb-authorize-link")
         self.address = w.Text(placeholder="the address the browser landed on", layout=w.Layout(width="auto", flex="1 1 auto"))
         self.address.add_class("mcp-nb-authorize-address")
-        self.complete = w.Button(description="Complete", icon="key", button_style="primary", layout=w.Layout(width="auto", flex="0 0 auto"))
+        self.complete = w.Button(
+            description="Complete", icon="key", button_style="primary", layout=w.Layout(width="auto", flex="0 0 auto")
+        )
         self.complete.add_class("mcp-nb-authorize-complete")
         self.said = w.HTML()
         self.said.add_class("mcp-nb-authorize-said")
@@ -47,7 +50,11 @@ class AuthorizationBox:
             self.widget.layout.display = "none"
             return
         pasted = connection.oauth.callback == "paste"
-        then = "then paste the address the browser lands on (its page will not load)" if pasted else "the notebook hears the approval by itself"
+        then = (
+            "then paste the address the browser lands on (its page will not load)"
+            if pasted
+            else "the notebook hears the approval by itself"
+        )
         self.link.value = (
             f'<div style="{BORDER};border-radius:6px;{SURFACE};padding:4px 8px"><b>{html.escape(connection.name)}</b> '
             f'waits for your approval: <a href="{html.escape(link)}" target="_blank" rel="noopener">approve in the browser</a>'

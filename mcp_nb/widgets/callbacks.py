@@ -20,7 +20,8 @@ import logging
 import sys
 import threading
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from mcp_nb.views.theme import MONO, MUTED
 from mcp_nb.widgets.style import PROBLEM_BOX

@@ -11,7 +11,8 @@ copy of its own); an outside server's changes are for `mcp_nb.diff` and its snap
 from __future__ import annotations
 
 import html
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import ipywidgets as w
 
@@ -32,7 +33,14 @@ class ChangesTab:
         self.view = w.HTML()
         self.view.add_class("mcp-nb-changes-view")
         self.widget = w.VBox(
-            [w.HTML(note_html("What changed for clients since each entry's first version in this session, breaking changes first.")), self.view],
+            [
+                w.HTML(
+                    note_html(
+                        "What changed for clients since each entry's first version in this session, breaking changes first."
+                    )
+                ),
+                self.view,
+            ],
             layout=w.Layout(width="100%", padding="4px 2px"),
         )
         self.widget.add_class("mcp-nb-changes-tab")
@@ -81,5 +89,7 @@ def changes_page(engine: Any, server: str) -> str:
     parts = []
     for kind, key, rows in entries:
         title = f"{kind} {key} since its first version"
-        parts.append(f'<div class="mcp-nb-entry-changes" style="margin:6px 0"><b>{html.escape(title)}</b>{changes_html(rows)}</div>')
+        parts.append(
+            f'<div class="mcp-nb-entry-changes" style="margin:6px 0"><b>{html.escape(title)}</b>{changes_html(rows)}</div>'
+        )
     return "".join(parts)

@@ -247,7 +247,6 @@ class ArrayField(Field):
 _STATE_NOT_SENT, _STATE_NULL, _STATE_SET = "not sent", "null", "set"
 
 
-
 class ObjectField(Field):
     """A nested object: its properties in a grid of labels and fields.
 
@@ -444,7 +443,6 @@ class ObjectField(Field):
         self.widget.layout.display = None if enabled else "none"
 
 
-
 # -- the dispatch --------------------------------------------------------------------------------
 
 
@@ -517,7 +515,10 @@ class Form:
     """The form for one input schema: `widget`, `value()` (the arguments), `load(arguments)`."""
 
     def __init__(
-        self, schema: Mapping[str, Any] | None, callback: Callback | None = None, suggest: Callable[[Any, str, str], None] | None = None
+        self,
+        schema: Mapping[str, Any] | None,
+        callback: Callback | None = None,
+        suggest: Callable[[Any, str, str], None] | None = None,
     ) -> None:
         schema = dict(schema or {})
         ctx = self.ctx = Context(schema, callback)

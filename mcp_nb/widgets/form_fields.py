@@ -114,7 +114,6 @@ class Field:
         return OMIT if self.ctx.is_filling else self._default()
 
 
-
 def _placeholder(schema: Mapping[str, Any], fallback: str) -> str:
     """What an empty field says: its default (which the server applies when it is left out)."""
     default = schema.get("default")
@@ -123,11 +122,9 @@ def _placeholder(schema: Mapping[str, Any], fallback: str) -> str:
     return fallback
 
 
-
 def _rows_for(text: str) -> int:
     lines = text.split("\n")
     return max(1, min(_MAX_ROWS, sum(1 + len(line) // _LONG_TEXT for line in lines)))
-
 
 
 class TextField(Field):
@@ -200,7 +197,6 @@ class TextField(Field):
             raise BadValue(f"expected a string, got {show(value)}")
 
 
-
 class NumberField(Field):
     """An integer or a number, typed as text so an optional one can be empty.
 
@@ -240,7 +236,6 @@ class NumberField(Field):
             raise BadValue(f"expected {'an integer' if self.integer else 'a number'}, got {show(value)}")
         else:
             self.widget.value = number_text(value)
-
 
 
 _NOT_SENT = "— not sent —"
@@ -293,7 +288,6 @@ class ChoiceField(Field):
         raise BadValue(f"{show(value)} is not one of the choices")
 
 
-
 class BooleanField(Field):
     """A checkbox when the field always has a value (required, or a default to show)."""
 
@@ -324,7 +318,6 @@ class BooleanField(Field):
             self.widget.value = value
         else:
             raise BadValue(f"expected true or false, got {show(value)}")
-
 
 
 class MultiSelectField(Field):
@@ -381,7 +374,6 @@ class MultiSelectField(Field):
         self.widget.value = tuple(indices)
 
 
-
 class JsonField(Field):
     """Any value the form has no widget for, typed as JSON (`"text"`, `3`, `{"a": 1}`, `null`)."""
 
@@ -417,7 +409,6 @@ class JsonField(Field):
         self.widget.value = "" if value is OMIT else dumps(value)
 
 
-
 def label_html(name: str, schema: Mapping[str, Any], required: bool, root: Mapping[str, Any], problem: str | None = None) -> str:
     """Name, type and description of one property, and what is wrong with its value."""
     # The dropdown lists an enum's values; the label only says it is one.
@@ -448,10 +439,7 @@ def label_html(name: str, schema: Mapping[str, Any], required: bool, root: Mappi
         + "</span>"
     ]
     if schema.get("description"):
-        parts.append(
-            f'<div style="{MUTED};font-size:0.85em;white-space:normal">{html.escape(schema["description"])}</div>'
-        )
+        parts.append(f'<div style="{MUTED};font-size:0.85em;white-space:normal">{html.escape(schema["description"])}</div>')
     if problem:
         parts.append(f'<div class="mcp-nb-problem" style="{ERROR.text};font-size:0.85em">{html.escape(problem)}</div>')
     return "".join(parts) + "</div>"
-

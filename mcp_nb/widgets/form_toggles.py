@@ -37,9 +37,8 @@ def hole_toggle(field: Field) -> Toggle:
         said = f" ({show(default)})" if default is not OMIT else ""
         return Toggle("not-sent", "not sent", f"leave it out: the server applies its default{said}", OMIT)
     if hole == "":
-        return Toggle("empty", '""', 'send the empty string (an empty box is not sent)', "")
+        return Toggle("empty", '""', "send the empty string (an empty box is not sent)", "")
     return Toggle("empty", "[]", "send the empty list (a list with no items is not sent)", [])
-
 
 
 _NONE_ON = object()
@@ -140,4 +139,3 @@ class NullableField(ToggledField):
     def __init__(self, inner: Field, toggles: tuple[Toggle, ...] | list[Toggle] = ()) -> None:
         super().__init__(inner, [*toggles, NULL])
         self.null = self.toggles[-1][0]
-

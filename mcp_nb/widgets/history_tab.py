@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import dataclasses
 import html
+from collections.abc import Callable
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -55,9 +56,12 @@ class HistoryTab:
         self.calls.add_class("mcp-nb-history-calls")
         self.calls.observe(guard("choosing a call from the history", self._chosen), "value")
         self.pinning = w.ToggleButton(
-            value=False, description="Pin", icon="thumb-tack", layout=w.Layout(width="auto"),
+            value=False,
+            description="Pin",
+            icon="thumb-tack",
+            layout=w.Layout(width="auto"),
             tooltip="while on, choosing a call pins it as a regression case (choosing it again unpins it)",
-        )  # fmt: skip
+        )
         self.pinning.add_class("mcp-nb-pinning")
         self.pinned: dict[Any, None] = {}  # calls (`call_key`), in the order they were pinned
         self.cases_path = w.Text(value="cases.json", placeholder="cases.json", layout=w.Layout(width="220px"))
@@ -81,9 +85,11 @@ class HistoryTab:
         self.widget.add_class("mcp-nb-history")
         # Two pinned calls of one tool, compared (added below the rest of the tab).
         self.compare_button = w.Button(
-            description="Compare pinned", disabled=True, layout=w.Layout(width="auto"),
+            description="Compare pinned",
+            disabled=True,
+            layout=w.Layout(width="auto"),
             tooltip="pin two calls of the same tool, resource or prompt to see where they differ",
-        )  # fmt: skip
+        )
         self.compare_button.add_class("mcp-nb-compare-pinned")
         self.compare_button.on_click(guard("comparing the pinned calls", lambda _: self.compare_pinned()))
         self.comparison = w.HTML()
@@ -197,7 +203,9 @@ class HistoryTab:
         """Show where the two pinned calls differ: arguments, how each ended, its answer."""
         finals = self.comparable()
         if finals is None:
-            self.comparison.value = f'<span style="{ERROR.text}">pin two calls of the same tool, resource or prompt to compare them</span>'
+            self.comparison.value = (
+                f'<span style="{ERROR.text}">pin two calls of the same tool, resource or prompt to compare them</span>'
+            )
             return
         first, second = (as_call(r) for r in finals.itertuples(index=False))
         self.comparison.value = comparison_html(first, second, outcome_differences(first, second, arguments=True))
@@ -335,9 +343,11 @@ def counts_html(frame: pd.DataFrame) -> str:
     if frame.empty:
         return ""
     table = (
-        frame.groupby(["target", "name", "outcome"], observed=True).size().unstack("outcome", fill_value=0)
+        frame.groupby(["target", "name", "outcome"], observed=True)
+        .size()
+        .unstack("outcome", fill_value=0)
         .reindex(columns=list(OUTCOMES), fill_value=0)
-    )  # fmt: skip
+    )
     table["total"] = table.sum(axis=1)
     table = table.sort_values("total", ascending=False, kind="stable")
     line = border("-top")

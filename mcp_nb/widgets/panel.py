@@ -263,10 +263,15 @@ class Panel(PanelParts, w.VBox):
 
         def ask(field: Any, name: str, typed: str) -> None:
             form = made.get("form")
-            others = {} if form is None else {
-                other: f.widget.value for other, f in form.fields.items()
-                if other != name and isinstance(getattr(f.widget, "value", None), str) and f.widget.value
-            }  # fmt: skip
+            others = (
+                {}
+                if form is None
+                else {
+                    other: f.widget.value
+                    for other, f in form.fields.items()
+                    if other != name and isinstance(getattr(f.widget, "value", None), str) and f.widget.value
+                }
+            )
             asked = self.engine.loop.submit(suggested(connection, registration, name, typed, others))
 
             def heard(future) -> None:
@@ -278,7 +283,7 @@ class Panel(PanelParts, w.VBox):
         def suggest(field: Any, name: str, typed: str) -> None:
             ask(field, name, typed)
             # What the other fields may be can depend on this one (a team member of the department chosen).
-            for other, each in (made["form"].fields.items() if "form" in made else ()):
+            for other, each in made["form"].fields.items() if "form" in made else ():
                 if other != name and getattr(each, "_suggesting", False):
                     ask(each, other, each.widget.value)
 
@@ -501,9 +506,15 @@ class Panel(PanelParts, w.VBox):
         resets = target == "tool" and self.reset_on_progress.value
         try:
             call = self.engine.submit(
-                target, name, arguments, timeout, server=self.server, progress_listener=self._progressed,
-                ask=self.asker, reset_on_progress=resets,
-            )  # fmt: skip
+                target,
+                name,
+                arguments,
+                timeout,
+                server=self.server,
+                progress_listener=self._progressed,
+                ask=self.asker,
+                reset_on_progress=resets,
+            )
         except McpNbError as err:  # the engine's checks, before anything is sent (anything else is a bug: the guard shows it)
             self.problems.value = problems_html("Nothing was sent:", [str(err)])
             return None

@@ -49,7 +49,14 @@ class PanelParts:
         # A connection whose OAuth flow waits for the person: the link, and where its answer goes.
         self.authorize = AuthorizationBox(engine, lambda fn, *args: self._guard.enter("finishing an authorization", fn, *args))
         self.picker_box = w.VBox(
-            [w.HTML(section("server")), self.servers, self.authorize.widget, w.HTML(section("on the server")), self.filter, self.picker],
+            [
+                w.HTML(section("server")),
+                self.servers,
+                self.authorize.widget,
+                w.HTML(section("on the server")),
+                self.filter,
+                self.picker,
+            ],
             layout=w.Layout(width="auto", min_width="250px", max_width="45%", flex="0 1 auto", margin="0 14px 0 0"),
         )
         return self.picker_box
@@ -94,9 +101,12 @@ class PanelParts:
         self.timeout = w.Text(value=seconds_text(settings.timeout), layout=w.Layout(width="70px"))
         self.timeout.add_class("mcp-nb-timeout")
         self.reset_on_progress = w.Checkbox(
-            value=False, description="reset on progress", indent=False, layout=w.Layout(width="auto"),
+            value=False,
+            description="reset on progress",
+            indent=False,
+            layout=w.Layout(width="auto"),
             tooltip="each progress event of a tool restarts the deadline (never past 10 timeouts)",
-        )  # fmt: skip
+        )
         self.reset_on_progress.add_class("mcp-nb-reset-on-progress")
         # The running call's progress, as the server reports it; shown only while one reports.
         self.progress = w.FloatProgress(value=0.0, min=0.0, max=1.0, layout=w.Layout(width="140px", display="none"))

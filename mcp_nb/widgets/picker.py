@@ -25,7 +25,9 @@ NAME_SHOWN = 40  # characters of a name the picker shows; a longer one is shorte
 
 
 def picker_label(entry: Registration) -> str:
-    return f"{kind_label(entry):<9}".replace(" ", NBSP) + shortened(visible(entry.key, inline=True))  # a server's name for it: one safe line
+    return f"{kind_label(entry):<9}".replace(" ", NBSP) + shortened(
+        visible(entry.key, inline=True)
+    )  # a server's name for it: one safe line
 
 
 def shortened(name: str, limit: int = NAME_SHOWN) -> str:

@@ -15,9 +15,10 @@ question is answered from `elicit=`, the configured default, or cancelled, sayin
 from __future__ import annotations
 
 import asyncio
-import html
-from typing import Any, Callable
 import contextvars
+import html
+from collections.abc import Callable
+from typing import Any
 
 import ipywidgets as w
 from IPython.display import display
@@ -59,7 +60,8 @@ class Question:
             layout=w.Layout(flex="1 1 auto", min_width="0"),
         )
         buttons = w.HBox(
-            [self.accept, self.decline, self.cancel, note], layout=w.Layout(align_items="center", grid_gap="8px", flex_flow="row wrap")
+            [self.accept, self.decline, self.cancel, note],
+            layout=w.Layout(align_items="center", grid_gap="8px", flex_flow="row wrap"),
         )
         parts = [self.message] + ([self.form.widget] if self.form is not None else []) + [self.problems, buttons]
         self.widget = w.VBox(parts, layout=w.Layout(padding="4px 0", grid_gap="6px"))

@@ -89,8 +89,7 @@ STYLESHEET = f"""<style>
 
 # Red text and lines on a faint red, in either theme.
 PROBLEM_BOX = (
-    f"{ERROR.text};border:1px solid {ERROR.plain};border-color:currentColor;border-left-width:4px;"
-    f"border-radius:6px;{ERROR_TINT}"
+    f"{ERROR.text};border:1px solid {ERROR.plain};border-color:currentColor;border-left-width:4px;border-radius:6px;{ERROR_TINT}"
 )
 
 

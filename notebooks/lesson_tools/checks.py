@@ -108,7 +108,9 @@ def answered(value: Any, what: str, kind: type | tuple[type, ...], example: str,
         allowed = set(choices)
         unknown = sorted(map(repr, set(value) - allowed))
         if unknown:
-            raise CheckFailed(f"not answered yet: {', '.join(unknown)} in {what} is not one of {', '.join(sorted(map(str, allowed)))}")
+            raise CheckFailed(
+                f"not answered yet: {', '.join(unknown)} in {what} is not one of {', '.join(sorted(map(str, allowed)))}"
+            )
 
 
 def prediction_hints(hints: Mapping[str, str], **wrong: Any) -> str | None:

@@ -1,10 +1,10 @@
 """Processes the notebooks start: a pytest run and its JUnit report (notebook 09), a Python program in the background (06).
 
-    run = pytest_run(folder, "test_bookshop.py")     # python -m pytest -v test_bookshop.py, in `folder`
-    run.verdicts, run.summary, run.seen              # per test, the line pytest ends with, what each test recorded
+run = pytest_run(folder, "test_bookshop.py")     # python -m pytest -v test_bookshop.py, in `folder`
+run.verdicts, run.summary, run.seen              # per test, the line pytest ends with, what each test recorded
 
-    job = python_in_background(PROGRAM)              # a fresh Python process, its stdout read when it is done
-    job.lines()                                      # waits for it, then its output, line by line
+job = python_in_background(PROGRAM)              # a fresh Python process, its stdout read when it is done
+job.lines()                                      # waits for it, then its output, line by line
 """
 
 from __future__ import annotations
@@ -40,10 +40,25 @@ def pytest_run(folder: Path, *test_files: str, timeout: float = 120) -> PytestRu
     report = Path(folder) / "report.xml"
     report.unlink(missing_ok=True)
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-v", "--no-header", "--color=no", "-p", "no:cacheprovider",
-         "-o", "junit_family=xunit1", f"--junitxml={report.name}", *test_files],
-        cwd=folder, capture_output=True, text=True, timeout=timeout,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-v",
+            "--no-header",
+            "--color=no",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "junit_family=xunit1",
+            f"--junitxml={report.name}",
+            *test_files,
+        ],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     run = PytestRun(done.returncode, done.stdout)
     if not report.exists():
         return run
@@ -61,7 +76,9 @@ class PythonJob:
     """A Python program run in a process of its own while the notebook goes on."""
 
     def __init__(self, program: str) -> None:
-        self.process = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", program], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         self._out: str | None = None
         self.stderr = ""
 

@@ -94,7 +94,9 @@ class Served:
             raise RuntimeError(f"{self.url} is served already")
         config = uvicorn.Config(server.streamable_http_app(), log_config=None, timeout_graceful_shutdown=1)
         self._web = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._web.run, kwargs={"sockets": [self._listener]}, name=f"mcp-http-{self.url}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._web.run, kwargs={"sockets": [self._listener]}, name=f"mcp-http-{self.url}", daemon=True
+        )
         self._thread.start()
         given_up = time.monotonic() + timeout
         while not self._web.started and self._thread.is_alive() and time.monotonic() < given_up:

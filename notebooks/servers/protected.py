@@ -38,7 +38,6 @@ import time
 from typing import Any
 
 import uvicorn
-
 from mcp.server import MCPServer
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import (
@@ -161,9 +160,7 @@ class DemoAuthorizationServer:
         code = self.codes.get(authorization_code)
         return code if code is not None and code.client_id == client.client_id else None
 
-    async def exchange_authorization_code(
-        self, client: OAuthClientInformationFull, authorization_code: Code
-    ) -> OAuthToken:
+    async def exchange_authorization_code(self, client: OAuthClientInformationFull, authorization_code: Code) -> OAuthToken:
         code = authorization_code
         # Single use (OAuth 2.1 §4.1.3): gone before the tokens exist, so a replay finds nothing.
         self.codes.pop(code.code, None)
@@ -215,17 +212,29 @@ class DemoAuthorizationServer:
         # Whole seconds, as the SDK's bearer check compares them.
         expires_at = int(time.time()) + self.token_seconds
         self.access_tokens[access] = Access(
-            token=access, grant=grant, client_id=client_id, scopes=scopes, expires_at=expires_at,
-            resource=self.resource, subject=subject,
-        )  # fmt: skip
+            token=access,
+            grant=grant,
+            client_id=client_id,
+            scopes=scopes,
+            expires_at=expires_at,
+            resource=self.resource,
+            subject=subject,
+        )
         self.refresh_tokens[refresh] = Refresh(
-            token=refresh, grant=grant, client_id=client_id, scopes=grant_scopes or scopes,
-            resource=self.resource, subject=subject,
-        )  # fmt: skip
+            token=refresh,
+            grant=grant,
+            client_id=client_id,
+            scopes=grant_scopes or scopes,
+            resource=self.resource,
+            subject=subject,
+        )
         return OAuthToken(
-            access_token=access, token_type="Bearer", expires_in=self.token_seconds,
-            scope=" ".join(scopes) or None, refresh_token=refresh,
-        )  # fmt: skip
+            access_token=access,
+            token_type="Bearer",
+            expires_in=self.token_seconds,
+            scope=" ".join(scopes) or None,
+            refresh_token=refresh,
+        )
 
     def _forget(self, grant: str) -> None:
         for store in (self.access_tokens, self.refresh_tokens, self.codes):

@@ -98,7 +98,11 @@ def contrast(page, selector: str, skip: str | None = None) -> list[dict]:
 
 
 def below_aa(measured: list[dict]) -> list[str]:
-    return [f"{m['ratio']:.2f}:1 {m['text']!r} ({m['color']} as {m['fg']} on {m['bg']}) at {m['where']}" for m in measured if m["ratio"] < AA]
+    return [
+        f"{m['ratio']:.2f}:1 {m['text']!r} ({m['color']} as {m['fg']} on {m['bg']}) at {m['where']}"
+        for m in measured
+        if m["ratio"] < AA
+    ]
 
 
 def summary(measured: list[dict]) -> str:
@@ -145,7 +149,9 @@ def run_all(page) -> None:
 
 
 def _menu_item(page, label: str):
-    return page.locator(".lm-Menu-item").filter(has=page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{re.escape(label)}$")))
+    return page.locator(".lm-Menu-item").filter(
+        has=page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{re.escape(label)}$"))
+    )
 
 
 def use_theme(page, theme: str) -> None:

@@ -79,11 +79,21 @@ def voila(tmp_path_factory):
     with open(log_path, "w") as log:
         server = subprocess.Popen(
             [
-                sys.executable, "-m", "voila", "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1",
-                "--Voila.port_retries=0", f"--token={token}", str(served),
+                sys.executable,
+                "-m",
+                "voila",
+                "--no-browser",
+                f"--port={port}",
+                "--Voila.ip=127.0.0.1",
+                "--Voila.port_retries=0",
+                f"--token={token}",
+                str(served),
             ],
-            env=env, stdout=log, stderr=subprocess.STDOUT, cwd=served,
-        )  # fmt: skip
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=served,
+        )
         url = f"http://127.0.0.1:{port}"
         try:
             # The tree page answers without starting a kernel (a notebook's page starts one).

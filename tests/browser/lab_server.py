@@ -17,10 +17,10 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping
 
 CHROMIUM = os.environ.get("MCP_NB_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -106,13 +106,25 @@ def jupyterlab(base: Path, served: Path, env: Mapping[str, str] = {}) -> Iterato
     with open(log_path, "w") as log:
         server = subprocess.Popen(
             [
-                sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
-                "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-                f"--IdentityProvider.token={token}", "--ServerApp.password=", f"--ServerApp.root_dir={served}",
-                "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                sys.executable,
+                "-m",
+                "jupyterlab",
+                "--no-browser",
+                "--allow-root",
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={port}",
+                "--ServerApp.port_retries=0",
+                f"--IdentityProvider.token={token}",
+                "--ServerApp.password=",
+                f"--ServerApp.root_dir={served}",
+                "--LabApp.news_url=None",
+                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
             ],
-            env=environment, stdout=log, stderr=subprocess.STDOUT, cwd=served,
-        )  # fmt: skip
+            env=environment,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=served,
+        )
         url = f"http://127.0.0.1:{port}"
         try:
             wait_until_up(server, f"{url}/api/status?token={token}", log_path, "JupyterLab")

@@ -56,7 +56,7 @@ SCENES = [
     'COLOURS = {"result": "#1a7f37", "tool_error": "#b35900", "protocol_error": "#cf222e", "timeout": "#6f42c1"}\n'
     "calls = mcp_nb.history().to_frame()\n"
     'per_tool = calls.groupby(["name", "outcome"], observed=False).size().unstack()\n'
-    'ax = per_tool.plot.barh(stacked=True, color=[COLOURS[o] for o in per_tool.columns], figsize=(8, 2.2))\n'
+    "ax = per_tool.plot.barh(stacked=True, color=[COLOURS[o] for o in per_tool.columns], figsize=(8, 2.2))\n"
     'ax.set(title="Calls per tool, by outcome type", ylabel="")\n'
     'ax.legend(loc="center left", bbox_to_anchor=(1, 0.5), frameon=False)\n'
     "plt.show()",
@@ -72,7 +72,9 @@ SCENES = [
 
 def readme_cells() -> list[str]:
     """The README's quickstart: each of its ```python blocks, a cell of its own."""
-    return [body.rstrip("\n") for language, body in FENCE.findall(README.read_text(encoding="utf-8")) if language.strip() == "python"]
+    return [
+        body.rstrip("\n") for language, body in FENCE.findall(README.read_text(encoding="utf-8")) if language.strip() == "python"
+    ]
 
 
 def notebook() -> dict:

@@ -16,6 +16,7 @@ from browser_pages import (
     LIGHT,
     OUTCOME,
     PANEL,
+    STORED,
     below_aa,
     call,
     contrast,
@@ -25,9 +26,8 @@ from browser_pages import (
     run_all,
     styles,
     summary,
-    type_in,
-    STORED,
     theme_value,
+    type_in,
     use_theme,
     visible_line,
 )

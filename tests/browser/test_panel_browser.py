@@ -163,9 +163,15 @@ def test_the_panel_calls_each_kind_of_tool_and_shows_each_outcome(page, lab, art
     assert "plan_trip" in outcome_text(page)
     model_sees = " ".join(page.locator(f"{OUTCOME} pre").first.inner_text().split())
     expected = {
-        "city": "Lisbon", "nights": 3, "budget": None, "pace": "normal", "interests": ["food", "parks"],
-        "stops": ["Sintra"], "hotel": {"name": "Casa Azul", "stars": 3}, "refundable": True,
-    }  # fmt: skip
+        "city": "Lisbon",
+        "nights": 3,
+        "budget": None,
+        "pace": "normal",
+        "interests": ["food", "parks"],
+        "stops": ["Sintra"],
+        "hotel": {"name": "Casa Azul", "stars": 3},
+        "refundable": True,
+    }
     assert json.loads(model_sees) == expected, model_sees
 
     # History: counts per name, and a chosen call goes back into the form.

@@ -5,10 +5,9 @@ artifacts/browser/."""
 
 from __future__ import annotations
 
+import peers
 import pytest
 from browser_pages import OUTCOME, PANEL, call, open_notebook, outcome_badge, pick, run_all, shot
-
-import peers
 
 QUESTION = f"{PANEL} .mcp-nb-question-box"
 

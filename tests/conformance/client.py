@@ -160,19 +160,26 @@ def authorization_code_auth(url):
     """mcp_nb's own notebook flow (the SDK's OAuthClientProvider underneath), its tokens in a
     TokenFile under a folder of this run's own."""
     return mcp_nb.OAuth(
-        callback="loopback", open_browser=follow, client_id=CONTEXT.get("client_id"),
-        client_secret=CONTEXT.get("client_secret"), client_name="mcp_nb conformance client",
-        client_metadata_url="https://conformance-test.local/client-metadata.json", timeout=30,
-    )  # fmt: skip
+        callback="loopback",
+        open_browser=follow,
+        client_id=CONTEXT.get("client_id"),
+        client_secret=CONTEXT.get("client_secret"),
+        client_name="mcp_nb conformance client",
+        client_metadata_url="https://conformance-test.local/client-metadata.json",
+        timeout=30,
+    )
 
 
 def client_credentials_basic(url):
     from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 
     auth = ClientCredentialsOAuthProvider(
-        server_url=url, storage=Storage(), client_id=CONTEXT["client_id"], client_secret=CONTEXT["client_secret"],
+        server_url=url,
+        storage=Storage(),
+        client_id=CONTEXT["client_id"],
+        client_secret=CONTEXT["client_secret"],
         token_endpoint_auth_method="client_secret_basic",
-    )  # fmt: skip
+    )
     authorized(url, auth)
 
 
@@ -180,13 +187,17 @@ def client_credentials_jwt(url):
     from mcp.client.auth.extensions.client_credentials import PrivateKeyJWTOAuthProvider, SignedJWTParameters
 
     signed = SignedJWTParameters(
-        issuer=CONTEXT["client_id"], subject=CONTEXT["client_id"],
-        signing_algorithm=CONTEXT.get("signing_algorithm", "ES256"), signing_key=CONTEXT["private_key_pem"],
-    )  # fmt: skip
+        issuer=CONTEXT["client_id"],
+        subject=CONTEXT["client_id"],
+        signing_algorithm=CONTEXT.get("signing_algorithm", "ES256"),
+        signing_key=CONTEXT["private_key_pem"],
+    )
     auth = PrivateKeyJWTOAuthProvider(
-        server_url=url, storage=Storage(), client_id=CONTEXT["client_id"],
+        server_url=url,
+        storage=Storage(),
+        client_id=CONTEXT["client_id"],
         assertion_provider=signed.create_assertion_provider(),
-    )  # fmt: skip
+    )
     authorized(url, auth)
 
 
@@ -209,20 +220,29 @@ def enterprise_managed(url):
 
     async def identity_assertion(audience: str, resource: str) -> str:
         async with httpx2.AsyncClient(timeout=30.0) as http:
-            answer = await http.post(CONTEXT["idp_token_endpoint"], data={
-                "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
-                "requested_token_type": "urn:ietf:params:oauth:token-type:id-jag",
-                "subject_token": CONTEXT["idp_id_token"],
-                "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
-                "audience": audience, "resource": resource, "client_id": CONTEXT["idp_client_id"],
-            })  # fmt: skip
+            answer = await http.post(
+                CONTEXT["idp_token_endpoint"],
+                data={
+                    "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+                    "requested_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+                    "subject_token": CONTEXT["idp_id_token"],
+                    "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
+                    "audience": audience,
+                    "resource": resource,
+                    "client_id": CONTEXT["idp_client_id"],
+                },
+            )
         return answer.raise_for_status().json()["access_token"]
 
     auth = IdentityAssertionOAuthProvider(
-        server_url=url, storage=Storage(), client_id=CONTEXT["client_id"], client_secret=CONTEXT["client_secret"],
-        issuer=asyncio.run(issuer()), assertion_provider=identity_assertion,
+        server_url=url,
+        storage=Storage(),
+        client_id=CONTEXT["client_id"],
+        client_secret=CONTEXT["client_secret"],
+        issuer=asyncio.run(issuer()),
+        assertion_provider=identity_assertion,
         token_endpoint_auth_method="client_secret_basic",
-    )  # fmt: skip
+    )
     authorized(url, auth)
 
 

@@ -13,10 +13,13 @@ TOOL = {"name": "ping", "description": "Answers pong", "inputSchema": {"type": "
 
 def answer(method: str, params: dict) -> dict:
     if method == "initialize":
-        return {"result": {
-            "protocolVersion": "2025-11-25", "serverInfo": {"name": "broken-listing", "version": "1.0.0"},
-            "capabilities": {"tools": {}, "resources": {}, "prompts": {}},
-        }}  # fmt: skip
+        return {
+            "result": {
+                "protocolVersion": "2025-11-25",
+                "serverInfo": {"name": "broken-listing", "version": "1.0.0"},
+                "capabilities": {"tools": {}, "resources": {}, "prompts": {}},
+            }
+        }
     if method == "tools/list":
         return {"result": {"tools": [TOOL]}}
     if method == "tools/call":

@@ -15,8 +15,11 @@ TOOLS = [
     {"name": "mean", "inputSchema": {"type": "object"}, "outputSchema": NUMBER},
     {"name": "spread", "inputSchema": {"type": "object"}},
     {"name": "count", "inputSchema": {"type": "object"}, "outputSchema": NUMBER},
-    {"name": "huge", "inputSchema": {"type": "object"},
-     "outputSchema": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 10**400, "multipleOf": 10**399}}}},
+    {
+        "name": "huge",
+        "inputSchema": {"type": "object"},
+        "outputSchema": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 10**400, "multipleOf": 10**399}}},
+    },
 ]
 ANSWERS = {
     "mean": {"value": float("nan")},
@@ -28,10 +31,13 @@ ANSWERS = {
 
 def answer(method: str, params: dict) -> dict:
     if method == "initialize":
-        return {"result": {
-            "protocolVersion": "2025-11-25", "serverInfo": {"name": "nan-numbers", "version": "1.0.0"},
-            "capabilities": {"tools": {}},
-        }}  # fmt: skip
+        return {
+            "result": {
+                "protocolVersion": "2025-11-25",
+                "serverInfo": {"name": "nan-numbers", "version": "1.0.0"},
+                "capabilities": {"tools": {}},
+            }
+        }
     if method == "tools/list":
         return {"result": {"tools": TOOLS}}
     if method == "tools/call":

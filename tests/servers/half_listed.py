@@ -23,7 +23,9 @@ async def list_resources(ctx, params) -> types.ListResourcesResult:
     return types.ListResourcesResult(resources=[types.Resource(name="schema", uri="memo://schema")])
 
 
-server = Server("half-listed", version="1.0.0", on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources)
+server = Server(
+    "half-listed", version="1.0.0", on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources
+)
 
 
 async def main() -> None:

@@ -25,7 +25,7 @@ import uvicorn
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "notebooks" / "servers"))
 from protected import HOST, build  # noqa: E402 - the real server, from its own file
 
-FAKE_TRACEBACK = 'Traceback (most recent call last):\n  File "/srv/auth/views.py", line 12, in token\nKeyError: \'user\''
+FAKE_TRACEBACK = "Traceback (most recent call last):\n  File \"/srv/auth/views.py\", line 12, in token\nKeyError: 'user'"
 PAGE = (
     "<!DOCTYPE html>\n<html>\n<head><title>400 Bad Request</title></head>\n<body>\n<h1>Bad Request</h1>\n"
     f"<pre>\n{FAKE_TRACEBACK}\n</pre>\n</body>\n</html>\n"
@@ -39,9 +39,21 @@ ANSWERS = {
     "html-400": (400, "text/html", PAGE),
     "login-200": (200, "text/html", LOGIN),
     "huge-400": (400, "text/plain", "E" * (8 * 1024 * 1024)),
-    "huge-line-400": (400, "application/json", json.dumps({"error": "invalid_grant", "error_description": "x" * (8 * 1024 * 1024)})),
-    "newlines-400": (400, "application/json", json.dumps({"error": "invalid_grant", "error_description": "the code expired\n" + FAKE_TRACEBACK})),
-    "controls-400": (400, "application/json", json.dumps({"error": "invalid_client", "error_description": "\x1b[2J\x1b[31mred\x1b[0m \u202eevil\x07 \x00"})),
+    "huge-line-400": (
+        400,
+        "application/json",
+        json.dumps({"error": "invalid_grant", "error_description": "x" * (8 * 1024 * 1024)}),
+    ),
+    "newlines-400": (
+        400,
+        "application/json",
+        json.dumps({"error": "invalid_grant", "error_description": "the code expired\n" + FAKE_TRACEBACK}),
+    ),
+    "controls-400": (
+        400,
+        "application/json",
+        json.dumps({"error": "invalid_client", "error_description": "\x1b[2J\x1b[31mred\x1b[0m \u202eevil\x07 \x00"}),
+    ),
     "wrong-shape-200": (200, "application/json", json.dumps({"access_token": ["not", "text"], "token_type": 7})),
 }
 PATHS = {

@@ -61,7 +61,11 @@ def tools() -> list[dict]:
     if MODE == "odd_names":
         listed += [
             {"name": "two\nlines", "inputSchema": {"type": "object"}, "description": "a name of two lines"},
-            {"name": "<script>alert(1)</script>", "inputSchema": {"type": "object"}, "description": "<img src=x onerror=alert(2)>"},
+            {
+                "name": "<script>alert(1)</script>",
+                "inputSchema": {"type": "object"},
+                "description": "<img src=x onerror=alert(2)>",
+            },
             {"name": f"evil{BIDI}txt.exe", "inputSchema": {"type": "object"}, "description": f"bidi {BIDI} here"},
             {"name": "bell\x07\x1b[31mred", "inputSchema": {"type": "object"}, "description": "\x1b[2J cleared"},
             {"name": "n" * 5000, "inputSchema": {"type": "object"}, "description": "d" * 2_000_000},
@@ -74,9 +78,21 @@ def tools() -> list[dict]:
         listed += [
             {"name": "deep_schema", "inputSchema": deep},
             {"name": "odd_required", "inputSchema": {"type": "object", "properties": {"x": True, "y": False}, "required": ["x"]}},
-            {"name": "odd_enum", "inputSchema": {"type": "object", "properties": {"x": {"enum": [1e308, -0.0, "<b>", None, {"a": []}]}}}},
-            {"name": "huge_default", "inputSchema": {"type": "object", "properties": {"x": {"type": "integer", "default": 10**400}}}},
-            {"name": "html_props", "inputSchema": {"type": "object", "properties": {"<i>x</i>": {"type": "string", "description": "</td><script>alert(3)</script>"}}}},
+            {
+                "name": "odd_enum",
+                "inputSchema": {"type": "object", "properties": {"x": {"enum": [1e308, -0.0, "<b>", None, {"a": []}]}}},
+            },
+            {
+                "name": "huge_default",
+                "inputSchema": {"type": "object", "properties": {"x": {"type": "integer", "default": 10**400}}},
+            },
+            {
+                "name": "html_props",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"<i>x</i>": {"type": "string", "description": "</td><script>alert(3)</script>"}},
+                },
+            },
         ]
     if MODE == "many_tools":
         listed += [{"name": f"t{i}", "inputSchema": {"type": "object"}} for i in range(5000)]
@@ -106,7 +122,7 @@ def call_tool(rid, name: str, args: dict, meta: dict) -> None:  # noqa: C901 - o
     elif name == "listings":
         answer(rid, text(str(LISTINGS[args.get("method", "tools/list")])))
     elif name == "garbage":
-        send_raw(b"this is no json\n{\"jsonrpc\": \"2.0\"\n[1,2,3]\n{\"jsonrpc\":\"2.0\",\"id\":null,\"result\":{}}\n\xff\xfe\n")
+        send_raw(b'this is no json\n{"jsonrpc": "2.0"\n[1,2,3]\n{"jsonrpc":"2.0","id":null,"result":{}}\n\xff\xfe\n')
         answer(rid, text("after garbage"))
     elif name == "dup_id":
         answer(rid, text("first"))
@@ -133,29 +149,75 @@ def call_tool(rid, name: str, args: dict, meta: dict) -> None:  # noqa: C901 - o
     elif name == "half_line":
         send_raw(b'{"jsonrpc": "2.0", "id": ' + json.dumps(rid).encode() + b', "result": {"content": [{"type": "te')
     elif name == "nan":
-        send_raw(b'{"jsonrpc": "2.0", "id": ' + json.dumps(rid).encode() + b', "result": {"content": [{"type": "text", "text": "x"}], "structuredContent": {"v": NaN, "w": Infinity}}}\n')
+        send_raw(
+            b'{"jsonrpc": "2.0", "id": '
+            + json.dumps(rid).encode()
+            + b', "result": {"content": [{"type": "text", "text": "x"}], "structuredContent": {"v": NaN, "w": Infinity}}}\n'
+        )
     elif name == "huge_int":
-        send_raw(b'{"jsonrpc": "2.0", "id": ' + json.dumps(rid).encode() + b', "result": {"content": [{"type": "text", "text": "x"}], "structuredContent": {"v": ' + b"9" * 5000 + b"}}}\n")
+        send_raw(
+            b'{"jsonrpc": "2.0", "id": '
+            + json.dumps(rid).encode()
+            + b', "result": {"content": [{"type": "text", "text": "x"}], "structuredContent": {"v": '
+            + b"9" * 5000
+            + b"}}}\n"
+        )
     elif name == "deep":
         depth = int(args.get("depth", 100000))
-        send_raw(b'{"jsonrpc": "2.0", "id": ' + json.dumps(rid).encode() + b', "result": {"content": [{"type": "text", "text": "x"}], "structuredContent": {"v": ' + b"[" * depth + b"]" * depth + b"}}}\n")
+        send_raw(
+            b'{"jsonrpc": "2.0", "id": '
+            + json.dumps(rid).encode()
+            + b', "result": {"content": [{"type": "text", "text": "x"}], "structuredContent": {"v": '
+            + b"[" * depth
+            + b"]" * depth
+            + b"}}}\n"
+        )
     elif name == "deep_id_last":  # the id after a result nested past any parser's depth
-        send_raw(b'{"jsonrpc": "2.0", "result": {"content": [], "structuredContent": {"v": ' + b"[" * 100000 + b"]" * 100000 + b'}}, "id": ' + json.dumps(rid).encode() + b"}\n")
+        send_raw(
+            b'{"jsonrpc": "2.0", "result": {"content": [], "structuredContent": {"v": '
+            + b"[" * 100000
+            + b"]" * 100000
+            + b'}}, "id": '
+            + json.dumps(rid).encode()
+            + b"}\n"
+        )
     elif name == "result_list_id_text":  # the request's id as text, which the SDK takes for it
         answer(str(rid), [1, 2, 3])
     elif name == "surrogate":
-        send_raw(b'{"jsonrpc": "2.0", "id": ' + json.dumps(rid).encode() + b', "result": {"content": [{"type": "text", "text": "lone \\ud800 surrogate \\udfff"}]}}\n')
+        send_raw(
+            b'{"jsonrpc": "2.0", "id": '
+            + json.dumps(rid).encode()
+            + b', "result": {"content": [{"type": "text", "text": "lone \\ud800 surrogate \\udfff"}]}}\n'
+        )
     elif name == "nul":
         answer(rid, text("nul\x00byte and \x1b[31mred\x1b[0m and " + BIDI + "bidi"))
     elif name == "html_text":
-        answer(rid, {"content": [{"type": "text", "text": "<script>alert(6)</script><img src=x onerror=alert(7)>"}],
-                     "structuredContent": {"<b>k</b>": "</code><script>alert(8)</script>"}, "isError": False})
+        answer(
+            rid,
+            {
+                "content": [{"type": "text", "text": "<script>alert(6)</script><img src=x onerror=alert(7)>"}],
+                "structuredContent": {"<b>k</b>": "</code><script>alert(8)</script>"},
+                "isError": False,
+            },
+        )
     elif name == "error_huge":
         send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": "E" * 8_000_000, "data": "D" * 1_000_000}})
     elif name == "error_odd":
-        send({"jsonrpc": "2.0", "id": rid, "error": {"code": "not a number", "message": ["not", "text"], "data": {"deep": [[[[]]]]}}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "error": {"code": "not a number", "message": ["not", "text"], "data": {"deep": [[[[]]]]}},
+            }
+        )
     elif name == "error_control":
-        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": "first\nTraceback (most recent call last):\n  File \"x\"\x1b[31m" + BIDI}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "error": {"code": -32000, "message": 'first\nTraceback (most recent call last):\n  File "x"\x1b[31m' + BIDI},
+            }
+        )
     elif name == "result_list":
         answer(rid, [1, 2, 3])
     elif name == "both":
@@ -170,10 +232,24 @@ def call_tool(rid, name: str, args: dict, meta: dict) -> None:  # noqa: C901 - o
         send({"jsonrpc": "2.0", "id": "srv-odd", "method": "no/such/method", "params": {"x": 1}})
         later(0.2, lambda: answer(rid, text("after an unknown request")))
     elif name == "sample_garbage":
-        send({"jsonrpc": "2.0", "id": "srv-sample", "method": "sampling/createMessage", "params": {"messages": "not a list", "maxTokens": "many"}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": "srv-sample",
+                "method": "sampling/createMessage",
+                "params": {"messages": "not a list", "maxTokens": "many"},
+            }
+        )
         later(0.3, lambda: answer(rid, text("after garbage sampling")))
     elif name == "elicit_garbage":
-        send({"jsonrpc": "2.0", "id": "srv-elicit", "method": "elicitation/create", "params": {"message": 5, "requestedSchema": [1]}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": "srv-elicit",
+                "method": "elicitation/create",
+                "params": {"message": 5, "requestedSchema": [1]},
+            }
+        )
         later(0.3, lambda: answer(rid, text("after garbage elicitation")))
     elif name == "roots_flood":
         for i in range(500):
@@ -182,13 +258,26 @@ def call_tool(rid, name: str, args: dict, meta: dict) -> None:  # noqa: C901 - o
     elif name == "progress_odd":
         odd = [float("nan"), float("inf"), -1, 10**400, "many", None]
         for progress in [odd[i] for i in args.get("which", range(len(odd)))]:
-            params = {"progressToken": token if token is not None else "none", "progress": progress, "total": args.get("total", "x"), "message": "m\x1b[2J" * 1000}
-            send_raw(json.dumps({"jsonrpc": "2.0", "method": "notifications/progress", "params": params}, default=str).encode() + b"\n")
+            params = {
+                "progressToken": token if token is not None else "none",
+                "progress": progress,
+                "total": args.get("total", "x"),
+                "message": "m\x1b[2J" * 1000,
+            }
+            send_raw(
+                json.dumps({"jsonrpc": "2.0", "method": "notifications/progress", "params": params}, default=str).encode() + b"\n"
+            )
         send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "not-yours", "progress": 1}})
         answer(rid, text("after odd progress"))
     elif name == "log_odd":
         for level in ("info", "nonsense", None, 5):
-            send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": level, "logger": "l\nx\x1b[31m" + BIDI, "data": {"deep": "v" * 100_000}}})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/message",
+                    "params": {"level": level, "logger": "l\nx\x1b[31m" + BIDI, "data": {"deep": "v" * 100_000}},
+                }
+            )
         send_raw(b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"error","data":NaN}}\n')
         answer(rid, text("after odd logs"))
     elif name == "slow_trickle":
@@ -204,8 +293,15 @@ def call_tool(rid, name: str, args: dict, meta: dict) -> None:  # noqa: C901 - o
         send_raw(b'{"jsonrpc": "2.0", "id": ')
         os._exit(3)
     elif name == "batch":
-        send_raw(json.dumps([{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "batched"}},
-                             {"jsonrpc": "2.0", "id": rid, "result": text("in a batch")}]).encode() + b"\n")
+        send_raw(
+            json.dumps(
+                [
+                    {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "batched"}},
+                    {"jsonrpc": "2.0", "id": rid, "result": text("in a batch")},
+                ]
+            ).encode()
+            + b"\n"
+        )
         later(0.3, lambda: answer(rid, text("after a batch")))
     else:
         send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": f"Unknown tool: {name}"}})
@@ -218,7 +314,10 @@ ADDED: set[str] = set()  # the kinds `list_changed_flood` added one more of, aft
 def list_tools(rid) -> None:
     LISTINGS["tools/list"] += 1
     if MODE == "garbage_list":
-        answer(rid, {"tools": [{"name": 5}, "not a tool", {"inputSchema": None}, {"name": "fine", "inputSchema": {"type": "object"}}]})
+        answer(
+            rid,
+            {"tools": [{"name": 5}, "not a tool", {"inputSchema": None}, {"name": "fine", "inputSchema": {"type": "object"}}]},
+        )
         return
     added = [{"name": "added_late", "inputSchema": {"type": "object"}}] if "tools" in ADDED else []
     answer(rid, {"tools": tools() + added})
@@ -246,7 +345,12 @@ def main() -> None:
         if rid is None:
             continue  # a notification
         if method == "initialize":
-            capabilities = {"tools": {"listChanged": True}, "logging": {}, "resources": {"subscribe": True, "listChanged": True}, "prompts": {"listChanged": True}}
+            capabilities = {
+                "tools": {"listChanged": True},
+                "logging": {},
+                "resources": {"subscribe": True, "listChanged": True},
+                "prompts": {"listChanged": True},
+            }
             result = {"protocolVersion": "2025-11-25", "capabilities": capabilities, "serverInfo": info()}
             if instructions() is not None:
                 result["instructions"] = instructions()
@@ -258,7 +362,9 @@ def main() -> None:
         elif method == "tools/call":
             call_tool(rid, params.get("name"), params.get("arguments") or {}, params.get("_meta") or {})
         elif method in ("resources/list", "resources/templates/list", "prompts/list"):
-            key = {"resources/list": "resources", "resources/templates/list": "resourceTemplates", "prompts/list": "prompts"}[method]
+            key = {"resources/list": "resources", "resources/templates/list": "resourceTemplates", "prompts/list": "prompts"}[
+                method
+            ]
             answer(rid, {key: listed(method)})
         elif method == "resources/read" and params.get("uri") == "mem://invalid":
             answer(rid, [1, 2, 3])  # a result that is a list

@@ -12,7 +12,11 @@ from mcp.server.mcpserver import Context, MCPServer
 warnings.simplefilter("ignore")  # sampling is deprecated at 2026-07-28; this server speaks 2025-11-25
 
 server = MCPServer("planner")
-LOOKUP = types.Tool(name="lookup", description="Find a book's author", input_schema={"type": "object", "properties": {"title": {"type": "string"}}})
+LOOKUP = types.Tool(
+    name="lookup",
+    description="Find a book's author",
+    input_schema={"type": "object", "properties": {"title": {"type": "string"}}},
+)
 
 
 @server.tool()

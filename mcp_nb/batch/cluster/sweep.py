@@ -19,6 +19,7 @@ answered here: its calls the kernel never heard of are recorded as `worker_lost`
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import concurrent.futures
 import math
@@ -27,7 +28,6 @@ import threading
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
-import asyncio
 
 from mcp_nb._version import __version__
 from mcp_nb.batch.cluster import require_distributed, toolbox, worker
@@ -43,9 +43,19 @@ PARTITIONS_PER_THREAD = 4  # the default split: enough partitions to balance, fe
 
 
 def run_cluster_sweep(
-    engine, name, grid, *, cluster, concurrency=8, timeout=None, retry=None, progress=True, server=None,
-    partition_size=None, stop: threading.Event | None = None,
-) -> pd.DataFrame:  # fmt: skip
+    engine,
+    name,
+    grid,
+    *,
+    cluster,
+    concurrency=8,
+    timeout=None,
+    retry=None,
+    progress=True,
+    server=None,
+    partition_size=None,
+    stop: threading.Event | None = None,
+) -> pd.DataFrame:
     distributed = require_distributed()
     sweep = ClusterSweep(engine, name, argument_sets(grid), concurrency, timeout, retry, server, partition_size)
     client, owned = client_for(distributed, cluster)
@@ -138,7 +148,9 @@ class ClusterSweep:
         other = {address: version for address, version in versions.items() if version != __version__}
         if other:
             address, version = next(iter(other.items()))
-            raise RuntimeError(f"the dask worker {address} runs mcp_nb {version}, this kernel {__version__}: install the same on both")
+            raise RuntimeError(
+                f"the dask worker {address} runs mcp_nb {version}, this kernel {__version__}: install the same on both"
+            )
         return sum(threads.values())
 
     # -- the batch the kernel waits on ----------------------------------------------------------
@@ -149,15 +161,26 @@ class ClusterSweep:
 
     def start(self) -> None:
         job = worker.Job(
-            sweep=self.id, name=self.name, timeout=self.calls[0].timeout if self.calls else 0.0,
-            retry=self.calls[0].rule if self.calls else None, concurrency=self.concurrency, server=self.server,
+            sweep=self.id,
+            name=self.name,
+            timeout=self.calls[0].timeout if self.calls else 0.0,
+            retry=self.calls[0].rule if self.calls else None,
+            concurrency=self.concurrency,
+            server=self.server,
             seen=self.faults.drawn() if self.seeded else None,
-        )  # fmt: skip
+        )
         for k, positions in enumerate(self.partitions):
             future = self._client.submit(
-                worker.run_partition, self.blob, self.digest, job, k, positions,
-                [self.calls[p].arguments for p in positions], key=f"{self.id}-{k}", pure=False,
-            )  # fmt: skip
+                worker.run_partition,
+                self.blob,
+                self.digest,
+                job,
+                k,
+                positions,
+                [self.calls[p].arguments for p in positions],
+                key=f"{self.id}-{k}",
+                pure=False,
+            )
             self._futures[future] = k
             self._pending.add(future)
             future.add_done_callback(lambda _: self._woken.set())
@@ -244,18 +267,27 @@ class ClusterSweep:
             ledger.lose(k, self.partitions[k], getattr(last, "address", str(last)), "died while it ran the partition")
         else:
             ledger.lose(
-                k, self.partitions[k], ledger.runners.get(k), f"the partition failed there: {first_line(error, named=True)}",
+                k,
+                self.partitions[k],
+                ledger.runners.get(k),
+                f"the partition failed there: {first_line(error, named=True)}",
                 cause="client_error",
-            )  # fmt: skip
+            )
 
     # -- the result -----------------------------------------------------------------------------
 
     def frame(self, interrupted: bool) -> pd.DataFrame:
         """One row per call that was made, in the grid's order, with the worker that made it."""
         return result_frame(
-            self.sets, self.ledger.outcomes(), extra=("worker",), tool=self.name, calls=len(self.sets),
-            completed=self.done, interrupted=interrupted, partitions=len(self.partitions),
-        )  # fmt: skip
+            self.sets,
+            self.ledger.outcomes(),
+            extra=("worker",),
+            tool=self.name,
+            calls=len(self.sets),
+            completed=self.done,
+            interrupted=interrupted,
+            partitions=len(self.partitions),
+        )
 
 
 def _stop_on_workers(client, sweep: str) -> tuple[set[int], set[str]]:
@@ -281,6 +313,7 @@ def _stop_on_workers(client, sweep: str) -> tuple[set[int], set[str]]:
 
 def _release_claims(client, names: list[str]) -> None:
     """Forget the partitions' claims on the scheduler, all in one round (a cleared dask Event is deleted)."""
+
     async def clear_all() -> None:
         await asyncio.gather(*(client.scheduler.event_clear(name=name) for name in names), return_exceptions=True)
 

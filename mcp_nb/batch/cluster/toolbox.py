@@ -26,17 +26,18 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import inspect
-from dataclasses import dataclass
-from typing import Any, Callable
 import pickle
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from mcp_nb import libraries as lib
 from mcp_nb._version import __version__
 from mcp_nb.calling.connections import RemoteConnection, ServerSpec
 from mcp_nb.calling.engine import Engine
+from mcp_nb.mistakes import BadValue, first_line
 from mcp_nb.registering.faults import Faults
 from mcp_nb.registering.registry import ANNOTATION_FLAGS, Registration
-from mcp_nb.mistakes import BadValue, first_line
 
 FLAG_NAMES = {camel: flag for flag, camel in ANNOTATION_FLAGS.items()}
 FAULT_FIELDS = ("latency", "tool_error", "crash", "protocol_error", "seed")
@@ -165,12 +166,18 @@ def _register(registry: Any, shipped: Shipped) -> Registration:
     r = shipped.registration
     if r.kind == "tool":
         return registry.add_tool(
-            r.function, name=r.name, title=r.title, description=r.description,
-            annotations={FLAG_NAMES[camel]: True for camel in r.annotations}, input_schema=r.input_schema,
+            r.function,
+            name=r.name,
+            title=r.title,
+            description=r.description,
+            annotations={FLAG_NAMES[camel]: True for camel in r.annotations},
+            input_schema=r.input_schema,
             inject=Faults(**shipped.faults) if shipped.faults else None,
-        )  # fmt: skip
+        )
     if r.kind == "resource":
-        return registry.add_resource(r.function, r.uri, name=r.name, title=r.title, description=r.description, mime_type=r.mime_type)
+        return registry.add_resource(
+            r.function, r.uri, name=r.name, title=r.title, description=r.description, mime_type=r.mime_type
+        )
     return registry.add_prompt(r.function, name=r.name, title=r.title, description=r.description)
 
 

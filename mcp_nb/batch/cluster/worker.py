@@ -241,7 +241,9 @@ def _close_at_exit() -> None:
         atexit.register(_engines.close_all)
 
 
-def _run(worker: Any, address: str, engine: Any, job: Job, k: int, positions: list[int], sets: list[dict], run: _Run) -> Partition:
+def _run(
+    worker: Any, address: str, engine: Any, job: Job, k: int, positions: list[int], sets: list[dict], run: _Run
+) -> Partition:
     _seeded_faults(engine, job)
     lock = threading.Lock()
     records: list = []

@@ -212,7 +212,10 @@ class Connection:
         if not waiting:
             return None, "it came during no call of mcp_nb's on this connection"
         calls = ", ".join(f"#{c.id} {c.name}" for c in waiting[:5]) + (", ..." if len(waiting) > 5 else "")
-        return None, f"{len(waiting)} calls were waiting on this connection ({calls}), and the request does not say which it belongs to"
+        return (
+            None,
+            f"{len(waiting)} calls were waiting on this connection ({calls}), and the request does not say which it belongs to",
+        )
 
     def _refused(self, kind: str, what: str, why: str) -> ErrorData:
         """Refuse a server's request no call can answer: said on the connection (and on every call

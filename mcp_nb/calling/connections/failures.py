@@ -52,7 +52,9 @@ def _met(err: BaseException) -> str | None:
     tls = find(err, lambda e: isinstance(e, ssl.SSLError))
     if tls is not None:
         plain = any(words in str(tls) for words in ("WRONG_VERSION_NUMBER", "record layer failure", "http request"))
-        return f"the TLS handshake failed ({one_line(tls)})" + ("; the server speaks plain HTTP: connect with http://" if plain else "")
+        return f"the TLS handshake failed ({one_line(tls)})" + (
+            "; the server speaks plain HTTP: connect with http://" if plain else ""
+        )
     unknown = find(err, lambda e: isinstance(e, socket.gaierror))
     if unknown is not None:
         return f"the server's host name does not resolve ({one_line(unknown)})"

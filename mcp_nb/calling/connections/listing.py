@@ -57,46 +57,73 @@ async def read(client: Client, every_kind: bool, said: Callable[[str], None], ki
         for tool in await _listed(client.list_tools, "tools", lambda listing: listing.tools, unavailable):
             hints = tool.annotations
             catalog.annotations[tool.name] = hints
-            flags = {camel: True for flag, camel in ANNOTATION_FLAGS.items() if hints is not None and getattr(hints, f"{flag}_hint", None)}
+            flags = {
+                camel: True
+                for flag, camel in ANNOTATION_FLAGS.items()
+                if hints is not None and getattr(hints, f"{flag}_hint", None)
+            }
             entries.append(
                 Registration(
                     # A title may live only in the annotations (an older habit servers keep).
-                    kind="tool", name=tool.name, title=tool.title or (hints.title if hints is not None else None),
-                    description=tool.description, annotations=flags,
-                    input_schema=tool.input_schema, output_schema=tool.output_schema,
-                    execution=_sent(tool.execution), meta=tool.meta,
-                )  # fmt: skip
+                    kind="tool",
+                    name=tool.name,
+                    title=tool.title or (hints.title if hints is not None else None),
+                    description=tool.description,
+                    annotations=flags,
+                    input_schema=tool.input_schema,
+                    output_schema=tool.output_schema,
+                    execution=_sent(tool.execution),
+                    meta=tool.meta,
+                )
             )
     if "resources" in kinds and (caps is None or caps.resources is not None):
         for resource in await _listed(client.list_resources, "resources", lambda listing: listing.resources, unavailable):
             entries.append(
                 Registration(
-                    kind="resource", name=resource.name, uri=str(resource.uri), title=resource.title,
-                    description=resource.description, mime_type=resource.mime_type, meta=resource.meta,
-                )  # fmt: skip
+                    kind="resource",
+                    name=resource.name,
+                    uri=str(resource.uri),
+                    title=resource.title,
+                    description=resource.description,
+                    mime_type=resource.mime_type,
+                    meta=resource.meta,
+                )
             )
-        templates = await _listed(client.list_resource_templates, "resource_templates", lambda listing: listing.resource_templates, unavailable)
+        templates = await _listed(
+            client.list_resource_templates, "resource_templates", lambda listing: listing.resource_templates, unavailable
+        )
         for template in templates:
             entries.append(
                 Registration(
-                    kind="resource", name=template.name, uri=template.uri_template, title=template.title,
-                    description=template.description, mime_type=template.mime_type,
-                    input_schema=template_schema(template.uri_template), meta=template.meta,
-                )  # fmt: skip
+                    kind="resource",
+                    name=template.name,
+                    uri=template.uri_template,
+                    title=template.title,
+                    description=template.description,
+                    mime_type=template.mime_type,
+                    input_schema=template_schema(template.uri_template),
+                    meta=template.meta,
+                )
             )
     if "prompts" in kinds and (caps is None or caps.prompts is not None):
         for prompt in await _listed(client.list_prompts, "prompts", lambda listing: listing.prompts, unavailable):
             entries.append(
                 Registration(
-                    kind="prompt", name=prompt.name, title=prompt.title, description=prompt.description,
-                    input_schema=prompt_schema(prompt.arguments), meta=prompt.meta,
-                )  # fmt: skip
+                    kind="prompt",
+                    name=prompt.name,
+                    title=prompt.title,
+                    description=prompt.description,
+                    input_schema=prompt_schema(prompt.arguments),
+                    meta=prompt.meta,
+                )
             )
     return catalog
 
 
 async def _listed(
-    read: Callable[[], Awaitable[Listing]], field: str, items: Callable[[Listing], Sequence[Item]],
+    read: Callable[[], Awaitable[Listing]],
+    field: str,
+    items: Callable[[Listing], Sequence[Item]],
     unavailable: Callable[[str, str], None],
 ) -> list[Item]:
     """What one listing holds. A server that does not offer the method ("Method not found",

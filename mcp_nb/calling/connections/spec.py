@@ -91,8 +91,15 @@ class ServerSpec:
             if args or env or cwd:
                 raise BadValue("args, env and cwd are for a command (a stdio server), not a URL")
             return cls(
-                name, "http", url=target, headers=dict(headers or {}), auth=auth, mode=mode, sampling=sampling,
-                roots=roots, sampling_tools=sampling_tools,
+                name,
+                "http",
+                url=target,
+                headers=dict(headers or {}),
+                auth=auth,
+                mode=mode,
+                sampling=sampling,
+                roots=roots,
+                sampling_tools=sampling_tools,
             )
         if headers:
             raise BadValue("headers are for a URL (an HTTP server), not a command")
@@ -102,8 +109,15 @@ class ServerSpec:
         if not command or not command[0]:
             raise BadValue("the command to start is empty")
         return cls(
-            name, "stdio", command=(*command, *(str(a) for a in args or ())), env={str(k): str(v) for k, v in (env or {}).items()},
-            cwd=cwd, mode=mode, sampling=sampling, roots=roots, sampling_tools=sampling_tools,
+            name,
+            "stdio",
+            command=(*command, *(str(a) for a in args or ())),
+            env={str(k): str(v) for k, v in (env or {}).items()},
+            cwd=cwd,
+            mode=mode,
+            sampling=sampling,
+            roots=roots,
+            sampling_tools=sampling_tools,
         )
 
     def __post_init__(self) -> None:
@@ -141,7 +155,9 @@ class ServerSpec:
         its stdio server's environment values named like secrets."""
         if self.transport == "http":
             values = [value for value in self.headers.values() if value]
-            values += [part for value in values for part in value.split() if len(part) >= 8]  # "Bearer TOKEN": the token alone too
+            values += [
+                part for value in values for part in value.split() if len(part) >= 8
+            ]  # "Bearer TOKEN": the token alone too
             oauth = self.oauth
             return values + url_secrets(self.url) + (oauth.secret_values() if oauth is not None else [])
         return [value for key, value in self.env.items() if value and SECRET_NAME.search(key)]
@@ -192,9 +208,13 @@ def _check_headers(headers: Mapping[str, str]) -> None:
         if not isinstance(key, str) or not isinstance(value, str) or not key.strip() or "\n" in key + value:
             raise BadValue(f"headers must map names to text on one line, got {key!r}: {value!r}")
         if not _HEADER_NAME.fullmatch(key) or "\r" in value or "\x00" in value:
-            raise BadValue(f"{key!r} is not a header an HTTP request can carry (a name is letters, digits and !#$%&'*+-.^_`|~; a value has no CR or NUL)")
+            raise BadValue(
+                f"{key!r} is not a header an HTTP request can carry (a name is letters, digits and !#$%&'*+-.^_`|~; a value has no CR or NUL)"
+            )
         if not value.isascii():  # httpx sends a value as ASCII bytes, and raised on any other character
-            raise BadValue(f"the value of header {key!r} is not ASCII text, which an HTTP header carries (percent-encode or base64 the rest)")
+            raise BadValue(
+                f"the value of header {key!r} is not ASCII text, which an HTTP header carries (percent-encode or base64 the rest)"
+            )
 
 
 def _check_auth(auth: object) -> None:

@@ -169,13 +169,17 @@ class StderrReader:
             *lines, self._rest = (self._rest + self._decoder.decode(chunk)).split("\n")
             now = time.time()
             for line in lines:
-                owner.heard(ServerLog(level="STDERR", logger=f"{owner.name} stderr", message=line.rstrip("\r"), source="stderr", at=now))
+                owner.heard(
+                    ServerLog(level="STDERR", logger=f"{owner.name} stderr", message=line.rstrip("\r"), source="stderr", at=now)
+                )
 
     def _finish(self) -> None:
         owner = self.owner
         self.done = True
         if self._rest:
-            owner.heard(ServerLog(level="STDERR", logger=f"{owner.name} stderr", message=self._rest, source="stderr", at=time.time()))
+            owner.heard(
+                ServerLog(level="STDERR", logger=f"{owner.name} stderr", message=self._rest, source="stderr", at=time.time())
+            )
         self._release()
         last = one_line(owner.logs[-1].message) if owner.logs else ""  # a megabyte, or a terminal's escapes: one bounded line
         owner.lost("its process exited" + (f" (its last line: {last})" if last else ""))

@@ -46,7 +46,9 @@ _config_applied = False  # whether a McpMagics of this process has applied the I
 def _joined(cls):
     """`magics_class` for a class whose magics are its bases': their tables, joined."""
     cls = magics_class(cls)
-    cls.magics = {kind: {name: method for base in MAGICS for name, method in base.magics[kind].items()} for kind in ("line", "cell")}
+    cls.magics = {
+        kind: {name: method for base in MAGICS for name, method in base.magics[kind].items()} for kind in ("line", "cell")
+    }
     return cls
 
 

@@ -9,14 +9,16 @@ shows so that it can be reported. `said_in_one_line` is the one place that tells
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from IPython.core.error import UsageError
 
 from mcp_nb.mistakes import McpNbError, first_line
 from mcp_nb.notebook.arguments import ArgumentsError
 from mcp_nb.notebook.options import read
+
 
 def said_in_one_line(err: BaseException) -> bool:
     """Whether a magic says `err` in one line: whatever mcp_nb raises on purpose (`McpNbError`:

@@ -21,13 +21,16 @@ from mcp_nb.views.live import watch
 
 # The options every calling magic takes (a tool's call takes two more of its own).
 TIMEOUT = argument("--timeout", metavar="S", help="seconds the answer may take (default: %%config McpMagics.timeout)")
-RETRIES = argument("--retries", metavar="N", help="retry a timeout up to N times; only tools annotated --idempotent or --read-only")
+RETRIES = argument(
+    "--retries", metavar="N", help="retry a timeout up to N times; only tools annotated --idempotent or --read-only"
+)
 BACKOFF = argument("--backoff", metavar="S", help="with --retries: wait S, 2S, 4S... between attempts (default: 0.1)")
 SERVER = argument("--server", metavar="NAME", help="a connected server (default: the kernel's own)")
 ELICIT = argument(
-    "--elicit", metavar="VAR",
+    "--elicit",
+    metavar="VAR",
     help="answers to the server's questions while the call runs: decline, cancel, or a variable holding a function (message, schema) -> answer or a list of answers",
-)  # fmt: skip
+)
 
 
 @magics_class
@@ -75,13 +78,20 @@ class CallingMagics(Magics):
     @line_magic
     @magic_arguments()
     @argument("name", metavar="NAME", help="the tool's name")
-    @argument("arguments", nargs="*", metavar="ARGUMENT", help="a JSON object, sent verbatim; or key=value pairs, coerced with the tool's input schema")
+    @argument(
+        "arguments",
+        nargs="*",
+        metavar="ARGUMENT",
+        help="a JSON object, sent verbatim; or key=value pairs, coerced with the tool's input schema",
+    )
     @TIMEOUT
     @RETRIES
     @BACKOFF
     @SERVER
     @argument("--reset-on-progress", action="store_true", help="restart the deadline at each progress event the tool sends")
-    @argument("--max-timeout", metavar="S", help="with --reset-on-progress: the deadline is never past S seconds (default: 10 timeouts)")
+    @argument(
+        "--max-timeout", metavar="S", help="with --reset-on-progress: the deadline is never past S seconds (default: 10 timeouts)"
+    )
     @ELICIT
     def mcp_call(self, line: str):
         """Call a tool; returns its Outcome.
@@ -108,8 +118,8 @@ class CallingMagics(Magics):
     def mcp_read(self, line: str):
         """Read a resource; returns its Outcome.
 
-            %mcp_read books://catalog
-            %mcp_read books://Dune --server bookshop
+        %mcp_read books://catalog
+        %mcp_read books://Dune --server bookshop
         """
         return self._call("resource", self.mcp_read, line)
 
@@ -126,7 +136,7 @@ class CallingMagics(Magics):
     def mcp_get_prompt(self, line: str):
         """Get a prompt; returns its Outcome.
 
-            %mcp_get_prompt review title=Dune
+        %mcp_get_prompt review title=Dune
         """
         return self._call("prompt", self.mcp_get_prompt, line)
 

@@ -27,13 +27,42 @@ class ConnectingMagics(Magics):
     @kwds(usage="%(prog)s NAME URL [options]\n  %%%(prog)s NAME [options] -- COMMAND [ARGUMENT ...]")
     @argument("name", nargs="?", metavar="NAME", help="the connection's name; then --server NAME on the other magics talks to it")
     @argument("url", nargs="?", metavar="URL", help="a streamable HTTP server's address")
-    @argument("command", nargs="*", metavar="-- COMMAND", help="a stdio server: after --, the command that starts it, with its arguments, as typed")
-    @argument("--header", action="append", default=[], metavar="'NAME: VALUE'", help="an HTTP header sent with every request (repeat it for each)")
-    @argument("--auth", metavar="VAR", help="a variable holding an httpx2 Auth, such as mcp_nb.OAuth(...) or the SDK's OAuth providers")
+    @argument(
+        "command",
+        nargs="*",
+        metavar="-- COMMAND",
+        help="a stdio server: after --, the command that starts it, with its arguments, as typed",
+    )
+    @argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="an HTTP header sent with every request (repeat it for each)",
+    )
+    @argument(
+        "--auth", metavar="VAR", help="a variable holding an httpx2 Auth, such as mcp_nb.OAuth(...) or the SDK's OAuth providers"
+    )
     @argument("--mode", metavar="M", help="the protocol era: auto (the default), 2025-11-25 or 2026-07-28")
-    @argument("--sampling", metavar="VAR", help="a variable holding what answers the server's sampling requests: a function or a list of replies")
-    @argument("--root", action="append", dest="roots", metavar="R", help="a folder (a path or a URI) offered to the server as a root (repeat it for each)")
-    @argument("--env", action="append", default=[], metavar="KEY=VALUE", help="a stdio server's environment variable (repeat it for each)")
+    @argument(
+        "--sampling",
+        metavar="VAR",
+        help="a variable holding what answers the server's sampling requests: a function or a list of replies",
+    )
+    @argument(
+        "--root",
+        action="append",
+        dest="roots",
+        metavar="R",
+        help="a folder (a path or a URI) offered to the server as a root (repeat it for each)",
+    )
+    @argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a stdio server's environment variable (repeat it for each)",
+    )
     @argument("--cwd", metavar="DIR", help="the folder a stdio server starts in")
     @argument("--timeout", metavar="S", help="seconds connecting may take (default: %%config McpMagics.timeout)")
     def mcp_connect(self, line: str):
@@ -62,7 +91,7 @@ class ConnectingMagics(Magics):
     def mcp_disconnect(self, line: str):
         """Close a connection (a stdio server's process ends).
 
-            %mcp_disconnect everything
+        %mcp_disconnect everything
         """
         args = parse(self.mcp_disconnect, line)
         with usage_errors():
@@ -77,7 +106,7 @@ class ConnectingMagics(Magics):
     def mcp_servers(self, line: str):
         """Show the connections: transport, state, the server's name and version, what it offers.
 
-            %mcp_servers
+        %mcp_servers
         """
         parse(self.mcp_servers, line)
         with usage_errors():

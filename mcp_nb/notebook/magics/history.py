@@ -21,23 +21,27 @@ class HistoryMagics(Magics):
     @line_magic
     @magic_arguments()
     @argument("--summary", action="store_true", help="counts per name and outcome, with totals")
-    @argument("--by", choices=["session"], help="with --summary: the sessions side by side (outcome counts and durations per tool)")
+    @argument(
+        "--by", choices=["session"], help="with --summary: the sessions side by side (outcome counts and durations per tool)"
+    )
     @argument("--file", metavar="PATH", help="a history file's calls, every session's (instead of this kernel's history)")
     @argument("--clear", action="store_true", help="forget every recorded call")
     def mcp_history(self, line: str):
         """Show the call history (the latest calls, outcomes coloured).
 
-            %mcp_history             # the latest calls; all of them: mcp_nb.history().to_frame()
-            %mcp_history --summary   # counts per name x outcome
-            %mcp_history --file calls.mcpnb --summary --by session   # a history file's sessions side by side
-            %mcp_history --clear
+        %mcp_history             # the latest calls; all of them: mcp_nb.history().to_frame()
+        %mcp_history --summary   # counts per name x outcome
+        %mcp_history --file calls.mcpnb --summary --by session   # a history file's sessions side by side
+        %mcp_history --clear
         """
         args = parse(self.mcp_history, line)
         if args.by is not None and not args.summary:
             raise UsageError("--by goes with --summary: %mcp_history --summary --by session")
         if args.file is not None:
             if args.clear:
-                raise UsageError("--clear forgets this kernel's calls; a history file keeps its own (delete the folder to forget them)")
+                raise UsageError(
+                    "--clear forgets this kernel's calls; a history file keeps its own (delete the folder to forget them)"
+                )
             with usage_errors():
                 history = History.open(args.file)
         else:
@@ -61,7 +65,9 @@ class HistoryMagics(Magics):
     @argument("--last", type=int, metavar="N", help="only the latest N calls")
     @argument("--name", metavar="PATTERN", help="only calls whose name (or URI) matches this glob, e.g. get_*")
     @argument("--server", metavar="NAME", help="only the calls made to this connection")
-    @argument("--replayed", action="store_true", help="also the calls a replay made (left out by default: they are the cases again)")
+    @argument(
+        "--replayed", action="store_true", help="also the calls a replay made (left out by default: they are the cases again)"
+    )
     def mcp_save_cases(self, line: str):
         """Write the recorded calls as regression cases: one case per call, with its expected outcome.
 
@@ -86,9 +92,11 @@ class HistoryMagics(Magics):
     @argument("--server", metavar="NAME", help="send every case to this connection (default: the server each case names)")
     @argument("--concurrency", type=int, default=8, metavar="N", help="calls at a time, where the tools allow it (default 8)")
     @argument(
-        "--mode", action="append", metavar="ERA",
+        "--mode",
+        action="append",
+        metavar="ERA",
         help="replay every case at this protocol era (2025-11-25, 2026-07-28); repeat it for each era to compare",
-    )  # fmt: skip
+    )
     def mcp_replay(self, line: str):
         """Replay a cases file and show expected against got, the failures first, with why.
 

@@ -3,7 +3,8 @@ on the kernel's MCP server; `%mcp_list` shows what is registered, `%mcp_remove` 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
@@ -25,7 +26,9 @@ QUIET = argument("--quiet", action="store_true", help="register without showing 
 class RegisteringMagics(Magics):
     """Register tools, resources and prompts from notebook cells."""
 
-    def _register(self, cell: str, register: Callable[[Callable[..., Any]], Any], validate_default_name: bool, quiet: bool = False):
+    def _register(
+        self, cell: str, register: Callable[[Callable[..., Any]], Any], validate_default_name: bool, quiet: bool = False
+    ):
         """Check the cell, run it in the user's namespace, register its function.
 
         Checks that need no execution come first; if registering still fails, the name the
@@ -68,9 +71,10 @@ class RegisteringMagics(Magics):
         help='inject faults on purpose, e.g. "latency=0.5,tool_error=0.1,crash=0.05,protocol_error=0.05,seed=1"',
     )
     @argument(
-        "--input-schema", metavar="SCHEMA",
+        "--input-schema",
+        metavar="SCHEMA",
         help="the input JSON Schema clients see, where the signature cannot say it: a JSON object, or the name of a dict",
-    )  # fmt: skip
+    )
     def mcp_tool(self, line: str, cell: str):
         """Register the cell's function as a tool on the in-kernel MCP server.
 
@@ -89,12 +93,22 @@ class RegisteringMagics(Magics):
                 check_tool_name(args.name)
             faults = Faults.parse(args.inject) if args.inject is not None else None
             schema = self._schema(args.input_schema) if args.input_schema is not None else None
-        flags = {"read_only": args.read_only, "idempotent": args.idempotent, "destructive": args.destructive, "open_world": args.open_world}
+        flags = {
+            "read_only": args.read_only,
+            "idempotent": args.idempotent,
+            "destructive": args.destructive,
+            "open_world": args.open_world,
+        }
         registry = api.engine().registry
         return self._register(
             cell,
             lambda fn: registry.add_tool(
-                fn, name=args.name, title=args.title, description=args.description, annotations=flags, inject=faults,
+                fn,
+                name=args.name,
+                title=args.title,
+                description=args.description,
+                annotations=flags,
+                inject=faults,
                 input_schema=schema,
             ),
             validate_default_name=args.name is None,
@@ -122,9 +136,9 @@ class RegisteringMagics(Magics):
     def mcp_resource(self, line: str, cell: str):
         """Register the cell's function as a resource, or a resource template when the URI has {variables}.
 
-            %%mcp_resource books://{title}
-            def book(title: str) -> str:
-                return f"{title} by {CATALOG[title]}"
+        %%mcp_resource books://{title}
+        def book(title: str) -> str:
+            return f"{title} by {CATALOG[title]}"
         """
         args = parse(self.mcp_resource, line)
         with usage_errors():
@@ -149,9 +163,9 @@ class RegisteringMagics(Magics):
     def mcp_prompt(self, line: str, cell: str):
         """Register the cell's function as a prompt; its parameters become the prompt's arguments.
 
-            %%mcp_prompt
-            def review(title: str) -> str:
-                return f"Write a short review of {title}."
+        %%mcp_prompt
+        def review(title: str) -> str:
+            return f"Write a short review of {title}."
         """
         args = parse(self.mcp_prompt, line)
         with usage_errors():
@@ -172,8 +186,8 @@ class RegisteringMagics(Magics):
     def mcp_list(self, line: str):
         """Show what is registered: one row per tool, resource and prompt.
 
-            %mcp_list
-            %mcp_list --server everything
+        %mcp_list
+        %mcp_list --server everything
         """
         args = parse(self.mcp_list, line)
         with usage_errors():
@@ -187,7 +201,7 @@ class RegisteringMagics(Magics):
     def mcp_remove(self, line: str):
         """Remove a registered tool, resource or prompt from the server.
 
-            %mcp_remove get_author
+        %mcp_remove get_author
         """
         args = parse(self.mcp_remove, line)
         with usage_errors():

@@ -21,17 +21,24 @@ class ServingMagics(Magics):
     @argument("--port", type=int, default=0, help="port to listen on (default: 0, a free one)")
     @argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
     @argument(
-        "--dangerously-no-auth", action="store_true",
+        "--dangerously-no-auth",
+        action="store_true",
         help="accept requests without the bearer token (127.0.0.1 only; for clients that cannot send a header)",
-    )  # fmt: skip
+    )
     @argument(
-        "--max-connections", type=int, default=None, metavar="N",
+        "--max-connections",
+        type=int,
+        default=None,
+        metavar="N",
         help="connections open at once; past them, a client waits its turn (default: half the descriptor limit, 1024 at most)",
-    )  # fmt: skip
+    )
     @argument(
-        "--header-timeout", type=float, default=10.0, metavar="S",
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
         help="seconds the server waits on a client for a request's head, its body, or to read its answer (default: 10)",
-    )  # fmt: skip
+    )
     @argument("--stop", action="store_true", help="stop serving")
     def mcp_serve(self, line: str):
         """Serve this kernel's tools, resources and prompts to outside clients over streamable HTTP.
@@ -57,8 +64,11 @@ class ServingMagics(Magics):
         with usage_errors():
             try:
                 return api.serve(
-                    port=args.port, host=args.host, dangerously_no_auth=args.dangerously_no_auth,
-                    max_connections=args.max_connections, header_timeout=args.header_timeout,
-                )  # fmt: skip
+                    port=args.port,
+                    host=args.host,
+                    dangerously_no_auth=args.dangerously_no_auth,
+                    max_connections=args.max_connections,
+                    header_timeout=args.header_timeout,
+                )
             except OSError as err:  # the port is taken, the address is not this machine's...
                 raise BadValue(err.strerror or str(err)) from None

@@ -8,9 +8,7 @@
 __version__: str
 
 from .api import (
-    aagent as aagent,
     acall as acall,
-    agent as agent,
     aget_prompt as aget_prompt,
     aread as aread,
     asweep as asweep,
@@ -21,7 +19,6 @@ from .api import (
     diff as diff,
     disconnect as disconnect,
     engine as engine,
-    evaluate as evaluate,
     get_prompt as get_prompt,
     history as history,
     inject as inject,
@@ -51,6 +48,7 @@ from .calling.sampling import Sampling as Sampling
 from .config import configure as configure, settings as settings
 from .elicitation import Answer as Answer, Elicitation as Elicitation
 from .episodes.episode import Episode as Episode
+from .episodes.faces import aagent as aagent, agent as agent, evaluate as evaluate
 from .episodes.policy import HostPolicy as HostPolicy
 from .history_file import HistoryFileError as HistoryFileError
 from .models.anthropic import Anthropic as Anthropic

@@ -28,10 +28,7 @@ from mcp_nb.calling.surface import take as take_snapshot
 from mcp_nb.calling.watching import Watch, check_uri
 from mcp_nb.config import check_timeout, settings
 from mcp_nb.episodes import evaluate as evaluation
-from mcp_nb.episodes import faces
 from mcp_nb.episodes import saved as saved_evaluations
-from mcp_nb.episodes.episode import Episode
-from mcp_nb.episodes.loop import MODEL_TIMEOUT_S
 from mcp_nb.mistakes import BadValue
 from mcp_nb.records.history import History
 from mcp_nb.records.outcome import Outcome
@@ -440,135 +437,6 @@ def replay(
 
 
 # -- a model in the loop ---------------------------------------------------------------------------
-
-
-def agent(
-    task: str,
-    model: Any,
-    *,
-    server: str | None = None,
-    tools: list[str] | None = None,
-    max_turns: int = 8,
-    budget: Any = None,
-    policy: Any = None,
-    timeout: float | None = None,
-    model_timeout: float = MODEL_TIMEOUT_S,
-    system: str | None = None,
-) -> Episode:
-    """One episode: `model` is given `task` and the tools of a server, and replies with tool calls
-    or an answer, until it answers or something ends the episode. Returns the `Episode`, which shows
-    as the conversation with each call's card inline. Never raises for what the model or a tool does.
-
-    `model`: a function `(messages, tools) -> reply` (sync or async, in the OpenAI chat-completions
-    shape), `mcp_nb.OpenAICompatible(...)`, `mcp_nb.Anthropic(...)`, or `mcp_nb.StandIn()`, the
-    scripted stand-in. `server`: a connection's name (the kernel's own by default); `tools`: the
-    names of the tools offered (all of the server's by default). Each tool call the model asks for
-    is an ordinary call, recorded in the history with its `episode` and `turn`, with `timeout`.
-    `policy`: what the host tells the model of each outcome (`mcp_nb.HostPolicy`, "guides" by
-    default, "transparent", or a dict of choices). `max_turns`: the model's replies at most;
-    `budget`: `mcp_nb.Budget(turns=, tokens=, seconds=)` or a dict of those; `model_timeout`: the
-    seconds one reply may take; `system`: a system prompt. An interrupt or `mcp_nb.reset()` ends
-    the episode as cancelled, and it is returned as it stands.
-    """
-    return faces.agent(
-        task,
-        model,
-        server=server,
-        tools=tools,
-        max_turns=max_turns,
-        budget=budget,
-        policy=policy,
-        timeout=timeout,
-        model_timeout=model_timeout,
-        system=system,
-    )
-
-
-async def aagent(
-    task: str,
-    model: Any,
-    *,
-    server: str | None = None,
-    tools: list[str] | None = None,
-    max_turns: int = 8,
-    budget: Any = None,
-    policy: Any = None,
-    timeout: float | None = None,
-    model_timeout: float = MODEL_TIMEOUT_S,
-    system: str | None = None,
-) -> Episode:
-    """`await` form of `agent`."""
-    return await faces.aagent(
-        task,
-        model,
-        server=server,
-        tools=tools,
-        max_turns=max_turns,
-        budget=budget,
-        policy=policy,
-        timeout=timeout,
-        model_timeout=model_timeout,
-        system=system,
-    )
-
-
-def evaluate(
-    tasks: Any,
-    models: Any,
-    *,
-    repeats: int = 1,
-    variants: Mapping[str, Any] | None = None,
-    check: Any = None,
-    policy: Any = None,
-    max_turns: int = 8,
-    budget: Any = None,
-    total_budget: Any = None,
-    concurrency: int = 4,
-    timeout: float | None = None,
-    model_timeout: float = MODEL_TIMEOUT_S,
-    system: str | None = None,
-    server: str | None = None,
-    progress: bool = True,
-    cluster: Any = None,
-    partition_size: int | None = None,
-):
-    """Many episodes, each task × model × variant `repeats` times, `concurrency` at a time; returns
-    a DataFrame, one row per task, model and variant: `episodes`, `passed` (the task's check) and
-    `success_rate` with its 95% Wilson interval (`success_low`, `success_high`), `with_failures`
-    (episodes with a failed call), `recovered` (of those, the ones the model recovered in) and
-    `recovery_rate` with its interval, `gave_up`, `calls`, `failed_calls`, `mean_turns`, `tokens`,
-    `median_ms`. Its `attrs` say the evaluation's id (the episodes' `evaluation` in
-    `history().episodes()`), whether it was interrupted, and the policy.
-
-    `tasks`: a task's text, a dict (`{"task": ..., "check": ..., "id": ..., "tools": [...]}`) or a
-    list of them; `check` (where a task names none): text the answer contains, a `re.compile(...)`,
-    a function `(episode) -> bool`, or None (the model answered). `models`: a model, a list, or a
-    dict of names to models. `variants`: `{name: {tool name: function (or a dict of its options with
-    its 'function')}}`, each variant's versions registered in turn and the tools as they were
-    registered again after; or `{name: a connected server's name}`. `budget` is per episode,
-    `total_budget` for the whole evaluation. `cluster`: a dask `Client`, cluster or address, whose
-    workers run the episodes in partitions of `partition_size`, each hosting the tools. The rest as
-    for `agent`. An interrupt or a reset stops it and returns the rows of what ran.
-    """
-    return faces.evaluate(
-        tasks,
-        models,
-        repeats=repeats,
-        variants=variants,
-        check=check,
-        policy=policy,
-        max_turns=max_turns,
-        budget=budget,
-        total_budget=total_budget,
-        concurrency=concurrency,
-        timeout=timeout,
-        model_timeout=model_timeout,
-        system=system,
-        server=server,
-        progress=progress,
-        cluster=cluster,
-        partition_size=partition_size,
-    )
 
 
 def save_evaluation(table, path: str | os.PathLike):

@@ -100,6 +100,21 @@ def agent(
     model_timeout: float = MODEL_TIMEOUT_S,
     system: str | None = None,
 ) -> Episode:
+    """One episode: `model` is given `task` and the tools of a server, and replies with tool calls
+    or an answer, until it answers or something ends the episode. Returns the `Episode`, which shows
+    as the conversation with each call's card inline. Never raises for what the model or a tool does.
+
+    `model`: a function `(messages, tools) -> reply` (sync or async, in the OpenAI chat-completions
+    shape), `mcp_nb.OpenAICompatible(...)`, `mcp_nb.Anthropic(...)`, or `mcp_nb.StandIn()`, the
+    scripted stand-in. `server`: a connection's name (the kernel's own by default); `tools`: the
+    names of the tools offered (all of the server's by default). Each tool call the model asks for
+    is an ordinary call, recorded in the history with its `episode` and `turn`, with `timeout`.
+    `policy`: what the host tells the model of each outcome (`mcp_nb.HostPolicy`, "guides" by
+    default, "transparent", or a dict of choices). `max_turns`: the model's replies at most;
+    `budget`: `mcp_nb.Budget(turns=, tokens=, seconds=)` or a dict of those; `model_timeout`: the
+    seconds one reply may take; `system`: a system prompt. An interrupt or `mcp_nb.reset()` ends
+    the episode as cancelled, and it is returned as it stands.
+    """
     engine = default.engine()
     run, batch = prepare(
         engine,
@@ -131,6 +146,7 @@ async def aagent(
     model_timeout: float = MODEL_TIMEOUT_S,
     system: str | None = None,
 ) -> Episode:
+    """`await` form of `agent`."""
     engine = default.engine()
     run, batch = prepare(
         engine,
@@ -181,6 +197,24 @@ def evaluate(
     cluster: Any = None,
     partition_size: int | None = None,
 ) -> pd.DataFrame:
+    """Many episodes, each task × model × variant `repeats` times, `concurrency` at a time; returns
+    a DataFrame, one row per task, model and variant: `episodes`, `passed` (the task's check) and
+    `success_rate` with its 95% Wilson interval (`success_low`, `success_high`), `with_failures`
+    (episodes with a failed call), `recovered` (of those, the ones the model recovered in) and
+    `recovery_rate` with its interval, `gave_up`, `calls`, `failed_calls`, `mean_turns`, `tokens`,
+    `median_ms`. Its `attrs` say the evaluation's id (the episodes' `evaluation` in
+    `history().episodes()`), whether it was interrupted, and the policy.
+
+    `tasks`: a task's text, a dict (`{"task": ..., "check": ..., "id": ..., "tools": [...]}`) or a
+    list of them; `check` (where a task names none): text the answer contains, a `re.compile(...)`,
+    a function `(episode) -> bool`, or None (the model answered). `models`: a model, a list, or a
+    dict of names to models. `variants`: `{name: {tool name: function (or a dict of its options with
+    its 'function')}}`, each variant's versions registered in turn and the tools as they were
+    registered again after; or `{name: a connected server's name}`. `budget` is per episode,
+    `total_budget` for the whole evaluation. `cluster`: a dask `Client`, cluster or address, whose
+    workers run the episodes in partitions of `partition_size`, each hosting the tools. The rest as
+    for `agent`. An interrupt or a reset stops it and returns the rows of what ran.
+    """
     engine = default.engine()
     found = evaluation.plan(
         engine,

@@ -6,7 +6,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from mcp_nb import api
+from mcp_nb.episodes import faces
 from mcp_nb.models.standin import StandIn
 from mcp_nb.notebook.magics.base import parse, usage_errors, variable
 
@@ -59,7 +59,7 @@ class AgentMagics(Magics):
                 else variable(self.shell.user_ns, args.model, "--model", "a model: a function or an adapter")
             )
             tools = [name.strip() for name in args.tools.split(",") if name.strip()] if args.tools is not None else None
-            return api.agent(
+            return faces.agent(
                 " ".join(args.task),
                 model,
                 server=args.server,

@@ -26,7 +26,7 @@ import re
 import secrets as random_hex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Callable
+from typing import BinaryIO, Callable
 
 import pyarrow as pa
 import pyarrow.ipc as ipc

@@ -23,7 +23,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 import anyio
 from mcp.shared.message import SessionMessage
@@ -204,7 +204,7 @@ class Guarded(Generic[Item]):
         await self.aclose()
 
 
-def _past_any_float(value: Any) -> bool:
+def _past_any_float(value: object) -> bool:
     if not isinstance(value, int) or isinstance(value, bool):
         return False
     try:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -83,7 +83,7 @@ def distinct_column(values: np.ndarray, scrub: Callable[[str], str], content: np
     return pa.array(scrub_all(texts, scrub), type=pa.string())
 
 
-def scrub_all(texts: list[str | None], scrub: Callable[[str], str]) -> list[str | None]:
+def scrub_all(texts: Sequence[str | None], scrub: Callable[[str], str]) -> Sequence[str | None]:
     """`texts` with every secret the scrubber knows replaced; looked for in one pass over them all."""
     if not texts:
         return texts
@@ -113,7 +113,7 @@ class Batch:
     workers: list[str]
     clients: list[str]
     first: int  # the seq of the first row
-    fates: dict[int, tuple] = field(default_factory=dict)  # row in the batch -> (fate, outcome, cause, after_ms, logs, progress)
+    fates: dict[int, tuple[Any, ...]] = field(default_factory=dict)  # row in the batch -> (fate, outcome, cause, after_ms, logs, progress)
 
     def __len__(self) -> int:
         return len(self.columns["call_id"])
@@ -179,12 +179,12 @@ def table(batch: Batch, session: str, scrub: Callable[[str], str]) -> pa.Table:
     return pa.table(columns)
 
 
-def fates_table(session: str, rows: list[tuple], scrub: Callable[[str], str]) -> pa.Table:
+def fates_table(session: str, rows: list[tuple[Any, ...]], scrub: Callable[[str], str]) -> pa.Table:
     """A fates part: for timed-out calls whose server side changed after they were written, (seq, fate...)."""
-    seqs, fate, fate_outcome, fate_cause, after, logs, progress = zip(*rows)
-    logs, progress = objects(list(logs)), objects(list(progress))
+    seqs, fate, fate_outcome, fate_cause, after, logs_rows, progress_rows = zip(*rows)
+    logs, progress = objects(list(logs_rows)), objects(list(progress_rows))
 
-    def codes(values, vocabulary):
+    def codes(values: Sequence[str | None], vocabulary: Sequence[str]) -> pa.Array:
         return coded(np.array([-1 if v is None else vocabulary.index(v) for v in values]), list(vocabulary))
 
     return pa.table({

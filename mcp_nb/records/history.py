@@ -17,21 +17,23 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import warnings
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from types import ModuleType
+from typing import IO, TYPE_CHECKING, Any, Callable
 
 from mcp_nb import libraries as lib
 from mcp_nb.config import DEFAULT_WINDOW, check_window, settings
 from mcp_nb.history_file import HistoryFileError, check_readable, check_writable, shown
 from mcp_nb.mistakes import BadValue
-from mcp_nb.records.cases import CallsLeftOut, LeftOut, from_frame, save
+from mcp_nb.records.cases import CallsLeftOut, Case, LeftOut, from_frame, save
 from mcp_nb.records.frame import Coded, build, collector_paused, fate_of, join, overlay
 from mcp_nb.records.listeners import Listeners
-from mcp_nb.records.outcome import Outcome, progress_frame
+from mcp_nb.records.outcome import Outcome, Printer, progress_frame
 from mcp_nb.records.store import CHUNK, Store
 from mcp_nb.records.structured import NotTabular, records
 from mcp_nb.records.tallies import by_session, health, summarize
@@ -107,7 +109,7 @@ def _nothing_secret(text: str) -> str:
     return text
 
 
-def _file():
+def _file() -> tuple[ModuleType, ModuleType]:
     """records/reading.py and records/writer.py, which read and write history files. They come with
     the first file set or read, and numpy and pyarrow with them (0.15 s): a history kept in memory
     never needs them."""
@@ -147,7 +149,7 @@ class History:
     # -- a history file ---------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path) -> History:
+    def open(cls, path: str | os.PathLike[str]) -> History:
         """Every session's calls in the history file at `path`, as one History (`to_frame()`,
         `summary(by="session")`, `to_cases()`...); it reads the file anew whenever it is asked.
 
@@ -179,7 +181,7 @@ class History:
             store = self._store
             return store.recorded - max(store.dropped, self._hidden)
 
-    def keep(self, path, window: int | None = None, scrub: Callable[[str], str] | None = None) -> None:
+    def keep(self, path: str | os.PathLike[str] | None, window: int | None = None, scrub: Callable[[str], str] | None = None) -> None:
         """Write every call of this history to the history file at `path`: those in memory now that it
         lacks, then each as it is recorded; None stops writing. Memory then keeps the latest `window`
         calls. Set to the same path after a write failed, it writes what the file lacks.
@@ -346,7 +348,7 @@ class History:
         if self._listeners:
             self._listeners(o)  # one that fails is logged: a broken view never loses a call or breaks the loop
 
-    def subscribe(self, listener) -> None:
+    def subscribe(self, listener: Callable[[Outcome | None], object]) -> None:
         """Call `listener(outcome)` after every recorded call, and `listener(None)` after `clear()`.
 
         Listeners run on the thread that recorded the call (mcp_nb's loop thread for calls):
@@ -355,7 +357,7 @@ class History:
         """
         self._listeners.add(listener)
 
-    def unsubscribe(self, listener) -> None:
+    def unsubscribe(self, listener: Callable[[Outcome | None], object]) -> None:
         self._listeners.remove(listener)
 
     def __len__(self) -> int:
@@ -364,7 +366,7 @@ class History:
             reading, writer = _file()
             writer.flush_all(self._opened)  # a file this kernel writes: every call made so far
             problems: list[str] = []
-            count = reading.count(self._opened, problems)
+            count: int = reading.count(self._opened, problems)
             self._report(problems)
             return count
         with self._lock:
@@ -490,21 +492,21 @@ class History:
         ]
         return frame
 
-    def to_csv(self, path, **kwargs: Any):
+    def to_csv(self, path: str | os.PathLike[str] | IO[str], **kwargs: Any) -> str | None:
         return self.to_records_frame().to_csv(path, index=False, **kwargs)
 
-    def to_json(self, path, **kwargs: Any):
+    def to_json(self, path: str | os.PathLike[str] | IO[str], **kwargs: Any) -> str | None:
         kwargs.setdefault("orient", "records")
         kwargs.setdefault("date_format", "iso")
         return self.to_records_frame().to_json(path, **kwargs)
 
-    def to_parquet(self, path, **kwargs: Any):
+    def to_parquet(self, path: str | os.PathLike[str] | IO[bytes], **kwargs: Any) -> bytes | None:
         return self.to_records_frame().to_parquet(path, index=False, **kwargs)
 
     def to_cases(
-        self, path, *, last: int | None = None, name: str | None = None, server: str | None = None,
+        self, path: str | os.PathLike[str], *, last: int | None = None, name: str | None = None, server: str | None = None,
         replayed: bool = False, left_out: list[LeftOut] | None = None,
-    ):  # fmt: skip
+    ) -> list[Case]:  # fmt: skip
         """Write the calls as a cases file (JSON) for `mcp_nb.replay` and the pytest plugin; returns the cases.
 
         One case per call, by its final attempt, with every option the call had (its retry
@@ -545,5 +547,5 @@ class History:
     def __repr__(self) -> str:
         return history_text(self._shown(), settings.history_rows)
 
-    def _repr_pretty_(self, printer, cycle) -> None:
+    def _repr_pretty_(self, printer: Printer, cycle: bool) -> None:
         printer.text(repr(self))

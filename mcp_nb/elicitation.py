@@ -219,7 +219,7 @@ class Answerer:
 
 def is_async(function: Any) -> bool:
     """Whether calling `function` starts a coroutine (an `async def`, or an object whose `__call__` is one)."""
-    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(getattr(function, "__call__", None))
+    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(getattr(function, "__call__", None))  # noqa: B004 - an object whose __call__ is async
 
 
 async def in_thread(function: Callable[..., Any], *args: Any) -> Any:

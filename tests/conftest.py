@@ -18,6 +18,9 @@ LONG_FIRST = (
     # What makes something for later tests goes first: the Binder environment (a minute of pip,
     # mostly waiting on the package index), the course's fresh venv, the documentation site.
     "tests/test_binder.py::test_the_kernel_runs",
+    "tests/test_documented_commands.py::",  # 1 to 3 min each: the README's first command in a fresh copy, JupyterLab started
+    "tests/test_models_llama.py",  # llama.cpp's server started with a real model
+    "tests/test_course_grading.py",  # nbgrader through its exchange, three students
     "tests/test_init_course.py",  # 100 to 150 s: a fresh venv with the course's wheel, JupyterLab and nbval
     "tests/test_docs.py",  # the Sphinx build (tests/docs_site.py) the browser's docs pages use too
     "tests/browser/",  # 140 s: JupyterLab, Voila and Chromium
@@ -36,7 +39,22 @@ LONG_FIRST = (
 ALONE = (
     "tests/test_binder.py::test_notebook_runs", "tests/test_own_notebooks.py::", "tests/test_pytest_plugin.py::",
     "tests/test_student_version.py::test_each_notebooks", "tests/test_surface_ci.py::", "tests/test_course_answers.py::",
+    "tests/test_documented_commands.py::",
 )  # fmt: skip
+
+
+# What `pytest -m "not slow"` leaves out, for a quick loop while working: the groups that start
+# processes of their own for minutes (fresh venvs, kernels running notebooks, a browser, pytest or
+# pip in subprocesses, a language model). The README's test command runs them all.
+SLOW = (
+    *LONG_FIRST,
+    "tests/test_course_notebooks.py",
+    "tests/test_history_file_kernel.py",  # kernels killed and restarted
+    "tests/test_stored_notebooks.py",
+    "tests/test_student_version.py",
+    "tests/test_cluster.py",  # dask clusters of processes
+    "tests/test_episodes_cluster.py",
+)
 
 
 # The tests that build a fresh machine (a venv installed from the package index, as Binder and a
@@ -71,6 +89,8 @@ def pytest_collection_modifyitems(items):
             first[group] = (rank, first.get(group, (rank, index))[1])
     items[:] = [item for _, item in sorted(enumerate(items), key=lambda pair: (*first[_group(pair[1].nodeid)], pair[0]))]
     for item in items:
+        if item.nodeid.startswith(SLOW):
+            item.add_marker(pytest.mark.slow)
         if item.nodeid.startswith(FRESH_MACHINE):
             item.add_marker(pytest.mark.timeout(FRESH_MACHINE_S))
 

@@ -71,6 +71,7 @@ def test_an_evaluation_on_a_cluster_is_the_evaluation_in_the_kernel(client):
     assert len(rows) == 12 and len({row["episode"] for row in rows}) == 12
     ids = {step["call_id"] for row in rows for step in row["steps"]}
     assert ids == set(frame["call_id"])  # each episode's steps name the kernel's records of its calls
+    assert set(frame["episode"]) == {row["episode"] for row in rows} and frame["turn"].notna().all()  # made on a worker, numbered here
     assert mcp_nb.engine().registry.get("tool", "get_author").function is helpful
 
 

@@ -89,3 +89,13 @@ def test_after_episodes_with_a_key_no_saved_notebook_case_file_history_file_or_d
             assert KEY.encode() not in path.read_bytes(), f"the key is written in {path.relative_to(tmp_path)}"
     # Nor went it to the tool: what the model wrote as arguments was read with the key taken out.
     assert "sk-proj" not in text
+
+
+def test_a_key_asked_for_where_nothing_can_be_typed_is_one_line(monkeypatch):
+    def no_input(prompt):
+        raise EOFError
+
+    monkeypatch.setattr("getpass.getpass", no_input)
+    with pytest.raises(Mistake) as refused:
+        Key.prompt()
+    assert "\n" not in str(refused.value) and "no key was typed" in str(refused.value)

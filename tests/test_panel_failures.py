@@ -296,7 +296,7 @@ def test_switching_tabs(panel, monkeypatch):
 def test_the_registry_listener(panel, monkeypatch):
     before = snapshot(panel)
     options = panel.picker.options
-    inject(monkeypatch, panel_module, "_title_html")
+    inject(monkeypatch, panel_module, "title_html")
 
     @mcp_nb.tool()
     def added() -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import mcp_nb
 from mcp_nb.widgets import show
-from mcp_nb.widgets.panel import NAME_SHOWN, NBSP
+from mcp_nb.widgets.picker import NAME_SHOWN, NBSP
 
 LONG_TOOL = "summarize_the_quarterly_sales_report_for_every_region_and_product_line"
 LONG_URI = "reports://quarterly/sales/by-region/by-product-line/{region}/{product_line}/summary"

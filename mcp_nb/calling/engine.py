@@ -542,5 +542,9 @@ def check_request(target: str, name: str, timeout: float | None) -> None:
     what = "uri" if target == "resource" else "name"
     if not isinstance(name, str) or not name.strip():
         raise BadValue(f"{what} must be a non-empty string, got {name!r}")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError as err:  # a lone surrogate: the request's Mcp-Name header cannot carry it
+        raise BadValue(f"{what} {name!r} holds {name[err.start]!r}, a lone surrogate no UTF-8 can carry: no server can be sent it") from None
     if timeout is not None:
         check_timeout(timeout)

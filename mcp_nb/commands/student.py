@@ -33,6 +33,7 @@ import shutil
 from pathlib import Path
 
 from mcp_nb.mistakes import BadValue, read_json
+from mcp_nb.records.surrogates import escape_surrogates
 
 BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"
 BEGIN_HIDDEN, END_HIDDEN = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
@@ -138,7 +139,10 @@ def stripped(source: str | Path) -> tuple[dict, int]:
 
 def _write(notebook: dict, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    # non-ASCII kept, as nbformat writes it; a lone surrogate (a "\\ud800" escape in the source's
+    # JSON, which no UTF-8 file holds) written as that escape again
+    text = escape_surrogates(json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False))
+    target.write_text(text + "\n", encoding="utf-8")
 
 
 def make(source: str | Path, target: str | Path) -> int:

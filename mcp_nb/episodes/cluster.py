@@ -28,7 +28,7 @@ from mcp_nb.batch.cluster import require_distributed, toolbox, worker
 from mcp_nb.batch.cluster.ledger import Ledger
 from mcp_nb.batch.cluster.sweep import ClusterSweep, client_for
 from mcp_nb.batch.core import check_concurrency
-from mcp_nb.episodes.episode import Episode, log_of, next_id
+from mcp_nb.episodes.episode import Episode, next_id
 from mcp_nb.episodes.evaluate import AS_REGISTERED, Plan, Variant
 from mcp_nb.episodes.loop import CURRENT_EPISODE, Episodes, EpisodeRun, Shared, conversation, offered_tools
 from mcp_nb.mistakes import BadValue, first_line
@@ -203,7 +203,7 @@ def run_on_cluster(engine: Any, found: Plan, cluster: Any, progress: bool, parti
                 if not engine.closed:
                     restore()
             for episode in came:
-                log_of(engine.history).record(episode)
+                engine.history.record_episode(episode)
             episodes += came
             if stopped or engine.closed:
                 stopped = True

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
-import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -174,14 +172,6 @@ class Episode:
         printer.text(repr(self))
 
 
-_logs: weakref.WeakKeyDictionary[Any, EpisodeLog] = weakref.WeakKeyDictionary()
-_logs_lock = threading.Lock()
-
-
 def log_of(history: Any) -> EpisodeLog:
-    """The episode log kept beside a history."""
-    with _logs_lock:
-        log = _logs.get(history)
-        if log is None:
-            log = _logs[history] = EpisodeLog()
-        return log
+    """The episodes a history keeps (`History.record_episode`, read by `History.episodes()`)."""
+    return history.episode_log

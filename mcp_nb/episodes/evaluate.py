@@ -45,6 +45,7 @@ from mcp_nb.episodes.tasks import Task, tasks_of
 from mcp_nb.models.budget import Budget
 from mcp_nb.models.function import Model, models_of
 from mcp_nb.registering.registry import ANNOTATION_FLAGS
+from mcp_nb.views.theme import KIND_FILLS
 from mcp_nb.mistakes import BadType, BadValue
 
 if TYPE_CHECKING:
@@ -305,7 +306,7 @@ def plot(table: pd.DataFrame, measure: str = "success_rate", ax: Any = None) -> 
     if ax is None:
         _, ax = pyplot.subplots(figsize=(8, 0.45 * len(table) + 1.4), layout="constrained")
     positions = range(len(table))
-    ax.barh(list(positions), values, xerr=errors, capsize=3, color="#0969da", alpha=0.8)
+    ax.barh(list(positions), values, xerr=errors, capsize=3, color=KIND_FILLS["tool"], alpha=0.8)  # the theme's colour of a tool
     ax.set_yticks(list(positions), labels)
     ax.invert_yaxis()
     ax.set_xlim(0, 1)

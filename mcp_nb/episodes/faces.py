@@ -17,7 +17,7 @@ from mcp_nb.calling import default
 from mcp_nb.episodes import cluster as on_cluster
 from mcp_nb.episodes import evaluate as evaluation
 from mcp_nb.episodes import saved
-from mcp_nb.episodes.episode import Episode, log_of, next_id
+from mcp_nb.episodes.episode import Episode, next_id
 from mcp_nb.episodes.loop import (
     MODEL_TIMEOUT_S,
     Episodes,
@@ -101,7 +101,7 @@ def _never_ran(run: EpisodeRun) -> Episode:
     """An episode stopped before its first step (an interrupt at once): cancelled, with no turn."""
     episode = run.episode
     episode.stop, episode.detail = "cancelled", "stopped before the model was asked"
-    log_of(run.engine.history).record(episode)
+    run.engine.history.record_episode(episode)
     return episode
 
 

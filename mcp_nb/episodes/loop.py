@@ -16,7 +16,8 @@ Nothing the model or a tool does makes this raise: a model that raises, times ou
 another shape ends the episode as `model_failed`; a model that never stops ends `out_of_turns`; a
 budget reached ends it as `budget`. An interrupt or a reset cancels it: the call in flight records
 itself as cancelled (as any call does), the episode ends as `cancelled`, and the cancellation goes
-on. However it ends, the episode is recorded once, beside the history (`episode.log_of`).
+on. However it ends, the episode is recorded once, by the history that recorded its calls
+(`History.record_episode`).
 
 `EpisodeRun` is what `batch.core.Lanes` runs (`run()`, `task`, `outcome`): an episode, or an
 evaluation's thousand, waits on the one batch core like a sweep's calls.
@@ -34,7 +35,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mcp_nb.batch.core import Lanes
-from mcp_nb.episodes.episode import Episode, Step, Turn, log_of
+from mcp_nb.episodes.episode import Episode, Step, Turn
 from mcp_nb.episodes.policy import HostPolicy
 from mcp_nb.episodes.tasks import judge
 from mcp_nb.models.budget import Budget, Spending
@@ -154,7 +155,7 @@ class EpisodeRun:
                 episode.passed, episode.check_error = judge(self.check, episode)
             self.outcome = episode
         if self.recorded:
-            log_of(self.engine.history).record(episode)
+            self.engine.history.record_episode(episode)
 
     def settle_cancelled(self) -> Episode:
         """A stopped batch builds its frame, and this episode has not ended: recorded as cancelled
@@ -171,7 +172,7 @@ class EpisodeRun:
             episode.stop, episode.detail = "cancelled", "it did not end when its batch was stopped"
             self.outcome = episode
         if self.recorded:
-            log_of(self.engine.history).record(episode)
+            self.engine.history.record_episode(episode)
         return episode
 
     async def _turns(self, spending: Spending) -> None:

@@ -69,7 +69,7 @@ class FunctionModel(Model):
     def __init__(self, function: Callable[..., Any], name: str | None = None) -> None:
         self.function = function
         self.name = name or _name_of(function)
-        self._async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(getattr(function, "__call__", None))
+        self._async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(getattr(function, "__call__", None))  # noqa: B004 - an object whose __call__ is async
 
     async def reply(self, messages: list, tools: list, seconds: float, ids: str = "call") -> Reply:
         try:

@@ -58,7 +58,10 @@ class Key:
     @classmethod
     def prompt(cls, label: str = "API key") -> Key:
         """Ask for the key without echoing it (`getpass`; a password field in a notebook)."""
-        typed = getpass.getpass(f"{label}: ")  # looked up now: a kernel puts its own getpass there
+        try:
+            typed = getpass.getpass(f"{label}: ")  # looked up now: a kernel puts its own getpass there
+        except EOFError:  # no terminal and nothing to read (a script, a pipe, a notebook without stdin)
+            raise BadValue("no key was typed: there is no input to read it from (set an environment variable and give its name)") from None
         if not isinstance(typed, str) or not typed.strip():
             raise BadValue("no key was typed")
         key = cls.__new__(cls)

@@ -51,6 +51,7 @@ from mcp_nb.records.structured import json_equal
 from mcp_nb.mistakes import BadJson, BadValue, first_line, one_line, read_json
 from mcp_nb.numbers import is_number
 from mcp_nb.records.files import read_text, write_whole
+from mcp_nb.records.surrogates import escape_surrogates
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -363,7 +364,8 @@ def dump(cases: list[Case], evaluations: Sequence[SavedEvaluation] = ()) -> str:
     document: dict[str, Any] = {"mcp_nb_cases": FORMAT, "cases": [_plain(case) for case in cases]}
     if evaluations:
         document["evaluations"] = [evaluation.model_dump(exclude_none=True) for evaluation in evaluations]
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    # non-ASCII kept for reading, a lone surrogate (no UTF-8 file holds one) as its JSON escape
+    return escape_surrogates(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
 
 
 def _plain(case: Case) -> dict[str, Any]:

@@ -32,10 +32,13 @@ import pyarrow.ipc as ipc
 from mcp_nb import libraries as lib
 from mcp_nb.records.disk import COMPRESSED, Listing, Misnamed, Part, listing, read_table, regular, why
 from mcp_nb.records.frame import VOCABULARIES, Coded, Column
-from mcp_nb.records.json_text import events_of, logs_of
+from mcp_nb.records.json_text import EXACT, events_of, logs_of
 from mcp_nb.records.outcome import CAUSES, FATES, OUTCOMES, TARGETS, VIAS
 from mcp_nb.records.store import NO_FLAG
 
+# Whole-number columns added to the history after files were written, and their type in the
+# store: -1 stands for none (`store.NO_EPISODE`), and a file without the column has none.
+ADDED = {"episode": np.int64, "turn": np.int32}
 # The vocabulary columns of fixed categories, by the codes the in-memory store gives them.
 FIXED = {"target": TARGETS, "outcome": OUTCOMES, "cause": CAUSES, "via": VIAS}
 
@@ -47,7 +50,7 @@ def read(found: Listing, parts: list[Part] | None = None, seqs: tuple[int, int] 
     chosen = list(found.parts if parts is None else parts)
     wanted = None
     if columns is not None:
-        wanted = list(dict.fromkeys(["session", "seq", "call_id", *columns]))
+        wanted = list(dict.fromkeys(["session", "seq", "call_id", *columns, EXACT]))
     opened = Opened(wanted)
     try:
         for part in chosen:
@@ -61,9 +64,10 @@ def read(found: Listing, parts: list[Part] | None = None, seqs: tuple[int, int] 
             except Exception as err:  # noqa: BLE001 - a part cut short since the listing
                 found.problems.append(f"{part.name} ({why(err)})")
         if not opened.parts:
-            return _decode(None, seqs, [])
+            return _decode(None, seqs, [], columns)
         try:
-            return _decode(opened, seqs, _fates(found, {p.session for p in chosen}) if columns is None or "server_fate" in columns else [])
+            fates = _fates(found, {p.session for p in chosen}) if columns is None or "server_fate" in columns else []
+            return _decode(opened, seqs, fates, columns)
         except Misnamed as err:  # a compressed part's rows are counted as its first column is read
             found.problems.append(f"{Path(err.path).name} ({why(err)})")
             opened.close()
@@ -180,9 +184,10 @@ class _Filtered:
         return self.source.column(name).filter(self.keep)
 
 
-def _decode(whole: Opened | pa.Table | None, seqs: tuple[int, int] | None, fates: list[pa.Table]) -> Coded:
-    """The columns of `whole` (all a part has, or those asked for; read a column at a time) coded as
-    the store codes them."""
+def _decode(whole: Opened | pa.Table | None, seqs: tuple[int, int] | None, fates: list[pa.Table], columns: list[str] | None = None) -> Coded:
+    """The columns of `whole` (all a part has, or those asked for: `columns`; read a column at a
+    time) coded as the store codes them. A column added since a file was written (`ADDED`) reads as
+    its missing value there."""
     from mcp_nb.records.lazy import JsonArray  # pandas: loaded when a file is first read back
 
     if whole is None:
@@ -221,15 +226,66 @@ def _decode(whole: Opened | pa.Table | None, seqs: tuple[int, int] | None, fates
     for name in ("content", "message", "protocol"):
         if name in present:
             out[name] = _strings(whole.column(name))
+    if EXACT in present:
+        _put_back_exact(out, vocab, whole.column(EXACT))
     # the nested columns stay JSON text, decoded when a value is looked at (records/lazy.py)
     for name, stored, wrap in (("arguments", "arguments", "json"), ("structured_content", "structured", "json"),
                                ("data", "data", "json"), ("server_logs", "logs", "logs"), ("elicitations", "elicitations", "tuple"),
                                ("samplings", "samplings", "tuple"), ("progress", "progress", "events"), ("retry", "retry", "json")):  # fmt: skip
         if name in present:
             out[stored] = JsonArray.from_texts(whole.column(name), wrap)
+    rows = len(out["call_id"])  # read whatever else is asked for
+    for name, kind in ADDED.items():
+        if name in present:
+            out[name] = whole.column(name).fill_null(-1).to_numpy().astype(kind, copy=False)
+        elif columns is None or name in columns:  # a file written before it was a column
+            out[name] = np.full(rows, -1, dtype=kind)
     if fates and "server_fate" in present:
         _apply_fates(out, fates, vocab["session"])
     return Coded(out, vocab)
+
+
+def _put_back_exact(out: dict[str, Column], vocab: dict[str, list[str]], column: pa.ChunkedArray) -> None:
+    """The plain texts that held a lone surrogate, as they were (the writer's EXACT column): in the
+    rows that had one, in place of their escaped form."""
+    present = column.is_valid()
+    rows = np.nonzero(present.to_numpy(zero_copy_only=False))[0].tolist()
+    if not rows:
+        return
+    by_column: dict[str, dict[int, str]] = {}
+    for row, text in zip(rows, column.filter(present).to_pylist()):
+        try:
+            held = json.loads(text)
+        except ValueError:  # not one this mcp_nb wrote: the escaped texts stand
+            continue
+        if type(held) is dict:
+            for name, value in held.items():
+                if type(value) is str and name in out:
+                    by_column.setdefault(name, {})[row] = value.encode("latin-1", "replace").decode("unicode_escape", "replace")
+    for name, exact in by_column.items():
+        values = out[name] = cast("np.ndarray", out[name]).copy()  # a text or a vocabulary column: an array
+        if name not in vocab:  # a text column (content, message, protocol)
+            for row, value in exact.items():
+                values[row] = value
+            continue
+        # a vocabulary column: each row given the code of its exact name (added to the names), and
+        # the escaped names no row has any more left out
+        names = vocab[name]
+        escaped = {int(values[row]) for row in exact}
+        position = {text: i for i, text in enumerate(names)}
+        for row, value in exact.items():
+            code = position.get(value)
+            if code is None:
+                code = position[value] = len(names)
+                names.append(value)
+            values[row] = code
+        gone = sorted(code for code in escaped if code >= 0 and not (values == code).any())
+        if gone:
+            kept = np.ones(len(names), dtype=bool)
+            kept[gone] = False
+            renumbered = np.append(np.cumsum(kept) - 1, -1).astype(values.dtype)  # -1 (missing) stays -1
+            out[name] = renumbered[values]
+            vocab[name] = [text for text, keep in zip(names, kept) if keep]
 
 
 def _ns(column: pa.ChunkedArray) -> np.ndarray:

@@ -14,6 +14,7 @@ first history file set (records/history.py): a history kept in memory never load
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -22,7 +23,8 @@ import numpy as np
 import pyarrow as pa
 
 from mcp_nb.records.frame import nanoseconds
-from mcp_nb.records.json_text import CHUNKS, ENCODE, plain
+from mcp_nb.records.json_text import CHUNKS, ENCODE, EXACT, plain
+from mcp_nb.records.surrogates import escape_surrogates
 from mcp_nb.records.outcome import CAUSES, FATES, OUTCOMES, TARGETS, VIAS
 from mcp_nb.records.store import NO_FLAG, objects
 
@@ -47,7 +49,7 @@ def json_column(values: np.ndarray, scrub: Callable[[str], str]) -> pa.Array:
         texts = [ENCODE(plain(value)) for value in objects.values()]
         if id(None) in position:
             codes[codes == position[id(None)]] = -1
-    return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), pa.array(scrub_all(texts, scrub), type=pa.string()))
+    return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), arrow_texts(scrub_all(texts, scrub)))
 
 
 # What JSON text would escape: a text without it is its own JSON string's inside.
@@ -80,7 +82,7 @@ def distinct_column(values: np.ndarray, scrub: Callable[[str], str], content: np
             add(None)
         else:
             add(ENCODE(plain(value)))
-    return pa.array(scrub_all(texts, scrub), type=pa.string())
+    return arrow_texts(scrub_all(texts, scrub))
 
 
 def scrub_all(texts: Sequence[str | None], scrub: Callable[[str], str]) -> Sequence[str | None]:
@@ -93,14 +95,57 @@ def scrub_all(texts: Sequence[str | None], scrub: Callable[[str], str]) -> Seque
     return [None if text is None else scrub(text) for text in texts]
 
 
-def coded(codes: np.ndarray, names: list[str]) -> pa.Array:
+def arrow_texts(texts: Sequence[str | None], changed: dict[int, str] | None = None) -> pa.Array:
+    """`texts` as Arrow text. A lone surrogate, which no UTF-8 (so no Arrow text) holds, is written
+    as its JSON escape: in JSON text, it reads back the same (records/surrogates.py). Plain texts
+    are given `changed`: each row whose text was escaped is added to it, with its text as it was.
+    Arrow's own encoding finds them (no pass of its own over every batch's texts)."""
+    try:
+        return pa.array(texts, type=pa.string())
+    except UnicodeEncodeError:
+        escaped = [None if text is None else escape_surrogates(text) for text in texts]
+        if changed is not None:
+            changed.update((row, text) for row, (text, written) in enumerate(zip(texts, escaped)) if text is not None and text is not written)
+        return pa.array(escaped, type=pa.string())
+
+
+def exact_texts(exact: dict[str, dict[int, str]], n: int) -> pa.Array | None:
+    """The EXACT column, for a part whose plain texts had lone surrogates escaped: for each row that
+    had one, a JSON object of its texts as they were, by column, each in Python's `unicode_escape`
+    (ASCII, and exact where JSON's escapes are not: JSON reads a high and a low surrogate side by
+    side as one character); null for every other row. None when no row had one (left out)."""
+    if not exact:
+        return None
+    rows: dict[int, dict[str, str]] = {}
+    for column, changed in exact.items():
+        for row, text in changed.items():
+            rows.setdefault(row, {})[column] = text.encode("unicode_escape").decode("ascii")
+    out: list[str | None] = [None] * n
+    for row, held in rows.items():
+        out[row] = json.dumps(held, separators=(",", ":"))
+    return pa.array(out, type=pa.string())
+
+
+def coded(codes: np.ndarray, names: list[str], changed: dict[int, str] | None = None) -> pa.Array:
+    """A vocabulary column: the codes, and the names as its dictionary. Given `changed`, a name
+    holding a lone surrogate is written escaped, and each row that has it is added to `changed`."""
     indices = codes.astype(np.int32)
-    return pa.DictionaryArray.from_arrays(pa.array(indices, mask=indices < 0), pa.array(names, type=pa.string()))
+    escaped: dict[int, str] = {}
+    dictionary = arrow_texts(names, escaped)
+    if escaped and changed is not None:
+        for row in np.nonzero(np.isin(indices, list(escaped)))[0].tolist():
+            changed[row] = escaped[int(indices[row])]
+    return pa.DictionaryArray.from_arrays(pa.array(indices, mask=indices < 0), dictionary)
 
 
-def texts(values: np.ndarray, scrub: Callable[[str], str]) -> pa.Array:
+def numbered(values: np.ndarray, kind: pa.DataType) -> pa.Array:
+    """A column of whole numbers where -1 is none (`store.NO_EPISODE`), as nulls."""
+    return pa.array(values, type=kind, mask=values < 0)
+
+
+def texts(values: np.ndarray, scrub: Callable[[str], str], changed: dict[int, str] | None = None) -> pa.Array:
     rows = values.tolist()
-    return pa.array(scrub_all(rows, scrub), type=pa.string())
+    return arrow_texts(scrub_all(rows, scrub), changed)
 
 
 @dataclass
@@ -138,29 +183,30 @@ def table(batch: Batch, session: str, scrub: Callable[[str], str]) -> pa.Table:
             logs[row], progress[row] = row_logs, row_progress
     flags = c["is_error"].astype(np.int8)
     code = c["code"].astype(np.float64)
+    exact: dict[str, dict[int, str]] = {}  # column -> {row: its text as it was}, for the texts escaped
     columns = {
         "session": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([session])),
         "seq": pa.array(np.arange(batch.first, batch.first + n, dtype=np.int64)),
         "recorded_at": pa.array(nanoseconds(c["recorded"]), type=pa.timestamp("ns", tz="UTC")),
         "call_id": pa.array(c["call_id"].astype(np.int64)),
         "attempt": pa.array(c["attempt"].astype(np.int32)),
-        "server": coded(c["server"], batch.servers),
-        "worker": coded(c["worker"], batch.workers),
+        "server": coded(c["server"], batch.servers, exact.setdefault("server", {})),
+        "worker": coded(c["worker"], batch.workers, exact.setdefault("worker", {})),
         "target": coded(c["target"], list(TARGETS)),
-        "name": coded(c["name"], batch.names),
+        "name": coded(c["name"], batch.names, exact.setdefault("name", {})),
         "arguments": distinct_column(c["arguments"], scrub),
         "outcome": coded(c["outcome"], list(OUTCOMES)),
         "cause": coded(c["cause"], list(CAUSES)),
-        "content": texts(c["content"], scrub),
+        "content": texts(c["content"], scrub, exact.setdefault("content", {})),
         "structured_content": distinct_column(c["structured"], scrub, c["content"]),
         "is_error": pa.array(flags == 1, mask=flags == NO_FLAG),
         "code": pa.array(np.nan_to_num(code).astype(np.int64), mask=np.isnan(code)),
-        "message": texts(c["message"], scrub),
+        "message": texts(c["message"], scrub, exact.setdefault("message", {})),
         "data": json_column(c["data"], scrub),
         "server_logs": json_column(logs, scrub),
         "elicitations": json_column(c["elicitations"], scrub),
         "samplings": json_column(c["samplings"], scrub),
-        "protocol": texts(c["protocol"], scrub),
+        "protocol": texts(c["protocol"], scrub, exact.setdefault("protocol", {})),
         "started_at": pa.array(nanoseconds(c["started"]), type=pa.timestamp("ns", tz="UTC")),
         "duration_ms": pa.array(c["duration"].astype(np.float64)),
         "timeout_s": pa.array(c["timeout"].astype(np.float64)),
@@ -170,12 +216,17 @@ def table(batch: Batch, session: str, scrub: Callable[[str], str]) -> pa.Table:
         "fate_cause": coded(fate_cause, list(CAUSES)),
         "fate_after_ms": pa.array(fate_after),
         "via": coded(c["via"], list(VIAS)),
-        "client": coded(c["client"], batch.clients),
+        "client": coded(c["client"], batch.clients, exact.setdefault("client", {})),
         "progress": json_column(progress, scrub),
         "deadline_resets": pa.array(c["resets"].astype(np.int64)),
         "max_timeout_s": pa.array(c["max_timeout"].astype(np.float64)),
         "retry": json_column(c["retry"], scrub),
+        "episode": numbered(c["episode"], pa.int64()),
+        "turn": numbered(c["turn"], pa.int32()),
     }
+    held = exact_texts({column: changed for column, changed in exact.items() if changed}, n)
+    if held is not None:
+        columns[EXACT] = held
     return pa.table(columns)
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeAlias
 
 from mcp_nb import libraries as lib
 from mcp_nb.records.outcome import CAUSES, FATES, OUTCOMES, TARGETS, VIAS, Outcome
+from mcp_nb.records.surrogates import SURROGATE
 
 if TYPE_CHECKING:
     import numpy as np
@@ -156,7 +157,13 @@ def build(coded: Coded, columns: tuple[str, ...] | list[str]) -> pd.DataFrame:
     names = coded.names
 
     def category(codes: np.ndarray, categories: list[str] | tuple[str, ...]) -> pd.Categorical:
-        made: pd.Categorical = pd.Categorical.from_codes(codes, categories=list(categories))  # type: ignore[call-overload]  # pandas-stubs: categories an Index only; pandas takes any list-like
+        categories = list(categories)
+        joined = "".join(categories)
+        if not joined.isascii() and SURROGATE.search(joined) is not None:
+            # a name holding a lone surrogate (a server's, a tool's): pandas' `str` categories are
+            # Arrow text, which no UTF-8 can hold; `object` ones hold any str
+            return pd.Categorical.from_codes(codes, categories=pd.Index(categories, dtype=object))
+        made: pd.Categorical = pd.Categorical.from_codes(codes, categories=categories)  # type: ignore[call-overload]  # pandas-stubs: categories an Index only; pandas takes any list-like
         return made
 
     def flags(values: np.ndarray) -> pd.arrays.BooleanArray:
@@ -171,6 +178,10 @@ def build(coded: Coded, columns: tuple[str, ...] | list[str]) -> pd.DataFrame:
         values = values.astype(np.float64, copy=False)
         missing = np.isnan(values)  # NaN where a call has no code: pd.array(..., dtype="Int64") finds them row by row
         return pd.arrays.IntegerArray(np.where(missing, 0, values).astype(np.int64), missing)
+
+    def numbered(values: np.ndarray) -> pd.arrays.IntegerArray:
+        values = values.astype(np.int64, copy=False)  # -1 where a call has none (store.NO_EPISODE)
+        return pd.arrays.IntegerArray(values, values < 0)
 
     made: dict[str, Callable[[Any], Any]] = {
         "call_id": lambda v: v.astype(np.int64, copy=False), "attempt": lambda v: v.astype(np.int32, copy=False),
@@ -191,6 +202,7 @@ def build(coded: Coded, columns: tuple[str, ...] | list[str]) -> pd.DataFrame:
         "session": lambda v: category(v, names["session"]),
         "progress": lambda v: lazy(v, "events").lengths() if not isinstance(v, np.ndarray) else np.fromiter(map(len, v), dtype=np.int64, count=len(v)),
         "deadline_resets": lambda v: v.astype(np.int64, copy=False),
+        "episode": numbered, "turn": numbered,  # a call no model asked for has neither
     }  # fmt: skip
     floats = ("duration_ms", "timeout_s", "backoff_s", "fate_after_ms", "max_timeout_s")
     frame: dict[str, Any] = {}

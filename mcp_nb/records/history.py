@@ -11,6 +11,10 @@ back: the history reads how far it has written (`Writer.written`) when it turns 
 into a chunk, and lets the oldest calls leave memory once written and past the window.
 `clear()` is a mark, never a new store: a call recorded beside it keeps its place, and is
 written.
+
+The episodes of a model in the loop (`mcp_nb/episodes/`) are kept here too (`episode_log`), one
+plain tuple each (records/episode_log.py): their calls are rows like any other, with their
+`episode` and `turn`, and `episodes()` reads the episodes themselves.
 """
 
 from __future__ import annotations
@@ -31,9 +35,12 @@ from mcp_nb.config import DEFAULT_WINDOW, check_window, settings
 from mcp_nb.history_file import HistoryFileError, check_readable, check_writable, shown
 from mcp_nb.mistakes import BadValue
 from mcp_nb.records.cases import CallsLeftOut, Case, LeftOut, from_frame, save
+from mcp_nb.records.episode_log import EpisodeLog
+from mcp_nb.records.surrogates import escape_surrogates
 from mcp_nb.records.frame import Coded, build, collector_paused, fate_of, join, overlay
 from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.outcome import Outcome, Printer, progress_frame
+from mcp_nb.records.recovery import by_model, episodes_frame
 from mcp_nb.records.store import CHUNK, Store
 from mcp_nb.records.structured import NotTabular, records
 from mcp_nb.records.tallies import by_session, health, summarize
@@ -80,6 +87,8 @@ COLUMNS = (
     "deadline_resets",
     "max_timeout_s",
     "retry",
+    "episode",
+    "turn",
     "session",
     "recorded_at",
 )
@@ -107,6 +116,19 @@ class _Segment:
 
 def _nothing_secret(text: str) -> str:
     return text
+
+
+def _without_surrogates(column: pd.Series) -> pd.Series:
+    """`column` (of str and None, or categories of str) with each lone surrogate as its escape."""
+    if isinstance(column.dtype, lib.pandas.CategoricalDtype):
+        names = column.cat.categories.tolist()
+        written = [escape_surrogates(name) if type(name) is str else name for name in names]
+        if written == names:
+            return column
+        return column.astype(object).map(lambda v: escape_surrogates(v) if type(v) is str else v)
+    values = column.tolist()
+    written = [escape_surrogates(v) if type(v) is str else v for v in values]
+    return column if written == values else lib.pandas.Series(written, index=column.index, dtype=object)
 
 
 def _file() -> tuple[ModuleType, ModuleType]:
@@ -145,6 +167,7 @@ class History:
         self._opened: Path | None = None  # a history file read back (`History.open`)
         self._said: set[str] = set()  # what was said once about the file
         self._keeping = threading.Lock()  # held while the file is set or unset
+        self.episode_log = EpisodeLog()  # the episodes whose calls this history records (`record_episode`)
 
     # -- a history file ---------------------------------------------------------------------------
 
@@ -348,6 +371,11 @@ class History:
         if self._listeners:
             self._listeners(o)  # one that fails is logged: a broken view never loses a call or breaks the loop
 
+    def record_episode(self, episode: Any) -> None:
+        """Keep an episode of a model in the loop as it ends (anything with `id` and `kept()`, as
+        `mcp_nb.Episode` has), once: its calls are recorded as they are made."""
+        self.episode_log.record(episode)
+
     def subscribe(self, listener: Callable[[Outcome | None], object]) -> None:
         """Call `listener(outcome)` after every recorded call, and `listener(None)` after `clear()`.
 
@@ -373,10 +401,12 @@ class History:
             return self._store.recorded - self._hidden
 
     def clear(self) -> None:
-        """Forget every recorded call. A mark, not a new store: the calls before it are no longer shown;
-        without a history file they leave memory now, with one once they are written (none lost,
-        whatever is recorded meanwhile)."""
+        """Forget every recorded call, and every episode that ended. A mark, not a new store: the calls
+        before it are no longer shown; without a history file they leave memory now, with one once
+        they are written (none lost, whatever is recorded meanwhile). An episode still running is
+        kept when it ends, with its calls made after the mark."""
         self.settle()
+        self.episode_log.clear()
         with self._lock:
             store = self._store
             self._hidden = store.recorded
@@ -459,15 +489,27 @@ class History:
             raise KeyError(f"no call #{call_id} in the history")
         return progress_frame((int(ids[row]), int(attempts[row]), events[row]) for row in rows)
 
+    def episodes(self) -> pd.DataFrame:
+        """One row per episode of a model in the loop that ended, in the order they ended: its task,
+        model, turns, calls, failures by outcome, what the model did after each failure (`recovered`,
+        `repeated`, `retried`, `switched`, `gave_up`, `cut_short`), how it ended (`stop`), its
+        duration and the tokens its model reported. Its calls are the rows of `to_frame()` with its
+        `episode` number."""
+        return episodes_frame(self.episode_log.rows())
+
     def summary(self, by: str | None = None) -> pd.DataFrame:
         """Calls per target and name × outcome, with totals. `by="session"`: the sessions side by
         side (a reopened history file's kernels, before and after a change): per tool, each
-        session's outcome counts and its median and 90th-percentile durations."""
+        session's outcome counts and its median and 90th-percentile durations. `by="episode"`: the
+        episodes per model and task: how they ended, their failures, what followed each, and the
+        recovery rate (of the failures, those recovered)."""
         if by is None:
             return summarize(self.to_frame())
-        if by != "session":
-            raise BadValue(f"summary(by=...) takes 'session' (or None), got {by!r}")
-        return by_session(self.to_frame())
+        if by == "session":
+            return by_session(self.to_frame())
+        if by == "episode":
+            return by_model(self.episodes())
+        raise BadValue(f"summary(by=...) takes 'session' or 'episode' (or None), got {by!r}")
 
     def health(self, last: int = 20) -> pd.DataFrame:
         """Failure rate per name over its last `last` calls (a retried call counts once, by its
@@ -477,8 +519,13 @@ class History:
     # -- export ---------------------------------------------------------------------------------
 
     def to_records_frame(self) -> pd.DataFrame:
-        """The frame with its nested columns (arguments, data, logs...) as JSON text, for files."""
+        """The frame with its nested columns (arguments, data, logs...) as JSON text, for files. A
+        lone surrogate (which no UTF-8 file holds) in a text or a name is written as its escape
+        (`\\ud800`); in the JSON text, as JSON writes it, which reads back as the same str."""
         frame = self.to_frame()
+        for column in ("content", "message", "protocol", "name", "server", "worker", "client"):
+            if column in frame.columns:
+                frame[column] = _without_surrogates(frame[column])
         for column in ("arguments", "structured_content", "data", "retry"):
             frame[column] = [None if v is None else json.dumps(v, default=str) for v in frame[column]]
         frame["elicitations"] = [json.dumps(list(asked), default=str) for asked in frame["elicitations"]]

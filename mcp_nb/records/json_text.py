@@ -39,6 +39,13 @@ def _encoder() -> tuple[Callable[[Any, int], Any] | None, Callable[[Any], str]]:
 
 CHUNKS, ENCODE = _encoder()
 
+# The column of a history file's part that holds a row's plain texts (content, message, protocol,
+# its name, server, worker, client) as they were, for a row where one held a lone surrogate, which
+# the text's own column holds as its escape (`\\ud800`, what any Arrow reader shows); mcp_nb's
+# reader puts the exact text back (records/encoding.py: `exact_texts`). A part whose texts all fit
+# UTF-8 has no such column.
+EXACT = "exact_texts"
+
 
 def plain(value: Any) -> Any:
     """A value of a nested column as JSON can carry it: log records and progress events as dicts."""

@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 from pandas.api.extensions import ExtensionArray, ExtensionDtype, register_extension_dtype
 
 from mcp_nb.records.json_text import ENCODE, events_of, logs_of, plain
+from mcp_nb.records.surrogates import escape_surrogates
 
 
 # What a decoded text becomes, by the kind of column: the values the in-memory history holds.
@@ -259,7 +260,7 @@ class JsonArray(ExtensionArray):
             if dtype == self._dtype:
                 return self.copy() if copy else self
             return JsonArray.held(self.materialize(), dtype.wrap)
-        if isinstance(dtype, np.dtype) and dtype == object:
+        if isinstance(dtype, np.dtype) and dtype.kind == "O":
             return self.materialize()
         return super().astype(dtype, copy=copy)
 
@@ -366,7 +367,7 @@ class JsonArray(ExtensionArray):
         if not self._rows.size:
             return texts
         out = _objects(texts.to_pylist())
-        out[self._rows] = _objects([None if v is None else ENCODE(plain(v)) for v in self._values])
+        out[self._rows] = _objects([None if v is None else escape_surrogates(ENCODE(plain(v))) for v in self._values])
         return pa.array(out.tolist(), type=pa.string())
 
     def __arrow_array__(self, type: Any = None) -> pa.Array:

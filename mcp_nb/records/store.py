@@ -31,21 +31,29 @@ if TYPE_CHECKING:
     from mcp_nb.elicitation import Elicitation
 
 CHUNK = 1024  # pending rows turned into column chunks at once
-STORED = ("call_id", "attempt", "backoff", "server", "worker", "target", "name", "arguments", "outcome", "cause", "content", "structured",
-          "is_error", "code", "message", "data", "logs", "elicitations", "samplings", "protocol", "started", "duration", "timeout", "via", "client",
-          "progress", "resets", "max_timeout", "retry", "recorded")  # fmt: skip
+# A row's values, in order. Thirty at most: CPython compiles a tuple display of more than thirty
+# items into a list built item by item (its compiler's STACK_USE_GUIDELINE), which made recording
+# a call 0.15 µs slower. So two values hold two columns each, split when the rows become a chunk
+# (`columns_of`): `kind`, the call's target and who made it (`via`), one small code; and `step`,
+# the episode and turn of a call a model asked for, None (a constant) for any other call.
+ROW = ("call_id", "attempt", "backoff", "server", "worker", "kind", "name", "arguments", "outcome", "cause", "content", "structured",
+       "is_error", "code", "message", "data", "logs", "elicitations", "samplings", "protocol", "started", "duration", "timeout", "client",
+       "progress", "resets", "max_timeout", "retry", "step", "recorded")  # fmt: skip
+SPLIT = {"kind": ("target", "via"), "step": ("episode", "turn")}
+STORED = tuple(column for value in ROW for column in SPLIT.get(value, (value,)))  # a chunk's columns
 # The numeric columns' types (numpy's names); the others are object columns.
 DTYPES = {"call_id": "int64", "attempt": "int32", "backoff": "float64", "server": "int64", "worker": "int64",
           "target": "int8", "name": "int64", "outcome": "int8", "cause": "int8", "is_error": "int8", "code": "float64",
           "started": "float64", "duration": "float64", "timeout": "float64", "via": "int8", "client": "int64",
-          "resets": "int32", "max_timeout": "float64", "recorded": "float64"}  # fmt: skip
+          "resets": "int32", "max_timeout": "float64", "episode": "int64", "turn": "int32", "recorded": "float64"}  # fmt: skip
+NO_EPISODE = -1  # the episode and turn columns of a call no model asked for
 NO_FLAG = 2  # is_error code for "no result, so no flag"
 _NO_CODE = float("nan")  # the code column of a call that got none
 _EMPTY: tuple[()] = ()
 _OUTCOME_CODE = {name: i for i, name in enumerate(OUTCOMES)}
 _CAUSE_CODE = {name: i for i, name in enumerate(CAUSES)}
-_TARGET_CODE = {name: i for i, name in enumerate(TARGETS)}
-_VIA_CODE = {name: i for i, name in enumerate(VIAS)}
+# target -> via -> the `kind` code of the two
+_KIND_CODE = {target: {via: t * len(VIAS) + v for v, via in enumerate(VIAS)} for t, target in enumerate(TARGETS)}
 
 
 def objects(values: Sequence[Any]) -> np.ndarray:
@@ -55,13 +63,34 @@ def objects(values: Sequence[Any]) -> np.ndarray:
 
 
 def columns_of(rows: list[tuple[Any, ...]]) -> dict[str, np.ndarray]:
-    """Rows as the store's columns, one array per column (`STORED`)."""
+    """Rows (`ROW`) as the store's columns, one array per column (`STORED`)."""
     np = lib.numpy
     out: dict[str, np.ndarray] = {}
-    for name, values in zip(STORED, zip(*rows)):
+    for name, values in zip(ROW, zip(*rows)):
+        if name == "kind":
+            codes = np.array(values, dtype=np.int8)
+            out["target"], out["via"] = codes // len(VIAS), codes % len(VIAS)
+            continue
+        if name == "step":
+            out["episode"], out["turn"] = steps(values)
+            continue
         dtype = DTYPES.get(name)
         out[name] = objects(values) if dtype is None else np.array(values, dtype=dtype)
     return out
+
+
+def steps(values: tuple[Any, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """The rows' `step` values as their episode and turn columns (NO_EPISODE for a call no model asked for)."""
+    np = lib.numpy
+    n = len(values)
+    episode = np.full(n, NO_EPISODE, dtype=DTYPES["episode"])
+    turn = np.full(n, NO_EPISODE, dtype=DTYPES["turn"])
+    if values.count(None) == n:
+        return episode, turn
+    for i, step in enumerate(values):
+        if step is not None:
+            episode[i], turn[i] = step
+    return episode, turn
 
 
 def empty(name: str) -> np.ndarray:
@@ -105,7 +134,7 @@ class Store:
         return self.rows + len(self.pending)
 
     def add(self, o: Outcome) -> tuple[Any, ...]:
-        """Queue `o` as a row; returns the row."""
+        """Queue `o` as a row (`ROW`); returns the row."""
         if o.outcome == "timeout":
             self.timeouts[self.recorded] = o
         v = self.vocabularies
@@ -113,7 +142,7 @@ class Store:
         trace = o.trace
         row = (
             o.call_id, o.attempt, o.backoff_s, servers.setdefault(o.server, len(servers)),
-            -1 if o.worker is None else workers.setdefault(o.worker, len(workers)), _TARGET_CODE[o.target],
+            -1 if o.worker is None else workers.setdefault(o.worker, len(workers)), _KIND_CODE[o.target][o.via],
             names.setdefault(o.name, len(names)), o.arguments, _OUTCOME_CODE[o.outcome], _CAUSE_CODE[o.cause],
             o.content, o.structured_content, NO_FLAG if o.is_error is None else o.is_error,
             _NO_CODE if o.code is None else o.code, o.message, o.data,
@@ -123,10 +152,11 @@ class Store:
             tuple(_asked(e) for e in o.elicitations) if o.elicitations else _EMPTY,
             tuple(sampled.as_dict() for sampled in o.samplings) if o.samplings else _EMPTY,
             o.protocol,
-            o.started, o.duration_ms, o.timeout_s, _VIA_CODE[o.via],
+            o.started, o.duration_ms, o.timeout_s,
             -1 if o.client is None else clients.setdefault(o.client, len(clients)),
             tuple(trace.progress) if trace is not None and trace.progress else _EMPTY, o.deadline_resets,
-            _NO_CODE if o.max_timeout_s is None else o.max_timeout_s, o.retry, time(),
+            _NO_CODE if o.max_timeout_s is None else o.max_timeout_s, o.retry,
+            None if o.episode is None else (o.episode, -1 if o.turn is None else o.turn), time(),
         )  # fmt: skip
         self.pending.append(row)
         return row
@@ -141,9 +171,10 @@ class Store:
         self.sizes.append(len(rows))
         self.rows += len(rows)
 
-    def tail(self, start: int, most: int | None = None) -> dict[str, np.ndarray]:
+    def tail(self, start: int, most: int | None = None, fresh: bool = False) -> dict[str, np.ndarray]:
         """Every column from row `start` on (rows in the chunks, still in memory), at most `most` rows,
-        reading only the chunks it needs."""
+        reading only the chunks it needs. `fresh`: arrays of their own, never a chunk's (a frame
+        written to must not write into the history)."""
         first, skip = len(self.sizes), self.rows - start
         while first > 0 and skip > 0:
             first -= 1
@@ -161,7 +192,10 @@ class Store:
             if not picked:
                 out[name] = empty(name)
                 continue
-            whole = picked[0] if len(picked) == 1 else lib.numpy.concatenate(picked)
+            if len(picked) > 1:
+                whole = lib.numpy.concatenate(picked)
+            else:
+                whole = picked[0].copy() if fresh else picked[0]
             out[name] = whole[offset:] if most is None else whole[offset : offset + most]
         return out
 
@@ -169,7 +203,7 @@ class Store:
         """The rows from `start` on (in the chunks: flush first), coded as a history file's rows are
         read back (records/frame.py), so that the two join by their codes."""
         np = lib.numpy
-        memory = self.tail(start)
+        memory = self.tail(start, fresh=True)
         n = len(memory["call_id"])
         first = self.rows - n
         memory["started_ns"] = nanoseconds(memory.pop("started"))

@@ -36,6 +36,7 @@ from typing import Any
 
 from mcp_nb.mistakes import BadJson, BadValue, read_json
 from mcp_nb.records.files import read_text, write_whole
+from mcp_nb.records.surrogates import escape_surrogates
 
 FORMAT = 1  # the value of "mcp_nb_surface": a later format gets a new number, and this one stays readable
 # kind -> (the document's section, the listing's field that names an entry)
@@ -115,7 +116,8 @@ def dump(doc: dict[str, Any]) -> str:
         f"  {json.dumps(key)}: " + json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False).replace("\n", "\n  ")
         for key, value in ordered.items()
     ]
-    return "{\n" + ",\n".join(parts) + "\n}\n"
+    # non-ASCII kept for reading, a lone surrogate a server sent (no UTF-8 file holds one) as its JSON escape
+    return escape_surrogates("{\n" + ",\n".join(parts) + "\n}\n")
 
 
 def save(doc: dict[str, Any], path: str | Path) -> Path:

@@ -3,7 +3,7 @@ side, and which tools keep failing. Nothing here is stored: each is a view of `H
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from mcp_nb import libraries as lib
 from mcp_nb.mistakes import BadValue
@@ -13,6 +13,18 @@ from mcp_nb.records.outcome import OUTCOMES
 if TYPE_CHECKING:
     import pandas as pd
 
+
+
+def text_index(index: Any, names: list[str]) -> Any:
+    """The (server, target, name) rows of a table as text. pandas makes text Arrow's, which cannot
+    hold a lone surrogate (a name an outside peer sent); then the levels stay Python's str."""
+    pd = lib.pandas
+    rows = [tuple(map(str, row)) for row in index]
+    try:
+        return pd.MultiIndex.from_tuples(rows, names=names)
+    except UnicodeEncodeError:
+        levels = [pd.Index([row[i] for row in rows], dtype=object) for i in range(len(names))]
+        return pd.MultiIndex.from_arrays(levels, names=names)
 
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     """Counts per (server, target, name) × outcome, every outcome type a column, plus totals."""
@@ -26,7 +38,7 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
         .reindex(columns=list(OUTCOMES), fill_value=0)
     )
     counts.columns = pd.Index(list(OUTCOMES), name="outcome")
-    counts.index = pd.MultiIndex.from_tuples([tuple(map(str, row)) for row in counts.index], names=keys)
+    counts.index = text_index(counts.index, keys)
     counts["total"] = counts.sum(axis=1)
     totals = pd.DataFrame([counts.sum(axis=0)], index=pd.MultiIndex.from_tuples([("total", "", "")], names=keys))
     return pd.concat([counts, totals]).astype("int64")
@@ -55,7 +67,7 @@ def by_session(frame: pd.DataFrame) -> pd.DataFrame:
         for outcome in [*OUTCOMES, "total"]:
             table[(session, outcome)] = table[(session, outcome)].fillna(0).astype("int64")
     table.columns.names = ["session", ""]
-    table.index = pd.MultiIndex.from_tuples([tuple(map(str, row)) for row in table.index], names=keys)
+    table.index = text_index(table.index, keys)
     return table
 
 
@@ -94,6 +106,6 @@ def health(frame: pd.DataFrame, last: int = 20) -> pd.DataFrame:
         }
     )
     table["failure_rate"] = table["failures"] / table["calls"]
-    table.index = pd.MultiIndex.from_tuples([tuple(map(str, row)) for row in table.index], names=keys)
+    table.index = text_index(table.index, keys)
     table = table[columns]
     return table.sort_values(["failure_rate", "failures"], ascending=False, kind="stable")

@@ -40,35 +40,32 @@ from mcp.shared.uri_template import UriTemplate
 from mcp_nb.calling import default
 from mcp_nb.calling.suggestions import suggested
 from mcp_nb.config import check_timeout, settings
+from mcp_nb.mistakes import BadJson, BadValue, McpNbError, read_json
 from mcp_nb.records.listeners import WeakCall
 from mcp_nb.records.outcome import Outcome
 from mcp_nb.registering.registry import Registration
 from mcp_nb.views.cards import outcome_html
 from mcp_nb.views.live import countable
-from mcp_nb.views.theme import MUTED, escape
-from mcp_nb.widgets.agent_tab import AgentTab
-from mcp_nb.widgets.authorize import AuthorizationBox
 from mcp_nb.widgets.callbacks import FailureView, Guard, KernelThread
-from mcp_nb.widgets.changes_tab import ChangesTab
 from mcp_nb.widgets.form import Form, Invalid, close_tree, dotted
-from mcp_nb.widgets.history_tab import HistoryTab
-from mcp_nb.widgets.question import Asker
+from mcp_nb.widgets.panel_parts import FORM, RAW, PanelParts, seconds_text
+from mcp_nb.widgets.picker import (
+    entry_key,
+    picker_label,
+    picker_tooltip,
+    server_tooltip,
+    title_html,
+)
 from mcp_nb.widgets.style import (
-    ERROR,
-    STYLESHEET,
     entry_html,
-    kind_label,
     note_html,
     problems_html,
     progress_html,
     running_html,
-    section,
 )
-from mcp_nb.mistakes import BadJson, BadValue, McpNbError, one_line, read_json, visible
 
 log = logging.getLogger(__name__)
 
-FORM, RAW = "form", "raw JSON"
 KIND_ORDER = {"tool": 0, "resource": 1, "prompt": 2}
 CACHED_FORMS = 24  # forms kept while switching entries (each keeps what was typed into it)
 FATE_POLL_S = 0.2
@@ -87,43 +84,7 @@ class _Entry:
         self.raw_seed = ""  # what the panel last wrote into the raw box itself
 
 
-def entry_key(entry: Registration) -> tuple[str, str]:
-    return (entry.kind, entry.key)
-
-
-NBSP = "\u00a0"  # an <option> collapses ordinary spaces; these keep the columns aligned
-
-
-NAME_SHOWN = 40  # characters of a name the picker shows; a longer one is shortened in the middle
-
-
-def picker_label(entry: Registration) -> str:
-    return f"{kind_label(entry):<9}".replace(" ", NBSP) + shortened(visible(entry.key, inline=True))  # a server's name for it: one safe line
-
-
-def shortened(name: str, limit: int = NAME_SHOWN) -> str:
-    """`name`, or its start and its end around an ellipsis when it is longer than `limit`.
-
-    A `<select>` cuts an option at its right edge, where long names that share a prefix
-    (`report_sales_by_region`, `report_sales_by_product`) differ: both ends stay.
-    """
-    if len(name) <= limit:
-        return name
-    head = (limit - 1) // 2
-    return name[:head] + "…" + name[-(limit - 1 - head) :]
-
-
-def picker_tooltip(entry: Registration) -> str:
-    """The entry on screen, named in full: a `<select>` cuts its options at its width, and
-    gives none of them a tooltip of its own."""
-    return f"{kind_label(entry)} {visible(entry.key, inline=True)}"
-
-
-def server_tooltip(engine, name: str) -> str:
-    return f"server: {name}" + (" (the in-kernel server)" if name == engine.connection.name else "")
-
-
-class Panel(w.VBox):
+class Panel(PanelParts, w.VBox):
     """The MCP panel of an engine (`mcp_nb.widgets.show()` makes one for the kernel's engine).
 
     `kernel_thread`: where its widget updates run; by default the kernel's main thread
@@ -164,125 +125,6 @@ class Panel(w.VBox):
         self._build_tabs(call_page)
         self._wire()
         self.refresh()
-
-    # -- the panel's parts, built once ----------------------------------------------------------------
-
-    def _build_picker(self) -> w.VBox:
-        """The left column: the server (and its authorization link while one waits), the filter, the entries."""
-        engine = self.engine
-        self.servers = w.Dropdown(
-            options=list(engine.connections),
-            value=self.server,
-            tooltip=server_tooltip(engine, self.server),
-            layout=w.Layout(width="auto"),
-        )
-        self.servers.add_class("mcp-nb-servers")
-        self.filter = w.Text(placeholder="filter by name", layout=w.Layout(width="auto"))
-        self.filter.add_class("mcp-nb-filter")
-        # The options hold the full names; the entry on screen is also named by the tooltip.
-        self.picker = w.Select(options=[], value=None, rows=18, tooltip="", layout=w.Layout(width="auto"))
-        self.picker.add_class("mcp-nb-picker")
-        # The column is as wide as its longest name (`NAME_SHOWN` characters at most), from
-        # 250px up to 45% of the panel; the tooltip and the header name the chosen entry in full.
-        # A connection whose OAuth flow waits for the person: the link, and where its answer goes.
-        self.authorize = AuthorizationBox(engine, lambda fn, *args: self._guard.enter("finishing an authorization", fn, *args))
-        self.picker_box = w.VBox(
-            [w.HTML(section("server")), self.servers, self.authorize.widget, w.HTML(section("on the server")), self.filter, self.picker],
-            layout=w.Layout(width="auto", min_width="250px", max_width="45%", flex="0 1 auto", margin="0 14px 0 0"),
-        )
-        return self.picker_box
-
-    def _build_call_box(self) -> w.VBox:
-        """The right column: the chosen entry, its form or raw JSON, the controls, and what came back."""
-        self.header = w.HTML()
-        self.header.add_class("mcp-nb-entry")
-        self.mode = w.ToggleButtons(options=[FORM, RAW], value=FORM, style={"button_width": "88px"})
-        self.mode.add_class("mcp-nb-mode")
-        self.form_box = w.Box(layout=w.Layout(width="100%"))
-        self.form_box.add_class("mcp-nb-form-box")
-        self.raw = w.Textarea(
-            placeholder='{"name": "value"}: sent exactly as written, wrong types included',
-            rows=8,
-            layout=w.Layout(width="auto", display="none"),
-        )
-        self.raw.add_class("mcp-nb-raw")
-        self.uri = w.HTML()
-        self.uri.add_class("mcp-nb-uri")
-        self.problems = w.HTML()
-        self.problems.add_class("mcp-nb-problems")
-        controls = self._build_controls()
-        self.outcome = w.HTML()
-        self.outcome.add_class("mcp-nb-outcome-view")
-        # A question the server asks during a call (elicitation) shows here, between the
-        # controls and the outcome, until it is answered or the call ends.
-        self.question = w.VBox(layout=w.Layout(width="100%", display="none"))
-        self.question.add_class("mcp-nb-question-box")
-        self.asker = Asker(self._guard.enter, self._place_question, lambda: self._closed)
-        # What could not be sent shows under the controls, where an outcome would: above them,
-        # its box appearing (on Call) and going (on the next keystroke) moved the Call button
-        # under a pointer on its way to it.
-        call_box = w.VBox(
-            [self.header, self.mode, self.form_box, self.raw, self.uri, controls, self.problems, self.question, self.outcome],
-            layout=w.Layout(flex="1 1 420px", min_width="0", grid_gap="6px"),
-        )
-        return call_box
-
-    def _build_controls(self) -> w.HBox:
-        """The timeout, the Call and Cancel buttons, and the running call's status and progress."""
-        self.timeout = w.Text(value=_seconds(settings.timeout), layout=w.Layout(width="70px"))
-        self.timeout.add_class("mcp-nb-timeout")
-        self.reset_on_progress = w.Checkbox(
-            value=False, description="reset on progress", indent=False, layout=w.Layout(width="auto"),
-            tooltip="each progress event of a tool restarts the deadline (never past 10 timeouts)",
-        )  # fmt: skip
-        self.reset_on_progress.add_class("mcp-nb-reset-on-progress")
-        # The running call's progress, as the server reports it; shown only while one reports.
-        self.progress = w.FloatProgress(value=0.0, min=0.0, max=1.0, layout=w.Layout(width="140px", display="none"))
-        self.progress.add_class("mcp-nb-progress")
-        self.progress_text = w.HTML()
-        self.progress_text.add_class("mcp-nb-progress-text")
-        self.call_button = w.Button(description="Call", icon="play", button_style="primary", layout=w.Layout(width="auto"))
-        self.call_button.add_class("mcp-nb-call")
-        self.cancel_button = w.Button(
-            description="Cancel", icon="stop", button_style="warning", layout=w.Layout(width="auto", display="none")
-        )
-        self.cancel_button.add_class("mcp-nb-cancel")
-        self.status = w.HTML()
-        self.status.add_class("mcp-nb-status")
-        controls = w.HBox(
-            [
-                w.HTML('<span style="white-space:nowrap">timeout (s)</span>'),
-                self.timeout,
-                self.reset_on_progress,
-                self.call_button,
-                self.cancel_button,
-                self.status,
-                self.progress,
-                self.progress_text,
-            ],
-            layout=w.Layout(align_items="center", grid_gap="8px", flex_flow="row wrap"),
-        )
-        controls.add_class("mcp-nb-controls")
-        return controls
-
-    def _build_tabs(self, call_page: w.HBox) -> None:
-        """The Call, History and Changes tabs, under the panel's title and its failure line."""
-        engine = self.engine
-        self.history_tab = HistoryTab(self.history, self._load_call, self._guard)
-        self.history_tab.on_count = self._count_calls
-        # -- what changed for clients since each entry's first version (widgets/changes_tab.py)
-        self.changes_tab = ChangesTab(engine, lambda: self.server)
-        # -- a model in the loop with the tools shown (widgets/agent_tab.py)
-        self.agent_tab = AgentTab(engine, lambda: self.server, self._guard)
-        self.tabs = w.Tab(
-            children=[call_page, self.history_tab.widget, self.changes_tab.widget, self.agent_tab.widget],
-            titles=["Call", self._history_title(len(self.history)), "Changes", "Agent"],
-        )
-        self.tabs.add_class("mcp-nb-tabs")
-        self.tabs.observe(self._guard("switching tabs", self._tab_changed), "selected_index")
-
-        self.title = w.HTML()
-        self.children = [w.HTML(STYLESHEET), self.title, self.failure, self.tabs]
 
     def _wire(self) -> None:
         """Every callback and listener, through the guard (the two call listeners, `_finished` and
@@ -372,7 +214,7 @@ class Panel(w.VBox):
             self.authorize.show_for(connection)
             entries = sorted(connection.entries(), key=lambda e: KIND_ORDER.get(e.kind, 9))
             current = {entry_key(e): e for e in entries}
-            title = _title_html(self.engine, entries, connection)
+            title = title_html(self.engine, entries, connection)
             chosen = self._entries.get(self._current) if self._current else None
             carried = None
             if chosen is not None and self._current in current and current[self._current] is not chosen.registration:
@@ -882,8 +724,8 @@ class Panel(w.VBox):
 
     def _default_timeout_changed(self, change) -> None:
         # Follow the configured default, unless the user typed a timeout of their own.
-        if self.timeout.value == _seconds(change["old"]):
-            self.timeout.value = _seconds(change["new"])
+        if self.timeout.value == seconds_text(change["old"]):
+            self.timeout.value = seconds_text(change["new"])
 
     def _unsubscribe(self) -> None:
         self._catalog().unsubscribe(self._offers_heard)
@@ -926,40 +768,11 @@ def parse_raw(text: str) -> dict[str, Any]:
     return value
 
 
-def _seconds(value: float) -> str:
-    return f"{value:g}"
-
-
 def _forget(weak: WeakCall) -> None:
     """Take a panel's WeakCall back from the settings, which keep what they are given: when it
     is closed, or when it goes (run by its finalizer, so it must not refer to the panel)."""
     with suppress(ValueError):  # already stopped observing
         settings.unobserve(weak, "timeout")
-
-
-def _title_html(engine, entries: list[Registration], connection: Any = None) -> str:
-    counts: dict[str, int] = {}
-    for e in entries:
-        counts[kind_label(e)] = counts.get(kind_label(e), 0) + 1
-    order = ("tool", "resource", "template", "prompt")
-    parts = ", ".join(f"{counts[k]} {k}{'s' if counts[k] != 1 else ''}" for k in order if k in counts) or "nothing registered"
-    if connection is None or connection.transport == "in-kernel":
-        where = f"in-kernel server <code>{escape(str(getattr(engine.server, 'name', 'mcp_nb')))}</code>"
-    else:
-        row = connection.describe()
-        who = " ".join(one_line(p, 100) for p in (row["server_name"], row["server_version"]) if p) or connection.name
-        state = "" if row["state"] == "connected" else f' <b style="{ERROR.text}">{escape(row["state"])}</b>'
-        where = f"{escape(connection.transport)} server <code>{escape(connection.name)}</code> ({escape(who)}){state}"
-    replaced = (
-        f' · <b class="mcp-nb-replaced" style="{ERROR.text}">replaced by mcp_nb.reset(): show a new panel</b>'
-        if engine.closed
-        else ""
-    )
-    return (
-        f'<div style="display:flex;align-items:baseline;gap:10px;margin:0 0 4px">'
-        f'<b style="font-size:1.1em">MCP panel</b><span style="{MUTED}">'
-        f"{where} · {parts}{replaced}</span></div>"
-    )
 
 
 def show(engine=None, server: str | None = None, history: Any = None) -> Panel:

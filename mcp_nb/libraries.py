@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # what each name is, for type checkers and editors
     import numpy as numpy
     import pandas as pandas
     import matplotlib.pyplot as pyplot
-    import pyarrow.parquet as parquet
+    from pyarrow import parquet as parquet
     import tenacity as tenacity
     import tqdm.auto as tqdm
 

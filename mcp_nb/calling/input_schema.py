@@ -39,9 +39,9 @@ MAX_DEPTH = 12
 class _Omit:
     """The value of an empty optional field: leave the key out of the arguments."""
 
-    _instance = None
+    _instance: _Omit | None = None
 
-    def __new__(cls):
+    def __new__(cls) -> _Omit:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance
@@ -58,7 +58,7 @@ OMIT = _Omit()
 # What a field returns as the value it cannot show (`Field.hole()`) when it can show every value.
 NO_HOLE = type("NoHole", (), {"__repr__": lambda self: "NO_HOLE"})()
 
-Path = tuple  # keys and item indices from the arguments object down to a value
+Path = tuple[str | int, ...]  # keys and item indices from the arguments object down to a value
 
 
 class Invalid(BadValue):
@@ -167,20 +167,20 @@ class Resolver:
         `followed` collects the references followed. A chain of more than `MAX_DEPTH` steps
         (a reference to itself) stops where it is, which reads as a JSON value.
         """
-        schema = readable(schema)
+        resolved = readable(schema)
         for _ in range(MAX_DEPTH):
-            if "$ref" in schema:
-                ref = schema.pop("$ref")
+            if "$ref" in resolved:
+                ref = resolved.pop("$ref")
                 if followed is not None:
                     followed.add(ref)
                 target = self._pointer(ref)
-                schema = readable({**target, **schema})
-            elif len(schema.get("allOf", ())) == 1:
-                (only,) = schema.pop("allOf")
-                schema = readable({**only, **schema})
+                resolved = readable({**target, **resolved})
+            elif len(resolved.get("allOf", ())) == 1:
+                (only,) = resolved.pop("allOf")
+                resolved = readable({**only, **resolved})
             else:
                 break
-        return schema
+        return resolved
 
     def _pointer(self, ref: str) -> dict[str, Any]:
         if not ref.startswith("#/"):

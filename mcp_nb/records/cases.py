@@ -29,7 +29,7 @@ import os
 import re
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Sequence
 
 from pydantic import (
     BaseModel,
@@ -274,7 +274,7 @@ class CaseFile(BaseModel):
 # -- reading and writing ------------------------------------------------------------------------
 
 
-def load(source: str | Path | list | dict) -> list[Case]:
+def load(source: str | Path | list[Any] | dict[str, Any]) -> list[Case]:
     """The cases of a file (a path), of its decoded JSON, or a list of Cases (returned as is).
 
     Anything that is not a valid cases file raises CasesError, one line, naming the case and
@@ -284,12 +284,12 @@ def load(source: str | Path | list | dict) -> list[Case]:
     return load_file(source).cases
 
 
-def load_evaluations(source: str | Path | dict) -> list[SavedEvaluation]:
+def load_evaluations(source: str | Path | dict[str, Any]) -> list[SavedEvaluation]:
     """The saved evaluations of a cases file (none in most), checked as `load` checks its cases."""
     return load_file(source).evaluations
 
 
-def load_file(source: str | Path | list | dict) -> CaseFile:
+def load_file(source: str | Path | list[Any] | dict[str, Any]) -> CaseFile:
     """A whole cases file: its cases and its saved evaluations (CasesError, one line, for a bad one)."""
     where = "the cases"
     if isinstance(source, (str, Path)):
@@ -345,7 +345,7 @@ def _first_error(err: ValidationError, data: Any) -> str:
     return (f"field {_dotted(location)}: " if location else "") + message + more
 
 
-def _dotted(location: list) -> str:
+def _dotted(location: Sequence[str | int]) -> str:
     out = ""
     for part in location:
         # pydantic names the branch of a union or a literal it tried: not a field of the file
@@ -359,7 +359,7 @@ def _dotted(location: list) -> str:
     return out
 
 
-def dump(cases: list[Case], evaluations: list[SavedEvaluation] = ()) -> str:
+def dump(cases: list[Case], evaluations: Sequence[SavedEvaluation] = ()) -> str:
     """The file's text: indented for reading and editing, keys in the documented order."""
     document: dict[str, Any] = {"mcp_nb_cases": FORMAT, "cases": [_plain(case) for case in cases]}
     if evaluations:
@@ -386,7 +386,7 @@ def _plain(case: Case) -> dict[str, Any]:
     return {key: out[key] for key in order if key in out}
 
 
-def save(cases: list[Case], path: str | Path, evaluations: list[SavedEvaluation] = ()) -> Path:
+def save(cases: list[Case], path: str | os.PathLike[str], evaluations: Sequence[SavedEvaluation] = ()) -> Path:
     """Write the cases file (and the evaluations saved beside its cases), whole or not at all
     (`records/files.py`): a crash or a second writer never leaves half a file."""
     path = Path(path)
@@ -442,6 +442,7 @@ def from_frame(
         finals = finals.tail(last)
     counts: dict[str, int] = {}
     cases = []
+    row: Any  # a call's row: its columns as attributes
     for row in finals.itertuples(index=False):
         key = str(row.name)
         try:
@@ -483,14 +484,14 @@ def call_keys(frame: pd.DataFrame) -> list[str]:
     return ["session", "call_id"] if "session" in frame.columns else ["call_id"]
 
 
-def _call_of(row: Any, calls: list[str]) -> tuple:
+def _call_of(row: Any, calls: list[str]) -> tuple[Any, ...]:
     return tuple(str(getattr(row, c)) if c == "session" else int(getattr(row, c)) for c in calls)
 
 
-def _questions_before(attempts: pd.DataFrame, calls: list[str]) -> dict[tuple, list[dict]]:
+def _questions_before(attempts: pd.DataFrame, calls: list[str]) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
     """The questions asked during the attempts before each call's final one, by call: a
     retried call's replay is asked them again, and answers them as the call did."""
-    asked: dict[tuple, list[dict]] = {}
+    asked: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     if "elicitations" not in attempts:
         return asked
     for row, questions in zip(attempts[calls].itertuples(index=False), attempts["elicitations"]):
@@ -523,13 +524,13 @@ def case_of(row: Any, case_id: str, asked_before: Any = ()) -> Case:
     )
 
 
-def _options(row: Any, questions: list[dict]) -> dict[str, Any]:
+def _options(row: Any, questions: list[dict[str, Any]]) -> dict[str, Any]:
     """The call's options a case keeps, from its row: what made the call come back as it did."""
     options: dict[str, Any] = {}
     retry = getattr(row, "retry", None)
     if isinstance(retry, dict):
         options["retry"] = RetryRule(**retry)
-    ceiling = getattr(row, "max_timeout_s", None)
+    ceiling: Any = getattr(row, "max_timeout_s", None)
     if not _missing(ceiling):
         options["reset_on_progress"], options["max_timeout"] = True, float(ceiling)
     if questions:
@@ -537,7 +538,7 @@ def _options(row: Any, questions: list[dict]) -> dict[str, Any]:
     return options
 
 
-def _asked(question: dict) -> Asked:
+def _asked(question: dict[str, Any]) -> Asked:
     """A recorded question as a case keeps it: an answer's secret fields named, never written."""
     content = question.get("content")
     if content is not None:

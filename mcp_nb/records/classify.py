@@ -145,7 +145,7 @@ def protocol_error_cause(
         if RESOURCE_FAILED in seen:
             return "not_found" if code == INVALID_PARAMS else "resource_error"
         if trace is not None and trace.status == "raised" and trace.error_type != "MCPError":
-            return {"ResourceNotFoundError": "not_found", "ResourceError": "resource_error"}.get(trace.error_type, "crash")
+            return {"ResourceNotFoundError": "not_found", "ResourceError": "resource_error"}.get(trace.error_type or "", "crash")
         return "mcp_error"
     if target == "prompt":
         for log in logs:
@@ -290,7 +290,7 @@ MEDIA_KINDS = ("image", "audio")
 
 def media_kind(block: Any) -> str | None:
     """The kind of media a content block is, image or audio, when a card can show it as itself; else None."""
-    kind = getattr(block, "type", None)
+    kind: str | None = getattr(block, "type", None)
     if kind in MEDIA_KINDS:
         return kind
     if kind == "resource":
@@ -304,11 +304,12 @@ def media_kind(block: Any) -> str | None:
 def content_text(blocks: Sequence[Any]) -> str:
     """The text a model reads from content blocks; other kinds are named, not dropped."""
     if len(blocks) == 1 and getattr(blocks[0], "text", None) is not None:
-        return blocks[0].text  # the common case: one text block
+        text: str = blocks[0].text  # the common case: one text block
+        return text
     return _blocks_text(blocks)
 
 
-def content_media(blocks: Sequence[Any]) -> tuple:
+def content_media(blocks: Sequence[Any]) -> tuple[Any, ...]:
     """The blocks among `blocks` that are images or sounds, as the SDK gave them (never copied)."""
     if len(blocks) == 1 and getattr(blocks[0], "text", None) is not None:
         return ()

@@ -76,12 +76,12 @@ def same_content(expected: str | None, got: str | None) -> bool:
     return a is not _MISSING and b is not _MISSING and json_equal(a, b)
 
 
-def json_differences(a: Any, b: Any, steps: list | None = None, limit: int = 20) -> list[Difference]:
+def json_differences(a: Any, b: Any, steps: list[str | int] | None = None, limit: int = 20) -> list[Difference]:
     """Where two JSON values differ, deepest first found: objects by key, lists of one length by
     index, anything else as a whole (at most `limit` places). A loop, not recursion: the values
     may come from a case file nested as deep as Python's JSON reader takes."""
     found: list[Difference] = []
-    stack: list[tuple[Any, Any, list]] = [(a, b, list(steps or []))]
+    stack: list[tuple[Any, Any, list[str | int]]] = [(a, b, list(steps or []))]
     while stack and len(found) < limit:
         x, y, at = stack.pop()
         if x is y:
@@ -129,7 +129,7 @@ def outcome_differences(a: Any, b: Any, arguments: bool = False) -> list[Differe
 def _plain(value: Any) -> Any:
     """Mappings and tuples as the JSON they stand for (a frame's cell may hold either). A loop, not
     recursion, for the same reason as `json_differences`."""
-    top: list = [None]
+    top: list[Any] = [None]
     stack: list[tuple[Any, Any, Any]] = [(value, top, 0)]
     while stack:
         item, holder, key = stack.pop()

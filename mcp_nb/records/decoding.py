@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import numpy as np
 import pyarrow as pa
@@ -31,7 +31,7 @@ import pyarrow.ipc as ipc
 
 from mcp_nb import libraries as lib
 from mcp_nb.records.disk import COMPRESSED, Listing, Misnamed, Part, listing, read_table, regular, why
-from mcp_nb.records.frame import VOCABULARIES, Coded
+from mcp_nb.records.frame import VOCABULARIES, Coded, Column
 from mcp_nb.records.json_text import EXACT, events_of, logs_of
 from mcp_nb.records.outcome import CAUSES, FATES, OUTCOMES, TARGETS, VIAS
 from mcp_nb.records.store import NO_FLAG
@@ -124,7 +124,7 @@ class Opened:
                 self.types.setdefault(column.name, column.type)
         self.parts.append((f, reader, how, rows, path))
 
-    def column(self, name: str):
+    def column(self, name: str) -> pa.ChunkedArray:
         """The column `name` of every part, as one chunked array (nulls for a part without it)."""
         chunks = []
         for f, reader, how, rows, path in self.parts:
@@ -157,8 +157,8 @@ def _same_rows(again: Listing, chosen: list[Part]) -> list[Part]:
     return [p for p in again.parts if p.key in keys]
 
 
-def _fates(found: Listing, sessions: set[str]) -> list:
-    out = []
+def _fates(found: Listing, sessions: set[str]) -> list[pa.Table]:
+    out: list[pa.Table] = []
     for name in found.fates:
         if name.split(".", 1)[0] in sessions:
             try:
@@ -177,13 +177,14 @@ class _Filtered:
 
     @property
     def column_names(self) -> list[str]:
-        return self.source.column_names
+        names: list[str] = self.source.column_names
+        return names
 
-    def column(self, name: str):
+    def column(self, name: str) -> pa.ChunkedArray:
         return self.source.column(name).filter(self.keep)
 
 
-def _decode(whole: Opened | pa.Table | None, seqs: tuple[int, int] | None, fates: list, columns: list[str] | None = None) -> Coded:
+def _decode(whole: Opened | pa.Table | None, seqs: tuple[int, int] | None, fates: list[pa.Table], columns: list[str] | None = None) -> Coded:
     """The columns of `whole` (all a part has, or those asked for: `columns`; read a column at a
     time) coded as the store codes them. A column added since a file was written (`ADDED`) reads as
     its missing value there."""
@@ -197,7 +198,7 @@ def _decode(whole: Opened | pa.Table | None, seqs: tuple[int, int] | None, fates
         if not keep.all():
             whole = _Filtered(whole, pa.array(keep))
     present = set(whole.column_names)
-    out: dict[str, np.ndarray] = {}
+    out: dict[str, Column] = {}
     vocab: dict[str, list[str]] = {}
     for name in VOCABULARIES:
         if name in present:
@@ -244,7 +245,7 @@ def _decode(whole: Opened | pa.Table | None, seqs: tuple[int, int] | None, fates
     return Coded(out, vocab)
 
 
-def _put_back_exact(out: dict[str, np.ndarray], vocab: dict[str, list[str]], column) -> None:
+def _put_back_exact(out: dict[str, Column], vocab: dict[str, list[str]], column: pa.ChunkedArray) -> None:
     """The plain texts that held a lone surrogate, as they were (the writer's EXACT column): in the
     rows that had one, in place of their escaped form."""
     present = column.is_valid()
@@ -262,7 +263,7 @@ def _put_back_exact(out: dict[str, np.ndarray], vocab: dict[str, list[str]], col
                 if type(value) is str and name in out:
                     by_column.setdefault(name, {})[row] = value.encode("latin-1", "replace").decode("unicode_escape", "replace")
     for name, exact in by_column.items():
-        values = out[name] = out[name].copy()
+        values = out[name] = cast("np.ndarray", out[name]).copy()  # a text or a vocabulary column: an array
         if name not in vocab:  # a text column (content, message, protocol)
             for row, value in exact.items():
                 values[row] = value
@@ -287,11 +288,12 @@ def _put_back_exact(out: dict[str, np.ndarray], vocab: dict[str, list[str]], col
             vocab[name] = [text for text, keep in zip(names, kept) if keep]
 
 
-def _ns(column) -> np.ndarray:
-    return column.cast(pa.int64()).to_numpy().astype(np.int64, copy=False)
+def _ns(column: pa.ChunkedArray) -> np.ndarray:
+    ns: np.ndarray = column.cast(pa.int64()).to_numpy().astype(np.int64, copy=False)
+    return ns
 
 
-def _combined(column):
+def _combined(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     """One array from a column's chunks; a dictionary column's chunks first given one dictionary."""
     if isinstance(column, pa.ChunkedArray):
         if pa.types.is_dictionary(column.type):
@@ -300,7 +302,7 @@ def _combined(column):
     return column
 
 
-def _codes(column) -> tuple[np.ndarray, list[str]]:
+def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[str]]:
     """A dictionary column as int32 codes (-1 where missing) and its dictionary."""
     array = _combined(column)
     if not pa.types.is_dictionary(array.type):
@@ -309,15 +311,16 @@ def _codes(column) -> tuple[np.ndarray, list[str]]:
     return indices, [str(v) for v in array.dictionary.to_pylist()]
 
 
-def _fixed(column, vocabulary: tuple[str, ...]) -> np.ndarray:
+def _fixed(column: pa.ChunkedArray | pa.Array, vocabulary: tuple[str, ...]) -> np.ndarray:
     """A dictionary column of a fixed vocabulary as the store's codes, int8 (-1: missing or unknown here)."""
     indices, values = _codes(column)
     position = {name: i for i, name in enumerate(vocabulary)}
     mapping = np.array([position.get(v, -1) for v in values] + [-1], dtype=np.int8)
-    return mapping[indices]  # -1 indexes the last entry: missing stays missing
+    coded: np.ndarray = mapping[indices]  # -1 indexes the last entry: missing stays missing
+    return coded
 
 
-def _strings(column) -> np.ndarray:
+def _strings(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     if pa.types.is_dictionary(column.type):  # a few distinct texts (protocol versions): one str each, shared by their rows
         chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
         out = np.empty(sum(map(len, chunks)), dtype=object)
@@ -327,25 +330,27 @@ def _strings(column) -> np.ndarray:
             np.take(distinct, chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False), out=out[at : at + len(chunk)], mode="wrap")
             at += len(chunk)
         return out
-    return column.to_numpy(zero_copy_only=False)  # None where missing, as the store keeps it; chunks converted in place
+    values: np.ndarray = column.to_numpy(zero_copy_only=False)  # None where missing, as the store keeps it; chunks converted in place
+    return values
 
 
-def _objects(values: list) -> np.ndarray:
+def _objects(values: list[Any]) -> np.ndarray:
     out = np.empty(len(values), dtype=object)
     out[:] = values
     return out
 
 
-def _loads_all(texts) -> list:
+def _loads_all(texts: pa.Array) -> list[Any]:
     """Many JSON texts (an Arrow string array without nulls) decoded in one `json.loads`: joined
     by Arrow, so no Python string is made per text."""
     if not len(texts):
         return []
     joined = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(texts)], type=pa.int32()), texts), ",")
-    return json.loads("[" + joined[0].as_py() + "]")
+    values: list[Any] = json.loads("[" + joined[0].as_py() + "]")
+    return values
 
 
-def _json(column, wrap: Callable[[Any], Any] | None = None) -> np.ndarray:
+def _json(column: pa.ChunkedArray | pa.Array, wrap: Callable[[Any], Any] | None = None) -> np.ndarray:
     """A JSON column as Python values, each distinct text decoded once; None where missing. Decoded a
     chunk at a time into one array: no chunk's values are copied twice."""
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
@@ -367,9 +372,9 @@ def _json(column, wrap: Callable[[Any], Any] | None = None) -> np.ndarray:
     return out
 
 
-def _apply_fates(out: dict[str, np.ndarray], fates: list, sessions: list[str]) -> None:
+def _apply_fates(out: dict[str, Column], fates: list[pa.Table], sessions: list[str]) -> None:
     """Rewrite the fate of each timed-out call a fates part names (the latest part wins)."""
-    timed_out = np.nonzero(out["fate"] >= 0)[0]  # only a timeout has a fate to rewrite
+    timed_out = np.nonzero(cast("np.ndarray", out["fate"]) >= 0)[0]  # only a timeout has a fate to rewrite (fates are codes: an array)
     position = {(sessions[out["session"][i]], int(out["seq"][i])): int(i) for i in timed_out}
     for part in fates:
         rows = _decode_fates(part)
@@ -382,7 +387,7 @@ def _apply_fates(out: dict[str, np.ndarray], fates: list, sessions: list[str]) -
             out["logs"][i], out["progress"][i] = logs, progress
 
 
-def _decode_fates(part) -> list[tuple]:
+def _decode_fates(part: pa.Table) -> list[tuple[Any, ...]]:
     return list(zip(
         [str(s) for s in part.column("session").to_pylist()], part.column("seq").to_pylist(),
         _fixed(part.column("server_fate"), FATES), _fixed(part.column("fate_outcome"), OUTCOMES),

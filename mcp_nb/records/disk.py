@@ -26,7 +26,7 @@ import re
 import secrets as random_hex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import BinaryIO, Callable
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
@@ -81,7 +81,7 @@ def create(folder: Path) -> None:
     os.chmod(folder, 0o700)
 
 
-def _write_atomically(folder: Path, name: str, write: Callable[[Any], None], durable: bool = True) -> None:
+def _write_atomically(folder: Path, name: str, write: Callable[[BinaryIO], object], durable: bool = True) -> None:
     """Write `name` under a temporary name (mode 0600), then rename it into place: a reader sees the
     whole file or none of it, whenever the writer dies. `durable`: on disk before it has its name, so
     that a power cut cannot leave it empty (a killed process loses nothing the system was handed)."""
@@ -113,7 +113,7 @@ def write_part(folder: Path, name: str, part: pa.Table, merged: bool = False,
     if merged:  # said in the schema, so that a reader knows before it reads a buffer
         part = part.replace_schema_metadata({**(part.schema.metadata or {}), COMPRESSED: b"zstd"})
 
-    def write(f) -> None:
+    def write(f: BinaryIO) -> None:
         with ipc.new_file(f, part.schema, options=options) as writer:
             if not merged:
                 writer.write_table(part)
@@ -127,7 +127,7 @@ def write_part(folder: Path, name: str, part: pa.Table, merged: bool = False,
     _write_atomically(folder, name, write, durable=merged)
 
 
-def merge(folder: Path, names: list[str], into: str, tables: list | None = None,
+def merge(folder: Path, names: list[str], into: str, tables: list[pa.Table] | None = None,
           between: Callable[[], None] = lambda: None) -> pa.Table:  # fmt: skip
     """Write the parts `names` (whose tables the writer may still hold: `tables`) as one part `into`,
     then remove them; returns the merged table. A reader that comes in between sees `into` cover
@@ -251,7 +251,7 @@ def listing(folder: Path, footers: bool = True, again: int = 8) -> Listing:
     return Listing(folder, _without_leftovers(found), fates, problems)
 
 
-def _kind(entry: os.DirEntry) -> str:
+def _kind(entry: os.DirEntry[str]) -> str:
     try:
         return kind(entry.stat(follow_symlinks=False).st_mode)
     except OSError:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -85,7 +85,7 @@ def distinct_column(values: np.ndarray, scrub: Callable[[str], str], content: np
     return arrow_texts(scrub_all(texts, scrub))
 
 
-def scrub_all(texts: list[str | None], scrub: Callable[[str], str]) -> list[str | None]:
+def scrub_all(texts: Sequence[str | None], scrub: Callable[[str], str]) -> Sequence[str | None]:
     """`texts` with every secret the scrubber knows replaced; looked for in one pass over them all."""
     if not texts:
         return texts
@@ -95,7 +95,7 @@ def scrub_all(texts: list[str | None], scrub: Callable[[str], str]) -> list[str 
     return [None if text is None else scrub(text) for text in texts]
 
 
-def arrow_texts(texts: list[str | None], changed: dict[int, str] | None = None) -> pa.Array:
+def arrow_texts(texts: Sequence[str | None], changed: dict[int, str] | None = None) -> pa.Array:
     """`texts` as Arrow text. A lone surrogate, which no UTF-8 (so no Arrow text) holds, is written
     as its JSON escape: in JSON text, it reads back the same (records/surrogates.py). Plain texts
     are given `changed`: each row whose text was escaped is added to it, with its text as it was.
@@ -105,7 +105,7 @@ def arrow_texts(texts: list[str | None], changed: dict[int, str] | None = None) 
     except UnicodeEncodeError:
         escaped = [None if text is None else escape_surrogates(text) for text in texts]
         if changed is not None:
-            changed.update((row, text) for row, (text, written) in enumerate(zip(texts, escaped)) if text is not written)
+            changed.update((row, text) for row, (text, written) in enumerate(zip(texts, escaped)) if text is not None and text is not written)
         return pa.array(escaped, type=pa.string())
 
 
@@ -158,7 +158,7 @@ class Batch:
     workers: list[str]
     clients: list[str]
     first: int  # the seq of the first row
-    fates: dict[int, tuple] = field(default_factory=dict)  # row in the batch -> (fate, outcome, cause, after_ms, logs, progress)
+    fates: dict[int, tuple[Any, ...]] = field(default_factory=dict)  # row in the batch -> (fate, outcome, cause, after_ms, logs, progress)
 
     def __len__(self) -> int:
         return len(self.columns["call_id"])
@@ -230,12 +230,12 @@ def table(batch: Batch, session: str, scrub: Callable[[str], str]) -> pa.Table:
     return pa.table(columns)
 
 
-def fates_table(session: str, rows: list[tuple], scrub: Callable[[str], str]) -> pa.Table:
+def fates_table(session: str, rows: list[tuple[Any, ...]], scrub: Callable[[str], str]) -> pa.Table:
     """A fates part: for timed-out calls whose server side changed after they were written, (seq, fate...)."""
-    seqs, fate, fate_outcome, fate_cause, after, logs, progress = zip(*rows)
-    logs, progress = objects(list(logs)), objects(list(progress))
+    seqs, fate, fate_outcome, fate_cause, after, logs_rows, progress_rows = zip(*rows)
+    logs, progress = objects(list(logs_rows)), objects(list(progress_rows))
 
-    def codes(values, vocabulary):
+    def codes(values: Sequence[str | None], vocabulary: Sequence[str]) -> pa.Array:
         return coded(np.array([-1 if v is None else vocabulary.index(v) for v in values]), list(vocabulary))
 
     return pa.table({

@@ -20,7 +20,7 @@ KEPT_FIELDS = (
 STEP_FIELDS = ("turn", "index", "call_id", "name", "arguments", "outcome", "cause", "told", "told_error", "rule")
 
 
-def row_of(kept: tuple) -> dict[str, Any]:
+def row_of(kept: tuple[Any, ...]) -> dict[str, Any]:
     """An episode kept as a tuple, as a row: a dict of KEPT_FIELDS, its steps dicts of STEP_FIELDS."""
     row = dict(zip(KEPT_FIELDS, kept))
     row["steps"] = [dict(zip(STEP_FIELDS, step)) for step in row["steps"]]
@@ -31,7 +31,7 @@ class EpisodeLog:
     """The episodes of one history, each recorded once (by its id), from any thread."""
 
     def __init__(self) -> None:
-        self._kept: dict[int, tuple] = {}
+        self._kept: dict[int, tuple[Any, ...]] = {}
         self._lock = threading.Lock()
 
     def record(self, episode: Any) -> None:

@@ -18,7 +18,7 @@ a cause is the author's mistake, said in one line (`BadType`, `BadValue`).
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sized
 
 from mcp_nb.mistakes import BadType, BadValue, Failure
 from mcp_nb.records.outcome import CAUSE_DOC, CAUSES, FATES, OUTCOMES, Outcome
@@ -203,7 +203,7 @@ def _not_one_answer(name: str, value: Any) -> str | None:
         words = {"outcome": OUTCOMES, "cause": CAUSES, "fate": FATES}[name]
         return None if value in words else f"{value!r} is not {what}: name one, {choices}"
     if isinstance(value, Iterable):
-        size = f" of {len(value)}" if hasattr(value, "__len__") else ""
+        size = f" of {len(value)}" if isinstance(value, Sized) else ""
         return f"name one: {what} is a {type(value).__name__}{size}; a prediction is exactly one, {choices}"
     return f"{what} is a {type(value).__name__}: name one, {choices}"
 

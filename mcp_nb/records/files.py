@@ -39,7 +39,7 @@ def _refuse_unless_regular(path: Path) -> int | None:
     return mode
 
 
-def read_text(path: str | os.PathLike) -> str:
+def read_text(path: str | os.PathLike[str]) -> str:
     """The text of the file at `path` (UTF-8). Raises FileNotFoundError, `NotARegularFile` (a folder,
     a FIFO, a device: checked before it is opened), another OSError, or ValueError (not UTF-8)."""
     path = Path(path)
@@ -53,7 +53,7 @@ def read_text(path: str | os.PathLike) -> str:
         return source.read().decode("utf-8")
 
 
-def write_whole(path: str | os.PathLike, text: str) -> Path:
+def write_whole(path: str | os.PathLike[str], text: str) -> Path:
     """Write `text` (UTF-8) to `path` whole or not at all; returns the path written. Raises OSError
     (`NotARegularFile` for a path that is a folder, a FIFO or a device) and ValueError (a NUL in the path)."""
     path = Path(path)

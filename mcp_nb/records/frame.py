@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeAlias
 
 from mcp_nb import libraries as lib
 from mcp_nb.records.outcome import CAUSES, FATES, OUTCOMES, TARGETS, VIAS, Outcome
@@ -19,9 +19,13 @@ from mcp_nb.records.surrogates import SURROGATE
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from mcp_nb.records.lazy import JsonArray
     import pandas as pd
 
 _NO_FLAG = 2
+# A coded column: an array, or for a nested column read back from a file, its JSON texts (records/lazy.py)
+Column: TypeAlias = "np.ndarray | JsonArray"
 VOCABULARIES = ("name", "server", "worker", "client", "session")  # columns coded by a list of names of their own
 
 
@@ -30,7 +34,7 @@ class Coded:
     """Columns of calls, coded: see the module's docstring. `seq` counts the calls of one kernel's
     history (a reopened file's rows keep the numbers they were written with)."""
 
-    columns: dict[str, np.ndarray]
+    columns: dict[str, Column]
     names: dict[str, list[str]] = field(default_factory=dict)  # vocabulary column -> its names
 
     def __len__(self) -> int:
@@ -92,7 +96,7 @@ NESTED = {"arguments": "json", "structured": "json", "data": "json", "logs": "lo
           "samplings": "tuple", "progress": "events", "retry": "json"}  # fmt: skip
 
 
-def _concatenated(key: str, first, then):
+def _concatenated(key: str, first: np.ndarray | JsonArray, then: np.ndarray | JsonArray) -> np.ndarray | JsonArray:
     np = lib.numpy
 
     if isinstance(first, np.ndarray) and isinstance(then, np.ndarray):
@@ -101,7 +105,7 @@ def _concatenated(key: str, first, then):
     return type(first)._concat_same_type([first, then])
 
 
-def lazy(values, wrap: str):
+def lazy(values: np.ndarray | JsonArray, wrap: str) -> JsonArray:
     """A nested column as a JsonArray: read from a file already, or memory's objects held as they are."""
     from mcp_nb.records.lazy import JsonArray  # pandas: loaded when a frame is first built
 
@@ -114,7 +118,7 @@ def overlay(coded: Coded, seqs: dict[int, Outcome]) -> None:
     columns = coded.columns
     if not seqs or not len(coded) or "seq" not in columns:
         return
-    now = {"logs": lambda o: tuple(o.server_logs), "progress": lambda o: o.progress,
+    now: dict[str, Callable[[Outcome], Any]] = {"logs": lambda o: tuple(o.server_logs), "progress": lambda o: o.progress,
            "fate": lambda o: _code(FATES, o.server_fate), "fate_outcome": lambda o: _code(OUTCOMES, o.fate_outcome),
            "fate_cause": lambda o: _code(CAUSES, o.fate_cause),
            "fate_after": lambda o: lib.numpy.nan if o.fate_after_ms is None else o.fate_after_ms}  # fmt: skip
@@ -159,7 +163,8 @@ def build(coded: Coded, columns: tuple[str, ...] | list[str]) -> pd.DataFrame:
             # a name holding a lone surrogate (a server's, a tool's): pandas' `str` categories are
             # Arrow text, which no UTF-8 can hold; `object` ones hold any str
             return pd.Categorical.from_codes(codes, categories=pd.Index(categories, dtype=object))
-        return pd.Categorical.from_codes(codes, categories=categories)
+        made: pd.Categorical = pd.Categorical.from_codes(codes, categories=categories)  # type: ignore[call-overload]  # pandas-stubs: categories an Index only; pandas takes any list-like
+        return made
 
     def flags(values: np.ndarray) -> pd.arrays.BooleanArray:
         values = values.astype(np.int8)
@@ -178,7 +183,7 @@ def build(coded: Coded, columns: tuple[str, ...] | list[str]) -> pd.DataFrame:
         values = values.astype(np.int64, copy=False)  # -1 where a call has none (store.NO_EPISODE)
         return pd.arrays.IntegerArray(values, values < 0)
 
-    made = {
+    made: dict[str, Callable[[Any], Any]] = {
         "call_id": lambda v: v.astype(np.int64, copy=False), "attempt": lambda v: v.astype(np.int32, copy=False),
         "target": lambda v: category(v, TARGETS), "name": lambda v: category(v, names["name"]),
         "server": lambda v: category(v, names["server"]), "worker": lambda v: category(v, names["worker"]),
@@ -200,7 +205,7 @@ def build(coded: Coded, columns: tuple[str, ...] | list[str]) -> pd.DataFrame:
         "episode": numbered, "turn": numbered,  # a call no model asked for has neither
     }  # fmt: skip
     floats = ("duration_ms", "timeout_s", "backoff_s", "fate_after_ms", "max_timeout_s")
-    frame = {}
+    frame: dict[str, Any] = {}
     for column in columns:
         values = c[STORED_AS.get(column, column)]
         frame[column] = values.astype(np.float64, copy=False) if column in floats else made.get(column, lambda v: v)(values)
@@ -225,9 +230,10 @@ def pandas_problems() -> list[str]:
     np, pd = lib.numpy, lib.pandas
     values = np.array([0, 1_000_000_000], dtype=np.int64)
     try:
-        made = pd.arrays.DatetimeArray._simple_new(values.view("M8[ns]"), dtype=pd.DatetimeTZDtype(unit="ns", tz="UTC"))
+        made = pd.arrays.DatetimeArray._simple_new(values.view("M8[ns]"), dtype=pd.DatetimeTZDtype(unit="ns", tz="UTC"))  # type: ignore[attr-defined]  # the private checked here
+        # (`asi8` is public in pandas, not in pandas-stubs)
         fits = (isinstance(made, pd.arrays.DatetimeArray) and str(made.dtype) == "datetime64[ns, UTC]"
-                and np.shares_memory(made.asi8, values) and made[1] == pd.Timestamp(1, unit="s", tz="UTC"))  # fmt: skip
+                and np.shares_memory(made.asi8, values) and made[1] == pd.Timestamp(1, unit="s", tz="UTC"))  # type: ignore[attr-defined]  # fmt: skip
     except (AttributeError, TypeError, ValueError) as err:
         return [f"pandas {pd.__version__}: DatetimeArray._simple_new(values, dtype=) failed ({type(err).__name__}: {err})"]
     if not fits:
@@ -235,7 +241,7 @@ def pandas_problems() -> list[str]:
     return []
 
 
-def utc_times(nanoseconds: np.ndarray):
+def utc_times(nanoseconds: np.ndarray) -> pd.arrays.DatetimeArray:
     """int64 nanoseconds since the epoch as pandas' UTC times, the array itself wrapped where the
     installed pandas allows it (see above)."""
     global _private_fits
@@ -244,5 +250,6 @@ def utc_times(nanoseconds: np.ndarray):
     if _private_fits is None:
         _private_fits = not pandas_problems()
     if _private_fits:
-        return pd.arrays.DatetimeArray._simple_new(values, dtype=pd.DatetimeTZDtype(unit="ns", tz="UTC"))
+        wrapped: pd.arrays.DatetimeArray = pd.arrays.DatetimeArray._simple_new(values, dtype=pd.DatetimeTZDtype(unit="ns", tz="UTC"))  # type: ignore[attr-defined]  # the private checked above
+        return wrapped
     return pd.Series(values, copy=False).dt.tz_localize("UTC").array

@@ -21,23 +21,25 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import warnings
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from types import ModuleType
+from typing import IO, TYPE_CHECKING, Any, Callable
 
 from mcp_nb import libraries as lib
 from mcp_nb.config import DEFAULT_WINDOW, check_window, settings
 from mcp_nb.history_file import HistoryFileError, check_readable, check_writable, shown
 from mcp_nb.mistakes import BadValue
-from mcp_nb.records.cases import CallsLeftOut, LeftOut, from_frame, save
+from mcp_nb.records.cases import CallsLeftOut, Case, LeftOut, from_frame, save
 from mcp_nb.records.episode_log import EpisodeLog
 from mcp_nb.records.surrogates import escape_surrogates
 from mcp_nb.records.frame import Coded, build, collector_paused, fate_of, join, overlay
 from mcp_nb.records.listeners import Listeners
-from mcp_nb.records.outcome import Outcome, progress_frame
+from mcp_nb.records.outcome import Outcome, Printer, progress_frame
 from mcp_nb.records.recovery import by_model, episodes_frame
 from mcp_nb.records.store import CHUNK, Store
 from mcp_nb.records.structured import NotTabular, records
@@ -129,7 +131,7 @@ def _without_surrogates(column: pd.Series) -> pd.Series:
     return column if written == values else lib.pandas.Series(written, index=column.index, dtype=object)
 
 
-def _file():
+def _file() -> tuple[ModuleType, ModuleType]:
     """records/reading.py and records/writer.py, which read and write history files. They come with
     the first file set or read, and numpy and pyarrow with them (0.15 s): a history kept in memory
     never needs them."""
@@ -170,7 +172,7 @@ class History:
     # -- a history file ---------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path) -> History:
+    def open(cls, path: str | os.PathLike[str]) -> History:
         """Every session's calls in the history file at `path`, as one History (`to_frame()`,
         `summary(by="session")`, `to_cases()`...); it reads the file anew whenever it is asked.
 
@@ -202,7 +204,7 @@ class History:
             store = self._store
             return store.recorded - max(store.dropped, self._hidden)
 
-    def keep(self, path, window: int | None = None, scrub: Callable[[str], str] | None = None) -> None:
+    def keep(self, path: str | os.PathLike[str] | None, window: int | None = None, scrub: Callable[[str], str] | None = None) -> None:
         """Write every call of this history to the history file at `path`: those in memory now that it
         lacks, then each as it is recorded; None stops writing. Memory then keeps the latest `window`
         calls. Set to the same path after a write failed, it writes what the file lacks.
@@ -374,7 +376,7 @@ class History:
         `mcp_nb.Episode` has), once: its calls are recorded as they are made."""
         self.episode_log.record(episode)
 
-    def subscribe(self, listener) -> None:
+    def subscribe(self, listener: Callable[[Outcome | None], object]) -> None:
         """Call `listener(outcome)` after every recorded call, and `listener(None)` after `clear()`.
 
         Listeners run on the thread that recorded the call (mcp_nb's loop thread for calls):
@@ -383,7 +385,7 @@ class History:
         """
         self._listeners.add(listener)
 
-    def unsubscribe(self, listener) -> None:
+    def unsubscribe(self, listener: Callable[[Outcome | None], object]) -> None:
         self._listeners.remove(listener)
 
     def __len__(self) -> int:
@@ -392,7 +394,7 @@ class History:
             reading, writer = _file()
             writer.flush_all(self._opened)  # a file this kernel writes: every call made so far
             problems: list[str] = []
-            count = reading.count(self._opened, problems)
+            count: int = reading.count(self._opened, problems)
             self._report(problems)
             return count
         with self._lock:
@@ -537,21 +539,21 @@ class History:
         ]
         return frame
 
-    def to_csv(self, path, **kwargs: Any):
+    def to_csv(self, path: str | os.PathLike[str] | IO[str], **kwargs: Any) -> str | None:
         return self.to_records_frame().to_csv(path, index=False, **kwargs)
 
-    def to_json(self, path, **kwargs: Any):
+    def to_json(self, path: str | os.PathLike[str] | IO[str], **kwargs: Any) -> str | None:
         kwargs.setdefault("orient", "records")
         kwargs.setdefault("date_format", "iso")
         return self.to_records_frame().to_json(path, **kwargs)
 
-    def to_parquet(self, path, **kwargs: Any):
+    def to_parquet(self, path: str | os.PathLike[str] | IO[bytes], **kwargs: Any) -> bytes | None:
         return self.to_records_frame().to_parquet(path, index=False, **kwargs)
 
     def to_cases(
-        self, path, *, last: int | None = None, name: str | None = None, server: str | None = None,
+        self, path: str | os.PathLike[str], *, last: int | None = None, name: str | None = None, server: str | None = None,
         replayed: bool = False, left_out: list[LeftOut] | None = None,
-    ):  # fmt: skip
+    ) -> list[Case]:  # fmt: skip
         """Write the calls as a cases file (JSON) for `mcp_nb.replay` and the pytest plugin; returns the cases.
 
         One case per call, by its final attempt, with every option the call had (its retry
@@ -592,5 +594,5 @@ class History:
     def __repr__(self) -> str:
         return history_text(self._shown(), settings.history_rows)
 
-    def _repr_pretty_(self, printer, cycle) -> None:
+    def _repr_pretty_(self, printer: Printer, cycle: bool) -> None:
         printer.text(repr(self))

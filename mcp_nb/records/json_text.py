@@ -12,7 +12,7 @@ from typing import Any, Callable
 from mcp_nb.records.trace import ProgressEvent, ServerLog
 
 try:  # the C encoder, where Python has it (CPython does)
-    from json.encoder import c_make_encoder, encode_basestring
+    from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]  # typeshed leaves CPython's C encoder out
 except ImportError:  # pragma: no cover
     c_make_encoder = None
 
@@ -57,12 +57,12 @@ def plain(value: Any) -> Any:
     return value
 
 
-def logs_of(records: list) -> tuple:
+def logs_of(records: list[dict[str, Any]]) -> tuple[ServerLog, ...]:
     """The server's log records of a call, from their decoded JSON."""
     return tuple(ServerLog(r.get("level", ""), r.get("logger", ""), r.get("message", ""), r.get("traceback"),
                            source=r.get("source", "logging"), at=r.get("at")) for r in records)  # fmt: skip
 
 
-def events_of(events: list) -> tuple:
+def events_of(events: list[Any]) -> tuple[ProgressEvent, ...]:
     """The progress events of a call, from their decoded JSON."""
     return tuple(ProgressEvent(e.get("progress"), e.get("total"), e.get("message"), e.get("seconds", 0.0)) for e in events)

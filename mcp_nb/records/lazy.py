@@ -15,11 +15,13 @@ them). A row's value is decoded when it is looked at (`iloc`, iteration, `tolist
 
 from __future__ import annotations
 
+import builtins
 import json
 import numbers
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -52,11 +54,11 @@ class JsonDtype(ExtensionDtype):
         self.wrap = wrap
 
     @property
-    def name(self) -> str:
+    def name(self) -> str:  # type: ignore[override]  # pandas-stubs: a class attribute; pandas reads it off the dtype, as a property
         return "json" if self.wrap == "json" else f"json[{self.wrap}]"
 
     @classmethod
-    def construct_array_type(cls) -> type[JsonArray]:
+    def construct_array_type(cls) -> builtins.type[JsonArray]:
         return JsonArray
 
     @classmethod
@@ -78,13 +80,14 @@ class JsonDtype(ExtensionDtype):
         return False
 
 
-def _objects(values: list) -> np.ndarray:
+def _objects(values: list[Any]) -> np.ndarray:
     # not `array[:] = values`: numpy would read a list of equal-length lists as a 2-D array
     return np.fromiter(values, dtype=object, count=len(values))
 
 
 def _is_null_text(texts: pa.Array) -> bool:
-    return texts.null_count == len(texts)
+    nulls: int = texts.null_count
+    return nulls == len(texts)
 
 
 class JsonArray(ExtensionArray):
@@ -108,7 +111,7 @@ class JsonArray(ExtensionArray):
         return cls(texts, np.empty(0, dtype=np.int64), np.empty(0, dtype=object), JsonDtype(wrap))
 
     @classmethod
-    def held(cls, values, wrap: str = "json") -> JsonArray:
+    def held(cls, values: Iterable[Any], wrap: str = "json") -> JsonArray:
         """A column of Python objects (the rows in memory), kept as they are."""
         if isinstance(values, np.ndarray) and values.dtype == object and values.ndim == 1:
             objects = values
@@ -118,18 +121,18 @@ class JsonArray(ExtensionArray):
         return cls(pa.chunked_array([pa.nulls(n, pa.string())]), np.arange(n, dtype=np.int64), objects, JsonDtype(wrap))
 
     @classmethod
-    def _from_sequence(cls, scalars, *, dtype=None, copy: bool = False) -> JsonArray:
+    def _from_sequence(cls, scalars: Iterable[Any], *, dtype: object = None, copy: bool = False) -> JsonArray:
         wrap = dtype.wrap if isinstance(dtype, JsonDtype) else "json"
         if isinstance(scalars, JsonArray):
             return scalars.copy() if copy else scalars
         return cls.held(scalars, wrap)
 
     @classmethod
-    def _from_factorized(cls, values, original: JsonArray) -> JsonArray:
+    def _from_factorized(cls, values: np.ndarray, original: JsonArray) -> JsonArray:
         return cls.held(values, original.dtype.wrap)
 
     @classmethod
-    def _concat_same_type(cls, to_concat) -> JsonArray:
+    def _concat_same_type(cls, to_concat: Sequence[JsonArray]) -> JsonArray:
         arrays = list(to_concat)
         if len(arrays) == 1:
             return arrays[0]
@@ -164,19 +167,20 @@ class JsonArray(ExtensionArray):
 
     @property
     def nbytes(self) -> int:
-        return self._texts.nbytes + self._rows.nbytes + self._values.nbytes
+        texts: int = self._texts.nbytes
+        return texts + self._rows.nbytes + self._values.nbytes
 
     def _decode(self, text: str) -> Any:
         value = json.loads(text)
         wrap = WRAPS[self._dtype.wrap]
         return value if wrap is None or value is None else wrap(value)
 
-    def _decoded_many(self, texts: pa.Array) -> list:
+    def _decoded_many(self, texts: pa.Array) -> list[Any]:
         """Many texts (no nulls) decoded in one `json.loads`, joined by Arrow: no Python string per text."""
         if not len(texts):
             return []
         joined = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(texts)], type=pa.int32()), texts), ",")
-        values = json.loads("[" + joined[0].as_py() + "]")
+        values: list[Any] = json.loads("[" + joined[0].as_py() + "]")
         wrap = WRAPS[self._dtype.wrap]
         return values if wrap is None else [None if v is None else wrap(v) for v in values]
 
@@ -193,7 +197,7 @@ class JsonArray(ExtensionArray):
             return True, self._values[at]
         return False, None
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: Any) -> Any:
         if isinstance(key, (numbers.Integral, np.integer)):
             n = len(self)
             i = int(key)
@@ -239,17 +243,18 @@ class JsonArray(ExtensionArray):
             out[self._rows] = self._values
         return out
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter(self.materialize())
 
-    def tolist(self) -> list:
-        return self.materialize().tolist()
+    def tolist(self) -> list[Any]:
+        values: list[Any] = self.materialize().tolist()
+        return values
 
-    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+    def __array__(self, dtype: npt.DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
         values = self.materialize()
         return values if dtype is None or np.dtype(dtype) == object else values.astype(dtype)
 
-    def astype(self, dtype, copy: bool = True):
+    def astype(self, dtype: Any, copy: bool = True) -> Any:  # pandas' overloads: a JsonArray, an array of objects, or pandas' own
         dtype = pd.api.types.pandas_dtype(dtype)
         if isinstance(dtype, JsonDtype):
             if dtype == self._dtype:
@@ -260,12 +265,12 @@ class JsonArray(ExtensionArray):
         return super().astype(dtype, copy=copy)
 
     def isna(self) -> np.ndarray:
-        missing = self._texts.is_null().to_numpy(zero_copy_only=False).copy()
+        missing: np.ndarray = self._texts.is_null().to_numpy(zero_copy_only=False).copy()
         if self._rows.size:
             missing[self._rows] = np.fromiter((v is None for v in self._values), dtype=bool, count=len(self._values))
         return missing
 
-    def __eq__(self, other):  # type: ignore[override]
+    def __eq__(self, other: object) -> np.ndarray:  # type: ignore[override]  # row by row, as numpy's and pandas' arrays
         # as an object column compares: row by row with a sequence of the same length, else with the one value
         mine = self.materialize()
         if isinstance(other, (pd.Series, pd.Index, pd.DataFrame)):
@@ -277,13 +282,13 @@ class JsonArray(ExtensionArray):
             return np.fromiter((a == b for a, b in zip(mine, theirs)), dtype=bool, count=len(mine))
         return np.fromiter((a == other for a in mine), dtype=bool, count=len(mine))
 
-    def __ne__(self, other):  # type: ignore[override]
+    def __ne__(self, other: object) -> np.ndarray:  # type: ignore[override]  # row by row, as numpy's and pandas' arrays
         equal = self.__eq__(other)
         return equal if equal is NotImplemented else ~equal
 
     # -- what pandas asks of an array -----------------------------------------------------------
 
-    def take(self, indices, allow_fill: bool = False, fill_value=None) -> JsonArray:
+    def take(self, indices: Any, allow_fill: bool = False, fill_value: Any = None) -> JsonArray:
         indices = np.asarray(indices, dtype=np.int64)
         n = len(self)
         if allow_fill:
@@ -317,7 +322,7 @@ class JsonArray(ExtensionArray):
     def copy(self) -> JsonArray:
         return JsonArray(self._texts, self._rows.copy(), self._values.copy(), self._dtype)
 
-    def __setitem__(self, key, value) -> None:
+    def __setitem__(self, key: Any, value: Any) -> None:
         # a value set is held as the object it is; its row's text no longer counts
         key = pd.api.indexers.check_array_indexer(self, key)
         if isinstance(key, (numbers.Integral, np.integer)):
@@ -338,18 +343,18 @@ class JsonArray(ExtensionArray):
         self._texts = pa.chunked_array([pc.if_else(pa.array(mask), pa.nulls(len(self), texts.type), texts)])
         self._rows, self._values = rows, values
 
-    def map(self, mapper, na_action=None):
+    def map(self, mapper: Any, na_action: Literal["ignore"] | None = None) -> Any:
         # as an object column maps (an empty one included): the values decoded, then pandas' own map
         return pd.Series(self.materialize(), dtype=object, copy=False).map(mapper, na_action=na_action).array
 
-    def _values_for_factorize(self):
+    def _values_for_factorize(self) -> tuple[np.ndarray, None]:
         return self.materialize(), None
 
     def lengths(self) -> np.ndarray:
         """`len()` of every row's value (0 for None), a dictionary column's without decoding each row."""
         texts = self._texts
         if pa.types.is_dictionary(texts.type) and not self._rows.size:
-            out = []
+            out: list[np.ndarray] = []
             for chunk in texts.chunks:
                 distinct = np.array([0 if v is None else len(v) for v in self._decoded_many(chunk.dictionary)] + [0], dtype=np.int64)
                 out.append(distinct[chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False)])
@@ -365,11 +370,11 @@ class JsonArray(ExtensionArray):
         out[self._rows] = _objects([None if v is None else escape_surrogates(ENCODE(plain(v))) for v in self._values])
         return pa.array(out.tolist(), type=pa.string())
 
-    def __arrow_array__(self, type=None):
+    def __arrow_array__(self, type: Any = None) -> pa.Array:
         # written (to_parquet, to_feather) as the JSON text a history file holds
         return self.texts()
 
-    def _formatter(self, boxed: bool = False):
+    def _formatter(self, boxed: bool = False) -> Callable[[Any], str]:
         return repr if not boxed else str
 
     def __repr__(self) -> str:

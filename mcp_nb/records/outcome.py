@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields, make_dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Protocol, cast
 from html import escape
 
 from mcp_nb import libraries as lib
@@ -23,6 +23,9 @@ from mcp_nb.views.cards import outcome_html, outcome_text
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from mcp_nb.calling.sampling import Sampling
+    from mcp_nb.elicitation import Elicitation
 
 OUTCOMES = ("result", "tool_error", "protocol_error", "timeout")
 TARGETS = ("tool", "resource", "prompt")
@@ -54,7 +57,13 @@ FATES = ("running", "completed", "cancelled", "unobserved", "cancel_requested")
 # case (told apart, so that saving the history does not save the replay again as new cases).
 VIAS = ("kernel", "http", "stdio", "replay")
 
-class CauseDoc(dict):
+class Printer(Protocol):
+    """IPython's pretty printer, as a `_repr_pretty_` uses it."""
+
+    def text(self, obj: str) -> None: ...
+
+
+class CauseDoc(dict[str, str]):
     """What each cause means, by name; shown (and printed) as a table of cause and meaning."""
 
     def __repr__(self) -> str:
@@ -63,7 +72,7 @@ class CauseDoc(dict):
 
     __str__ = __repr__
 
-    def _repr_pretty_(self, printer, cycle) -> None:
+    def _repr_pretty_(self, printer: Printer, cycle: bool) -> None:
         printer.text(repr(self))
 
     def _repr_html_(self) -> str:
@@ -136,14 +145,14 @@ class Outcome:
     client: str | None = None  # an outside client's name and version, as it introduced itself
     deadline_resets: int = 0  # how many progress events restarted the deadline (reset_on_progress)
     max_timeout_s: float | None = None  # the ceiling of a deadline that resets on progress; None without resets
-    elicitations: tuple = ()  # the questions the server asked during the call and their answers (`Elicitation`s)
-    samplings: tuple = ()  # the completions the server asked of the client's model, and the replies (`Sampling`s)
+    elicitations: tuple[Elicitation, ...] = ()  # the questions the server asked during the call and their answers (`Elicitation`s)
+    samplings: tuple[Sampling, ...] = ()  # the completions the server asked of the client's model, and the replies (`Sampling`s)
     protocol: str | None = None  # the protocol version the call was made on ("2025-11-25", "2026-07-28")
     retry: Mapping[str, Any] | None = None  # the call's retry policy as plain values (`Retry.as_dict()`); None without retries
     # The result's images and sounds: the SDK's content blocks as they came (ImageContent,
     # AudioContent, an EmbeddedResource of an image or sound). The card shows them; `content`
     # names them; the history keeps only the text.
-    media: tuple = field(default=(), repr=False)
+    media: tuple[Any, ...] = field(default=(), repr=False)
     # The episode of a model in the loop whose model asked for this call, and the model's turn it
     # came in (`mcp_nb.agent`, `mcp_nb.evaluate`); None for a call no model made.
     episode: int | None = None
@@ -218,12 +227,12 @@ class Outcome:
         return (self.trace.handler_ended - self.trace.t0) * 1000.0
 
     def _late(self) -> tuple[str | None, str | None]:
-        if self.server_fate != "completed":
+        if self.server_fate != "completed" or self.trace is None:  # a completed handler left a trace
             return (None, None)
 
         return late_outcome(self.target, self.trace)
 
-    def frame(self, key: str | None = None):
+    def frame(self, key: str | None = None) -> pd.DataFrame:
         """The structured result as a DataFrame, one row per record (`-> list[Book]` gives a row per
         Book). `key` picks the field when the result holds more than one list of records. A result
         that is not a list of records raises ValueError saying what it is."""
@@ -237,7 +246,7 @@ class Outcome:
     def __repr__(self) -> str:
         return outcome_text(self)
 
-    def _repr_pretty_(self, printer, cycle) -> None:  # IPython's text/plain
+    def _repr_pretty_(self, printer: Printer, cycle: bool) -> None:  # IPython's text/plain
         printer.text(repr(self))
 
 
@@ -246,21 +255,22 @@ class Outcome:
 # part of what mcp_nb adds to a call. So mcp_nb's calls fill a mutable twin with the same
 # slots (an ordinary `__init__`, under 1 µs) and then make it an Outcome: the same object,
 # frozen from then on (`seal`). Anyone else's `Outcome(...)` is the dataclass's own.
-OutcomeDraft = make_dataclass(
+# To a type checker a draft is what it holds and how it is made: an Outcome's fields.
+OutcomeDraft = cast("type[Outcome]", make_dataclass(
     "OutcomeDraft",
     [(f.name, f.type) if f.default is MISSING else (f.name, f.type, field(default=f.default)) for f in fields(Outcome)],
     slots=True,
     eq=False,
-)
+))
 OutcomeDraft.__module__ = __name__
 
 
-def seal(draft: OutcomeDraft) -> Outcome:  # type: ignore[valid-type]
+def seal(draft: Outcome) -> Outcome:
     """The Outcome `draft` holds: the same object, now frozen, its answers masked (`__post_init__`)."""
     draft.__class__ = Outcome
     if draft.elicitations:
         draft.__post_init__()
-    return draft  # type: ignore[return-value]
+    return draft
 
 
 PROGRESS_COLUMNS = ("call_id", "attempt", "progress", "total", "message", "seconds")

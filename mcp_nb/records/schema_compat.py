@@ -21,20 +21,21 @@ import json
 import math
 import re
 from fractions import Fraction
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from mcp_nb.numbers import is_number
 from mcp_nb.records.structured import json_equal
 
 ABSENT = object()  # a key that is not there (None is a JSON value)
+Steps = list[str | int]  # where a value sits: the keys and item indices down to it
 
 
 class Rows(Protocol):
     """Where a comparison's changes go: a row each (`surface_diff._Entry` is one)."""
 
-    def row(self, rule: str, steps: list, change: str, before: Any, after: Any, why: str, side: str = "input") -> None: ...
+    def row(self, rule: str, steps: Steps, change: str, before: Any, after: Any, why: str, side: str = "input") -> None: ...
 
-    def unknown(self, steps: list, before: Any, after: Any, what: str, side: str = "input") -> None: ...
+    def unknown(self, steps: Steps, before: Any, after: Any, what: str, side: str = "input") -> None: ...
 
 
 def shown(value: Any) -> str:
@@ -67,7 +68,7 @@ def canonical(value: Any) -> Any:
     return (kind, id(value))  # not JSON: equal to itself alone, as json_equal has it
 
 
-def twins_of(old: dict, new: dict) -> dict[Any, list[str]]:
+def twins_of(old: dict[str, Any], new: dict[str, Any]) -> dict[Any, list[str]]:
     """The keys only `new` has, by their value's `canonical` form: where a removed key went (`renamed`)."""
     found: dict[Any, list[str]] = {}
     for name, value in new.items():
@@ -99,14 +100,14 @@ class SchemaDiff:
         self.refs_seen: set[tuple[str, str]] = set()
         # Properties whose being required changed: a default that came or went with that is said
         # by became-required / became-optional, not again as a default changed.
-        self.required_changed: set[tuple] = set()
+        self.required_changed: set[tuple[str | int, ...]] = set()
 
     # -- rows -----------------------------------------------------------------------------------------
 
-    def row(self, rule: str, steps: list, before: Any, after: Any, why: str) -> None:
+    def row(self, rule: str, steps: Steps, before: Any, after: Any, why: str) -> None:
         self.entry.row(rule, steps, change_of(before, after), before, after, why, self.side)
 
-    def unknown(self, steps: list, before: Any, after: Any, what: str) -> None:
+    def unknown(self, steps: Steps, before: Any, after: Any, what: str) -> None:
         self.entry.unknown(steps, before, after, what, self.side)
 
     def named(self, names: list[str]) -> str:
@@ -117,7 +118,7 @@ class SchemaDiff:
 
     # -- the walk -------------------------------------------------------------------------------------
 
-    def compare(self, old: Any, new: Any, steps: list, names: list[str]) -> None:
+    def compare(self, old: Any, new: Any, steps: Steps, names: list[str]) -> None:
         if json_equal(old, new):
             return
         old, new = _boolean_schema(old), _boolean_schema(new)
@@ -137,7 +138,7 @@ class SchemaDiff:
                 continue
             self.keyword(key, old, new, before, after, [*steps, key], names)
 
-    def keyword(self, key: str, old: dict, new: dict, before: Any, after: Any, steps: list, names: list[str]) -> None:
+    def keyword(self, key: str, old: dict[str, Any], new: dict[str, Any], before: Any, after: Any, steps: Steps, names: list[str]) -> None:
         what = self.named(names)
         if key in _DESCRIPTIVE:
             self.row("described", steps, before, after, f"{what}: {key} {change_of(before, after)}")
@@ -172,7 +173,7 @@ class SchemaDiff:
 
     # -- one function per kind of change ----------------------------------------------------------------
 
-    def types(self, steps: list, before: Any, after: Any, what: str) -> None:
+    def types(self, steps: Steps, before: Any, after: Any, what: str) -> None:
         old, new = _types(before), _types(after)
         if old is False or new is False:
             self.unknown(steps, before, after, f"{what}: type is not a JSON Schema type")
@@ -189,7 +190,7 @@ class SchemaDiff:
         else:
             self.row("described", steps, before, after, said + " (the same values)")
 
-    def properties(self, old: dict, new: dict, steps: list, names: list[str]) -> None:
+    def properties(self, old: dict[str, Any], new: dict[str, Any], steps: Steps, names: list[str]) -> None:
         was, now = old.get("properties", {}), new.get("properties", {})
         if not isinstance(was, dict) or not isinstance(now, dict):
             self.unknown(steps, old.get("properties", ABSENT), new.get("properties", ABSENT), f"{self.named(names)}: properties is not an object")
@@ -224,7 +225,7 @@ class SchemaDiff:
             return f"{'parameter' if len(names) == 1 else 'property'} {thing} removed: calls that send it break"
         return f"field {thing} removed: clients that read it break"
 
-    def required(self, old: dict, new: dict, steps: list, names: list[str]) -> None:
+    def required(self, old: dict[str, Any], new: dict[str, Any], steps: Steps, names: list[str]) -> None:
         before, after = old.get("required", ABSENT), new.get("required", ABSENT)
         if any(value is not ABSENT and _names(value) is None for value in (before, after)):
             self.unknown(steps, before, after, f"{self.named(names)}: required is not a list of names")
@@ -246,13 +247,14 @@ class SchemaDiff:
         if not changed and was_set == now_set and was != now:
             self.row("described", steps, before, after, f"{self.named(names)}: required listed in another order")
 
-    def values(self, key: str, before: Any, after: Any, steps: list, what: str) -> None:
+    def values(self, key: str, before: Any, after: Any, steps: Steps, what: str) -> None:
         old = _enum(before)
         new = _enum(after)
         if old is False or new is False:
             self.unknown(steps, before, after, f"{what}: {key} is not a list of values")
             return
         if old is None:
+            assert new is not None  # the keyword is on one side at least
             self.row("bound-tightened", steps, before, after, f"{what}: limited to {_values_text(new)}")
             return
         if new is None:
@@ -268,7 +270,7 @@ class SchemaDiff:
         if not lost and not gained:
             self.row("described", steps, before, after, f"{what}: {key} listed in another order")
 
-    def bound(self, key: str, before: Any, after: Any, steps: list, what: str) -> None:
+    def bound(self, key: str, before: Any, after: Any, steps: Steps, what: str) -> None:
         if any(value is not ABSENT and not is_number(value) for value in (before, after)):
             self.unknown(steps, before, after, f"{what}: {key} is not a number")
             return
@@ -282,7 +284,7 @@ class SchemaDiff:
             said = f"{key} {'raised' if after > before else 'lowered'}: {shown(before)} → {shown(after)}"
         self.row("bound-tightened" if tighter else "bound-loosened", steps, before, after, f"{what}: {said}")
 
-    def multiple(self, before: Any, after: Any, steps: list, what: str) -> None:
+    def multiple(self, before: Any, after: Any, steps: Steps, what: str) -> None:
         if any(value is not ABSENT and (not is_number(value) or value <= 0) for value in (before, after)):
             self.unknown(steps, before, after, f"{what}: multipleOf is not a positive number")
             return
@@ -295,7 +297,7 @@ class SchemaDiff:
         said = f"multipleOf {shown(before)} → {shown(after)}"
         self.row("bound-tightened" if tighter else "bound-loosened", steps, before, after, f"{what}: {said}")
 
-    def constraint(self, key: str, before: Any, after: Any, steps: list, names: list[str]) -> None:
+    def constraint(self, key: str, before: Any, after: Any, steps: Steps, names: list[str]) -> None:
         what = self.named(names)
         if key == "pattern":
             if before is ABSENT or after is ABSENT:
@@ -322,7 +324,7 @@ class SchemaDiff:
                 said = "other properties " + ("no longer allowed" if now is False else "limited" if tighter else "allowed again")
                 self.row("bound-tightened" if tighter else "bound-loosened", steps, before, after, f"{what}: {said}")
 
-    def union(self, key: str, before: Any, after: Any, steps: list, names: list[str]) -> None:
+    def union(self, key: str, before: Any, after: Any, steps: Steps, names: list[str]) -> None:
         what = self.named(names)
         if before is ABSENT or after is ABSENT:
             self.unknown(steps, before, after, f"{what}: {key} {change_of(before, after)}")
@@ -343,7 +345,7 @@ class SchemaDiff:
         if gained:
             self.row("union-member-added", steps, before, after, f"{what}: {key} gained {_members(gained)}")
 
-    def ref(self, before: Any, after: Any, steps: list, names: list[str]) -> None:
+    def ref(self, before: Any, after: Any, steps: Steps, names: list[str]) -> None:
         old, new = self.resolved(0, before), self.resolved(1, after)
         if old is None or new is None or (before, after) in self.refs_seen:
             self.unknown(steps, before, after, f"{self.named(names)}: $ref {shown(before)} → {shown(after)}")
@@ -358,7 +360,7 @@ class SchemaDiff:
         found = defs.get(ref[len("#/$defs/") :]) if isinstance(defs, dict) else None
         return found if isinstance(found, (dict, bool)) else None
 
-    def definitions(self, before: Any, after: Any, steps: list) -> None:
+    def definitions(self, before: Any, after: Any, steps: Steps) -> None:
         old = before if isinstance(before, dict) else {}
         new = after if isinstance(after, dict) else {}
         for name in sorted(set(old) | set(new)):
@@ -393,7 +395,7 @@ def _or_any_absent(schema: Any) -> Any:
     return {} if schema is ABSENT else _boolean_schema(schema)
 
 
-def _folded(node: dict) -> dict:
+def _folded(node: dict[str, Any]) -> dict[str, Any]:
     """`anyOf` of bare types (pydantic's `int | None`) read as the list of types it is."""
     members = node.get("anyOf")
     if "type" in node or not isinstance(members, list) or not members:
@@ -406,13 +408,13 @@ def _folded(node: dict) -> dict:
     return folded
 
 
-def _keywords(old: dict, new: dict) -> list[str]:
+def _keywords(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     # The type first, then the rest in order: a row about a type reads before rows about its bounds.
     keys = sorted(set(old) | set(new))
     return sorted(keys, key=lambda k: (k != "type", k))
 
 
-def _types(value: Any) -> frozenset[str] | None | bool:
+def _types(value: Any) -> frozenset[str] | None | Literal[False]:
     """The types a `type` keyword allows (None: left out, any; False: not a type keyword)."""
     if value is ABSENT:
         return None
@@ -440,7 +442,7 @@ def _names(value: Any) -> list[str] | None:
     return value
 
 
-def _allowed(node: dict) -> Any:
+def _allowed(node: dict[str, Any]) -> Any:
     """The values a schema node allows by `const` or `enum` (a const as a list of one), or absent."""
     if "const" in node and "enum" in node:
         return node["enum"] if not isinstance(node["enum"], list) else [v for v in node["enum"] if json_equal(v, node["const"])]
@@ -449,7 +451,7 @@ def _allowed(node: dict) -> Any:
     return node.get("enum", ABSENT)
 
 
-def _enum(value: Any) -> list | None | bool:
+def _enum(value: Any) -> list[Any] | None | Literal[False]:
     if value is ABSENT:
         return None
     return value if isinstance(value, list) else False
@@ -464,13 +466,13 @@ def _multiple(step: int | float, of: int | float) -> bool:
     return math.isfinite(quotient) and quotient == int(quotient)
 
 
-def _values_text(values: list) -> str:
+def _values_text(values: list[Any]) -> str:
     return ", ".join(shown(v) for v in values)
 
 
-def _members(members: list) -> str:
+def _members(members: list[Any]) -> str:
     return ", ".join(shown(m) for m in members)
 
 
-def _plural(word: str, items: list) -> str:
+def _plural(word: str, items: list[Any]) -> str:
     return word if len(items) == 1 else word + "s"

@@ -18,15 +18,17 @@ first chunk (`libraries.py`), not with this module.
 from __future__ import annotations
 
 from time import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence, cast
 
 from mcp_nb import libraries as lib
 from mcp_nb.history_file import SESSION
-from mcp_nb.records.frame import Coded, nanoseconds
+from mcp_nb.records.frame import Coded, Column, nanoseconds
 from mcp_nb.records.outcome import CAUSES, OUTCOMES, TARGETS, VIAS, Outcome
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from mcp_nb.elicitation import Elicitation
 
 CHUNK = 1024  # pending rows turned into column chunks at once
 # A row's values, in order. Thirty at most: CPython compiles a tuple display of more than thirty
@@ -47,23 +49,23 @@ DTYPES = {"call_id": "int64", "attempt": "int32", "backoff": "float64", "server"
 NO_EPISODE = -1  # the episode and turn columns of a call no model asked for
 NO_FLAG = 2  # is_error code for "no result, so no flag"
 _NO_CODE = float("nan")  # the code column of a call that got none
-_EMPTY: tuple = ()
+_EMPTY: tuple[()] = ()
 _OUTCOME_CODE = {name: i for i, name in enumerate(OUTCOMES)}
 _CAUSE_CODE = {name: i for i, name in enumerate(CAUSES)}
 # target -> via -> the `kind` code of the two
 _KIND_CODE = {target: {via: t * len(VIAS) + v for v, via in enumerate(VIAS)} for t, target in enumerate(TARGETS)}
 
 
-def objects(values: list) -> np.ndarray:
+def objects(values: Sequence[Any]) -> np.ndarray:
     out = lib.numpy.empty(len(values), dtype=object)
     out[:] = values
     return out
 
 
-def columns_of(rows: list[tuple]) -> dict[str, np.ndarray]:
+def columns_of(rows: list[tuple[Any, ...]]) -> dict[str, np.ndarray]:
     """Rows (`ROW`) as the store's columns, one array per column (`STORED`)."""
     np = lib.numpy
-    out = {}
+    out: dict[str, np.ndarray] = {}
     for name, values in zip(ROW, zip(*rows)):
         if name == "kind":
             codes = np.array(values, dtype=np.int8)
@@ -77,7 +79,7 @@ def columns_of(rows: list[tuple]) -> dict[str, np.ndarray]:
     return out
 
 
-def steps(values: tuple) -> tuple[np.ndarray, np.ndarray]:
+def steps(values: tuple[Any, ...]) -> tuple[np.ndarray, np.ndarray]:
     """The rows' `step` values as their episode and turn columns (NO_EPISODE for a call no model asked for)."""
     np = lib.numpy
     n = len(values)
@@ -122,7 +124,7 @@ class Store:
         self.rows = 0  # rows in the chunks, counting those dropped
         self.sizes: list[int] = []  # rows per chunk still in memory
         self.dropped = 0  # the oldest rows, no longer in memory: a history file holds them
-        self.pending: list[tuple] = []
+        self.pending: list[tuple[Any, ...]] = []
         self.vocabularies = Vocabularies()
         self.timeouts: dict[int, Outcome] = {}  # seq -> Outcome, for the live server-fate columns
 
@@ -131,7 +133,7 @@ class Store:
         """How many calls were ever added: the seq the next one gets."""
         return self.rows + len(self.pending)
 
-    def add(self, o: Outcome) -> tuple:
+    def add(self, o: Outcome) -> tuple[Any, ...]:
         """Queue `o` as a row (`ROW`); returns the row."""
         if o.outcome == "timeout":
             self.timeouts[self.recorded] = o
@@ -212,7 +214,7 @@ class Store:
             memory[name] = np.full(n, -1, dtype=np.int64)
         memory["fate_after"] = np.full(n, np.nan)
         names, servers, workers, clients = self.vocabularies.lists()
-        return Coded(memory, {"name": names, "server": servers, "worker": workers, "client": clients, "session": [SESSION]})
+        return Coded(cast("dict[str, Column]", memory), {"name": names, "server": servers, "worker": workers, "client": clients, "session": [SESSION]})
 
     def drop_oldest(self) -> int:
         """Forget the oldest chunk; returns how many rows it held."""
@@ -241,7 +243,7 @@ class Store:
             self.drop_oldest()
 
 
-def _asked(question) -> dict[str, Any]:
+def _asked(question: Elicitation) -> dict[str, Any]:
     """A question and its answer as the history keeps it: with its schema, which says what a
     saved case must not write down (a field marked as a secret)."""
     return {**question.as_dict(), "schema": question.schema}

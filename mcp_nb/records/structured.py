@@ -21,7 +21,7 @@ check; nothing global changes.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import Any, Callable, TypeGuard
 
 from mcp_nb import sdk_compat
 from mcp_nb.mistakes import BadValue, Failure
@@ -62,7 +62,7 @@ def supported(schema: Any) -> bool:
     return _supported(body, defs) and all(isinstance(name, str) and _supported(sub, defs) for name, sub in defs.items())
 
 
-def _supported(node: Any, defs: dict) -> bool:
+def _supported(node: Any, defs: dict[str, Any]) -> bool:
     if node is True or node is False:
         return True
     if not isinstance(node, dict):
@@ -130,7 +130,7 @@ Check = Callable[[Any], bool]
 _SKIPPED = frozenset(_ANNOTATIONS) | {"$defs", "$schema"}  # keywords that never constrain a value here
 
 
-def conforms(schema: dict, value: Any) -> bool:
+def conforms(schema: dict[str, Any], value: Any) -> bool:
     """True if `value` is valid against `schema` (which must be `supported`).
 
     False means "not shown valid here", not "invalid": the caller then asks the SDK.
@@ -138,7 +138,7 @@ def conforms(schema: dict, value: Any) -> bool:
     return checker(schema)(value)
 
 
-def checker(schema: dict) -> Check:
+def checker(schema: dict[str, Any]) -> Check:
     """`conforms` for one schema (which must be `supported`), compiled once."""
     refs: dict[str, Check] = {}
     for name, sub in schema.get("$defs", {}).items():
@@ -190,7 +190,7 @@ def _compiled(node: Any, refs: dict[str, Check]) -> Check:
     return _node(kinds, integral_floats, tuple(checks))
 
 
-def _node(kinds: frozenset, integral_floats: bool, checks: tuple[Check, ...]) -> Check:
+def _node(kinds: frozenset[type], integral_floats: bool, checks: tuple[Check, ...]) -> Check:
     def check(value: Any) -> bool:
         kind = type(value)
         if kind not in kinds:
@@ -210,7 +210,7 @@ def _node(kinds: frozenset, integral_floats: bool, checks: tuple[Check, ...]) ->
     return check
 
 
-def _keyword(key: str, arg: Any, node: dict, refs: dict[str, Check]) -> Check:
+def _keyword(key: str, arg: Any, node: dict[str, Any], refs: dict[str, Check]) -> Check:
     """The check of one keyword; a keyword for another type of value passes that value."""
     if key == "$ref":
         name = arg[len("#/$defs/"):]
@@ -242,11 +242,11 @@ def _for(kind: type, check: Check, other: type | None = None) -> Check:
     return only
 
 
-def _object_keyword(key: str, arg: Any, node: dict, refs: dict[str, Check]) -> Check:
+def _object_keyword(key: str, arg: Any, node: dict[str, Any], refs: dict[str, Check]) -> Check:
     if key == "properties":
         props = tuple((name, _compiled(sub, refs)) for name, sub in arg.items())
 
-        def properties(value: dict) -> bool:
+        def properties(value: dict[str, Any]) -> bool:
             for name, sub in props:
                 if name in value and not sub(value[name]):
                     return False
@@ -256,7 +256,7 @@ def _object_keyword(key: str, arg: Any, node: dict, refs: dict[str, Check]) -> C
     if key == "required":
         names = tuple(arg)
 
-        def required(value: dict) -> bool:
+        def required(value: dict[str, Any]) -> bool:
             for name in names:
                 if name not in value:
                     return False
@@ -272,7 +272,7 @@ def _object_keyword(key: str, arg: Any, node: dict, refs: dict[str, Check]) -> C
     return lambda value: len(value) <= arg  # maxProperties
 
 
-def _array_keyword(key: str, arg: Any, node: dict, refs: dict[str, Check]) -> Check:
+def _array_keyword(key: str, arg: Any, node: dict[str, Any], refs: dict[str, Check]) -> Check:
     if key == "prefixItems":
         subs = tuple(_compiled(sub, refs) for sub in arg)
         return lambda value: all(sub(item) for item, sub in zip(value, subs))
@@ -280,7 +280,7 @@ def _array_keyword(key: str, arg: Any, node: dict, refs: dict[str, Check]) -> Ch
         skip = len(node.get("prefixItems", ()))
         sub = _compiled(arg, refs)
 
-        def items(value: list) -> bool:
+        def items(value: list[Any]) -> bool:
             for item in value[skip:] if skip else value:
                 if not sub(item):
                     return False
@@ -329,7 +329,8 @@ def json_equal(a: Any, b: Any) -> bool:
         return True
     ta, tb = type(a), type(b)  # exact types: a bool is never taken for an int here
     if ta in _NUMBERS and tb in _NUMBERS:
-        return a == b
+        same: bool = a == b
+        return same
     if (ta is list and tb is list) or (ta is dict and tb is dict):
         return _containers_equal(a, b)
     return ta is str and tb is str and a == b
@@ -338,11 +339,11 @@ def json_equal(a: Any, b: Any) -> bool:
 _NUMBERS = (int, float)
 
 
-def _containers_equal(a: list | dict, b: list | dict) -> bool:
+def _containers_equal(a: list[Any] | dict[str, Any], b: list[Any] | dict[str, Any]) -> bool:
     # A loop, not recursion: the values may come from a file or a peer nested as deep as a JSON
     # reader takes (Python's, to its recursion limit), and a comparison must not fail where the
     # reading did not.
-    stack = [(a, b)]
+    stack: list[tuple[Any, Any]] = [(a, b)]
     while stack:
         x, y = stack.pop()
         if x is y:
@@ -367,7 +368,7 @@ def _containers_equal(a: list | dict, b: list | dict) -> bool:
     return True
 
 
-def _distinct(items: list) -> bool:
+def _distinct(items: list[Any]) -> bool:
     # Shown only for lists of strings alone or integers alone; anything else goes to the SDK.
     if len(items) < 2:
         return True
@@ -445,7 +446,7 @@ class NonJsonNumber(Failure, ValueError):
     client cannot read it; mcp_nb's client refuses it, as its classification says)."""
 
 
-def not_json(value: Any, what: str = "the result", root: tuple = ()) -> str | None:
+def not_json(value: Any, what: str = "the result", root: tuple[str | int, ...] = ()) -> str | None:
     """What is wrong with `value` as JSON's numbers go, in a sentence (`NOT_JSON_TEXT`), or None when
     every number in it is one JSON can carry. `root`: the path `value` sits at, for the sentence."""
     found = non_finite_at(value)
@@ -525,5 +526,5 @@ def records(structured: Any, key: str | None = None) -> list[dict[str, Any]]:
     return value
 
 
-def _is_records(value: Any) -> bool:
+def _is_records(value: Any) -> TypeGuard[list[dict[str, Any]]]:
     return isinstance(value, list) and all(isinstance(item, dict) for item in value)

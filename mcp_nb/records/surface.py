@@ -178,7 +178,7 @@ def shallow_enough(data: Any, where: str) -> None:
         raise SurfaceError(f"{where}: {_too_deep(path)}")
 
 
-def too_deep(data: Any, limit: int = MAX_DEPTH) -> list | None:
+def too_deep(data: Any, limit: int = MAX_DEPTH) -> list[str | int] | None:
     """The path to the first object or list deeper than `limit` levels in `data`, or None.
 
     Level by level, a loop (not recursion: the data may nest as deep as a reader took it); the
@@ -188,7 +188,7 @@ def too_deep(data: Any, limit: int = MAX_DEPTH) -> list | None:
         depth += 1
         if depth > limit:
             return _path_below(data, limit)
-        below: list = []
+        below: list[Any] = []
         keep = below.append
         for node in level:
             for value in node.values() if type(node) is dict else node:
@@ -198,8 +198,8 @@ def too_deep(data: Any, limit: int = MAX_DEPTH) -> list | None:
     return None
 
 
-def _path_below(data: Any, limit: int) -> list:
-    stack: list[tuple[Any, list]] = [(data, [])]
+def _path_below(data: Any, limit: int) -> list[str | int]:
+    stack: list[tuple[Any, list[str | int]]] = [(data, [])]
     while stack:
         node, path = stack.pop()
         if len(path) >= limit:
@@ -209,7 +209,7 @@ def _path_below(data: Any, limit: int) -> list:
     return []
 
 
-def _too_deep(path: list | None) -> str:
+def _too_deep(path: list[str | int] | None) -> str:
     at = "" if not path else " (at " + ".".join(str(step) for step in path[:6]) + (".…" if len(path) > 6 else "") + ")"
     return f"nested more than {MAX_DEPTH} levels deep{at}: mcp_nb takes, reads and compares snapshots up to {MAX_DEPTH} levels"
 

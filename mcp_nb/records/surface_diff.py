@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from mcp_nb import libraries as lib
 from mcp_nb.records.schema_compat import ABSENT as _ABSENT
-from mcp_nb.records.schema_compat import SchemaDiff, renamed, twins_of
+from mcp_nb.records.schema_compat import SchemaDiff, Steps, renamed, twins_of
 from mcp_nb.records.schema_compat import change_of as _change
 from mcp_nb.records.schema_compat import shown as _shown
 from mcp_nb.records.structured import json_equal
@@ -130,7 +130,7 @@ class _Entry:
         self.kind, self.name = kind, name
         self.rows: list[Change] = []
 
-    def row(self, rule: str, steps: list, change: str, before: Any, after: Any, why: str, side: str = "input") -> None:
+    def row(self, rule: str, steps: Steps, change: str, before: Any, after: Any, why: str, side: str = "input") -> None:
         self.rows.append(
             Change(
                 self.kind, self.name, where(steps), change, None if before is _ABSENT else before,
@@ -138,7 +138,7 @@ class _Entry:
             )
         )  # fmt: skip
 
-    def unknown(self, steps: list, before: Any, after: Any, what: str, side: str = "input") -> None:
+    def unknown(self, steps: Steps, before: Any, after: Any, what: str, side: str = "input") -> None:
         self.row("unknown", steps, _change(before, after), before, after, f"{what}: the rules do not know this change", side)
 
 
@@ -161,7 +161,10 @@ def entry_changes(kind: str, name: str, old: dict[str, Any] | None, new: dict[st
     return entry.rows
 
 
-def _each_key(entry: _Entry, old: dict, new: dict, handlers: dict[str, Callable], steps: list) -> None:
+Handler = Callable[[_Entry, Steps, Any, Any], None]  # what one key's change says
+
+
+def _each_key(entry: _Entry, old: dict[str, Any], new: dict[str, Any], handlers: Mapping[str, Handler], steps: Steps) -> None:
     for key in sorted(set(old) | set(new)):
         before, after = old.get(key, _ABSENT), new.get(key, _ABSENT)
         if before is not _ABSENT and after is not _ABSENT and json_equal(before, after):
@@ -173,7 +176,7 @@ def _each_key(entry: _Entry, old: dict, new: dict, handlers: dict[str, Callable]
             handler(entry, [*steps, key], before, after)
 
 
-def _described(entry: _Entry, steps: list, before: Any, after: Any) -> None:
+def _described(entry: _Entry, steps: Steps, before: Any, after: Any) -> None:
     entry.row("described", steps, _change(before, after), before, after, f"{steps[-1]} {_change(before, after)}")
 
 
@@ -189,7 +192,7 @@ HINTS = {
 }
 
 
-def _annotations(entry: _Entry, steps: list, before: Any, after: Any) -> None:
+def _annotations(entry: _Entry, steps: Steps, before: Any, after: Any) -> None:
     old = before if isinstance(before, dict) else {}
     new = after if isinstance(after, dict) else {}
     if (before is not _ABSENT and not isinstance(before, dict)) or (after is not _ABSENT and not isinstance(after, dict)):
@@ -199,8 +202,8 @@ def _annotations(entry: _Entry, steps: list, before: Any, after: Any) -> None:
     _each_key(entry, old, new, handlers, steps)
 
 
-def _hint(entry: _Entry, steps: list, before: Any, after: Any) -> None:
-    hint = steps[-1]
+def _hint(entry: _Entry, steps: Steps, before: Any, after: Any) -> None:
+    hint = str(steps[-1])  # the annotation's key
     default, danger, meaning = HINTS[hint]
     was = default if before is _ABSENT else before
     now = default if after is _ABSENT else after
@@ -217,11 +220,11 @@ def _hint(entry: _Entry, steps: list, before: Any, after: Any) -> None:
         entry.row("towards-safety", steps, _change(before, after), before, after, said + by_default)
 
 
-def _input_schema(entry: _Entry, steps: list, before: Any, after: Any) -> None:
+def _input_schema(entry: _Entry, steps: Steps, before: Any, after: Any) -> None:
     SchemaDiff(entry, "input", before, after).compare(_or_any(before), _or_any(after), steps, [])
 
 
-def _output_schema(entry: _Entry, steps: list, before: Any, after: Any) -> None:
+def _output_schema(entry: _Entry, steps: Steps, before: Any, after: Any) -> None:
     if before is _ABSENT:
         entry.row("output-schema-added", steps, "added", before, after, "the tool now declares an output schema: its results gain structured content")
     elif after is _ABSENT:
@@ -234,7 +237,7 @@ def _or_any(schema: Any) -> Any:
     return {} if schema is _ABSENT else schema
 
 
-def _tool(entry: _Entry, old: dict, new: dict) -> None:
+def _tool(entry: _Entry, old: dict[str, Any], new: dict[str, Any]) -> None:
     handlers = {
         "title": _described, "description": _described, "icons": _described, "annotations": _annotations,
         "inputSchema": _input_schema, "outputSchema": _output_schema,
@@ -245,11 +248,11 @@ def _tool(entry: _Entry, old: dict, new: dict) -> None:
 # -- resources and templates -------------------------------------------------------------------------
 
 
-def _mime_type(entry: _Entry, steps: list, before: Any, after: Any) -> None:
+def _mime_type(entry: _Entry, steps: Steps, before: Any, after: Any) -> None:
     entry.row("mime-type-changed", steps, _change(before, after), before, after, f"MIME type {_shown(before)} → {_shown(after)}: clients read the content by it")
 
 
-def _resource(entry: _Entry, old: dict, new: dict) -> None:
+def _resource(entry: _Entry, old: dict[str, Any], new: dict[str, Any]) -> None:
     handlers = {
         "name": _described, "title": _described, "description": _described, "icons": _described, "size": _described,
         "annotations": _described, "mimeType": _mime_type,
@@ -260,29 +263,30 @@ def _resource(entry: _Entry, old: dict, new: dict) -> None:
 # -- prompts -----------------------------------------------------------------------------------------
 
 
-def _prompt(entry: _Entry, old: dict, new: dict) -> None:
+def _prompt(entry: _Entry, old: dict[str, Any], new: dict[str, Any]) -> None:
     handlers = {"title": _described, "description": _described, "icons": _described, "arguments": _arguments}
     _each_key(entry, old, new, handlers, [])
 
 
-def _arguments(entry: _Entry, steps: list, before: Any, after: Any) -> None:
-    old = before if isinstance(before, dict) else {}
-    new = after if isinstance(after, dict) else {}
+def _arguments(entry: _Entry, steps: Steps, before: Any, after: Any) -> None:
+    # a snapshot's arguments are objects by name (surface.py checks it): one side at least has each name
+    old: dict[str, dict[str, Any]] = before if isinstance(before, dict) else {}
+    new: dict[str, dict[str, Any]] = after if isinstance(after, dict) else {}
     twins = twins_of(old, new)
     for name in sorted(set(old) | set(new)):
-        at = [*steps, name]
+        at: Steps = [*steps, name]
         was, now = old.get(name), new.get(name)
-        if was is None:
+        if now is None:
+            entry.row("property-removed", at, "removed", was, _ABSENT, f"argument `{name}` removed{renamed(was, twins)}")
+        elif was is None:
             required = bool(now.get("required"))
             rule = "required-property-added" if required else "property-added"
             entry.row(rule, at, "added", _ABSENT, now, f"new {'required' if required else 'optional'} argument `{name}`")
-        elif now is None:
-            entry.row("property-removed", at, "removed", was, _ABSENT, f"argument `{name}` removed{renamed(was, twins)}")
         elif not json_equal(was, now):
             _each_key(entry, was, now, {"description": _described, "title": _described, "required": _argument_required}, at)
 
 
-def _argument_required(entry: _Entry, steps: list, before: Any, after: Any) -> None:
+def _argument_required(entry: _Entry, steps: Steps, before: Any, after: Any) -> None:
     name = steps[-2]
     if bool(after is not _ABSENT and after) == bool(before is not _ABSENT and before):
         entry.row("described", steps, _change(before, after), before, after, f"argument `{name}`: required now {'said' if before is _ABSENT else 'left out'}")
@@ -295,7 +299,7 @@ def _argument_required(entry: _Entry, steps: list, before: Any, after: Any) -> N
 # -- the server ----------------------------------------------------------------------------------------
 
 
-def _capabilities(entry: _Entry, steps: list, before: Any, after: Any) -> None:
+def _capabilities(entry: _Entry, steps: Steps, before: Any, after: Any) -> None:
     old = before if isinstance(before, dict) else {}
     new = after if isinstance(after, dict) else {}
     for key in sorted(set(old) | set(new)):
@@ -314,11 +318,11 @@ def _capabilities(entry: _Entry, steps: list, before: Any, after: Any) -> None:
             entry.unknown(at, was, now, f"capability {label} changed")
 
 
-def _protocol(entry: _Entry, steps: list, before: Any, after: Any) -> None:
+def _protocol(entry: _Entry, steps: Steps, before: Any, after: Any) -> None:
     entry.row("protocol-changed", steps, _change(before, after), before, after, f"taken at protocol {_shown(before)}, then at {_shown(after)}: other rows may come from the era")
 
 
-def _server(entry: _Entry, old: dict, new: dict) -> None:
+def _server(entry: _Entry, old: dict[str, Any], new: dict[str, Any]) -> None:
     handlers = {
         "name": _described, "title": _described, "version": _described, "description": _described, "websiteUrl": _described,
         "icons": _described, "instructions": _described, "capabilities": _capabilities, "protocol": _protocol,
@@ -326,7 +330,7 @@ def _server(entry: _Entry, old: dict, new: dict) -> None:
     _each_key(entry, old, new, handlers, [])
 
 
-ENTRY_RULES: dict[str, Callable[[_Entry, dict, dict], None]] = {
+ENTRY_RULES: dict[str, Callable[[_Entry, dict[str, Any], dict[str, Any]], None]] = {
     "server": _server, "tool": _tool, "resource": _resource, "template": _resource, "prompt": _prompt,
 }  # fmt: skip
 
@@ -351,14 +355,14 @@ def changes(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
     return rows
 
 
-def _moved_templates(before: dict, after: dict) -> dict[str, str]:
+def _moved_templates(before: dict[str, Any], after: dict[str, Any]) -> dict[str, str]:
     """Templates whose URI changed, found by their unchanged name: old URI -> new URI."""
     gone = {value.get("name"): key for key, value in before.items() if key not in after}
     came = {value.get("name"): key for key, value in after.items() if key not in before}
     return {gone[name]: came[name] for name in gone if name is not None and name in came}
 
 
-def _template_moved(old_key: str, new_key: str, old: dict, new: dict) -> list[Change]:
+def _template_moved(old_key: str, new_key: str, old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
     entry = _Entry("template", old_key)
     was, now = _variables(old_key), _variables(new_key)
     how = f"variables {{{', '.join(was)}}} → {{{', '.join(now)}}}" if was != now else "the text around its variables changed"

@@ -3,7 +3,7 @@ side, and which tools keep failing. Nothing here is stored: each is a view of `H
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mcp_nb import libraries as lib
 from mcp_nb.mistakes import BadValue
@@ -61,7 +61,7 @@ def by_session(frame: pd.DataFrame) -> pd.DataFrame:
     durations = grouped["duration_ms"]
     counts["median_ms"] = durations.median()
     counts["p90_ms"] = durations.quantile(0.9)
-    table = counts.unstack("session")  # (measure, session) columns
+    table = cast("pd.DataFrame", counts.unstack("session"))  # (measure, session) columns: a frame, its index being a MultiIndex
     table = table.swaplevel(axis=1).reindex(columns=pd.MultiIndex.from_product([sessions, measures]))
     for session in sessions:
         for outcome in [*OUTCOMES, "total"]:
@@ -92,8 +92,8 @@ def health(frame: pd.DataFrame, last: int = 20) -> pd.DataFrame:
     calls = call_keys(frame)
     ordered = frame.sort_values([*calls, "attempt"], kind="stable")
     by_call = ordered.groupby(calls, sort=False, observed=True)
-    calls = by_call.tail(1).assign(attempts=by_call["attempt"].transform("size"))
-    recent = calls.groupby(keys, observed=True, sort=False).tail(last)
+    finals = by_call.tail(1).assign(attempts=by_call["attempt"].transform("size"))
+    recent = finals.groupby(keys, observed=True, sort=False).tail(last)
     failed = recent["outcome"].astype(str) != "result"
     grouped = recent.assign(failed=failed).groupby(keys, observed=True)
     table = pd.DataFrame(

@@ -73,8 +73,8 @@ class ProgressEvent:
 
 
 def exception_chain(exc: BaseException | None) -> tuple[tuple[str, str], ...]:
-    chain = []
-    seen = set()
+    chain: list[tuple[str, str]] = []
+    seen: set[int] = set()
     while exc is not None and id(exc) not in seen and len(chain) < 10:
         seen.add(id(exc))
         chain.append((type(exc).__name__, str(exc)))
@@ -92,6 +92,7 @@ EXCEPTIONS = "_mcp_nb_exceptions"
 
 
 def log_from_record(record: logging.LogRecord) -> ServerLog:
+    traceback: str | None
     if record.exc_info:
         traceback, exceptions = _formatter.formatException(record.exc_info), exception_chain(record.exc_info[1])
     else:

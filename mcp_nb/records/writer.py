@@ -93,7 +93,12 @@ def _close_all_at_exit() -> None:
     # interpreter's exit too, and its thread ends then (the engine's own is closed with the engine).
     if not _exit_hook.is_set():
         _exit_hook.set()
-        atexit.register(lambda: [writer.close() for writer in list(_writing)])
+        atexit.register(_close_each)
+
+
+def _close_each() -> None:
+    for writer in list(_writing):
+        writer.close()
 
 
 def flush_all(folder: Path, timeout: float = 10.0) -> None:
@@ -130,7 +135,7 @@ class Writer:
         self.vocabularies = vocabularies
         self.scrub = scrub
         self.failed: str | None = None  # why writing stopped, once it has
-        self.fates_written: dict[int, tuple] = {}  # seq -> the fate written for a timed-out call
+        self.fates_written: dict[int, tuple[Any, ...]] = {}  # seq -> the fate written for a timed-out call
         self.cpu_s = 0.0  # CPU seconds the thread spent (encoding, writing, merging): what the file costs the process
         self._queue: deque[Any] = deque()  # rows (a call each), or Columns
         self._timed_out: deque[tuple[int, Outcome]] = deque()  # (seq, Outcome) of timed-out calls handed over
@@ -157,7 +162,7 @@ class Writer:
 
     # -- on the thread that records (the history holds its lock for `put`) ------------------------
 
-    def put(self, row: tuple, timed_out: Outcome | None = None) -> bool:
+    def put(self, row: tuple[Any, ...], timed_out: Outcome | None = None) -> bool:
         """Queue one call; False (and nothing queued) when the queue has no room or writing stopped:
         the history hands it over later, as `Columns`."""
         if self.failed is not None or self.received - self.taken >= QUEUE_MOST:
@@ -369,7 +374,7 @@ class Writer:
     def _write_fates(self) -> None:
         """A timed-out call's server side may end after its row was written: its fate, written again
         in a small fates part; a call whose fate can no longer change is watched no longer."""
-        changed = []
+        changed: list[tuple[Any, ...]] = []
         for seq, o in list(self._watched.items()):
             if seq >= self.written:
                 continue
@@ -383,8 +388,8 @@ class Writer:
         self._fates_parts += 1
         name = disk.fates_name(self.session, self.stream, self._fates_parts)
         disk.write_part(self.folder, name, encoding.fates_table(self.session, changed, self.scrub))
-        for seq, *fate in changed:
-            self.fates_written[seq] = tuple(fate)
+        for seq, *written in changed:
+            self.fates_written[seq] = tuple(written)
 
     def _merge(self) -> None:
         """Merge the last MERGE parts when they are of one size and follow each other, level by level."""

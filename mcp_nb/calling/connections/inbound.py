@@ -23,7 +23,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 import anyio
 from mcp.shared.message import SessionMessage
@@ -132,14 +132,13 @@ def _bounded(text: str, limit: int = 300) -> str:
 # -- progress no float can hold ------------------------------------------------------------------
 
 Item = TypeVar("Item")
+Received = TypeVar("Received", covariant=True)
 
 
-class _Receiving(Protocol[Item]):  # a transport's read stream, as the SDK's dispatcher reads it
-    async def receive(self) -> Item: ...
+class _Receiving(Protocol[Received]):  # a transport's read stream, as the SDK's dispatcher reads it
+    async def receive(self) -> Received: ...
 
     async def aclose(self) -> None: ...
-
-    def close(self) -> None: ...
 
 
 class Guarded(Generic[Item]):
@@ -177,7 +176,7 @@ class Guarded(Generic[Item]):
         if _past_any_float(params.get("total")):
             self._said(f"a progress notification's total, {_digits(params['total'])}, is past any float: it was left out")
             params = {name: value for name, value in params.items() if name != "total"}
-            return dataclasses.replace(item, message=message.model_copy(update={"params": params}))  # type: ignore[return-value]
+            return dataclasses.replace(item, message=message.model_copy(update={"params": params}))
         return item
 
     def __aiter__(self) -> Guarded[Item]:
@@ -190,7 +189,10 @@ class Guarded(Generic[Item]):
             raise StopAsyncIteration from None
 
     def close(self) -> None:
-        self._inner.close()
+        # the SDK's ReadStream promises no `close`; the streams its transports hand over (anyio's) have one
+        closing = getattr(self._inner, "close", None)
+        if closing is not None:
+            closing()
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -202,7 +204,7 @@ class Guarded(Generic[Item]):
         await self.aclose()
 
 
-def _past_any_float(value: Any) -> bool:
+def _past_any_float(value: object) -> bool:
     if not isinstance(value, int) or isinstance(value, bool):
         return False
     try:

@@ -255,8 +255,9 @@ class StdioStreams:
                         start = end + 1
                         if not line.strip():
                             continue
+                        item: SessionMessage | Exception
                         try:
-                            item: SessionMessage | Exception = SessionMessage(adapter.validate_json(line, by_name=False))
+                            item = SessionMessage(adapter.validate_json(line, by_name=False))
                         except ValueError as err:
                             item = self._refused(line, err)
                             self.said(line.decode("utf-8", errors="replace"))

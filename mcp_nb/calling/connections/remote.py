@@ -62,7 +62,7 @@ from mcp_nb.registering.registry import Registration
 log = logging.getLogger(__package__)
 
 # The notices that what a server offers changed, and the kind (`listing.KINDS`) each says to read again.
-_LIST_CHANGED = {ToolListChangedNotification: "tools", ResourceListChangedNotification: "resources", PromptListChangedNotification: "prompts"}
+_LIST_CHANGED: dict[type[object], str] = {ToolListChangedNotification: "tools", ResourceListChangedNotification: "resources", PromptListChangedNotification: "prompts"}
 
 
 class RemoteConnection(Connection):

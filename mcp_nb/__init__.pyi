@@ -57,7 +57,10 @@ from .models.chat_completions import OpenAICompatible as OpenAICompatible
 from .models.errors import ModelError as ModelError
 from .models.keys import Key as Key
 from .models.standin import StandIn as StandIn
-from .notebook.magics import load_ipython_extension as load_ipython_extension, unload_ipython_extension as unload_ipython_extension
+from .notebook.magics import (
+    load_ipython_extension as load_ipython_extension,
+    unload_ipython_extension as unload_ipython_extension,
+)
 from .records.expect import CheckFailed as CheckFailed, check_prediction as check_prediction, expect as expect
 from .records.history import COLUMNS as COLUMNS, History as History, HistoryFileWarning as HistoryFileWarning
 from .records.outcome import (

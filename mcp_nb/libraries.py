@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # what each name is, for type checkers and editors
     import cloudpickle as cloudpickle
     import distributed as distributed
     import jsonschema as jsonschema
+    import matplotlib.pyplot as pyplot
     import mcp.client.session as sdk_client_session
     import mcp.server as sdk_server
     import mcp.server.mcpserver as sdk_mcpserver
@@ -41,10 +42,9 @@ if TYPE_CHECKING:  # what each name is, for type checkers and editors
     import mcp_types as mcp_types
     import numpy as numpy
     import pandas as pandas
-    import matplotlib.pyplot as pyplot
-    from pyarrow import parquet as parquet
     import tenacity as tenacity
     import tqdm.auto as tqdm
+    from pyarrow import parquet as parquet
 
 # name -> the module it imports, and when (what needs it first)
 DEFERRED: dict[str, str] = {

@@ -457,6 +457,7 @@ def test_close_stops_listening_and_closes_every_model(bookshop):
 
     before = len(_instances)
     engine = mcp_nb.engine()
+
     def listening():
         return (
             len(engine.connection._listeners),
@@ -465,6 +466,7 @@ def test_close_stops_listening_and_closes_every_model(bookshop):
             len(engine._connection_listeners),
             len(settings._trait_notifiers.get("timeout", {}).get("change", [])),
         )
+
     listeners = listening()
     p = show()
     p.select("tool", "reserve")

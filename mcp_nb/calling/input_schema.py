@@ -27,8 +27,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcp_nb.calling.typed import show
-from mcp_nb.numbers import is_number
 from mcp_nb.mistakes import BadValue
+from mcp_nb.numbers import is_number
 
 # How many levels of a schema (and of a value) a form builds fields for: deeper than this (a
 # recursive model, a list of lists of lists...) a value is one JSON field, and `readable`

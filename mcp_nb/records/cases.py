@@ -27,9 +27,10 @@ import fnmatch
 import json
 import os
 import re
+from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from pydantic import (
     BaseModel,
@@ -44,13 +45,13 @@ from pydantic import (
 
 from mcp_nb import libraries as lib
 from mcp_nb.elicitation import ACTIONS, Answer, is_secret
+from mcp_nb.mistakes import BadJson, BadValue, first_line, one_line, read_json
+from mcp_nb.numbers import is_number
 from mcp_nb.records.compare import same_content
+from mcp_nb.records.files import read_text, write_whole
 from mcp_nb.records.outcome import CAUSES, OUTCOMES, TARGETS
 from mcp_nb.records.saved_evaluations import SavedEvaluation
 from mcp_nb.records.structured import json_equal
-from mcp_nb.mistakes import BadJson, BadValue, first_line, one_line, read_json
-from mcp_nb.numbers import is_number
-from mcp_nb.records.files import read_text, write_whole
 from mcp_nb.records.surrogates import escape_surrogates
 
 if TYPE_CHECKING:
@@ -192,7 +193,7 @@ class Asked(BaseModel):
         for field, given in (value or {}).items():
             if isinstance(given, dict) and not _env_name(given):
                 raise BadValue(
-                    f"{field!r}: a secret is written {{\"env\": \"NAME\"}}, NAME the environment variable it is read from; "
+                    f'{field!r}: a secret is written {{"env": "NAME"}}, NAME the environment variable it is read from; '
                     f"got {json.dumps(given, ensure_ascii=False, default=str)}"
                 )
         return value
@@ -241,7 +242,9 @@ class Case(BaseModel):
     @model_validator(mode="after")
     def _options_agree(self) -> Case:
         if self.max_timeout is not None and not self.reset_on_progress:
-            raise BadValue("max_timeout goes with reset_on_progress: true (it is the ceiling of a deadline that resets on progress)")
+            raise BadValue(
+                "max_timeout goes with reset_on_progress: true (it is the ceiling of a deadline that resets on progress)"
+            )
         allowed = self.retry.retries if self.retry is not None else None
         if allowed is not None and self.retries > allowed:
             raise BadValue(
@@ -316,7 +319,9 @@ def load_file(source: str | Path | list[Any] | dict[str, Any]) -> CaseFile:
     seen: dict[str, int] = {}
     for i, case in enumerate(found.cases):
         if case.id in seen:
-            raise CasesError(f"{where}: case {case.id!r} (number {i + 1}): field id: the same id as case number {seen[case.id] + 1}")
+            raise CasesError(
+                f"{where}: case {case.id!r} (number {i + 1}): field id: the same id as case number {seen[case.id] + 1}"
+            )
         seen[case.id] = i
     return found
 
@@ -349,7 +354,9 @@ def _dotted(location: Sequence[str | int]) -> str:
     out = ""
     for part in location:
         # pydantic names the branch of a union or a literal it tried: not a field of the file
-        if isinstance(part, str) and (part.startswith(("literal[", "function-")) or part in ("str", "int", "float", "dict[str,any]")):
+        if isinstance(part, str) and (
+            part.startswith(("literal[", "function-")) or part in ("str", "int", "float", "dict[str,any]")
+        ):
             continue
         if isinstance(part, int):
             out += f"[{part}]"
@@ -381,8 +388,21 @@ def _plain(case: Case) -> dict[str, Any]:
         out["retry"] = case.retry.given()
     if case.elicit:
         out["elicit"] = [asked.model_dump(exclude_none=True) for asked in case.elicit]
-    order = ["id", "target", "name", "arguments", "server", "timeout", "retries", "retry", "reset_on_progress", "max_timeout",
-             "elicit", "note", "expect"]  # fmt: skip
+    order = [
+        "id",
+        "target",
+        "name",
+        "arguments",
+        "server",
+        "timeout",
+        "retries",
+        "retry",
+        "reset_on_progress",
+        "max_timeout",
+        "elicit",
+        "note",
+        "expect",
+    ]
     return {key: out[key] for key in order if key in out}
 
 
@@ -404,8 +424,13 @@ def save(cases: list[Case], path: str | os.PathLike[str], evaluations: Sequence[
 
 
 def from_frame(
-    frame: pd.DataFrame, *, last: int | None = None, name: str | None = None, server: str | None = None,
-    replayed: bool = True, left_out: list[LeftOut] | None = None,
+    frame: pd.DataFrame,
+    *,
+    last: int | None = None,
+    name: str | None = None,
+    server: str | None = None,
+    replayed: bool = True,
+    left_out: list[LeftOut] | None = None,
 ) -> list[Case]:
     """One case per call of the history's frame, by its final attempt (a retried call is
     what its caller finally got, and the case says how many retries that took), with every
@@ -651,7 +676,11 @@ def _check(check: Check, got: Any) -> str:
         if not found:
             return f"{check.path}: not in the result"
     if "equals" in check.model_fields_set:
-        return "" if json_equal(value, check.equals) else f"{check.describe()}: got {json.dumps(value, ensure_ascii=False, default=str)}"
+        return (
+            ""
+            if json_equal(value, check.equals)
+            else f"{check.describe()}: got {json.dumps(value, ensure_ascii=False, default=str)}"
+        )
     if check.matches is not None:
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
         return "" if re.search(check.matches, text) else f"{check.describe()}: got {_line(text)!r}"

@@ -9,7 +9,8 @@ probe watched the handler, how the handler ended. The SDK's message texts live i
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from mcp_nb.records.structured import says_not_json
 from mcp_nb.records.trace import ServerLog, ServerTrace
@@ -106,7 +107,11 @@ def _said_on_stderr(trace: ServerTrace | None, line: str) -> bool:
     """A stdio server wrote `line` to stderr during the call, however its logging drew and wrapped it
     (compared without whitespace, so a line cut at any column still matches)."""
     wanted = "".join(line.split())
-    said = "".join("".join(log.message.translate(_FRAMES).split()) for log in (trace.logs if trace is not None else ()) if log.source == "stderr")
+    said = "".join(
+        "".join(log.message.translate(_FRAMES).split())
+        for log in (trace.logs if trace is not None else ())
+        if log.source == "stderr"
+    )
     return wanted in said
 
 
@@ -246,8 +251,18 @@ def client_failure(err: BaseException) -> tuple[str, Any]:
         return "non_json_number", None
     if kinds & {"OAuthFlowError", "AuthorizationPending"}:  # a step-up during the call that got no token
         return "unauthorized", None
-    if kinds & {"ConnectionLost", "ClosedResourceError", "BrokenResourceError", "EndOfStream", "ConnectionError",
-                "TransportError", "ConnectError", "ReadError", "WriteError", "RemoteProtocolError"}:  # fmt: skip
+    if kinds & {
+        "ConnectionLost",
+        "ClosedResourceError",
+        "BrokenResourceError",
+        "EndOfStream",
+        "ConnectionError",
+        "TransportError",
+        "ConnectError",
+        "ReadError",
+        "WriteError",
+        "RemoteProtocolError",
+    }:
         return "disconnected", None
     if "ValidationError" in kinds:
         # The client checks what it sends as well as what it gets: a request it would not build
@@ -271,9 +286,13 @@ def late_outcome(target: str, trace: ServerTrace) -> tuple[str, str]:
     if kind == "MCPError":
         return "protocol_error", "mcp_error"
     if target == "tool":
-        return ("tool_error", "raised") if kind in ("ToolError", "ResourceError", "ResourceNotFoundError") else (
-            "tool_error",
-            "crash",
+        return (
+            ("tool_error", "raised")
+            if kind in ("ToolError", "ResourceError", "ResourceNotFoundError")
+            else (
+                "tool_error",
+                "crash",
+            )
         )
     if target == "resource":
         if kind == "ResourceNotFoundError":

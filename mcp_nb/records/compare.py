@@ -11,10 +11,10 @@ calls all read.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, NamedTuple
+from typing import Any, NamedTuple
 
-from mcp_nb.records.structured import json_equal, json_path
 from mcp_nb.mistakes import BadJson, one_line, read_json
+from mcp_nb.records.structured import json_equal, json_path
 
 
 class _Absent:
@@ -112,7 +112,10 @@ def outcome_differences(a: Any, b: Any, arguments: bool = False) -> list[Differe
     content by structure; their arguments first, with `arguments`."""
     found: list[Difference] = []
     if arguments:
-        found += [Difference(f"arguments {d.what}", d.before, d.after) for d in json_differences(_plain(a.arguments), _plain(b.arguments))]
+        found += [
+            Difference(f"arguments {d.what}", d.before, d.after)
+            for d in json_differences(_plain(a.arguments), _plain(b.arguments))
+        ]
     for field in ("outcome", "cause", "code", "is_error"):
         x, y = getattr(a, field, None), getattr(b, field, None)
         if x != y:

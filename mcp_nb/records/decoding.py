@@ -20,9 +20,10 @@ numpy and pyarrow are imported with this module, pandas at its first frame.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, cast
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -43,7 +44,9 @@ ADDED = {"episode": np.int64, "turn": np.int32}
 FIXED = {"target": TARGETS, "outcome": OUTCOMES, "cause": CAUSES, "via": VIAS}
 
 
-def read(found: Listing, parts: list[Part] | None = None, seqs: tuple[int, int] | None = None, columns: list[str] | None = None) -> Coded:
+def read(
+    found: Listing, parts: list[Part] | None = None, seqs: tuple[int, int] | None = None, columns: list[str] | None = None
+) -> Coded:
     """The rows of `parts` (all of them when None), only those with `seqs[0] <= seq < seqs[1]` when
     given, with the fates parts applied; only the tidy `columns` named (all when None). A part that
     cannot be read is said in `found.problems` and skipped."""
@@ -184,7 +187,9 @@ class _Filtered:
         return self.source.column(name).filter(self.keep)
 
 
-def _decode(whole: Opened | pa.Table | None, seqs: tuple[int, int] | None, fates: list[pa.Table], columns: list[str] | None = None) -> Coded:
+def _decode(
+    whole: Opened | pa.Table | None, seqs: tuple[int, int] | None, fates: list[pa.Table], columns: list[str] | None = None
+) -> Coded:
     """The columns of `whole` (all a part has, or those asked for: `columns`; read a column at a
     time) coded as the store codes them. A column added since a file was written (`ADDED`) reads as
     its missing value there."""
@@ -206,12 +211,24 @@ def _decode(whole: Opened | pa.Table | None, seqs: tuple[int, int] | None, fates
     for name, vocabulary in FIXED.items():
         if name in present:
             out[name] = _fixed(whole.column(name), vocabulary)
-    for name, stored, vocabulary in (("server_fate", "fate", FATES), ("fate_outcome", "fate_outcome", OUTCOMES), ("fate_cause", "fate_cause", CAUSES)):
+    for name, stored, vocabulary in (
+        ("server_fate", "fate", FATES),
+        ("fate_outcome", "fate_outcome", OUTCOMES),
+        ("fate_cause", "fate_cause", CAUSES),
+    ):
         if name in present:
             out[stored] = _fixed(whole.column(name), vocabulary)
-    for name, stored in (("call_id", "call_id"), ("attempt", "attempt"), ("seq", "seq"), ("backoff_s", "backoff"),
-                         ("duration_ms", "duration"), ("timeout_s", "timeout"), ("max_timeout_s", "max_timeout"),
-                         ("fate_after_ms", "fate_after"), ("deadline_resets", "resets")):  # fmt: skip
+    for name, stored in (
+        ("call_id", "call_id"),
+        ("attempt", "attempt"),
+        ("seq", "seq"),
+        ("backoff_s", "backoff"),
+        ("duration_ms", "duration"),
+        ("timeout_s", "timeout"),
+        ("max_timeout_s", "max_timeout"),
+        ("fate_after_ms", "fate_after"),
+        ("deadline_resets", "resets"),
+    ):
         if name in present:
             out[stored] = whole.column(name).to_numpy()
     for name, stored in (("started_at", "started_ns"), ("recorded_at", "recorded_ns")):
@@ -219,8 +236,11 @@ def _decode(whole: Opened | pa.Table | None, seqs: tuple[int, int] | None, fates
             out[stored] = _ns(whole.column(name))
     if "is_error" in present:
         flags = whole.column("is_error")
-        out["is_error"] = np.where(flags.is_null().to_numpy(zero_copy_only=False), NO_FLAG,
-                                   flags.fill_null(False).to_numpy(zero_copy_only=False).astype(np.int8)).astype(np.int8)  # fmt: skip
+        out["is_error"] = np.where(
+            flags.is_null().to_numpy(zero_copy_only=False),
+            NO_FLAG,
+            flags.fill_null(False).to_numpy(zero_copy_only=False).astype(np.int8),
+        ).astype(np.int8)
     if "code" in present:
         out["code"] = whole.column("code").to_numpy(zero_copy_only=False).astype(np.float64)
     for name in ("content", "message", "protocol"):
@@ -229,9 +249,16 @@ def _decode(whole: Opened | pa.Table | None, seqs: tuple[int, int] | None, fates
     if EXACT in present:
         _put_back_exact(out, vocab, whole.column(EXACT))
     # the nested columns stay JSON text, decoded when a value is looked at (records/lazy.py)
-    for name, stored, wrap in (("arguments", "arguments", "json"), ("structured_content", "structured", "json"),
-                               ("data", "data", "json"), ("server_logs", "logs", "logs"), ("elicitations", "elicitations", "tuple"),
-                               ("samplings", "samplings", "tuple"), ("progress", "progress", "events"), ("retry", "retry", "json")):  # fmt: skip
+    for name, stored, wrap in (
+        ("arguments", "arguments", "json"),
+        ("structured_content", "structured", "json"),
+        ("data", "data", "json"),
+        ("server_logs", "logs", "logs"),
+        ("elicitations", "elicitations", "tuple"),
+        ("samplings", "samplings", "tuple"),
+        ("progress", "progress", "events"),
+        ("retry", "retry", "json"),
+    ):
         if name in present:
             out[stored] = JsonArray.from_texts(whole.column(name), wrap)
     rows = len(out["call_id"])  # read whatever else is asked for
@@ -327,10 +354,14 @@ def _strings(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
         at = 0
         for chunk in chunks:
             distinct = _objects([*chunk.dictionary.to_pylist(), None])
-            np.take(distinct, chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False), out=out[at : at + len(chunk)], mode="wrap")
+            np.take(
+                distinct, chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False), out=out[at : at + len(chunk)], mode="wrap"
+            )
             at += len(chunk)
         return out
-    values: np.ndarray = column.to_numpy(zero_copy_only=False)  # None where missing, as the store keeps it; chunks converted in place
+    values: np.ndarray = column.to_numpy(
+        zero_copy_only=False
+    )  # None where missing, as the store keeps it; chunks converted in place
     return values
 
 
@@ -374,7 +405,9 @@ def _json(column: pa.ChunkedArray | pa.Array, wrap: Callable[[Any], Any] | None 
 
 def _apply_fates(out: dict[str, Column], fates: list[pa.Table], sessions: list[str]) -> None:
     """Rewrite the fate of each timed-out call a fates part names (the latest part wins)."""
-    timed_out = np.nonzero(cast("np.ndarray", out["fate"]) >= 0)[0]  # only a timeout has a fate to rewrite (fates are codes: an array)
+    timed_out = np.nonzero(cast("np.ndarray", out["fate"]) >= 0)[
+        0
+    ]  # only a timeout has a fate to rewrite (fates are codes: an array)
     position = {(sessions[out["session"][i]], int(out["seq"][i])): int(i) for i in timed_out}
     for part in fates:
         rows = _decode_fates(part)
@@ -388,9 +421,15 @@ def _apply_fates(out: dict[str, Column], fates: list[pa.Table], sessions: list[s
 
 
 def _decode_fates(part: pa.Table) -> list[tuple[Any, ...]]:
-    return list(zip(
-        [str(s) for s in part.column("session").to_pylist()], part.column("seq").to_pylist(),
-        _fixed(part.column("server_fate"), FATES), _fixed(part.column("fate_outcome"), OUTCOMES),
-        _fixed(part.column("fate_cause"), CAUSES), part.column("fate_after_ms").to_pylist(),
-        _json(part.column("server_logs"), logs_of), _json(part.column("progress"), events_of),
-    ))  # fmt: skip
+    return list(
+        zip(
+            [str(s) for s in part.column("session").to_pylist()],
+            part.column("seq").to_pylist(),
+            _fixed(part.column("server_fate"), FATES),
+            _fixed(part.column("fate_outcome"), OUTCOMES),
+            _fixed(part.column("fate_cause"), CAUSES),
+            part.column("fate_after_ms").to_pylist(),
+            _json(part.column("server_logs"), logs_of),
+            _json(part.column("progress"), events_of),
+        )
+    )

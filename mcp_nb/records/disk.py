@@ -24,16 +24,17 @@ import json
 import os
 import re
 import secrets as random_hex
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from mcp_nb import libraries as lib
-from mcp_nb.mistakes import Failure
 from mcp_nb.history_file import FORMAT, KEY, MARKER, HistoryFileError, format_of, kind, older_format, open_regular, shown
+from mcp_nb.mistakes import Failure
 
 # A part is an Arrow IPC file (`.arrow`); a file of format 1 has Parquet parts (`.parquet`), read as they are.
 _PART = re.compile(r"^(?P<session>[0-9A-Za-z-]+)\.(?P<stream>\d+)\.(?P<first>\d{12})-(?P<last>\d{12})\.(?:arrow|parquet)$")
@@ -102,8 +103,7 @@ def _write_atomically(folder: Path, name: str, write: Callable[[BinaryIO], objec
         raise
 
 
-def write_part(folder: Path, name: str, part: pa.Table, merged: bool = False,
-               between: Callable[[], None] = lambda: None) -> None:  # fmt: skip
+def write_part(folder: Path, name: str, part: pa.Table, merged: bool = False, between: Callable[[], None] = lambda: None) -> None:
     """Write a part, an Arrow IPC file. A fresh one is small and soon merged: written as it is,
     uncompressed, and not forced to the disk (a process killed loses nothing the system was handed;
     a power cut may cut it short, which a reader says and skips). A merged one replaces parts it then
@@ -127,8 +127,9 @@ def write_part(folder: Path, name: str, part: pa.Table, merged: bool = False,
     _write_atomically(folder, name, write, durable=merged)
 
 
-def merge(folder: Path, names: list[str], into: str, tables: list[pa.Table] | None = None,
-          between: Callable[[], None] = lambda: None) -> pa.Table:  # fmt: skip
+def merge(
+    folder: Path, names: list[str], into: str, tables: list[pa.Table] | None = None, between: Callable[[], None] = lambda: None
+) -> pa.Table:
     """Write the parts `names` (whose tables the writer may still hold: `tables`) as one part `into`,
     then remove them; returns the merged table. A reader that comes in between sees `into` cover
     them, and reads `into` alone. `between` is called between the steps (the writer's other work)."""
@@ -265,7 +266,17 @@ def why(err: Exception) -> str:
     if isinstance(err, Misnamed):
         return f"holds {err.held} rows where its name says {err.rows}"
     text = str(err)
-    if any(sign in text for sign in ("magic bytes", "Could not open Parquet", "file size", "Couldn't deserialize", "too small", "Not an Arrow file")):
+    if any(
+        sign in text
+        for sign in (
+            "magic bytes",
+            "Could not open Parquet",
+            "file size",
+            "Couldn't deserialize",
+            "too small",
+            "Not an Arrow file",
+        )
+    ):
         return "its end is missing"
     return (text.splitlines()[0] if text else type(err).__name__)[:80]
 
@@ -279,7 +290,6 @@ def _without_leftovers(parts: list[Part]) -> list[Part]:
             continue
         kept.append(part)
     return kept
-
 
 
 class Misnamed(Failure, ValueError):

@@ -16,17 +16,18 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from mcp_nb.records.frame import nanoseconds
 from mcp_nb.records.json_text import CHUNKS, ENCODE, EXACT, plain
-from mcp_nb.records.surrogates import escape_surrogates
 from mcp_nb.records.outcome import CAUSES, FATES, OUTCOMES, TARGETS, VIAS
 from mcp_nb.records.store import NO_FLAG, objects
+from mcp_nb.records.surrogates import escape_surrogates
 
 
 def json_column(values: np.ndarray, scrub: Callable[[str], str]) -> pa.Array:
@@ -105,7 +106,9 @@ def arrow_texts(texts: Sequence[str | None], changed: dict[int, str] | None = No
     except UnicodeEncodeError:
         escaped = [None if text is None else escape_surrogates(text) for text in texts]
         if changed is not None:
-            changed.update((row, text) for row, (text, written) in enumerate(zip(texts, escaped)) if text is not None and text is not written)
+            changed.update(
+                (row, text) for row, (text, written) in enumerate(zip(texts, escaped)) if text is not None and text is not written
+            )
         return pa.array(escaped, type=pa.string())
 
 
@@ -158,7 +161,9 @@ class Batch:
     workers: list[str]
     clients: list[str]
     first: int  # the seq of the first row
-    fates: dict[int, tuple[Any, ...]] = field(default_factory=dict)  # row in the batch -> (fate, outcome, cause, after_ms, logs, progress)
+    fates: dict[int, tuple[Any, ...]] = field(
+        default_factory=dict
+    )  # row in the batch -> (fate, outcome, cause, after_ms, logs, progress)
 
     def __len__(self) -> int:
         return len(self.columns["call_id"])
@@ -238,10 +243,15 @@ def fates_table(session: str, rows: list[tuple[Any, ...]], scrub: Callable[[str]
     def codes(values: Sequence[str | None], vocabulary: Sequence[str]) -> pa.Array:
         return coded(np.array([-1 if v is None else vocabulary.index(v) for v in values]), list(vocabulary))
 
-    return pa.table({
-        "session": pa.array([session] * len(rows)),
-        "seq": pa.array(seqs, type=pa.int64()),
-        "server_fate": codes(fate, FATES), "fate_outcome": codes(fate_outcome, OUTCOMES), "fate_cause": codes(fate_cause, CAUSES),
-        "fate_after_ms": pa.array([np.nan if a is None else a for a in after], type=pa.float64()),
-        "server_logs": json_column(logs, scrub), "progress": json_column(progress, scrub),
-    })  # fmt: skip
+    return pa.table(
+        {
+            "session": pa.array([session] * len(rows)),
+            "seq": pa.array(seqs, type=pa.int64()),
+            "server_fate": codes(fate, FATES),
+            "fate_outcome": codes(fate_outcome, OUTCOMES),
+            "fate_cause": codes(fate_cause, CAUSES),
+            "fate_after_ms": pa.array([np.nan if a is None else a for a in after], type=pa.float64()),
+            "server_logs": json_column(logs, scrub),
+            "progress": json_column(progress, scrub),
+        }
+    )

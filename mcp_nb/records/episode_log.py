@@ -14,9 +14,25 @@ from typing import Any
 
 # An episode's values in their order (`Episode.kept`), its steps' last; a step's in theirs.
 KEPT_FIELDS = (
-    "episode", "evaluation", "task_id", "task", "model", "variant", "repeat", "server", "stop", "detail", "answer",
-    "passed", "turns", "tokens", "started_at", "duration_ms", "policy", "steps",
-)  # fmt: skip
+    "episode",
+    "evaluation",
+    "task_id",
+    "task",
+    "model",
+    "variant",
+    "repeat",
+    "server",
+    "stop",
+    "detail",
+    "answer",
+    "passed",
+    "turns",
+    "tokens",
+    "started_at",
+    "duration_ms",
+    "policy",
+    "steps",
+)
 STEP_FIELDS = ("turn", "index", "call_id", "name", "arguments", "outcome", "cause", "told", "told_error", "rule")
 
 

@@ -18,7 +18,8 @@ a cause is the author's mistake, said in one line (`BadType`, `BadValue`).
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping, Sized
+from collections.abc import Iterable, Mapping, Sized
+from typing import Any
 
 from mcp_nb.mistakes import BadType, BadValue, Failure
 from mcp_nb.records.outcome import CAUSE_DOC, CAUSES, FATES, OUTCOMES, Outcome
@@ -37,12 +38,23 @@ PAIRS = {
     "result": ("ok",),
     "tool_error": ("raised", "crash", "invalid_arguments", "unknown_tool", "returned", "invalid_output", "non_json_number"),
     "protocol_error": (
-        "mcp_error", "not_found", "resource_error", "crash", "invalid_arguments", "client_error", "disconnected",
-        "http_error", "unauthorized", "url_required", "invalid_response", "invalid_output", "non_json_number",
+        "mcp_error",
+        "not_found",
+        "resource_error",
+        "crash",
+        "invalid_arguments",
+        "client_error",
+        "disconnected",
+        "http_error",
+        "unauthorized",
+        "url_required",
+        "invalid_response",
+        "invalid_output",
+        "non_json_number",
         "worker_lost",
     ),
     "timeout": ("deadline", "max_timeout", "cancelled"),
-}  # fmt: skip
+}
 # What a timed-out call's handler did after the client stopped waiting (`Outcome.server_fate`).
 FATE_DOC = {
     "running": "the handler is still running on the server",
@@ -100,7 +112,9 @@ def expect(
         if outcome not in OUTCOMES:
             raise BadValue(f"expect(outcome={outcome!r}): an outcome type is one of {', '.join(OUTCOMES)}")
         if causes and not set(causes) & set(PAIRS[outcome]):
-            raise BadValue(f"expect(): {outcome} never has the cause {' or '.join(causes)}; its causes: {', '.join(PAIRS[outcome])}")
+            raise BadValue(
+                f"expect(): {outcome} never has the cause {' or '.join(causes)}; its causes: {', '.join(PAIRS[outcome])}"
+            )
     for name, value in (("content_contains", content_contains), ("message_contains", message_contains)):
         if value is not None and not isinstance(value, str):
             raise BadType(f"expect({name}=...) takes a str, not {type(value).__name__}")
@@ -115,11 +129,19 @@ def expect(
         _fail(_ended_otherwise(got, outcome, causes), said)
     if content_contains is not None and (got.content is None or content_contains not in got.content):
         read = "nothing (there is no result)" if got.content is None else _shown(got.content)
-        _fail([f"{_call(got)} ended {_pair(got)}, but what the model read does not contain {content_contains!r}", f"the model read: {read}"], said)
+        _fail(
+            [
+                f"{_call(got)} ended {_pair(got)}, but what the model read does not contain {content_contains!r}",
+                f"the model read: {read}",
+            ],
+            said,
+        )
     if code is not None and got.code != code:
         _fail([f"{_call(got)} ended {_pair(got)}, and the host got code {got.code}, not {code}", *_host(got)], said)
     if message_contains is not None and (got.message is None or message_contains not in got.message):
-        _fail([f"{_call(got)} ended {_pair(got)}, but the host's message does not contain {message_contains!r}", *_host(got)], said)
+        _fail(
+            [f"{_call(got)} ended {_pair(got)}, but the host's message does not contain {message_contains!r}", *_host(got)], said
+        )
     return got
 
 
@@ -159,14 +181,18 @@ def check_prediction(got: Outcome, /, *, hints: Mapping[str, str] | None = None,
     _hints(hints, "check_prediction(hints=...)")
     problems = [problem for name, value in predicted.items() if (problem := _not_one_answer(name, value))]
     if problems:
-        raise CheckFailed("\n  - ".join(["not answered yet:", *problems]) if len(problems) > 1 else "not answered yet: " + problems[0])
+        raise CheckFailed(
+            "\n  - ".join(["not answered yet:", *problems]) if len(problems) > 1 else "not answered yet: " + problems[0]
+        )
     actual = {"outcome": got.outcome, "cause": got.cause, "code": got.code, "fate": got.server_fate, "attempts": got.attempt}
     wrong = [name for name, value in predicted.items() if value != actual[name]]
     if not wrong:
         return got
     asked = [name for name in _PREDICTED if name in predicted]  # in a fixed order: outcome / cause first
-    lines = [f"{_call(got)} ended {_summary({name: actual[name] for name in asked})}, "
-             f"not {_summary({name: predicted[name] for name in asked})} as you predicted"]
+    lines = [
+        f"{_call(got)} ended {_summary({name: actual[name] for name in asked})}, "
+        f"not {_summary({name: predicted[name] for name in asked})} as you predicted"
+    ]
     for name in asked:
         lines += _compared(name, predicted[name], actual[name])
     lines.append("the model read: " + ("nothing (there is no result)" if got.content is None else _shown(got.content)))
@@ -181,8 +207,11 @@ def check_prediction(got: Outcome, /, *, hints: Mapping[str, str] | None = None,
 def _summary(values: dict[str, Any]) -> str:
     """`tool_error / crash, code -32603`: predictions or what happened, in the words of a card."""
     pair = " / ".join(str(values[name]) for name in ("outcome", "cause") if name in values)
-    rest = [("no code" if values["code"] is None else f"code {values['code']}") if "code" in values else "", f"server fate {values['fate']}" if "fate" in values else "",
-            f"{values['attempts']} attempts" if "attempts" in values else ""]
+    rest = [
+        ("no code" if values["code"] is None else f"code {values['code']}") if "code" in values else "",
+        f"server fate {values['fate']}" if "fate" in values else "",
+        f"{values['attempts']} attempts" if "attempts" in values else "",
+    ]
     return ", ".join(part for part in (pair, *rest) if part)
 
 

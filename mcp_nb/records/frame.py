@@ -9,9 +9,10 @@ a frame of ten million calls is built from arrays, never row by row.
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from mcp_nb import libraries as lib
 from mcp_nb.records.outcome import CAUSES, FATES, OUTCOMES, TARGETS, VIAS, Outcome
@@ -19,9 +20,9 @@ from mcp_nb.records.surrogates import SURROGATE
 
 if TYPE_CHECKING:
     import numpy as np
+    import pandas as pd
 
     from mcp_nb.records.lazy import JsonArray
-    import pandas as pd
 
 _NO_FLAG = 2
 # A coded column: an array, or for a nested column read back from a file, its JSON texts (records/lazy.py)
@@ -92,8 +93,16 @@ def join(first: Coded, then: Coded) -> Coded:
 
 # The nested columns, by the name the store gives them, and what their JSON text is decoded into
 # (records/lazy.py): the file's half keeps them as text, memory's as the objects recorded.
-NESTED = {"arguments": "json", "structured": "json", "data": "json", "logs": "logs", "elicitations": "tuple",
-          "samplings": "tuple", "progress": "events", "retry": "json"}  # fmt: skip
+NESTED = {
+    "arguments": "json",
+    "structured": "json",
+    "data": "json",
+    "logs": "logs",
+    "elicitations": "tuple",
+    "samplings": "tuple",
+    "progress": "events",
+    "retry": "json",
+}
 
 
 def _concatenated(key: str, first: np.ndarray | JsonArray, then: np.ndarray | JsonArray) -> np.ndarray | JsonArray:
@@ -118,10 +127,14 @@ def overlay(coded: Coded, seqs: dict[int, Outcome]) -> None:
     columns = coded.columns
     if not seqs or not len(coded) or "seq" not in columns:
         return
-    now: dict[str, Callable[[Outcome], Any]] = {"logs": lambda o: tuple(o.server_logs), "progress": lambda o: o.progress,
-           "fate": lambda o: _code(FATES, o.server_fate), "fate_outcome": lambda o: _code(OUTCOMES, o.fate_outcome),
-           "fate_cause": lambda o: _code(CAUSES, o.fate_cause),
-           "fate_after": lambda o: lib.numpy.nan if o.fate_after_ms is None else o.fate_after_ms}  # fmt: skip
+    now: dict[str, Callable[[Outcome], Any]] = {
+        "logs": lambda o: tuple(o.server_logs),
+        "progress": lambda o: o.progress,
+        "fate": lambda o: _code(FATES, o.server_fate),
+        "fate_outcome": lambda o: _code(OUTCOMES, o.fate_outcome),
+        "fate_cause": lambda o: _code(CAUSES, o.fate_cause),
+        "fate_after": lambda o: lib.numpy.nan if o.fate_after_ms is None else o.fate_after_ms,
+    }
     now = {name: read for name, read in now.items() if name in columns}
     for name in now:
         columns[name] = columns[name].copy()  # never write into an array the store keeps
@@ -143,9 +156,19 @@ def fate_of(o: Outcome) -> tuple[Any, ...]:
 
 
 # The stored arrays each column of the frame is made from (the same name when not listed).
-STORED_AS = {"structured_content": "structured", "server_logs": "logs", "server_fate": "fate", "fate_after_ms": "fate_after",
-             "started_at": "started_ns", "recorded_at": "recorded_ns", "duration_ms": "duration", "timeout_s": "timeout",
-             "backoff_s": "backoff", "deadline_resets": "resets", "max_timeout_s": "max_timeout"}  # fmt: skip
+STORED_AS = {
+    "structured_content": "structured",
+    "server_logs": "logs",
+    "server_fate": "fate",
+    "fate_after_ms": "fate_after",
+    "started_at": "started_ns",
+    "recorded_at": "recorded_ns",
+    "duration_ms": "duration",
+    "timeout_s": "timeout",
+    "backoff_s": "backoff",
+    "deadline_resets": "resets",
+    "max_timeout_s": "max_timeout",
+}
 
 
 def build(coded: Coded, columns: tuple[str, ...] | list[str]) -> pd.DataFrame:
@@ -184,26 +207,44 @@ def build(coded: Coded, columns: tuple[str, ...] | list[str]) -> pd.DataFrame:
         return pd.arrays.IntegerArray(values, values < 0)
 
     made: dict[str, Callable[[Any], Any]] = {
-        "call_id": lambda v: v.astype(np.int64, copy=False), "attempt": lambda v: v.astype(np.int32, copy=False),
-        "target": lambda v: category(v, TARGETS), "name": lambda v: category(v, names["name"]),
-        "server": lambda v: category(v, names["server"]), "worker": lambda v: category(v, names["worker"]),
-        "outcome": lambda v: category(v, OUTCOMES), "cause": lambda v: category(v, CAUSES),
-        "content": objects, "message": objects, "protocol": objects, "is_error": flags,
+        "call_id": lambda v: v.astype(np.int64, copy=False),
+        "attempt": lambda v: v.astype(np.int32, copy=False),
+        "target": lambda v: category(v, TARGETS),
+        "name": lambda v: category(v, names["name"]),
+        "server": lambda v: category(v, names["server"]),
+        "worker": lambda v: category(v, names["worker"]),
+        "outcome": lambda v: category(v, OUTCOMES),
+        "cause": lambda v: category(v, CAUSES),
+        "content": objects,
+        "message": objects,
+        "protocol": objects,
+        "is_error": flags,
         # the nested values: JSON text decoded when looked at (records/lazy.py)
-        "arguments": lambda v: lazy(v, "json"), "structured_content": lambda v: lazy(v, "json"),
-        "data": lambda v: lazy(v, "json"), "server_logs": lambda v: lazy(v, "logs"),
-        "elicitations": lambda v: lazy(v, "tuple"), "samplings": lambda v: lazy(v, "tuple"), "retry": lambda v: lazy(v, "json"),
+        "arguments": lambda v: lazy(v, "json"),
+        "structured_content": lambda v: lazy(v, "json"),
+        "data": lambda v: lazy(v, "json"),
+        "server_logs": lambda v: lazy(v, "logs"),
+        "elicitations": lambda v: lazy(v, "tuple"),
+        "samplings": lambda v: lazy(v, "tuple"),
+        "retry": lambda v: lazy(v, "json"),
         "code": codes,
-        "started_at": utc_times, "recorded_at": utc_times,
-        "server_fate": lambda v: category(v, FATES), "fate_outcome": lambda v: category(v, OUTCOMES),
+        "started_at": utc_times,
+        "recorded_at": utc_times,
+        "server_fate": lambda v: category(v, FATES),
+        "fate_outcome": lambda v: category(v, OUTCOMES),
         "fate_cause": lambda v: category(v, CAUSES),
         "via": lambda v: category(v, VIAS),
         "client": lambda v: category(v, names["client"]),  # -1 codes read as missing: mcp_nb's own calls
         "session": lambda v: category(v, names["session"]),
-        "progress": lambda v: lazy(v, "events").lengths() if not isinstance(v, np.ndarray) else np.fromiter(map(len, v), dtype=np.int64, count=len(v)),
+        "progress": lambda v: (
+            lazy(v, "events").lengths()
+            if not isinstance(v, np.ndarray)
+            else np.fromiter(map(len, v), dtype=np.int64, count=len(v))
+        ),
         "deadline_resets": lambda v: v.astype(np.int64, copy=False),
-        "episode": numbered, "turn": numbered,  # a call no model asked for has neither
-    }  # fmt: skip
+        "episode": numbered,
+        "turn": numbered,  # a call no model asked for has neither
+    }
     floats = ("duration_ms", "timeout_s", "backoff_s", "fate_after_ms", "max_timeout_s")
     frame: dict[str, Any] = {}
     for column in columns:
@@ -232,12 +273,18 @@ def pandas_problems() -> list[str]:
     try:
         made = pd.arrays.DatetimeArray._simple_new(values.view("M8[ns]"), dtype=pd.DatetimeTZDtype(unit="ns", tz="UTC"))  # type: ignore[attr-defined]  # the private checked here
         # (`asi8` is public in pandas, not in pandas-stubs)
-        fits = (isinstance(made, pd.arrays.DatetimeArray) and str(made.dtype) == "datetime64[ns, UTC]"
-                and np.shares_memory(made.asi8, values) and made[1] == pd.Timestamp(1, unit="s", tz="UTC"))  # type: ignore[attr-defined]  # fmt: skip
+        fits = (
+            isinstance(made, pd.arrays.DatetimeArray)
+            and str(made.dtype) == "datetime64[ns, UTC]"
+            and np.shares_memory(made.asi8, values)  # type: ignore[attr-defined]  # pandas-stubs lack asi8
+            and made[1] == pd.Timestamp(1, unit="s", tz="UTC")
+        )
     except (AttributeError, TypeError, ValueError) as err:
         return [f"pandas {pd.__version__}: DatetimeArray._simple_new(values, dtype=) failed ({type(err).__name__}: {err})"]
     if not fits:
-        return [f"pandas {pd.__version__}: DatetimeArray._simple_new(values, dtype=) no longer wraps the array it is given as UTC times"]
+        return [
+            f"pandas {pd.__version__}: DatetimeArray._simple_new(values, dtype=) no longer wraps the array it is given as UTC times"
+        ]
     return []
 
 
@@ -250,6 +297,7 @@ def utc_times(nanoseconds: np.ndarray) -> pd.arrays.DatetimeArray:
     if _private_fits is None:
         _private_fits = not pandas_problems()
     if _private_fits:
-        wrapped: pd.arrays.DatetimeArray = pd.arrays.DatetimeArray._simple_new(values, dtype=pd.DatetimeTZDtype(unit="ns", tz="UTC"))  # type: ignore[attr-defined]  # the private checked above
+        simple_new = pd.arrays.DatetimeArray._simple_new  # type: ignore[attr-defined]  # the private checked above
+        wrapped: pd.arrays.DatetimeArray = simple_new(values, dtype=pd.DatetimeTZDtype(unit="ns", tz="UTC"))
         return wrapped
     return pd.Series(values, copy=False).dt.tz_localize("UTC").array

@@ -25,10 +25,11 @@ import os
 import threading
 import warnings
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import IO, TYPE_CHECKING, Any, Callable
+from typing import IO, TYPE_CHECKING, Any
 
 from mcp_nb import libraries as lib
 from mcp_nb.config import DEFAULT_WINDOW, check_window, settings
@@ -36,13 +37,13 @@ from mcp_nb.history_file import HistoryFileError, check_readable, check_writable
 from mcp_nb.mistakes import BadValue
 from mcp_nb.records.cases import CallsLeftOut, Case, LeftOut, from_frame, save
 from mcp_nb.records.episode_log import EpisodeLog
-from mcp_nb.records.surrogates import escape_surrogates
 from mcp_nb.records.frame import Coded, build, collector_paused, fate_of, join, overlay
 from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.outcome import Outcome, Printer, progress_frame
 from mcp_nb.records.recovery import by_model, episodes_frame
 from mcp_nb.records.store import CHUNK, Store
 from mcp_nb.records.structured import NotTabular, records
+from mcp_nb.records.surrogates import escape_surrogates
 from mcp_nb.records.tallies import by_session, health, summarize
 from mcp_nb.views.tables import history_html, history_text
 
@@ -204,7 +205,9 @@ class History:
             store = self._store
             return store.recorded - max(store.dropped, self._hidden)
 
-    def keep(self, path: str | os.PathLike[str] | None, window: int | None = None, scrub: Callable[[str], str] | None = None) -> None:
+    def keep(
+        self, path: str | os.PathLike[str] | None, window: int | None = None, scrub: Callable[[str], str] | None = None
+    ) -> None:
         """Write every call of this history to the history file at `path`: those in memory now that it
         lacks, then each as it is recorded; None stops writing. Memory then keeps the latest `window`
         calls. Set to the same path after a write failed, it writes what the file lacks.
@@ -311,8 +314,10 @@ class History:
         warnings.warn(
             f"{where}: {len(fresh)} part{'s' if len(fresh) != 1 else ''} left out with {'their' if len(fresh) != 1 else 'its'} "
             f"calls{' (a part cut short: written when a kernel died, or a disk filled?)' if cut else ''}; the other calls are "
-            f"kept: {listed}", HistoryFileWarning, stacklevel=stacklevel + 1,
-        )  # fmt: skip
+            f"kept: {listed}",
+            HistoryFileWarning,
+            stacklevel=stacklevel + 1,
+        )
 
     # -- recording --------------------------------------------------------------------------------
 
@@ -531,10 +536,19 @@ class History:
         frame["elicitations"] = [json.dumps(list(asked), default=str) for asked in frame["elicitations"]]
         frame["samplings"] = [json.dumps(list(sampled), default=str) for sampled in frame["samplings"]]
         frame["server_logs"] = [
-            json.dumps([
-                {"level": r.level, "logger": r.logger, "message": r.message, "traceback": r.traceback, "source": r.source, "at": r.at}
-                for r in logs
-            ])  # fmt: skip
+            json.dumps(
+                [
+                    {
+                        "level": r.level,
+                        "logger": r.logger,
+                        "message": r.message,
+                        "traceback": r.traceback,
+                        "source": r.source,
+                        "at": r.at,
+                    }
+                    for r in logs
+                ]
+            )
             for logs in frame["server_logs"]
         ]
         return frame
@@ -551,9 +565,15 @@ class History:
         return self.to_records_frame().to_parquet(path, index=False, **kwargs)
 
     def to_cases(
-        self, path: str | os.PathLike[str], *, last: int | None = None, name: str | None = None, server: str | None = None,
-        replayed: bool = False, left_out: list[LeftOut] | None = None,
-    ) -> list[Case]:  # fmt: skip
+        self,
+        path: str | os.PathLike[str],
+        *,
+        last: int | None = None,
+        name: str | None = None,
+        server: str | None = None,
+        replayed: bool = False,
+        left_out: list[LeftOut] | None = None,
+    ) -> list[Case]:
         """Write the calls as a cases file (JSON) for `mcp_nb.replay` and the pytest plugin; returns the cases.
 
         One case per call, by its final attempt, with every option the call had (its retry
@@ -569,7 +589,9 @@ class History:
         save(cases, path)
         if found and left_out is None:
             listed = "; ".join(map(str, found[:5])) + (f"; and {len(found) - 5} more" if len(found) > 5 else "")
-            warnings.warn(f"{len(found)} call{'s' if len(found) != 1 else ''} left out of {path}: {listed}", CallsLeftOut, stacklevel=2)
+            warnings.warn(
+                f"{len(found)} call{'s' if len(found) != 1 else ''} left out of {path}: {listed}", CallsLeftOut, stacklevel=2
+            )
         return cases
 
     # -- display --------------------------------------------------------------------------------
@@ -584,7 +606,7 @@ class History:
         texts = self.to_frame(last=latest, columns=["content", "message"])
         for column in ("content", "message"):
             values = lib.numpy.full(len(frame), None, dtype=object)
-            values[len(frame) - len(texts):] = texts[column].to_numpy(dtype=object)
+            values[len(frame) - len(texts) :] = texts[column].to_numpy(dtype=object)
             frame[column] = values
         return frame
 

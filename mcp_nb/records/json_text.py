@@ -7,7 +7,8 @@ the writer's thread and the frame both import it without importing each other.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from mcp_nb.records.trace import ProgressEvent, ServerLog
 
@@ -27,7 +28,11 @@ def _encoder() -> tuple[Callable[[Any, int], Any] | None, Callable[[Any], str]]:
 
     def encode(value: Any) -> str:
         try:
-            return "".join(fast(value, 0)) if fast is not None else json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+            return (
+                "".join(fast(value, 0))
+                if fast is not None
+                else json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+            )
         except (TypeError, ValueError, RecursionError):  # a key no JSON object can have, a cycle, a value nested too deep...
             try:
                 return json.dumps(repr(value), ensure_ascii=False)
@@ -51,16 +56,34 @@ def plain(value: Any) -> Any:
     """A value of a nested column as JSON can carry it: log records and progress events as dicts."""
     if isinstance(value, tuple) and value and isinstance(value[0], (ServerLog, ProgressEvent)):
         if isinstance(value[0], ServerLog):
-            return [{"level": r.level, "logger": r.logger, "message": r.message, "traceback": r.traceback,
-                     "source": r.source, "at": r.at} for r in value]  # fmt: skip
+            return [
+                {
+                    "level": r.level,
+                    "logger": r.logger,
+                    "message": r.message,
+                    "traceback": r.traceback,
+                    "source": r.source,
+                    "at": r.at,
+                }
+                for r in value
+            ]
         return [{"progress": e.progress, "total": e.total, "message": e.message, "seconds": e.seconds} for e in value]
     return value
 
 
 def logs_of(records: list[dict[str, Any]]) -> tuple[ServerLog, ...]:
     """The server's log records of a call, from their decoded JSON."""
-    return tuple(ServerLog(r.get("level", ""), r.get("logger", ""), r.get("message", ""), r.get("traceback"),
-                           source=r.get("source", "logging"), at=r.get("at")) for r in records)  # fmt: skip
+    return tuple(
+        ServerLog(
+            r.get("level", ""),
+            r.get("logger", ""),
+            r.get("message", ""),
+            r.get("traceback"),
+            source=r.get("source", "logging"),
+            at=r.get("at"),
+        )
+        for r in records
+    )
 
 
 def events_of(events: list[Any]) -> tuple[ProgressEvent, ...]:

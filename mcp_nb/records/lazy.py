@@ -18,7 +18,8 @@ from __future__ import annotations
 import builtins
 import json
 import numbers
-from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -29,7 +30,6 @@ from pandas.api.extensions import ExtensionArray, ExtensionDtype, register_exten
 
 from mcp_nb.records.json_text import ENCODE, events_of, logs_of, plain
 from mcp_nb.records.surrogates import escape_surrogates
-
 
 # What a decoded text becomes, by the kind of column: the values the in-memory history holds.
 WRAPS: dict[str, Callable[[Any], Any] | None] = {"json": None, "tuple": tuple, "logs": logs_of, "events": events_of}
@@ -212,7 +212,9 @@ class JsonArray(ExtensionArray):
             if step == 1:
                 stop = max(start, stop)
                 lo, hi = np.searchsorted(self._rows, [start, stop])
-                return JsonArray(self._texts.slice(start, stop - start), self._rows[lo:hi] - start, self._values[lo:hi], self._dtype)
+                return JsonArray(
+                    self._texts.slice(start, stop - start), self._rows[lo:hi] - start, self._values[lo:hi], self._dtype
+                )
             return self.take(np.arange(start, stop, step))
         key = pd.api.indexers.check_array_indexer(self, key)
         if key.dtype == bool:
@@ -356,7 +358,9 @@ class JsonArray(ExtensionArray):
         if pa.types.is_dictionary(texts.type) and not self._rows.size:
             out: list[np.ndarray] = []
             for chunk in texts.chunks:
-                distinct = np.array([0 if v is None else len(v) for v in self._decoded_many(chunk.dictionary)] + [0], dtype=np.int64)
+                distinct = np.array(
+                    [0 if v is None else len(v) for v in self._decoded_many(chunk.dictionary)] + [0], dtype=np.int64
+                )
                 out.append(distinct[chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False)])
             return np.concatenate(out) if out else np.empty(0, dtype=np.int64)
         return np.fromiter((0 if v is None else len(v) for v in self.materialize()), dtype=np.int64, count=len(self))

@@ -23,8 +23,10 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
+from collections.abc import Callable, Iterator
 from types import MethodType
-from typing import Any, Callable, Iterator
+from typing import Any
+
 from mcp_nb.mistakes import BadType
 
 log = logging.getLogger(__name__)

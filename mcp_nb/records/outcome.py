@@ -9,10 +9,11 @@ error-model documents warn about, made visible.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, dataclass, field, fields, make_dataclass
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Protocol, cast
+from datetime import UTC, datetime
 from html import escape
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from mcp_nb import libraries as lib
 from mcp_nb.elicitation import recorded
@@ -57,6 +58,7 @@ FATES = ("running", "completed", "cancelled", "unobserved", "cancel_requested")
 # case (told apart, so that saving the history does not save the replay again as new cases).
 VIAS = ("kernel", "http", "stdio", "replay")
 
+
 class Printer(Protocol):
     """IPython's pretty printer, as a `_repr_pretty_` uses it."""
 
@@ -76,40 +78,45 @@ class CauseDoc(dict[str, str]):
         printer.text(repr(self))
 
     def _repr_html_(self) -> str:
-        rows = "".join(f"<tr><td><code>{escape(cause)}</code></td><td style='text-align:left'>{escape(meaning)}</td></tr>" for cause, meaning in self.items())
+        rows = "".join(
+            f"<tr><td><code>{escape(cause)}</code></td><td style='text-align:left'>{escape(meaning)}</td></tr>"
+            for cause, meaning in self.items()
+        )
         return f"<table><thead><tr><th>cause</th><th style='text-align:left'>what it means</th></tr></thead><tbody>{rows}</tbody></table>"
 
 
 # What each cause means, for docs and help; docs/outcomes.md is made from it.
-CAUSE_DOC = CauseDoc({
-    "ok": "the handler returned normally",
-    "raised": "the tool raised ToolError: its message is what the model reads",
-    "crash": "the handler (or the server's middleware) raised another exception: the text stays on the server, the traceback goes to the log",
-    "invalid_arguments": "the arguments did not match the input schema (the function never ran)",
-    "unknown_tool": "no tool of that name is registered",
-    "returned": "the tool returned a result flagged isError itself",
-    "mcp_error": "the handler (or the server's middleware) raised MCPError: code, message and data reach the host unchanged",
-    "not_found": "ResourceNotFoundError, an unknown URI, or an unknown prompt",
-    "resource_error": "the resource handler raised ResourceError",
-    "client_error": "the client failed to finish the request (for example a result it could not validate)",
-    "disconnected": "the connection to the server was lost (its process exited, the stream closed), or it was not connected",
-    "http_error": "the HTTP server answered with an error status (401, 403, 404, 5xx...): status and body in data",
-    "url_required": "the server needs the user to open a page first (-32042, an authorization or a payment): its address is in data; call again after",
-    "unauthorized": "the client could get no credentials the server takes: the OAuth flow failed at a step the message names, or nobody approved in time",
-    "invalid_response": "the server's answer did not pass the protocol's schema, or was no JSON-RPC at all (an HTML page, a cut body): the client refused it",
-    "invalid_output": (
-        "the tool's structured result did not match its declared output schema "
-        "(refused by the server's check of the return value, or by the client's)"
-    ),
-    "non_json_number": (
-        "the answer held NaN or an infinity, which JSON has not: the kernel's server refused what its handler "
-        "returned (the text says which number and where), or the client refused an outside server's answer"
-    ),
-    "deadline": "the client stopped waiting at the deadline (code -32001); with reset_on_progress, no progress came for a whole timeout",
-    "max_timeout": "the call reset its deadline on progress until the hard ceiling max_timeout ended it (code -32001)",
-    "cancelled": "the caller stopped waiting before the deadline (interrupt, cancel; code -32800)",
-    "worker_lost": "the dask worker running the call died before it sent the call's record back: whether the call ran is unknown",
-})
+CAUSE_DOC = CauseDoc(
+    {
+        "ok": "the handler returned normally",
+        "raised": "the tool raised ToolError: its message is what the model reads",
+        "crash": "the handler (or the server's middleware) raised another exception: the text stays on the server, the traceback goes to the log",
+        "invalid_arguments": "the arguments did not match the input schema (the function never ran)",
+        "unknown_tool": "no tool of that name is registered",
+        "returned": "the tool returned a result flagged isError itself",
+        "mcp_error": "the handler (or the server's middleware) raised MCPError: code, message and data reach the host unchanged",
+        "not_found": "ResourceNotFoundError, an unknown URI, or an unknown prompt",
+        "resource_error": "the resource handler raised ResourceError",
+        "client_error": "the client failed to finish the request (for example a result it could not validate)",
+        "disconnected": "the connection to the server was lost (its process exited, the stream closed), or it was not connected",
+        "http_error": "the HTTP server answered with an error status (401, 403, 404, 5xx...): status and body in data",
+        "url_required": "the server needs the user to open a page first (-32042, an authorization or a payment): its address is in data; call again after",
+        "unauthorized": "the client could get no credentials the server takes: the OAuth flow failed at a step the message names, or nobody approved in time",
+        "invalid_response": "the server's answer did not pass the protocol's schema, or was no JSON-RPC at all (an HTML page, a cut body): the client refused it",
+        "invalid_output": (
+            "the tool's structured result did not match its declared output schema "
+            "(refused by the server's check of the return value, or by the client's)"
+        ),
+        "non_json_number": (
+            "the answer held NaN or an infinity, which JSON has not: the kernel's server refused what its handler "
+            "returned (the text says which number and where), or the client refused an outside server's answer"
+        ),
+        "deadline": "the client stopped waiting at the deadline (code -32001); with reset_on_progress, no progress came for a whole timeout",
+        "max_timeout": "the call reset its deadline on progress until the hard ceiling max_timeout ended it (code -32001)",
+        "cancelled": "the caller stopped waiting before the deadline (interrupt, cancel; code -32800)",
+        "worker_lost": "the dask worker running the call died before it sent the call's record back: whether the call ran is unknown",
+    }
+)
 
 REQUEST_TIMEOUT = -32001
 REQUEST_CANCELLED = -32800
@@ -141,11 +148,15 @@ class Outcome:
     fallback: bool = False  # `content` is the caller's fallback, not what the server sent
     server: str = "kernel"  # the connection the call went to (the kernel's own server is `kernel`)
     worker: str | None = None  # the dask worker that made the call (a sweep with `cluster=`); None in the kernel
-    via: str = "kernel"  # one of VIAS: "kernel" for mcp_nb's own calls, "replay" for a replay's, "http"/"stdio" for an outside client's
+    via: str = (
+        "kernel"  # one of VIAS: "kernel" for mcp_nb's own calls, "replay" for a replay's, "http"/"stdio" for an outside client's
+    )
     client: str | None = None  # an outside client's name and version, as it introduced itself
     deadline_resets: int = 0  # how many progress events restarted the deadline (reset_on_progress)
     max_timeout_s: float | None = None  # the ceiling of a deadline that resets on progress; None without resets
-    elicitations: tuple[Elicitation, ...] = ()  # the questions the server asked during the call and their answers (`Elicitation`s)
+    elicitations: tuple[
+        Elicitation, ...
+    ] = ()  # the questions the server asked during the call and their answers (`Elicitation`s)
     samplings: tuple[Sampling, ...] = ()  # the completions the server asked of the client's model, and the replies (`Sampling`s)
     protocol: str | None = None  # the protocol version the call was made on ("2025-11-25", "2026-07-28")
     retry: Mapping[str, Any] | None = None  # the call's retry policy as plain values (`Retry.as_dict()`); None without retries
@@ -166,7 +177,7 @@ class Outcome:
     @property
     def started_at(self) -> datetime:
         """When the request was sent (UTC)."""
-        return datetime.fromtimestamp(self.started, tz=timezone.utc)
+        return datetime.fromtimestamp(self.started, tz=UTC)
 
     @property
     def ok(self) -> bool:
@@ -256,12 +267,15 @@ class Outcome:
 # slots (an ordinary `__init__`, under 1 µs) and then make it an Outcome: the same object,
 # frozen from then on (`seal`). Anyone else's `Outcome(...)` is the dataclass's own.
 # To a type checker a draft is what it holds and how it is made: an Outcome's fields.
-OutcomeDraft = cast("type[Outcome]", make_dataclass(
-    "OutcomeDraft",
-    [(f.name, f.type) if f.default is MISSING else (f.name, f.type, field(default=f.default)) for f in fields(Outcome)],
-    slots=True,
-    eq=False,
-))
+OutcomeDraft = cast(
+    "type[Outcome]",
+    make_dataclass(
+        "OutcomeDraft",
+        [(f.name, f.type) if f.default is MISSING else (f.name, f.type, field(default=f.default)) for f in fields(Outcome)],
+        slots=True,
+        eq=False,
+    ),
+)
 OutcomeDraft.__module__ = __name__
 
 
@@ -278,10 +292,6 @@ PROGRESS_COLUMNS = ("call_id", "attempt", "progress", "total", "message", "secon
 
 def progress_frame(calls: Iterable[tuple[int, int, Iterable[ProgressEvent]]]) -> pd.DataFrame:
     """One row per progress event of the given (call_id, attempt, events), in the order they came."""
-    rows = [
-        (call_id, attempt, e.progress, e.total, e.message, e.seconds)
-        for call_id, attempt, events in calls
-        for e in events
-    ]
+    rows = [(call_id, attempt, e.progress, e.total, e.message, e.seconds) for call_id, attempt, events in calls for e in events]
     frame = lib.pandas.DataFrame(rows, columns=list(PROGRESS_COLUMNS))
     return frame.astype({"call_id": "int64", "attempt": "int32", "progress": "float64", "total": "float64", "seconds": "float64"})

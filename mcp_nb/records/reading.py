@@ -12,16 +12,21 @@ file set or read (records/history.py): a history kept in memory never loads it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from mcp_nb.history_file import SESSION
 from mcp_nb.records import decoding, disk
 from mcp_nb.records.frame import Coded, join
 
 
-def segments(found: list[tuple[Path, int, int]], streams: frozenset[int], columns: list[str] | None, wanted: int | None,
-             problems: list[str]) -> Coded:  # fmt: skip
+def segments(
+    found: list[tuple[Path, int, int]],
+    streams: frozenset[int],
+    columns: list[str] | None,
+    wanted: int | None,
+    problems: list[str],
+) -> Coded:
     """The calls of these (folder, first, last) segments, oldest first, of this session's `streams`;
     only the `wanted` latest when given (the newest segments first, reading no more than needed)."""
     coded = Coded({})
@@ -35,12 +40,20 @@ def segments(found: list[tuple[Path, int, int]], streams: frozenset[int], column
     return coded
 
 
-def read(folder: Path, chosen: Callable[[disk.Part], bool] | None, seqs: tuple[int, int] | None, columns: list[str] | None,
-         last: int | None, problems: list[str]) -> Coded:  # fmt: skip
+def read(
+    folder: Path,
+    chosen: Callable[[disk.Part], bool] | None,
+    seqs: tuple[int, int] | None,
+    columns: list[str] | None,
+    last: int | None,
+    problems: list[str],
+) -> Coded:
     """The rows of the parts of `folder` that `chosen` picks (all when None), with `seqs[0] <= seq < seqs[1]`
     when given, the `last` latest when given; what cannot be read is added to `problems`."""
     found = disk.listing(folder, footers=False)
-    parts = [p for p in found.parts if (chosen is None or chosen(p)) and (seqs is None or (p.last >= seqs[0] and p.first < seqs[1]))]
+    parts = [
+        p for p in found.parts if (chosen is None or chosen(p)) and (seqs is None or (p.last >= seqs[0] and p.first < seqs[1]))
+    ]
     if last is not None:  # the newest parts that hold the `last` calls
         taken, rows = [], 0
         for part in reversed(parts):

@@ -34,10 +34,31 @@ FAILURES = {"tool_error": "tool_errors", "protocol_error": "protocol_errors", "t
 # How an episode ended.
 STOPS = ("answered", "out_of_turns", "model_failed", "budget", "host_stopped", "cancelled")
 EPISODE_COLUMNS = (
-    "episode", "evaluation", "task_id", "task", "model", "variant", "repeat", "server", "stop", "detail", "answer",
-    "passed", "turns", "calls", "failures", "tool_errors", "protocol_errors", "timeouts", "not_sent",
-    *FATES, "tokens", "started_at", "duration_ms", "policy",
-)  # fmt: skip
+    "episode",
+    "evaluation",
+    "task_id",
+    "task",
+    "model",
+    "variant",
+    "repeat",
+    "server",
+    "stop",
+    "detail",
+    "answer",
+    "passed",
+    "turns",
+    "calls",
+    "failures",
+    "tool_errors",
+    "protocol_errors",
+    "timeouts",
+    "not_sent",
+    *FATES,
+    "tokens",
+    "started_at",
+    "duration_ms",
+    "policy",
+)
 
 
 def fates(steps: Sequence[Mapping[str, Any]], stop: str) -> list[str | None]:
@@ -99,7 +120,9 @@ def by_model(frame: pd.DataFrame) -> pd.DataFrame:
     keys = ["model", "task"]
     measured = ["turns", "calls", "failures", *FATES]
     if frame.empty:
-        return pd.DataFrame(columns=["episodes", *STOPS, *measured, "recovery_rate"], index=pd.MultiIndex.from_tuples([], names=keys))
+        return pd.DataFrame(
+            columns=["episodes", *STOPS, *measured, "recovery_rate"], index=pd.MultiIndex.from_tuples([], names=keys)
+        )
     grouped = frame.groupby(keys, observed=True, sort=False, dropna=False)
     table = grouped["stop"].value_counts().unstack("stop", fill_value=0).reindex(columns=list(STOPS), fill_value=0)
     table.insert(0, "episodes", table.sum(axis=1))

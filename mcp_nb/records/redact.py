@@ -10,14 +10,16 @@ scrubber when it starts, long before any history file is set.
 from __future__ import annotations
 
 import re
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 REDACTED = "***"
 # A URL's password, a bearer token, a query parameter named like a secret: replaced wherever they
 # appear in what is written (an error message quoting a URL, a log line, a result echoing a header).
 _URL_PASSWORD = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@\"'\x00]+:)[^@\s/\"'\x00]+@")
 _BEARER = re.compile(r"(\b[Bb]earer\s+)[A-Za-z0-9._~+/=-]{4,}")
-_QUERY_SECRET = re.compile(r"([?&][A-Za-z0-9_.-]*(?:token|key|secret|pass|pwd|auth|sig|credential)[A-Za-z0-9_.-]*=)[^&\s\"'#\x00]+", re.I)
+_QUERY_SECRET = re.compile(
+    r"([?&][A-Za-z0-9_.-]*(?:token|key|secret|pass|pwd|auth|sig|credential)[A-Za-z0-9_.-]*=)[^&\s\"'#\x00]+", re.I
+)
 
 
 def scrubber(known: Callable[[], Iterable[str]]) -> Callable[[str], str]:

@@ -78,12 +78,22 @@ def twins_of(old: dict[str, Any], new: dict[str, Any]) -> dict[Any, list[str]]:
 
 
 def renamed(was: Any, twins: dict[Any, list[str]]) -> str:
-    """" (renamed to `x`?)" when exactly one new key beside a removed one has its old value."""
+    """ " (renamed to `x`?)" when exactly one new key beside a removed one has its old value."""
     names = twins.get(canonical(was), ())
     return f" (renamed to `{names[0]}`?)" if len(names) == 1 else ""
 
 
-_DESCRIPTIVE = ("title", "description", "examples", "$comment", "deprecated", "readOnly", "writeOnly", "contentMediaType", "contentEncoding")
+_DESCRIPTIVE = (
+    "title",
+    "description",
+    "examples",
+    "$comment",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "contentMediaType",
+    "contentEncoding",
+)
 _LOWER_BOUNDS = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains")
 _UPPER_BOUNDS = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains")
 _SIMPLE_TYPE = re.compile(r"array|boolean|integer|null|number|object|string")
@@ -138,7 +148,9 @@ class SchemaDiff:
                 continue
             self.keyword(key, old, new, before, after, [*steps, key], names)
 
-    def keyword(self, key: str, old: dict[str, Any], new: dict[str, Any], before: Any, after: Any, steps: Steps, names: list[str]) -> None:
+    def keyword(
+        self, key: str, old: dict[str, Any], new: dict[str, Any], before: Any, after: Any, steps: Steps, names: list[str]
+    ) -> None:
         what = self.named(names)
         if key in _DESCRIPTIVE:
             self.row("described", steps, before, after, f"{what}: {key} {change_of(before, after)}")
@@ -193,7 +205,12 @@ class SchemaDiff:
     def properties(self, old: dict[str, Any], new: dict[str, Any], steps: Steps, names: list[str]) -> None:
         was, now = old.get("properties", {}), new.get("properties", {})
         if not isinstance(was, dict) or not isinstance(now, dict):
-            self.unknown(steps, old.get("properties", ABSENT), new.get("properties", ABSENT), f"{self.named(names)}: properties is not an object")
+            self.unknown(
+                steps,
+                old.get("properties", ABSENT),
+                new.get("properties", ABSENT),
+                f"{self.named(names)}: properties is not an object",
+            )
             return
         required = set(_names(new.get("required")) or ())
         required_before = set(_names(old.get("required")) or ())
@@ -214,7 +231,11 @@ class SchemaDiff:
     def added_why(self, names: list[str], required: bool) -> str:
         thing = self.named(names)
         if self.side == "input":
-            return f"new {'required' if required else 'optional'} parameter {thing}" if len(names) == 1 else f"new {'required' if required else 'optional'} property {thing}"
+            return (
+                f"new {'required' if required else 'optional'} parameter {thing}"
+                if len(names) == 1
+                else f"new {'required' if required else 'optional'} property {thing}"
+            )
         if required:
             return f"new required field {thing}: results recorded before lack it"
         return f"new optional field {thing}"
@@ -232,7 +253,11 @@ class SchemaDiff:
             return
         was, now = _names(before) or [], _names(after) or []
         old_properties, new_properties = old.get("properties"), new.get("properties")
-        both = set(old_properties) & set(new_properties) if isinstance(old_properties, dict) and isinstance(new_properties, dict) else None
+        both = (
+            set(old_properties) & set(new_properties)
+            if isinstance(old_properties, dict) and isinstance(new_properties, dict)
+            else None
+        )
         changed = False
         was_set, now_set = set(was), set(now)
         for name in [n for n in now if n not in was_set]:
@@ -242,7 +267,13 @@ class SchemaDiff:
         for name in [n for n in was if n not in now_set]:
             if both is None or name in both:
                 why = f"{self.named([*names, name])} became optional"
-                self.row("became-optional", steps, before, after, why + ("" if self.side == "input" else ": clients may no longer get it"))
+                self.row(
+                    "became-optional",
+                    steps,
+                    before,
+                    after,
+                    why + ("" if self.side == "input" else ": clients may no longer get it"),
+                )
                 changed = True
         if not changed and was_set == now_set and was != now:
             self.row("described", steps, before, after, f"{self.named(names)}: required listed in another order")
@@ -302,7 +333,13 @@ class SchemaDiff:
         if key == "pattern":
             if before is ABSENT or after is ABSENT:
                 tighter = before is ABSENT
-                self.row("bound-tightened" if tighter else "bound-loosened", steps, before, after, f"{what}: pattern {shown(after if tighter else before)} {'added' if tighter else 'removed'}")
+                self.row(
+                    "bound-tightened" if tighter else "bound-loosened",
+                    steps,
+                    before,
+                    after,
+                    f"{what}: pattern {shown(after if tighter else before)} {'added' if tighter else 'removed'}",
+                )
             else:
                 self.unknown(steps, before, after, f"{what}: pattern {shown(before)} → {shown(after)}")
         elif key == "uniqueItems":
@@ -310,7 +347,13 @@ class SchemaDiff:
             if {type(v) for v in (before, after) if v is not ABSENT} - {bool}:
                 self.unknown(steps, before, after, f"{what}: uniqueItems is not true or false")
             elif was != now:
-                self.row("bound-tightened" if now else "bound-loosened", steps, before, after, f"{what}: items {'must now be' if now else 'need no longer be'} unique")
+                self.row(
+                    "bound-tightened" if now else "bound-loosened",
+                    steps,
+                    before,
+                    after,
+                    f"{what}: items {'must now be' if now else 'need no longer be'} unique",
+                )
             else:
                 self.row("described", steps, before, after, f"{what}: uniqueItems {change_of(before, after)} (the same values)")
         else:  # additionalProperties: left out, true and {} allow any other property; false none; a schema some
@@ -318,7 +361,13 @@ class SchemaDiff:
             if isinstance(was, dict) and isinstance(now, dict) and was and now:
                 self.compare(was, now, steps, [*names, "*"])
             elif was == now:
-                self.row("described", steps, before, after, f"{what}: additionalProperties {change_of(before, after)} (the same values)")
+                self.row(
+                    "described",
+                    steps,
+                    before,
+                    after,
+                    f"{what}: additionalProperties {change_of(before, after)} (the same values)",
+                )
             else:
                 tighter = now is False or (was == {} and now is not False)
                 said = "other properties " + ("no longer allowed" if now is False else "limited" if tighter else "allowed again")
@@ -351,7 +400,9 @@ class SchemaDiff:
             self.unknown(steps, before, after, f"{self.named(names)}: $ref {shown(before)} → {shown(after)}")
             return
         self.refs_seen.add((before, after))
-        self.compare(old, new, steps[:-1], names)  # another definition's name: what matters is what it holds, read where it is used
+        self.compare(
+            old, new, steps[:-1], names
+        )  # another definition's name: what matters is what it holds, read where it is used
 
     def resolved(self, which: int, ref: Any) -> Any:
         if not isinstance(ref, str) or not ref.startswith("#/$defs/"):

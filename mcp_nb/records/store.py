@@ -17,8 +17,9 @@ first chunk (`libraries.py`), not with this module.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from time import time
-from typing import TYPE_CHECKING, Any, Sequence, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from mcp_nb import libraries as lib
 from mcp_nb.history_file import SESSION
@@ -36,16 +37,64 @@ CHUNK = 1024  # pending rows turned into column chunks at once
 # a call 0.15 µs slower. So two values hold two columns each, split when the rows become a chunk
 # (`columns_of`): `kind`, the call's target and who made it (`via`), one small code; and `step`,
 # the episode and turn of a call a model asked for, None (a constant) for any other call.
-ROW = ("call_id", "attempt", "backoff", "server", "worker", "kind", "name", "arguments", "outcome", "cause", "content", "structured",
-       "is_error", "code", "message", "data", "logs", "elicitations", "samplings", "protocol", "started", "duration", "timeout", "client",
-       "progress", "resets", "max_timeout", "retry", "step", "recorded")  # fmt: skip
+ROW = (
+    "call_id",
+    "attempt",
+    "backoff",
+    "server",
+    "worker",
+    "kind",
+    "name",
+    "arguments",
+    "outcome",
+    "cause",
+    "content",
+    "structured",
+    "is_error",
+    "code",
+    "message",
+    "data",
+    "logs",
+    "elicitations",
+    "samplings",
+    "protocol",
+    "started",
+    "duration",
+    "timeout",
+    "client",
+    "progress",
+    "resets",
+    "max_timeout",
+    "retry",
+    "step",
+    "recorded",
+)
 SPLIT = {"kind": ("target", "via"), "step": ("episode", "turn")}
 STORED = tuple(column for value in ROW for column in SPLIT.get(value, (value,)))  # a chunk's columns
 # The numeric columns' types (numpy's names); the others are object columns.
-DTYPES = {"call_id": "int64", "attempt": "int32", "backoff": "float64", "server": "int64", "worker": "int64",
-          "target": "int8", "name": "int64", "outcome": "int8", "cause": "int8", "is_error": "int8", "code": "float64",
-          "started": "float64", "duration": "float64", "timeout": "float64", "via": "int8", "client": "int64",
-          "resets": "int32", "max_timeout": "float64", "episode": "int64", "turn": "int32", "recorded": "float64"}  # fmt: skip
+DTYPES = {
+    "call_id": "int64",
+    "attempt": "int32",
+    "backoff": "float64",
+    "server": "int64",
+    "worker": "int64",
+    "target": "int8",
+    "name": "int64",
+    "outcome": "int8",
+    "cause": "int8",
+    "is_error": "int8",
+    "code": "float64",
+    "started": "float64",
+    "duration": "float64",
+    "timeout": "float64",
+    "via": "int8",
+    "client": "int64",
+    "resets": "int32",
+    "max_timeout": "float64",
+    "episode": "int64",
+    "turn": "int32",
+    "recorded": "float64",
+}
 NO_EPISODE = -1  # the episode and turn columns of a call no model asked for
 NO_FLAG = 2  # is_error code for "no result, so no flag"
 _NO_CODE = float("nan")  # the code column of a call that got none
@@ -141,23 +190,39 @@ class Store:
         names, servers, workers, clients = v.names, v.servers, v.workers, v.clients
         trace = o.trace
         row = (
-            o.call_id, o.attempt, o.backoff_s, servers.setdefault(o.server, len(servers)),
-            -1 if o.worker is None else workers.setdefault(o.worker, len(workers)), _KIND_CODE[o.target][o.via],
-            names.setdefault(o.name, len(names)), o.arguments, _OUTCOME_CODE[o.outcome], _CAUSE_CODE[o.cause],
-            o.content, o.structured_content, NO_FLAG if o.is_error is None else o.is_error,
-            _NO_CODE if o.code is None else o.code, o.message, o.data,
+            o.call_id,
+            o.attempt,
+            o.backoff_s,
+            servers.setdefault(o.server, len(servers)),
+            -1 if o.worker is None else workers.setdefault(o.worker, len(workers)),
+            _KIND_CODE[o.target][o.via],
+            names.setdefault(o.name, len(names)),
+            o.arguments,
+            _OUTCOME_CODE[o.outcome],
+            _CAUSE_CODE[o.cause],
+            o.content,
+            o.structured_content,
+            NO_FLAG if o.is_error is None else o.is_error,
+            _NO_CODE if o.code is None else o.code,
+            o.message,
+            o.data,
             # What the server logged and reported is read now: only a timeout's trace can still
             # grow, and its Outcome is kept above for exactly that.
             tuple(trace.logs) if trace is not None and trace.logs else _EMPTY,
             tuple(_asked(e) for e in o.elicitations) if o.elicitations else _EMPTY,
             tuple(sampled.as_dict() for sampled in o.samplings) if o.samplings else _EMPTY,
             o.protocol,
-            o.started, o.duration_ms, o.timeout_s,
+            o.started,
+            o.duration_ms,
+            o.timeout_s,
             -1 if o.client is None else clients.setdefault(o.client, len(clients)),
-            tuple(trace.progress) if trace is not None and trace.progress else _EMPTY, o.deadline_resets,
-            _NO_CODE if o.max_timeout_s is None else o.max_timeout_s, o.retry,
-            None if o.episode is None else (o.episode, -1 if o.turn is None else o.turn), time(),
-        )  # fmt: skip
+            tuple(trace.progress) if trace is not None and trace.progress else _EMPTY,
+            o.deadline_resets,
+            _NO_CODE if o.max_timeout_s is None else o.max_timeout_s,
+            o.retry,
+            None if o.episode is None else (o.episode, -1 if o.turn is None else o.turn),
+            time(),
+        )
         self.pending.append(row)
         return row
 
@@ -214,7 +279,10 @@ class Store:
             memory[name] = np.full(n, -1, dtype=np.int64)
         memory["fate_after"] = np.full(n, np.nan)
         names, servers, workers, clients = self.vocabularies.lists()
-        return Coded(cast("dict[str, Column]", memory), {"name": names, "server": servers, "worker": workers, "client": clients, "session": [SESSION]})
+        return Coded(
+            cast("dict[str, Column]", memory),
+            {"name": names, "server": servers, "worker": workers, "client": clients, "session": [SESSION]},
+        )
 
     def drop_oldest(self) -> int:
         """Forget the oldest chunk; returns how many rows it held."""
@@ -237,8 +305,10 @@ class Store:
         """Forget the oldest chunks that end at or before `seq` (written to a file, or cleared without
         one) and either end at or before `kept_from` (cleared) or leave `window` rows in memory."""
         sizes = self.sizes
-        while sizes and self.dropped + sizes[0] <= seq and (
-            self.dropped + sizes[0] <= kept_from or self.rows - self.dropped - sizes[0] >= window
+        while (
+            sizes
+            and self.dropped + sizes[0] <= seq
+            and (self.dropped + sizes[0] <= kept_from or self.rows - self.dropped - sizes[0] >= window)
         ):
             self.drop_oldest()
 

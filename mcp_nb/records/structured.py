@@ -21,7 +21,8 @@ check; nothing global changes.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, TypeGuard
+from collections.abc import Callable
+from typing import Any, TypeGuard
 
 from mcp_nb import sdk_compat
 from mcp_nb.mistakes import BadValue, Failure
@@ -34,10 +35,18 @@ _DEF_REF = re.compile(r"#/\$defs/([A-Za-z0-9_.-]+)")
 _ANNOTATIONS = {
     # keyword -> the type the 2020-12 meta-schema requires of its value; none of them
     # constrains a result (formats are not asserted by the SDK's validator)
-    "title": str, "description": str, "$comment": str, "format": str, "contentMediaType": str,
-    "contentEncoding": str, "deprecated": bool, "readOnly": bool, "writeOnly": bool, "examples": list,
+    "title": str,
+    "description": str,
+    "$comment": str,
+    "format": str,
+    "contentMediaType": str,
+    "contentEncoding": str,
+    "deprecated": bool,
+    "readOnly": bool,
+    "writeOnly": bool,
+    "examples": list,
     "default": object,
-}  # fmt: skip
+}
 _COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
 _BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 _SCHEMA_LISTS = ("anyOf", "allOf", "prefixItems")
@@ -165,9 +174,14 @@ def _never(value: Any) -> bool:
 # The Python types each JSON Schema type admits (an integral float is an "integer" too; a
 # bool is never a number), as jsonschema's 2020-12 type checks decide.
 _KINDS = {
-    "string": (str,), "integer": (int,), "number": (int, float), "object": (dict,), "array": (list,),
-    "boolean": (bool,), "null": (type(None),),
-}  # fmt: skip
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "object": (dict,),
+    "array": (list,),
+    "boolean": (bool,),
+    "null": (type(None),),
+}
 
 
 def _compiled(node: Any, refs: dict[str, Check]) -> Check:
@@ -213,7 +227,7 @@ def _node(kinds: frozenset[type], integral_floats: bool, checks: tuple[Check, ..
 def _keyword(key: str, arg: Any, node: dict[str, Any], refs: dict[str, Check]) -> Check:
     """The check of one keyword; a keyword for another type of value passes that value."""
     if key == "$ref":
-        name = arg[len("#/$defs/"):]
+        name = arg[len("#/$defs/") :]
         return lambda value: refs[name](value)  # looked up when used: a definition may refer to itself
     if key == "anyOf":
         subs = tuple(_compiled(sub, refs) for sub in arg)
@@ -512,7 +526,9 @@ def records(structured: Any, key: str | None = None) -> list[dict[str, Any]]:
         if len(tables) == 1:
             value = structured[tables[0]]
         elif len(tables) > 1:
-            raise NotTabular(f"the structured result holds {len(tables)} lists of records ({', '.join(tables)}): pick one with key=")
+            raise NotTabular(
+                f"the structured result holds {len(tables)} lists of records ({', '.join(tables)}): pick one with key="
+            )
         else:
             raise NotTabular(
                 f"the structured result is not a list of records: an object with fields {', '.join(map(str, structured)) or 'none'}"

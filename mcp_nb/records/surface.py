@@ -40,7 +40,12 @@ from mcp_nb.records.surrogates import escape_surrogates
 
 FORMAT = 1  # the value of "mcp_nb_surface": a later format gets a new number, and this one stays readable
 # kind -> (the document's section, the listing's field that names an entry)
-SECTIONS = {"tool": ("tools", "name"), "resource": ("resources", "uri"), "template": ("templates", "uriTemplate"), "prompt": ("prompts", "name")}
+SECTIONS = {
+    "tool": ("tools", "name"),
+    "resource": ("resources", "uri"),
+    "template": ("templates", "uriTemplate"),
+    "prompt": ("prompts", "name"),
+}
 KINDS = ("server", *SECTIONS)
 SERVER_FIELDS = ("name", "title", "version", "description", "websiteUrl", "icons", "instructions", "capabilities", "protocol")
 # How deep a snapshot may nest, in objects and lists, its own four levels included (the document,
@@ -113,7 +118,8 @@ def dump(doc: dict[str, Any]) -> str:
     # The sections in this order, everything inside them sorted as it is written: one pass of
     # the encoder, where sorting first would be a second one over a thousand tools.
     parts = [
-        f"  {json.dumps(key)}: " + json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False).replace("\n", "\n  ")
+        f"  {json.dumps(key)}: "
+        + json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False).replace("\n", "\n  ")
         for key, value in ordered.items()
     ]
     # non-ASCII kept for reading, a lone surrogate a server sent (no UTF-8 file holds one) as its JSON escape
@@ -217,9 +223,13 @@ def _too_deep(path: list[str | int] | None) -> str:
 def checked(data: Any, where: str) -> dict[str, Any]:
     """`data` if it is a snapshot document of this format, else a `SurfaceError`."""
     if not isinstance(data, dict) or "mcp_nb_surface" not in data:
-        raise SurfaceError(f'{where} is not a surface snapshot (it has no "mcp_nb_surface": {FORMAT}; mcp_nb.snapshot() writes one)')
+        raise SurfaceError(
+            f'{where} is not a surface snapshot (it has no "mcp_nb_surface": {FORMAT}; mcp_nb.snapshot() writes one)'
+        )
     if data["mcp_nb_surface"] != FORMAT or isinstance(data["mcp_nb_surface"], bool):
-        raise SurfaceError(f'{where}: "mcp_nb_surface" is {json.dumps(data["mcp_nb_surface"])[:40]}; this mcp_nb reads format {FORMAT}')
+        raise SurfaceError(
+            f'{where}: "mcp_nb_surface" is {json.dumps(data["mcp_nb_surface"])[:40]}; this mcp_nb reads format {FORMAT}'
+        )
     known = {"mcp_nb_surface", "server", *(section for section, _ in SECTIONS.values())}
     unknown = sorted(set(data) - known)
     if unknown:

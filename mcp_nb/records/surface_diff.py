@@ -27,10 +27,12 @@ Pure data work: no connection, no engine. `calling/surface.py` takes the snapsho
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from mcp_nb import libraries as lib
+from mcp_nb.mistakes import BadValue, Failure
 from mcp_nb.records.schema_compat import ABSENT as _ABSENT
 from mcp_nb.records.schema_compat import SchemaDiff, Steps, renamed, twins_of
 from mcp_nb.records.schema_compat import change_of as _change
@@ -38,7 +40,6 @@ from mcp_nb.records.schema_compat import shown as _shown
 from mcp_nb.records.structured import json_equal
 from mcp_nb.records.structured import json_path as where
 from mcp_nb.records.surface import MAX_DEPTH, SECTIONS, too_deep
-from mcp_nb.mistakes import BadValue, Failure
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -65,10 +66,14 @@ RULES: dict[str, Rule] = {
     "removed": Rule("a tool, resource, template or prompt is gone", True),
     "added": Rule("a new tool, resource, template or prompt", False),
     "described": Rule("a title, description, instructions, version, icon or example changed", False, False),
-    "required-property-added": Rule("a new required parameter (an output: a new required field, which results recorded before lack)", True, True),
+    "required-property-added": Rule(
+        "a new required parameter (an output: a new required field, which results recorded before lack)", True, True
+    ),
     "property-added": Rule("a new optional parameter (an output: a new optional field)", False, False),
     "property-removed": Rule("a parameter or a result's field removed, or renamed", True, True),
-    "became-required": Rule("an optional parameter became required (an output: a field results recorded before may lack)", True, True),
+    "became-required": Rule(
+        "an optional parameter became required (an output: a field results recorded before may lack)", True, True
+    ),
     "became-optional": Rule("a required parameter became optional (an output: clients may no longer get the field)", False, True),
     "type-narrowed": Rule("a type narrowed: number to integer, a type of a list dropped", True, True),
     "type-widened": Rule("a type widened: integer to number, a type added", False, True),
@@ -80,8 +85,9 @@ RULES: dict[str, Rule] = {
     "bound-tightened": Rule(
         "a tighter bound: a minimum raised or a maximum lowered (values, lengths, items), a multipleOf, a pattern, an enum, "
         "uniqueItems or additionalProperties: false added",
-        True, True,
-    ),  # fmt: skip
+        True,
+        True,
+    ),
     "bound-loosened": Rule("a looser bound: the same, the other way", False, True),
     "default-changed": Rule("a parameter's default changed: calls that leave it out now mean something else", UNKNOWN, False),
     "output-schema-added": Rule("a tool now declares an output schema (its results gain structured content)", False),
@@ -91,14 +97,16 @@ RULES: dict[str, Rule] = {
         "an annotation turned towards danger: readOnlyHint true to false, destructiveHint false to true, idempotentHint true "
         "to false, openWorldHint false to true (by the protocol's defaults when left out)",
         True,
-    ),  # fmt: skip
+    ),
     "towards-safety": Rule("the same annotations the other way", False),
     "template-changed": Rule("a resource template's URI changed (its variables, or the text around them)", True),
     "mime-type-changed": Rule("a resource's or a template's MIME type changed", True),
     "capability-removed": Rule("a server capability removed or turned off", True),
     "capability-added": Rule("a server capability added or turned on", False),
     "protocol-changed": Rule("the snapshots were taken at different protocol eras (other rows may come from that)", False),
-    "unknown": Rule("anything the rules above do not read: a keyword, a changed pattern or format, _meta, execution", UNKNOWN, UNKNOWN),
+    "unknown": Rule(
+        "anything the rules above do not read: a keyword, a changed pattern or format, _meta, execution", UNKNOWN, UNKNOWN
+    ),
 }
 
 
@@ -133,10 +141,17 @@ class _Entry:
     def row(self, rule: str, steps: Steps, change: str, before: Any, after: Any, why: str, side: str = "input") -> None:
         self.rows.append(
             Change(
-                self.kind, self.name, where(steps), change, None if before is _ABSENT else before,
-                None if after is _ABSENT else after, RULES[rule].verdict(side), rule, why,
+                self.kind,
+                self.name,
+                where(steps),
+                change,
+                None if before is _ABSENT else before,
+                None if after is _ABSENT else after,
+                RULES[rule].verdict(side),
+                rule,
+                why,
             )
-        )  # fmt: skip
+        )
 
     def unknown(self, steps: Steps, before: Any, after: Any, what: str, side: str = "input") -> None:
         self.row("unknown", steps, _change(before, after), before, after, f"{what}: the rules do not know this change", side)
@@ -213,7 +228,14 @@ def _hint(entry: _Entry, steps: Steps, before: Any, after: Any) -> None:
     by_default = f" (left out: {str(default).lower()} by default)" if _ABSENT in (before, after) else ""
     said = f"{hint} {str(was).lower()} → {str(now).lower()}"
     if was == now:
-        entry.row("described", steps, _change(before, after), before, after, f"{hint} {'now said' if before is _ABSENT else 'now left to its default'}: {str(now).lower()}")
+        entry.row(
+            "described",
+            steps,
+            _change(before, after),
+            before,
+            after,
+            f"{hint} {'now said' if before is _ABSENT else 'now left to its default'}: {str(now).lower()}",
+        )
     elif now == danger:
         entry.row("towards-danger", steps, _change(before, after), before, after, f"{said}: {meaning}{by_default}")
     else:
@@ -226,9 +248,23 @@ def _input_schema(entry: _Entry, steps: Steps, before: Any, after: Any) -> None:
 
 def _output_schema(entry: _Entry, steps: Steps, before: Any, after: Any) -> None:
     if before is _ABSENT:
-        entry.row("output-schema-added", steps, "added", before, after, "the tool now declares an output schema: its results gain structured content")
+        entry.row(
+            "output-schema-added",
+            steps,
+            "added",
+            before,
+            after,
+            "the tool now declares an output schema: its results gain structured content",
+        )
     elif after is _ABSENT:
-        entry.row("output-schema-removed", steps, "removed", before, after, "the tool no longer declares an output schema: clients reading its structured content lose it")
+        entry.row(
+            "output-schema-removed",
+            steps,
+            "removed",
+            before,
+            after,
+            "the tool no longer declares an output schema: clients reading its structured content lose it",
+        )
     else:
         SchemaDiff(entry, "output", before, after).compare(before, after, steps, [])
 
@@ -239,9 +275,13 @@ def _or_any(schema: Any) -> Any:
 
 def _tool(entry: _Entry, old: dict[str, Any], new: dict[str, Any]) -> None:
     handlers = {
-        "title": _described, "description": _described, "icons": _described, "annotations": _annotations,
-        "inputSchema": _input_schema, "outputSchema": _output_schema,
-    }  # fmt: skip
+        "title": _described,
+        "description": _described,
+        "icons": _described,
+        "annotations": _annotations,
+        "inputSchema": _input_schema,
+        "outputSchema": _output_schema,
+    }
     _each_key(entry, old, new, handlers, [])
 
 
@@ -249,14 +289,26 @@ def _tool(entry: _Entry, old: dict[str, Any], new: dict[str, Any]) -> None:
 
 
 def _mime_type(entry: _Entry, steps: Steps, before: Any, after: Any) -> None:
-    entry.row("mime-type-changed", steps, _change(before, after), before, after, f"MIME type {_shown(before)} → {_shown(after)}: clients read the content by it")
+    entry.row(
+        "mime-type-changed",
+        steps,
+        _change(before, after),
+        before,
+        after,
+        f"MIME type {_shown(before)} → {_shown(after)}: clients read the content by it",
+    )
 
 
 def _resource(entry: _Entry, old: dict[str, Any], new: dict[str, Any]) -> None:
     handlers = {
-        "name": _described, "title": _described, "description": _described, "icons": _described, "size": _described,
-        "annotations": _described, "mimeType": _mime_type,
-    }  # fmt: skip
+        "name": _described,
+        "title": _described,
+        "description": _described,
+        "icons": _described,
+        "size": _described,
+        "annotations": _described,
+        "mimeType": _mime_type,
+    }
     _each_key(entry, old, new, handlers, [])
 
 
@@ -289,7 +341,14 @@ def _arguments(entry: _Entry, steps: Steps, before: Any, after: Any) -> None:
 def _argument_required(entry: _Entry, steps: Steps, before: Any, after: Any) -> None:
     name = steps[-2]
     if bool(after is not _ABSENT and after) == bool(before is not _ABSENT and before):
-        entry.row("described", steps, _change(before, after), before, after, f"argument `{name}`: required now {'said' if before is _ABSENT else 'left out'}")
+        entry.row(
+            "described",
+            steps,
+            _change(before, after),
+            before,
+            after,
+            f"argument `{name}`: required now {'said' if before is _ABSENT else 'left out'}",
+        )
     elif after is not _ABSENT and after:
         entry.row("became-required", steps, _change(before, after), before, after, f"`{name}` became required")
     else:
@@ -309,9 +368,23 @@ def _capabilities(entry: _Entry, steps: Steps, before: Any, after: Any) -> None:
             continue
         label = ".".join(str(s) for s in at[1:])
         if now is _ABSENT or now is False:
-            entry.row("capability-removed", at, _change(was, now), was, now, f"capability {label} {'removed' if now is _ABSENT else 'turned off'}: clients that use it break")
+            entry.row(
+                "capability-removed",
+                at,
+                _change(was, now),
+                was,
+                now,
+                f"capability {label} {'removed' if now is _ABSENT else 'turned off'}: clients that use it break",
+            )
         elif was is _ABSENT or was is False:
-            entry.row("capability-added", at, _change(was, now), was, now, f"capability {label} {'added' if was is _ABSENT else 'turned on'}")
+            entry.row(
+                "capability-added",
+                at,
+                _change(was, now),
+                was,
+                now,
+                f"capability {label} {'added' if was is _ABSENT else 'turned on'}",
+            )
         elif isinstance(was, dict) and isinstance(now, dict):
             _capabilities(entry, at, was, now)
         else:
@@ -319,20 +392,38 @@ def _capabilities(entry: _Entry, steps: Steps, before: Any, after: Any) -> None:
 
 
 def _protocol(entry: _Entry, steps: Steps, before: Any, after: Any) -> None:
-    entry.row("protocol-changed", steps, _change(before, after), before, after, f"taken at protocol {_shown(before)}, then at {_shown(after)}: other rows may come from the era")
+    entry.row(
+        "protocol-changed",
+        steps,
+        _change(before, after),
+        before,
+        after,
+        f"taken at protocol {_shown(before)}, then at {_shown(after)}: other rows may come from the era",
+    )
 
 
 def _server(entry: _Entry, old: dict[str, Any], new: dict[str, Any]) -> None:
     handlers = {
-        "name": _described, "title": _described, "version": _described, "description": _described, "websiteUrl": _described,
-        "icons": _described, "instructions": _described, "capabilities": _capabilities, "protocol": _protocol,
-    }  # fmt: skip
+        "name": _described,
+        "title": _described,
+        "version": _described,
+        "description": _described,
+        "websiteUrl": _described,
+        "icons": _described,
+        "instructions": _described,
+        "capabilities": _capabilities,
+        "protocol": _protocol,
+    }
     _each_key(entry, old, new, handlers, [])
 
 
 ENTRY_RULES: dict[str, Callable[[_Entry, dict[str, Any], dict[str, Any]], None]] = {
-    "server": _server, "tool": _tool, "resource": _resource, "template": _resource, "prompt": _prompt,
-}  # fmt: skip
+    "server": _server,
+    "tool": _tool,
+    "resource": _resource,
+    "template": _resource,
+    "prompt": _prompt,
+}
 
 
 # -- two whole snapshots -----------------------------------------------------------------------------
@@ -366,7 +457,14 @@ def _template_moved(old_key: str, new_key: str, old: dict[str, Any], new: dict[s
     entry = _Entry("template", old_key)
     was, now = _variables(old_key), _variables(new_key)
     how = f"variables {{{', '.join(was)}}} → {{{', '.join(now)}}}" if was != now else "the text around its variables changed"
-    entry.row("template-changed", ["uriTemplate"], "changed", old_key, new_key, f"URI template {old_key} → {new_key} ({how}): URIs clients made from it may no longer resolve")
+    entry.row(
+        "template-changed",
+        ["uriTemplate"],
+        "changed",
+        old_key,
+        new_key,
+        f"URI template {old_key} → {new_key} ({how}): URIs clients made from it may no longer resolve",
+    )
     rest = entry_changes("template", new_key, old, new)
     return entry.rows + rest
 

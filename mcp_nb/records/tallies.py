@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-
 def text_index(index: Any, names: list[str]) -> Any:
     """The (server, target, name) rows of a table as text. pandas makes text Arrow's, which cannot
     hold a lone surrogate (a name an outside peer sent); then the levels stay Python's str."""
@@ -25,6 +24,7 @@ def text_index(index: Any, names: list[str]) -> Any:
     except UnicodeEncodeError:
         levels = [pd.Index([row[i] for row in rows], dtype=object) for i in range(len(names))]
         return pd.MultiIndex.from_arrays(levels, names=names)
+
 
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     """Counts per (server, target, name) × outcome, every outcome type a column, plus totals."""

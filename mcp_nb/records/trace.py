@@ -112,8 +112,16 @@ class ServerTrace:
     """Mutable record of the server side of one call; written from the loop or a worker thread."""
 
     __slots__ = (
-        "t0", "logs", "progress", "handler_started", "handler_ended", "status", "error_type", "returned_error", "held",
-    )  # fmt: skip
+        "t0",
+        "logs",
+        "progress",
+        "handler_started",
+        "handler_ended",
+        "status",
+        "error_type",
+        "returned_error",
+        "held",
+    )
 
     def __init__(self, t0: float) -> None:
         self.t0 = t0  # perf_counter() when the request was sent

@@ -52,8 +52,9 @@ import threading
 import time
 import weakref
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -168,8 +169,12 @@ class Writer:
         if self.failed is not None or self.received - self.taken >= QUEUE_MOST:
             if self.failed is None and not self._said_behind:
                 self._said_behind = True
-                log.warning("the history file %s is %d calls behind (a slow disk?): calls are kept in memory and "
-                            "written as it catches up", shown(self.folder), self.received - self.taken)  # fmt: skip
+                log.warning(
+                    "the history file %s is %d calls behind (a slow disk?): calls are kept in memory and "
+                    "written as it catches up",
+                    shown(self.folder),
+                    self.received - self.taken,
+                )
             return False
         if timed_out is not None:
             self._timed_out.append((self.received, timed_out))
@@ -220,7 +225,9 @@ class Writer:
         PACE_LIMIT_S pass."""
         self._due.set()
         with self._progress:
-            self._progress.wait_for(lambda: self.received - self.taken <= QUEUE_MOST // 2 or self.failed is not None, PACE_LIMIT_S)
+            self._progress.wait_for(
+                lambda: self.received - self.taken <= QUEUE_MOST // 2 or self.failed is not None, PACE_LIMIT_S
+            )
 
     # -- asked by the history, on its readers' threads --------------------------------------------
 
@@ -234,7 +241,9 @@ class Writer:
         self._due.set()
         self._poke.set()
         with self._progress:
-            self._progress.wait_for(lambda: self.written >= seq or self.failed is not None or not self._thread.is_alive(), timeout)
+            self._progress.wait_for(
+                lambda: self.written >= seq or self.failed is not None or not self._thread.is_alive(), timeout
+            )
         return self.written >= seq
 
     def close(self) -> None:
@@ -248,8 +257,15 @@ class Writer:
                 log.warning("the history file %s did not finish its last write within %g s", shown(self.folder), CLOSE_LIMIT_S)
 
     def describe(self) -> dict[str, Any]:
-        return {"folder": str(self.folder), "session": self.session, "stream": self.stream, "written": self.written - self.start,
-                "failed": self.failed, "parts": len(self._parts), "cpu_s": self.cpu_s}  # fmt: skip
+        return {
+            "folder": str(self.folder),
+            "session": self.session,
+            "stream": self.stream,
+            "written": self.written - self.start,
+            "failed": self.failed,
+            "parts": len(self._parts),
+            "cpu_s": self.cpu_s,
+        }
 
     # -- the thread -----------------------------------------------------------------------------------
 
@@ -342,7 +358,9 @@ class Writer:
         last = first + n - 1
         began = time.thread_time()
         names, servers, workers, clients = self.vocabularies.lists()
-        batch = encoding.Batch(columns, names, servers, workers, clients, first, {row: fate_of(o) for row, o in timed_out.items()})
+        batch = encoding.Batch(
+            columns, names, servers, workers, clients, first, {row: fate_of(o) for row, o in timed_out.items()}
+        )
         table = encoding.table(batch, self.session, self.scrub)
         disk.write_part(self.folder, disk.part_name(self.session, self.stream, first, last), table)
         # The next lend: as long as this part took (its CPU time, not the waits for the GIL), a quarter more.
@@ -402,8 +420,13 @@ class Writer:
             first, last = tail[0][0], tail[-1][1]
             names = [disk.part_name(self.session, self.stream, a, b) for a, b, _ in tail]
             held = [self._tables.pop((a, b), None) for a, b, _ in tail]
-            merged = disk.merge(self.folder, names, disk.part_name(self.session, self.stream, first, last),
-                                None if any(t is None for t in held) else held, self._between)  # fmt: skip
+            merged = disk.merge(
+                self.folder,
+                names,
+                disk.part_name(self.session, self.stream, first, last),
+                None if any(t is None for t in held) else held,
+                self._between,
+            )
             at = parts.index(tail[0])  # parts written meanwhile (`_between`) follow the merged ones
             parts[at : at + MERGE] = [(first, last, level + 1)]
             if merged.num_rows <= KEPT_ROWS:
@@ -414,8 +437,10 @@ class Writer:
         if why is not None:
             log.warning(
                 "the history file %s cannot be written (%s): calls are kept in this kernel's memory only, none lost; set "
-                "history_file again to the same path (or call History.keep again) to write what it lacks", shown(self.folder), why,
-            )  # fmt: skip
+                "history_file again to the same path (or call History.keep again) to write what it lacks",
+                shown(self.folder),
+                why,
+            )
         with self._progress:
             self.failed = why or "mcp_nb's own error (its traceback is on the mcp_nb logger)"
             self._queue.clear()  # the calls are in the history's memory: none lost

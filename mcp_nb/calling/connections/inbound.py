@@ -200,7 +200,9 @@ class Guarded(Generic[Item]):
     async def __aenter__(self) -> Guarded[Item]:
         return self
 
-    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None) -> None:
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
         await self.aclose()
 
 

@@ -57,9 +57,15 @@ class ServerProcess:
     def __init__(self, argv: list[str], env: dict[str, str] | None, cwd: str | os.PathLike[str] | None, stderr: int) -> None:
         # The environment the SDK's transport gives a server: a few safe variables, `env` on top.
         self.popen = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, bufsize=0,
-            env=get_default_environment() | (env or {}), cwd=cwd, start_new_session=True,
-        )  # fmt: skip
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            bufsize=0,
+            env=get_default_environment() | (env or {}),
+            cwd=cwd,
+            start_new_session=True,
+        )
         self.pid = self.popen.pid
         self._pidfd: int | None = None
         with contextlib.suppress(AttributeError, OSError):  # Linux 5.3 and later
@@ -73,7 +79,7 @@ class ServerProcess:
     # -- is it still ours ------------------------------------------------------------------------
 
     def state(self) -> str:
-        """"running"; "exited" (a zombie, unreaped: its id is still ours); or "gone" (reaped,
+        """ "running"; "exited" (a zombie, unreaped: its id is still ours); or "gone" (reaped,
         by mcp_nb or by someone else: its id may belong to another process now)."""
         if self.popen.returncode is not None:
             return "gone"

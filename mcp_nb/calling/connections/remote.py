@@ -62,7 +62,11 @@ from mcp_nb.registering.registry import Registration
 log = logging.getLogger(__package__)
 
 # The notices that what a server offers changed, and the kind (`listing.KINDS`) each says to read again.
-_LIST_CHANGED: dict[type[object], str] = {ToolListChangedNotification: "tools", ResourceListChangedNotification: "resources", PromptListChangedNotification: "prompts"}
+_LIST_CHANGED: dict[type[object], str] = {
+    ToolListChangedNotification: "tools",
+    ResourceListChangedNotification: "resources",
+    PromptListChangedNotification: "prompts",
+}
 
 
 class RemoteConnection(Connection):
@@ -211,7 +215,7 @@ class RemoteConnection(Connection):
             opening.add_done_callback(lambda f: f.cancelled() or f.exception())  # `finish` hears how it ended
             return
         opening.cancel()
-        raise asyncio.TimeoutError
+        raise TimeoutError
 
     @property
     def authorization_link(self) -> str | None:
@@ -246,10 +250,12 @@ class RemoteConnection(Connection):
         except asyncio.CancelledError:
             await self._abandon()
             raise
-        except asyncio.TimeoutError:
+        except TimeoutError:
             await self._abandon()
             if self._flow is not None and self.state == "authorizing":
-                raise ConnectError(f"could not connect to {self.name!r}: nobody approved the authorization within {self._flow.oauth.timeout:g} s") from None
+                raise ConnectError(
+                    f"could not connect to {self.name!r}: nobody approved the authorization within {self._flow.oauth.timeout:g} s"
+                ) from None
             raise ConnectError(f"server {self.name!r} did not answer initialize within {timeout:g} s") from None
         except (ConnectError, ValueError):
             await self._abandon()
@@ -416,7 +422,11 @@ class RemoteConnection(Connection):
 
     async def _logged(self, params: LoggingMessageNotificationParams) -> None:
         level = str(params.level).upper()
-        self.heard(ServerLog(level=level, logger=params.logger or self.name, message=str(params.data), source="notification", at=time.time()))
+        self.heard(
+            ServerLog(
+                level=level, logger=params.logger or self.name, message=str(params.data), source="notification", at=time.time()
+            )
+        )
 
     async def heard_all(self) -> None:
         if self._stdio is not None:
@@ -440,7 +450,11 @@ def _auth_secrets(auth: object) -> list[str]:
     """The secrets an OAuth provider holds once it has them (its tokens, its client's secret)."""
     context = getattr(auth, "context", None)  # the SDK's OAuthClientProvider keeps its state there
     tokens, client = getattr(context, "current_tokens", None), getattr(context, "client_info", None)
-    found = [getattr(tokens, "access_token", None), getattr(tokens, "refresh_token", None), getattr(client, "client_secret", None)]
+    found = [
+        getattr(tokens, "access_token", None),
+        getattr(tokens, "refresh_token", None),
+        getattr(client, "client_secret", None),
+    ]
     return [value for value in found if isinstance(value, str) and value]
 
 

@@ -121,15 +121,25 @@ def _cancelled_while_hog_holds_the_loop(eng, call, head_start: float):
     delivered in the same turn of the loop as whatever deadline passed meanwhile. Returns
     ("cancelled" or "returned", the call's Outcome)."""
 
+    holding = threading.Event()
+
     @mcp_nb.tool()
     async def hog() -> str:
+        holding.set()
         time.sleep(0.6)  # holds mcp_nb's loop across the deadline  # noqa: ASYNC251
         return "done"
+
+    def interrupt(task) -> None:
+        # 0.3 s into the hold, counted from when it began (not from when it was asked for, which a
+        # loaded machine can put late): the cancellation lands while the loop is held
+        holding.wait(30)
+        time.sleep(0.3)
+        eng.loop.call_soon(task.cancel)
 
     async def scenario():
         task = asyncio.ensure_future(call.run())
         await asyncio.sleep(head_start)
-        threading.Timer(0.3, lambda: eng.loop.call_soon(task.cancel)).start()
+        threading.Thread(target=interrupt, args=(task,), daemon=True).start()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LoopBlockedWarning)
             await eng.prepare("tool", "hog", timeout=5).run()
@@ -142,6 +152,7 @@ def _cancelled_while_hog_holds_the_loop(eng, call, head_start: float):
     return eng.loop.run(scenario())
 
 
+@pytest.mark.serial  # the interrupt is timed against a held loop
 def test_a_cancellation_that_lands_with_the_deadline_is_passed_on_not_swallowed():
     @mcp_nb.tool()
     async def slow() -> str:
@@ -508,6 +519,7 @@ def test_the_waiting_thread_follows_a_deadline_that_progress_moves():
     assert causes() == [("ticks", "ok")]
 
 
+@pytest.mark.serial  # the interrupt is timed against a held loop
 def test_a_resetting_deadline_that_fires_with_another_cancellation_passes_it_on():
     _reporting_tool()
 

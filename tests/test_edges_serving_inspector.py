@@ -19,8 +19,9 @@ DOCS = Path(__file__).resolve().parent.parent / "docs" / "serving.md"
 
 
 def documented_command() -> str:
-    """The shell block of docs/serving.md that runs the Inspector, as written."""
-    blocks = re.findall(r"```bash\n(.*?)```", DOCS.read_text(), re.S)
+    """The block of docs/serving.md that gives the Inspector's command in the shape
+    `handle.configs()` fills in (PORT and TOKEN its placeholders), as written."""
+    blocks = re.findall(r"```(?:bash|text)\n(.*?)```", DOCS.read_text(), re.S)
     (command,) = [block for block in blocks if "@modelcontextprotocol/inspector@" in block]
     return command
 

@@ -142,7 +142,7 @@ def test_any_env_value_and_command_argument_reach_the_connection_unchanged(
 def test_any_folder_and_root_reach_the_connection_unchanged(shell, held_back, cwd, roots, joined):
     words = [option("--cwd", cwd, joined), *(option("--root", root, joined) for root in roots)]
     connection = shell.run_line_magic("mcp_connect", f"local {' '.join(words)} --timeout 5 -- server")
-    assert (connection.cwd, connection.roots_source) == (cwd, roots)
+    assert (connection.cwd, connection.spec.roots) == (cwd, roots)
 
 
 @QUICK

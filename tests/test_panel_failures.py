@@ -355,7 +355,7 @@ def test_the_history_timer(panel, monkeypatch):
 
 
 def test_the_timeout_setting(panel, monkeypatch):
-    inject(monkeypatch, panel_module, "_seconds")
+    inject(monkeypatch, panel_module, "seconds_text")
     mcp_nb.configure(timeout=12)
     shows_failure(panel, "following the default timeout")
     assert panel.timeout.value == "30"

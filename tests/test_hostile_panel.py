@@ -92,6 +92,7 @@ def test_a_tool_whose_answer_and_error_are_hostile_shows_a_safe_bounded_outcome(
     assert len(mcp_nb.history()) == 4
 
 
+@pytest.mark.serial  # the bar is drawn at most so often: on a loaded machine the call can end before its first draw
 @pytest.mark.timeout(120)
 def test_a_progress_message_of_escapes_and_a_megabyte_is_one_safe_line(panel_on):
     panel = panel_on("plain")

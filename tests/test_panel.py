@@ -517,3 +517,22 @@ def test_pinned_calls_are_saved_as_cases_that_replay(panel, tmp_path, monkeypatc
     tab.pinning.value = False
     choose("reserve")  # with Pin off, choosing loads the call again
     assert panel.tabs.selected_index == 0 and panel._current == ("tool", "reserve")
+
+
+def test_a_history_row_whose_values_outgrow_their_columns_keeps_them_apart():
+    """A call's id past the id column's width and the longest outcome (cause) still read as words."""
+    import dataclasses
+
+    from mcp_nb.widgets.history_tab import call_label
+
+    @mcp_nb.tool()
+    def add(a: int) -> int:
+        return a
+
+    wrong = mcp_nb.call("add", {"a": "x"})
+    history = mcp_nb.History()
+    history.record(dataclasses.replace(wrong, call_id=123456, outcome="protocol_error", cause="invalid_arguments"))
+    (row,) = history.to_frame().itertuples(index=False)
+    words = call_label(row).split()
+    assert words[0] == "#123456" and re.fullmatch(r"\d\d:\d\d:\d\d", words[1]), words
+    assert "(invalid_arguments)" in words and words[words.index("(invalid_arguments)") + 1] == "tool", words

@@ -283,7 +283,9 @@ def call_label(r) -> str:
     call = f"#{r.call_id}" + (f".{attempt}" if attempt and attempt > 1 else "")
     # An <option> collapses runs of spaces: pad with no-break spaces to keep the columns.
     took = f"{r.duration_ms:,.1f} ms"
-    head = f"{call:<6}{when} {took:>11}  {what:<33}{r.target:<9}".replace(" ", "\u00a0")
+    # A column a value outgrows (a call's id past 99,999, "protocol_error (invalid_arguments)")
+    # still ends in a space: the next column never joins it.
+    head = f"{call:<6} {when} {took:>11}  {what:<33} {r.target:<9}".replace(" ", "\u00a0")
     server = str(getattr(r, "server", None) or "kernel")
     where = "" if server == "kernel" else f"@{server}"
     via = str(getattr(r, "via", "kernel"))

@@ -9,7 +9,7 @@ cannot be read (cut short, not a regular file, holding other rows than its name 
 out and said in the listing's `problems`.
 
 pyarrow's own dataset reader (`pyarrow.dataset`, every column of every part at once) was tried
-and measured (docs/performance.md, "The history file's writer on a queue"): on ten million calls
+and measured (CHANGELOG.md, the history file's measurements): on ten million calls
 it read no faster and the frame's process peaked at 5.54 GB instead of 3.56 GB, as it holds every
 column's buffers until the last is decoded; on a file of many small fresh parts it was faster.
 Read a column at a time, the peak stays the frame and one column.

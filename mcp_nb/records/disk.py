@@ -1,6 +1,6 @@
 """A history file on disk: a folder of parts, each an Arrow IPC file written whole and then renamed into place.
 
-Why parts and not one file (docs/performance.md, "Keeping the history"): a part is written
+Why parts and not one file (docs/performance.md, "The history file"; CHANGELOG.md has the measurements): a part is written
 to a temporary name and renamed, so a kernel killed while writing leaves at most a
 temporary file no reader looks at, never a half-written part; and a column store reads
 ten million rows back as arrays, where a row store hands them over one Python tuple at a

@@ -56,7 +56,9 @@ def books():
 
 
 def test_episodes_with_a_real_model_are_recorded_whatever_it_does(model, books):
-    episodes = [agent(t["task"], model, system=SYSTEM, max_turns=4, model_timeout=180) for t in TASKS]
+    # Two tasks of three turns: each turn of this model costs seconds of both cores (its prompt is
+    # the tools' schemas), and what is held here is the loop's record of a real model, not its skill.
+    episodes = [agent(t["task"], model, system=SYSTEM, max_turns=3, model_timeout=180) for t in TASKS[:2]]
     for episode in episodes:
         print(episode, end="\n\n")
         assert episode.stop in STOPS and episode.stop != "cancelled"
@@ -74,10 +76,10 @@ def test_episodes_with_a_real_model_are_recorded_whatever_it_does(model, books):
 
 def test_a_small_evaluation_with_a_real_model(model, books):
     table = evaluate(
-        TASKS[:2], {"smollm2": model}, repeats=2, system=SYSTEM, max_turns=3, model_timeout=180, concurrency=1, progress=False
+        TASKS[2:], {"smollm2": model}, repeats=2, system=SYSTEM, max_turns=2, model_timeout=180, concurrency=1, progress=False
     )
     print(table.to_string())
-    assert table["episodes"].tolist() == [2, 2] and not table.attrs["interrupted"]
+    assert table["episodes"].tolist() == [2] and not table.attrs["interrupted"]
     assert table["success_rate"].between(0, 1).all()
     assert (table["success_low"] <= table["success_rate"]).all() and (table["success_rate"] <= table["success_high"]).all()
-    assert len(log_of(mcp_nb.history())) == 4
+    assert len(log_of(mcp_nb.history())) == 2

@@ -409,14 +409,31 @@ class Writer:
         for seq, *written in changed:
             self.fates_written[seq] = tuple(written)
 
-    def _merge(self) -> None:
-        """Merge the last MERGE parts when they are of one size and follow each other, level by level."""
+    def _mergeable_run_end(self) -> int | None:
+        """Where the newest run of MERGE consecutive parts of one level ends (None: none), counting
+        only a run that no part of its level or higher follows."""
         parts = self._parts
-        while len(parts) >= MERGE:
-            tail = parts[-MERGE:]
+        for end in range(len(parts), MERGE - 1, -1):
+            tail = parts[end - MERGE : end]
             level = tail[0][2]
             if any(p[2] != level for p in tail) or any(b[0] != a[1] + 1 for a, b in zip(tail, tail[1:])):
+                continue
+            if all(p[2] < level for p in parts[end:]):
+                return end
+        return None
+
+    def _merge(self) -> None:
+        """Merge MERGE parts of one level that follow each other, level by level: the newest such
+        run, wherever parts of a lower level written since (during a merge, `_between`) follow it.
+        Looking at the last MERGE parts alone, a writer kept busy never merged past the first
+        level: a batch written during each merge always followed its result."""
+        parts = self._parts
+        while True:
+            end = self._mergeable_run_end()
+            if end is None:
                 return
+            tail = parts[end - MERGE : end]
+            level = tail[0][2]
             first, last = tail[0][0], tail[-1][1]
             names = [disk.part_name(self.session, self.stream, a, b) for a, b, _ in tail]
             held = [self._tables.pop((a, b), None) for a, b, _ in tail]

@@ -143,3 +143,24 @@ def test_the_history_and_its_writer_are_not_a_circle():
         assert "records.history" not in text and "records import history" not in text, module
     writer = (root / "writer.py").read_text()
     assert "records.reading" not in writer and "import reading" not in writer
+
+
+@pytest.mark.timeout(240)
+def test_a_writer_kept_busy_merges_its_parts_past_the_first_level(tmp_path):
+    """Recording without a pause, a batch falls due during every merge and is written after its
+    result: the writer still merges sixteen parts of a level into one of the next, so the folder
+    keeps few parts (with the last sixteen alone looked at, it stopped at the first level)."""
+    history = History()
+    history.keep(tmp_path / "calls")
+    n = 400_000
+    for i in range(n):
+        history.record(outcome(i))
+    assert history.sync(120)
+    parts = [p for p in (tmp_path / "calls").iterdir() if p.suffix == ".arrow"]
+    sizes = sorted((int(p.stem.rsplit("-", 1)[1]) - int(p.stem.rsplit(".", 1)[1].split("-")[0]) + 1) for p in parts)
+    assert sum(sizes) == n
+    assert sizes[-1] > 16 * 16 * 900, sizes[-5:]  # a part of the second level: sixteen of sixteen batches
+    assert len(parts) < 48, len(parts)
+    back = History.open(tmp_path / "calls").to_frame(columns=["call_id"])
+    assert back["call_id"].tolist() == list(range(n))
+    history.close()

@@ -136,3 +136,14 @@ def protected_server(*options: str):
         process.stderr.close()
     # Stopped by SIGTERM, it ends as a clean exit rather than killed by the signal.
     assert process.returncode == 0, (process.returncode, said["after"])
+
+
+def added(i: int, name: str = "add"):
+    """The Outcome of a trivial successful call number `i` (`add(a=i)` answering `str(i)`), built
+    without a server: what the history file's tests record by the hundred thousand."""
+    from mcp_nb.records.outcome import Outcome  # the helpers of tests that make no Outcome load no records
+
+    text = str(i)
+    return Outcome(
+        i, "tool", name, {"a": i}, "result", "ok", text, {"result": text}, False, None, None, None, 1_750_000_000.0 + i, 1.0, 30.0
+    )

@@ -18,39 +18,19 @@ import warnings
 from pathlib import Path
 
 import pytest
+from helpers import added as outcome
 
 import mcp_nb
 from mcp_nb.config import settings
 from mcp_nb.history_file import HistoryFileError
 from mcp_nb.mistakes import BadValue
 from mcp_nb.records.history import History
-from mcp_nb.records.outcome import Outcome
 
 
 def register():
     @mcp_nb.tool()
     def add(a: int, b: int = 0) -> int:
         return a + b
-
-
-def outcome(i: int) -> Outcome:
-    return Outcome(
-        i,
-        "tool",
-        "add",
-        {"a": i},
-        "result",
-        "ok",
-        str(i),
-        {"result": str(i)},
-        False,
-        None,
-        None,
-        None,
-        1_750_000_000.0 + i,
-        1.0,
-        30.0,
-    )
 
 
 class Calling:

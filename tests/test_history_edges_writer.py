@@ -14,31 +14,11 @@ import threading
 from pathlib import Path
 
 import pytest
+from helpers import added as outcome
 
 import mcp_nb
 from mcp_nb.records import disk
 from mcp_nb.records.history import History
-from mcp_nb.records.outcome import Outcome
-
-
-def outcome(i: int) -> Outcome:
-    return Outcome(
-        i,
-        "tool",
-        "add",
-        {"a": i},
-        "result",
-        "ok",
-        str(i),
-        {"result": str(i)},
-        False,
-        None,
-        None,
-        None,
-        1_750_000_000.0 + i,
-        1.0,
-        30.0,
-    )
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from helpers import added as outcome
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
@@ -45,13 +46,6 @@ def register():
     @mcp_nb.tool()
     def shout(text: str) -> str:
         return text.upper()
-
-
-def outcome(i: int, name: str = "add") -> Outcome:
-    text = str(i)
-    return Outcome(
-        i, "tool", name, {"a": i}, "result", "ok", text, {"result": text}, False, None, None, None, 1_750_000_000.0 + i, 1.0, 30.0
-    )
 
 
 def parts(folder: Path) -> list[Path]:

@@ -412,9 +412,15 @@ def install_llama() -> None:
 
 
 @contextlib.contextmanager
-def llama_server(key: str):
+def llama_server(key: str, n_ctx: int = 1024):
     """llama.cpp's OpenAI-compatible server with SmolLM2 on 127.0.0.1, taking `key` as its API key;
-    yields its base URL (`.../v1`), stops it after."""
+    yields its base URL (`.../v1`), stops it after.
+
+    `n_ctx` bounds what one reply costs. llama-cpp-python's `chatml-function-calling` handler
+    generates a tool call's name and arguments with no `max_tokens` (it passes None, whatever the
+    request asked), so a model that runs away inside its arguments writes until the context is
+    full: about 3,700 tokens and three minutes of both cores here at 4,096, a few hundred tokens
+    at 1,024. Three turns of the tests' episodes fit in 1,024 (about 450 tokens of prompt)."""
     port = free_port()
     command = [
         str(llama_venv() / "bin" / "python"),
@@ -429,7 +435,7 @@ def llama_server(key: str):
         "--port",
         str(port),
         "--n_ctx",
-        "4096",
+        str(n_ctx),
         "--api_key",
         key,
         "--verbose",

@@ -19,7 +19,9 @@ from mcp_nb import OpenAICompatible, agent, evaluate
 from mcp_nb.episodes.episode import log_of
 from mcp_nb.records.recovery import STOPS
 
-pytestmark = [pytest.mark.serial, pytest.mark.timeout(900)]
+# In the parallel pass, dealt out first (tests/conftest.py): with its context bounded (peers.py),
+# a reply costs seconds, and the longest, a runaway to the context's end, half a minute.
+pytestmark = pytest.mark.timeout(900)
 
 BOOKS = {"Dune": "Frank Herbert", "Emma": "Jane Austen", "Ulysses": "James Joyce"}
 SYSTEM = "You answer questions by calling the tools you are given."
@@ -55,6 +57,13 @@ def books():
         return BOOKS[title]
 
 
+def refused(stop: str, detail: str) -> bool:
+    """Whether the endpoint refused a request for a reason other than the model's own runaway: a
+    reply written to the end of the context (peers.llama_server) is answered with a 400 that says
+    so, and is the model's doing; any other HTTP failure (the key, the request's shape) is ours."""
+    return stop == "model_failed" and detail.startswith("HTTP") and "maximum context length" not in detail
+
+
 def test_episodes_with_a_real_model_are_recorded_whatever_it_does(model, books):
     # Two tasks of three turns: each turn of this model costs seconds of both cores (its prompt is
     # the tools' schemas), and what is held here is the loop's record of a real model, not its skill.
@@ -62,8 +71,7 @@ def test_episodes_with_a_real_model_are_recorded_whatever_it_does(model, books):
     for episode in episodes:
         print(episode, end="\n\n")
         assert episode.stop in STOPS and episode.stop != "cancelled"
-        # The endpoint took every request: what failed was the model's doing (or, on a loaded machine, its time).
-        assert not (episode.stop == "model_failed" and episode.detail.startswith("HTTP")), episode.detail
+        assert not refused(episode.stop, episode.detail), episode.detail
         assert episode.tokens is not None and episode.tokens > 0  # llama.cpp reports usage
         for step in episode.steps:
             assert step.told is not None and (step.outcome is not None or step.reason)
@@ -80,6 +88,8 @@ def test_a_small_evaluation_with_a_real_model(model, books):
     )
     print(table.to_string())
     assert table["episodes"].tolist() == [2] and not table.attrs["interrupted"]
+    for row in log_of(mcp_nb.history()).rows():
+        assert not refused(row["stop"], row["detail"] or ""), row["detail"]
     assert table["success_rate"].between(0, 1).all()
     assert (table["success_low"] <= table["success_rate"]).all() and (table["success_rate"] <= table["success_high"]).all()
     assert len(log_of(mcp_nb.history())) == 2

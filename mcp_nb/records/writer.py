@@ -26,11 +26,14 @@ woken beside it waits for as long as the loop runs while each of its futile wake
 loop; a plain thread lets go every switch interval (5 ms), so a part of a hundred steps takes half
 a second. So the writer's thread sleeps on its own events, not on the GIL, until the recorder
 wakes it (the first call after it went quiet, a batch due), and the recorder then *lends* it the
-GIL: it sleeps, for a moment (LEND_S) to let it wake, or, for a batch still not written GRACE
-calls after it fell due, for about as long as the writer's last part took it (its CPU time, at
-most LEND_MOST_S). The length of a lend is set before it begins, never by what the writer does
-during it; and while the writer does not move, the lends come at 2, 4, 8... times GRACE calls:
-a held writer costs the recorder a handful of lends, not one per call.
+GIL: it waits, for a moment (LEND_S) to let it wake, or, as a batch falls due and again while it
+is not written GRACE calls later, until the writer's round is done but never longer than twice
+the CPU time the writer's last part took (at most LEND_MOST_S). So a part is encoded by a thread
+that has the GIL to itself, in one stretch: beside a loop, woken without a lend, it took seconds
+of the wall clock and three times its CPU time in futile wakes, while the batch grew tenfold. A
+lend's longest is set before it begins, never by what the writer does during it; and while the
+writer does not move, the lends come at 2, 4, 8... times GRACE calls: a held writer costs the
+recorder a handful of lends, not one per call.
 
 The queue holds at most QUEUE_MOST calls. A thread that is not running an event loop (a script
 recording Outcomes in a loop, faster than any disk takes them) and finds it three quarters full
@@ -79,7 +82,7 @@ PACE_LIMIT_S = 10.0  # the longest a thread that is no event loop's waits for ro
 MERGE = 16  # parts of one size merged into one MERGE times larger
 KEPT_ROWS = 16_384  # the tables of parts this small (a write's, a first merge's) stay in memory for the merge that takes them
 LEND_S = 0.0005  # the GIL lent to the writer's thread to wake: it needs a few steps to start its clock
-LEND_MOST_S = 0.02  # the longest it is lent for a batch (as long as its last part took it, see the module's docstring)
+LEND_MOST_S = 0.02  # the longest a lend for a batch lasts (it ends sooner when the writer is done: the docstring)
 GRACE = 32  # calls recorded after a batch fell due before the GIL is lent (within the crash bound: 960 + 32 < 1,024)
 CLOSE_LIMIT_S = 30.0  # the longest `close()` waits for the last write (a disk that hangs)
 
@@ -147,13 +150,14 @@ class Writer:
         self._progress = threading.Condition()  # notified when `taken` or `written` moves, or writing stops
         self._poke = threading.Event()  # a call came while the thread slept
         self._due = threading.Event()  # a batch is due (or a flush, or the end)
+        self._rested = threading.Event()  # the thread finished a round of writing (or stopped): a lend ends
         self._idle = True  # the thread sleeps until a call comes
         self._since: float | None = None  # when the first call of the batch being filled was handed over
         self._due_at = start + WRITE_AT  # the batch being filled falls due when this seq is handed over
         self._lend_at: int | None = None  # once a batch fell due, until it is written: the seq at which the GIL is lent next
         self._gap = GRACE  # calls between two lends: doubled while the writer does not move
         self._moved = (start, start)  # (taken, written) when the GIL was last lent
-        self._lend_s = LEND_S  # how long the GIL is lent for a batch: about the CPU time the last part took
+        self._lend_s = LEND_MOST_S  # the longest a lend for a batch lasts: set from the CPU time the last part took
         self._said_behind = False
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name=f"mcp_nb history file {self.stream}", daemon=True)
@@ -204,7 +208,9 @@ class Writer:
         if self._lend_at is None:
             if received >= self._due_at or time.monotonic() - since >= LATENCY_S:
                 self._gap, self._lend_at = GRACE, received + GRACE
+                self._rested.clear()
                 self._due.set()
+                lend = self._lend_s  # at once: the writer then encodes alone, not in a tug of war for the GIL
         elif received >= self._lend_at:  # due, and not written yet: lend, again GRACE calls later while it moves
             moved = (self.taken, self.written)
             self._gap = GRACE if moved != self._moved else 2 * self._gap  # held, or a disk that hangs: ever more rarely
@@ -216,7 +222,7 @@ class Writer:
             if not lend and _in_event_loop():  # another thread gives the GIL up every switch interval anyway
                 lend = LEND_S
         if lend:
-            time.sleep(lend)
+            self._rested.wait(lend)  # no longer than set now, and less when the writer is done sooner
         if received - self.taken >= QUEUE_MOST * 3 // 4 and not _in_event_loop():
             self._pace()
 
@@ -296,6 +302,7 @@ class Writer:
                     log.exception("writing the history file %s failed", shown(self.folder))
                     self._fail(None)
                 self.cpu_s += time.thread_time() - began
+            self._rested.set()
             if stopping and (not self._queue or self.failed is not None):
                 _writing.discard(self)
                 with self._progress:
@@ -363,8 +370,8 @@ class Writer:
         )
         table = encoding.table(batch, self.session, self.scrub)
         disk.write_part(self.folder, disk.part_name(self.session, self.stream, first, last), table)
-        # The next lend: as long as this part took (its CPU time, not the waits for the GIL), a quarter more.
-        self._lend_s = min(LEND_MOST_S, max(LEND_S, 1.25 * (time.thread_time() - began) * min(1.0, WRITE_AT / n)))
+        # The longest of the next lend: twice the CPU time this part took (not its waits for the GIL or the disk).
+        self._lend_s = min(LEND_MOST_S, max(LEND_S, 2 * (time.thread_time() - began) * min(1.0, WRITE_AT / n)))
         self._parts.append((first, last, 0))
         if n <= KEPT_ROWS:
             self._tables[(first, last)] = table

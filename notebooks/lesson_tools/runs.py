@@ -2,6 +2,7 @@
 
 run = pytest_run(folder, "test_bookshop.py")     # python -m pytest -v test_bookshop.py, in `folder`
 run.verdicts, run.summary, run.seen              # per test, the line pytest ends with, what each test recorded
+run.verdict_of("test_bookshop.py")               # a file's verdict, and its first failure's first line
 
 job = python_in_background(PROGRAM)              # a fresh Python process, its stdout read when it is done
 job.lines()                                      # waits for it, then its output, line by line
@@ -26,12 +27,24 @@ class PytestRun:
     verdicts: dict[str, str] = field(default_factory=dict)  # test name -> passed or failed
     seen: dict[str, dict[str, str]] = field(default_factory=dict)  # test name -> its verdict and the properties it recorded
     failures: dict[str, str] = field(default_factory=dict)  # test name -> the first line of its failure
+    # test file -> (test name, its verdict, its failure's first line) for each test it holds: one run
+    # of several files (one test against several servers) costs one interpreter, not one each
+    files: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
 
     @property
     def summary(self) -> str:
         """pytest's last line, without the time, which differs from run to run: `3 passed`."""
         lines = self.stdout.strip().splitlines()
         return re.sub(r" in [0-9.]+s.*$", "", lines[-1].strip("= ")) if lines else "no output"
+
+    def verdict_of(self, test_file: str) -> tuple[str, str]:
+        """A test file's verdict: `passed` and "" when each of its tests passed; else `failed` and the first
+        line of its first failure, or of why no test of it ran."""
+        cases = self.files.get(Path(test_file).stem)
+        if not cases:
+            return "failed", "no test ran: " + self.summary
+        failed = [failure for _, verdict, failure in cases if verdict == "failed"]
+        return ("failed", failed[0]) if failed else ("passed", "")
 
 
 def pytest_run(folder: Path, *test_files: str, timeout: float = 120) -> PytestRun:
@@ -66,8 +79,11 @@ def pytest_run(folder: Path, *test_files: str, timeout: float = 120) -> PytestRu
         name = case.get("name")
         problems = [p for p in (case.find("failure"), case.find("error")) if p is not None]
         run.verdicts[name] = "failed" if problems else "passed"
+        failure = ""
         if problems:
-            run.failures[name] = (problems[0].get("message") or "").splitlines()[0] if problems[0].get("message") else "failed"
+            failure = run.failures[name] = (problems[0].get("message") or "failed").splitlines()[0]
+        file = Path(case.get("file") or "").stem  # xunit1 names each test's file
+        run.files.setdefault(file, []).append((name, run.verdicts[name], failure))
         run.seen[name] = {"verdict": run.verdicts[name], **{p.get("name"): p.get("value") for p in case.iter("property")}}
     return run
 

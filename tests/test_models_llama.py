@@ -20,7 +20,7 @@ from mcp_nb.episodes.episode import log_of
 from mcp_nb.records.recovery import STOPS
 
 # In the parallel pass, dealt out first (tests/conftest.py): with its context bounded (peers.py),
-# a reply costs seconds, and the longest, a runaway to the context's end, half a minute.
+# a reply costs seconds.
 pytestmark = pytest.mark.timeout(900)
 
 BOOKS = {"Dune": "Frank Herbert", "Emma": "Jane Austen", "Ulysses": "James Joyce"}
@@ -83,8 +83,11 @@ def test_episodes_with_a_real_model_are_recorded_whatever_it_does(model, books):
 
 
 def test_a_small_evaluation_with_a_real_model(model, books):
+    # "Emm": its two turns cost seconds. "Ulyses" makes the model run away inside a tool call's
+    # arguments on its second turn, every time at temperature 0 (half a minute to the context's
+    # end, answered with a 400): the loop's record of that is held with stand-ins that never stop.
     table = evaluate(
-        TASKS[2:], {"smollm2": model}, repeats=2, system=SYSTEM, max_turns=2, model_timeout=180, concurrency=1, progress=False
+        TASKS[1:2], {"smollm2": model}, repeats=2, system=SYSTEM, max_turns=2, model_timeout=180, concurrency=1, progress=False
     )
     print(table.to_string())
     assert table["episodes"].tolist() == [2] and not table.attrs["interrupted"]

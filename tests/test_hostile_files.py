@@ -152,38 +152,78 @@ def test_a_reader_never_meets_half_a_cases_file_and_two_writers_never_mix(tmp_pa
 
 
 SAVER = """
-import mcp_nb, sys
+import os, sys
+import mcp_nb
+
+path, at = os.path.realpath(sys.argv[1]), sys.argv[2]  # as /proc names the files open
+folder = os.path.dirname(path)
+
+
 def same(x: int) -> int:
     return x
-for i in range(3000):
-    mcp_nb.tool(name=f"tool_{i}", description="a description of some length " * 5)(same)
-print("ready", flush=True)
-while True:
-    mcp_nb.snapshot(path=sys.argv[1])
+
+
+for i in range(200):
+    mcp_nb.tool(name=f"tool_{i}", description="a description of some length " * 15)(same)
+mcp_nb.snapshot(path=path)  # the old snapshot, whole
+mcp_nb.snapshot(path=path)
+
+
+def into_folder(call) -> bool:
+    # a write on a file of the snapshot's folder, whatever name the writer gave it
+    try:
+        fd = call.__self__.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    return os.path.dirname(os.readlink(f"/proc/self/fd/{fd}")) == folder
+
+
+def pause(frame, event, call):
+    # the process stops inside the next save, before the C call named `at`, until it is killed
+    if event != "c_call":
+        return
+    if at == "write":
+        here = getattr(call, "__name__", "") == "write" and into_folder(call)
+    else:
+        here = call is getattr(os, at)  # os.fsync, os.replace: not str.replace
+    if here:
+        sys.setprofile(None)
+        print("stopped", flush=True)
+        sys.stdin.read()
+
+
+sys.setprofile(pause)
+mcp_nb.snapshot(path=path)
+sys.setprofile(None)
+print("saved without stopping", flush=True)
 """
 
 
-@pytest.mark.timeout(180)
-def test_a_process_killed_while_it_saves_leaves_the_old_snapshot_whole(tmp_path):
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads which file a write is on from /proc")
+@pytest.mark.parametrize("at", ["write", "fsync", "replace"])
+def test_a_process_killed_while_it_saves_leaves_the_old_snapshot_whole(tmp_path, at):
+    # Killed at a point of the save chosen, not at a moment: inside its write, before the data is
+    # on the disk, before it takes the place of the old snapshot.
     path = tmp_path / "surface.json"
-    broken = []
-    for attempt in range(6):
-        saver = subprocess.Popen(
-            [sys.executable, "-c", textwrap.dedent(SAVER), str(path)], env=checkout_env(), stdout=subprocess.PIPE, text=True
-        )
-        try:
-            assert saver.stdout.readline() == "ready\n"
-            time.sleep(1.0 + 0.37 * attempt)  # some saves done, one under way
-        finally:
-            saver.send_signal(signal.SIGKILL)
-            saver.wait(30)
-            saver.stdout.close()
-        if path.exists():
-            try:
-                mcp_nb.diff(str(path), str(path))
-            except SurfaceError as err:
-                broken.append(str(err))
-    assert path.exists() and not broken, broken
+    saver = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(SAVER), str(path), at],
+        env=checkout_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        said = saver.stdout.readline()
+    finally:
+        saver.send_signal(signal.SIGKILL)
+        saver.wait(30)
+        saver.stdout.close()
+        saver.stdin.close()
+    assert said == "stopped\n", said
+    whole = mcp_nb.diff(str(path), str(path))  # read as a snapshot: a torn file is a SurfaceError
+    assert whole is not None
+    assert {p.name for p in tmp_path.iterdir() if not p.name.startswith(".")} == {"surface.json"}
 
 
 # -- what is no file ------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ job.lines()                                      # waits for it, then its output
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -48,10 +49,14 @@ class PytestRun:
 
 
 def pytest_run(folder: Path, *test_files: str, timeout: float = 120) -> PytestRun:
-    """Run pytest on `test_files` in `folder`, as `python -m pytest -v FILES` in a terminal would, with a JUnit report
-    from which each test's verdict and recorded properties (`record_property`) are read."""
+    """Run pytest on `test_files` in `folder`, as `python -m pytest -v FILES` in a terminal would (with anyio's
+    and mcp_nb's plugins, not every plugin installed), with a JUnit report from which each test's
+    verdict and recorded properties (`record_property`) are read."""
     report = Path(folder) / "report.xml"
     report.unlink(missing_ok=True)
+    # Only the plugins the lesson's tests use, as a course's environment has them: an environment
+    # with many more installed (a developer's, the course's own CI) would load each in every run.
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     done = subprocess.run(
         [
             sys.executable,
@@ -61,6 +66,10 @@ def pytest_run(folder: Path, *test_files: str, timeout: float = 120) -> PytestRu
             "--no-header",
             "--color=no",
             "-p",
+            "anyio",
+            "-p",
+            "mcp_nb_pytest",
+            "-p",
             "no:cacheprovider",
             "-o",
             "junit_family=xunit1",
@@ -68,6 +77,7 @@ def pytest_run(folder: Path, *test_files: str, timeout: float = 120) -> PytestRu
             *test_files,
         ],
         cwd=folder,
+        env=env,
         capture_output=True,
         text=True,
         timeout=timeout,

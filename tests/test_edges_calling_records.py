@@ -124,11 +124,11 @@ def test_a_call_recorded_while_a_slow_history_listener_holds_the_loop_is_recorde
     mcp_nb.history().subscribe(slow_listener)
     try:
         if face == "call":
-            outcome = mcp_nb.call("quick", {"x": 21}, timeout=0.2, progress=False)
+            outcome = mcp_nb.call("quick", {"x": 21}, timeout=1.0, progress=False)
         else:
             import asyncio
 
-            outcome = asyncio.run(mcp_nb.acall("quick", {"x": 21}, timeout=0.2))
+            outcome = asyncio.run(mcp_nb.acall("quick", {"x": 21}, timeout=1.0))
     finally:
         release.set()
         mcp_nb.history().unsubscribe(slow_listener)

@@ -269,6 +269,11 @@ def _decode(
             out[name] = np.full(rows, -1, dtype=kind)
     if fates and "server_fate" in present:
         _apply_fates(out, fates, vocab["session"])
+    # A column taken from a mapped part without a copy is read-only: a frame made of it could not
+    # be written to (`frame.loc[0, "duration_ms"] = 0`), as a frame of the history in memory can.
+    for name, values in out.items():
+        if isinstance(values, np.ndarray) and not values.flags.writeable:
+            out[name] = values.copy()
     return Coded(out, vocab)
 
 

@@ -103,6 +103,12 @@ def _write_atomically(folder: Path, name: str, write: Callable[[BinaryIO], objec
         raise
 
 
+def write_json(folder: Path, name: str, data: bytes) -> None:
+    """Write a small file of the folder's own (an episode's JSON) whole or not at all, 0600, as a
+    fresh part is written: not forced to the disk."""
+    _write_atomically(folder, name, lambda f: f.write(data), durable=False)
+
+
 def write_part(folder: Path, name: str, part: pa.Table, merged: bool = False, between: Callable[[], None] = lambda: None) -> None:
     """Write a part, an Arrow IPC file. A fresh one is small and soon merged: written as it is,
     uncompressed, and not forced to the disk (a process killed loses nothing the system was handed;

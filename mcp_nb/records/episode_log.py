@@ -50,11 +50,15 @@ class EpisodeLog:
         self._kept: dict[int, tuple[Any, ...]] = {}
         self._lock = threading.Lock()
 
-    def record(self, episode: Any) -> None:
-        """Keep `episode` (anything with `id` and `kept()`), unless one of its id is kept already."""
-        kept = episode.kept()
+    def record(self, episode: Any) -> tuple[Any, ...] | None:
+        """Keep `episode` (anything with `id` and `kept()`), unless one of its id is kept already;
+        what was kept, or None when it was kept before."""
+        kept: tuple[Any, ...] = episode.kept()
         with self._lock:
-            self._kept.setdefault(episode.id, kept)
+            if episode.id in self._kept:
+                return None
+            self._kept[episode.id] = kept
+        return kept
 
     def rows(self) -> list[dict[str, Any]]:
         with self._lock:

@@ -33,7 +33,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from mcp_nb import libraries as lib
 from mcp_nb.config import DEFAULT_WINDOW, check_window, settings
-from mcp_nb.history_file import HistoryFileError, check_readable, check_writable, shown
+from mcp_nb.history_file import SESSION, HistoryFileError, check_readable, check_writable, shown
 from mcp_nb.mistakes import BadValue
 from mcp_nb.records.cases import CallsLeftOut, Case, LeftOut, from_frame, save
 from mcp_nb.records.episode_log import EpisodeLog
@@ -139,6 +139,14 @@ def _file() -> tuple[ModuleType, ModuleType]:
     from mcp_nb.records import reading, writer  # numpy and pyarrow: loaded with the first history file
 
     return reading, writer
+
+
+def _episode_file() -> ModuleType:
+    """records/episode_file.py, which writes a history file's episodes and reads them back: with the
+    file's other modules, as they come."""
+    from mcp_nb.records import episode_file  # pyarrow: loaded with the first history file
+
+    return episode_file
 
 
 class History:
@@ -302,6 +310,13 @@ class History:
             if fate is not None and fate[0] != "running" and fate == fate_of(store.timeouts[seq]):
                 del store.timeouts[seq]
 
+    def _say_once(self, what: str, text: str) -> None:
+        """Say `text` in one line, a HistoryFileWarning, the first time only that `what` happens."""
+        if what in self._said:
+            return
+        self._said.add(what)
+        warnings.warn(text, HistoryFileWarning, stacklevel=3)
+
     def _report(self, problems: list[str], stacklevel: int = 2) -> None:
         """Say, once each, in one line, which parts of the file were left out, and why."""
         fresh = list(dict.fromkeys(p for p in problems if p.split(" ", 1)[0] not in self._said))
@@ -378,8 +393,19 @@ class History:
 
     def record_episode(self, episode: Any) -> None:
         """Keep an episode of a model in the loop as it ends (anything with `id` and `kept()`, as
-        `mcp_nb.Episode` has), once: its calls are recorded as they are made."""
-        self.episode_log.record(episode)
+        `mcp_nb.Episode` has), once: its calls are recorded as they are made. With a history file,
+        the episode is written there too (records/episode_file.py)."""
+        kept = self.episode_log.record(episode)
+        writer = self._writer
+        if kept is None or writer is None or writer.failed is not None:
+            return
+        try:
+            _episode_file().write(writer.folder, writer.session, kept, writer.scrub)
+        except OSError as err:  # the episode stays in memory; the file's calls go on being written
+            self._say_once(
+                "episode not written",
+                f"episode {kept[0]} was not written to {shown(writer.folder)}: {err.strerror or err}; it is kept in memory",
+            )
 
     def subscribe(self, listener: Callable[[Outcome | None], object]) -> None:
         """Call `listener(outcome)` after every recorded call, and `listener(None)` after `clear()`.
@@ -499,8 +525,16 @@ class History:
         model, turns, calls, failures by outcome, what the model did after each failure (`recovered`,
         `repeated`, `retried`, `switched`, `gave_up`, `cut_short`), how it ended (`stop`), its
         duration and the tokens its model reported. Its calls are the rows of `to_frame()` with its
-        `episode` number."""
-        return episodes_frame(self.episode_log.rows())
+        `episode` number. A history read back from a file (`History.open`) has every session's."""
+        if self._opened is None:
+            return episodes_frame(dict(row, session=SESSION) for row in self.episode_log.rows())
+        problems: list[str] = []
+        rows = _episode_file().read(self._opened, problems)
+        if problems:
+            self._say_once(
+                "episodes left out", f"{shown(self._opened)}: {len(problems)} episode file(s) left out: {'; '.join(problems[:3])}"
+            )
+        return episodes_frame(rows)
 
     def summary(self, by: str | None = None) -> pd.DataFrame:
         """Calls per target and name × outcome, with totals. `by="session"`: the sessions side by

@@ -35,6 +35,7 @@ FAILURES = {"tool_error": "tool_errors", "protocol_error": "protocol_errors", "t
 STOPS = ("answered", "out_of_turns", "model_failed", "budget", "host_stopped", "cancelled")
 EPISODE_COLUMNS = (
     "episode",
+    "session",  # the kernel's start, as a call's: a history file holds every session's episodes
     "evaluation",
     "task_id",
     "task",

@@ -10,7 +10,7 @@ again when read, which is what `records/recovery.py` reads.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Protocol
 
 # An episode's values in their order (`Episode.kept`), its steps' last; a step's in theirs.
 KEPT_FIELDS = (
@@ -36,6 +36,15 @@ KEPT_FIELDS = (
 STEP_FIELDS = ("turn", "index", "call_id", "name", "arguments", "outcome", "cause", "told", "told_error", "rule")
 
 
+class Ended(Protocol):
+    """An episode as the history keeps it when it ends (`mcp_nb.Episode`): its id, its values."""
+
+    @property
+    def id(self) -> int: ...
+
+    def kept(self) -> tuple[Any, ...]: ...
+
+
 def row_of(kept: tuple[Any, ...]) -> dict[str, Any]:
     """An episode kept as a tuple, as a row: a dict of KEPT_FIELDS, its steps dicts of STEP_FIELDS."""
     row = dict(zip(KEPT_FIELDS, kept))
@@ -50,10 +59,10 @@ class EpisodeLog:
         self._kept: dict[int, tuple[Any, ...]] = {}
         self._lock = threading.Lock()
 
-    def record(self, episode: Any) -> tuple[Any, ...] | None:
+    def record(self, episode: Ended) -> tuple[Any, ...] | None:
         """Keep `episode` (anything with `id` and `kept()`), unless one of its id is kept already;
         what was kept, or None when it was kept before."""
-        kept: tuple[Any, ...] = episode.kept()
+        kept = episode.kept()
         with self._lock:
             if episode.id in self._kept:
                 return None

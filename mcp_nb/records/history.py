@@ -36,7 +36,7 @@ from mcp_nb.config import DEFAULT_WINDOW, check_window, settings
 from mcp_nb.history_file import SESSION, HistoryFileError, check_readable, check_writable, shown
 from mcp_nb.mistakes import BadValue
 from mcp_nb.records.cases import CallsLeftOut, Case, LeftOut, from_frame, save
-from mcp_nb.records.episode_log import EpisodeLog
+from mcp_nb.records.episode_log import Ended, EpisodeLog
 from mcp_nb.records.frame import Coded, build, collector_paused, fate_of, join, overlay
 from mcp_nb.records.listeners import Listeners
 from mcp_nb.records.outcome import Outcome, Printer, progress_frame
@@ -391,7 +391,7 @@ class History:
         if self._listeners:
             self._listeners(o)  # one that fails is logged: a broken view never loses a call or breaks the loop
 
-    def record_episode(self, episode: Any) -> None:
+    def record_episode(self, episode: Ended) -> None:
         """Keep an episode of a model in the loop as it ends (anything with `id` and `kept()`, as
         `mcp_nb.Episode` has), once: its calls are recorded as they are made. With a history file,
         the episode is written there too (records/episode_file.py)."""

@@ -35,6 +35,21 @@ KERNEL = "kernel"  # the name of the kernel's own server among the connections: 
 # A URL may carry a secret: a password (or a token in place of a user), or a query parameter
 # named like one. Shown or saved anywhere, the URL has them replaced; only the connection keeps them.
 SECRET_NAME = re.compile(r"token|key|secret|pass|pwd|auth|sig|credential|session|code", re.I)
+# Variables a shell or a desktop sets whose names look like a secret's and whose values are none:
+# the working directories (a "pwd"), the agents' sockets, X's cookie file's path, a desktop
+# session's bus and kind. A server given the user's environment would otherwise have every path
+# under the working directory written *** in each log record and history file.
+NOT_SECRET_ENV = frozenset(
+    {"PWD", "OLDPWD", "SSH_AUTH_SOCK", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS", "PYTHONDONTWRITEBYTECODE"}
+)
+NOT_SECRET_ENV_PREFIXES = ("XDG_SESSION_",)
+
+
+def secret_env_name(name: str) -> bool:
+    """Whether an environment variable's value is taken for a secret, by its name."""
+    return SECRET_NAME.search(name) is not None and name not in NOT_SECRET_ENV and not name.startswith(NOT_SECRET_ENV_PREFIXES)
+
+
 # An HTTP header's name is a "token" (RFC 9110, 5.1): what httpx would refuse when it sends.
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
@@ -160,7 +175,7 @@ class ServerSpec:
             ]  # "Bearer TOKEN": the token alone too
             oauth = self.oauth
             return values + url_secrets(self.url) + (oauth.secret_values() if oauth is not None else [])
-        return [value for key, value in self.env.items() if value and SECRET_NAME.search(key)]
+        return [value for key, value in self.env.items() if value and secret_env_name(key)]
 
 
 def check_server_name(name: object) -> None:

@@ -14,6 +14,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
 import mcp_nb
 from mcp_nb import sdk_compat
+from mcp_nb.records.trace import EXCEPTIONS
 
 
 def test_the_installed_sdk_has_everything_where_mcp_nb_looks():
@@ -111,10 +112,10 @@ def test_the_result_and_exception_texts_are_the_sdks(bare):
     records, answer = provoke(bare, "call_tool", "nope", {})
     assert answer.content[0].text == sdk_compat.UNKNOWN_TOOL.format(name="nope"), "sdk_compat.UNKNOWN_TOOL moved"
     records, _ = provoke(bare, "get_prompt", "nope", {})
-    chain = [str(e) for r in records if r.exc_info for e in _chain(r.exc_info[1])]
+    chain = exception_texts(records)
     assert any(t.startswith(sdk_compat.UNKNOWN_PROMPT) for t in chain), f"sdk_compat.UNKNOWN_PROMPT moved: {chain}"
     records, _ = provoke(bare, "get_prompt", "needs", {})
-    chain = [str(e) for r in records if r.exc_info for e in _chain(r.exc_info[1])]
+    chain = exception_texts(records)
     assert any(t.startswith(sdk_compat.MISSING_ARGUMENTS) for t in chain), f"sdk_compat.MISSING_ARGUMENTS moved: {chain}"
 
 
@@ -135,6 +136,17 @@ def test_the_in_process_timeout_message_is_the_sdks():
 
     expected = sdk_compat.TIMED_OUT.format(seconds=0.05, method="tools/call")
     assert asyncio.run(go()) == expected, "sdk_compat.TIMED_OUT moved"
+
+
+def exception_texts(records) -> list[str]:
+    """The texts of the exceptions the records carry. A record whose traceback held a value some
+    engine of this process names a secret carries them scrubbed instead (registering/log_secrets.py)."""
+    texts = []
+    for r in records:
+        if r.exc_info:
+            texts += [str(e) for e in _chain(r.exc_info[1])]
+        texts += [text for _, text in getattr(r, EXCEPTIONS, ())]
+    return texts
 
 
 def _chain(exc):

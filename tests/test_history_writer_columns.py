@@ -98,3 +98,28 @@ def test_a_writer_behind_takes_parts_of_the_history_s_columns_and_builds_the_res
     for column in COMPARED:
         assert back[column].tolist() == memory[column].tolist(), column
     history.close()
+
+
+@pytest.mark.timeout(120)
+def test_calls_a_few_a_second_leave_the_store_chunks_of_many_calls(tmp_path, monkeypatch):
+    """Calls that come slowly: each batch falls due on the writer's clock with a call or two in it.
+    The history makes columns for the writer only of a batch of SHARED calls or more (a chunk per
+    call or two would cost memory and every frame a concatenation); the writer builds the others,
+    and every call is written once. The store's chunk sizes are looked at directly: nothing public
+    shows them."""
+    from mcp_nb.records.history import SHARED
+
+    monkeypatch.setattr(writer, "LATENCY_S", 0.001)  # every call falls due, as calls a few a second do
+    history = History()
+    history.keep(tmp_path / "calls", window=100_000)
+    made = 3 * SHARED
+    for i in range(made):
+        history.record(outcome(i))
+        time.sleep(0.002)
+    sizes = list(history._store.sizes)
+    assert sizes and min(sizes) >= SHARED, sizes[:20]
+    assert history.sync(60)
+    back = History.open(tmp_path / "calls").to_frame(columns=["call_id", "content"])
+    assert back["call_id"].tolist() == list(range(made))
+    assert back["content"].tolist() == [str(i) for i in range(made)]
+    history.close()

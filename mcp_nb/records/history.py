@@ -95,6 +95,10 @@ COLUMNS = (
 )
 
 WINDOW = DEFAULT_WINDOW  # calls a history with a file keeps in memory, unless told otherwise
+# The fewest pending calls turned into columns as the writer's batch falls due (records/writer.py,
+# `built`): calls a few a second, each batch due on the writer's clock, would otherwise leave the
+# store a chunk per call or two, which costs memory and every frame a concatenation.
+SHARED = CHUNK // 4
 # What the history's views (`views/tables.py`) read of every call, besides the texts of the latest.
 _SHORT = ["call_id", "attempt", "server", "target", "name", "outcome", "cause", "code", "duration_ms", "via", "client", "session"]
 
@@ -263,7 +267,6 @@ class History:
             if writer is None:
                 return True
             self._hand_unsent(writer)
-            self._flush(writer)  # the writer takes the last calls as columns too
             upto = self._store.recorded
         done = writer.flush(upto, timeout)
         with self._lock:
@@ -371,7 +374,7 @@ class History:
                 elif writer.room():
                     self._hand_unsent(writer)
                 due = writer.falls_due()
-            if due or len(store.pending) >= CHUNK:
+            if len(store.pending) >= (SHARED if due else CHUNK):
                 self._flush(writer)
         if writer is not None:  # outside the lock: it may lend the writer the GIL
             writer.recorded(due)
@@ -380,9 +383,9 @@ class History:
 
     def _flush(self, writer: Writer | None) -> None:
         """Turn the pending rows into columns (the caller holds the lock). With a file, also as the
-        writer's batch falls due: the writer takes the columns of its batch as the store made them,
-        not building them a second time on its thread (the rows stay queued: it builds any it takes
-        before the store made them)."""
+        writer's batch of SHARED calls or more falls due: the writer takes the columns of its batch
+        as the store made them, not building them a second time on its thread (the rows stay queued:
+        it builds any it takes before the store made them, and a small batch's)."""
         store = self._store
         first = store.rows
         chunk = store.flush()

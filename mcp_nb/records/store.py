@@ -306,12 +306,13 @@ class Store:
 
     def drop_before(self, seq: int, window: int, kept_from: int) -> None:
         """Forget the oldest chunks that end at or before `seq` (written to a file, or cleared without
-        one) and either end at or before `kept_from` (cleared) or leave `window` rows in memory."""
+        one) and either end at or before `kept_from` (cleared) or leave `window` rows in memory, the
+        pending ones counted."""
         sizes = self.sizes
         while (
             sizes
             and self.dropped + sizes[0] <= seq
-            and (self.dropped + sizes[0] <= kept_from or self.rows - self.dropped - sizes[0] >= window)
+            and (self.dropped + sizes[0] <= kept_from or self.recorded - self.dropped - sizes[0] >= window)
         ):
             self.drop_oldest()
 

@@ -95,6 +95,10 @@ COLUMNS = (
 )
 
 WINDOW = DEFAULT_WINDOW  # calls a history with a file keeps in memory, unless told otherwise
+# The fewest pending calls turned into columns as the writer's batch falls due (records/writer.py,
+# `built`): calls a few a second, each batch due on the writer's clock, would otherwise leave the
+# store a chunk per call or two, which costs memory and every frame a concatenation.
+SHARED = CHUNK // 4
 # What the history's views (`views/tables.py`) read of every call, besides the texts of the latest.
 _SHORT = ["call_id", "attempt", "server", "target", "name", "outcome", "cause", "code", "duration_ms", "via", "client", "session"]
 
@@ -253,7 +257,8 @@ class History:
             self._writer, self._unsent = writer, None
             self._streams.add(writer.stream)
             self._on_disk.append(_Segment(folder, start, start))
-        writer.recorded()
+            due = writer.falls_due()
+        writer.recorded(due)
 
     def close(self) -> None:
         """Write what is left to the history file and stop writing to it (calls are recorded in memory
@@ -376,20 +381,33 @@ class History:
             store = self._store
             row = store.add(o)
             writer = self._writer
+            due = False
             if writer is not None:  # handed over as recorded: one append to its queue
                 if self._unsent is None:
                     if not writer.put(row, o if o.outcome == "timeout" else None):
                         self._unsent = store.recorded - 1
                 elif writer.room():
                     self._hand_unsent(writer)
-            if len(store.pending) >= CHUNK:
-                store.flush()
-                if writer is not None:
-                    self._let_go(writer)
+                due = writer.falls_due()
+            if len(store.pending) >= (SHARED if due else CHUNK):
+                self._flush(writer)
         if writer is not None:  # outside the lock: it may lend the writer the GIL
-            writer.recorded()
+            writer.recorded(due)
         if self._listeners:
             self._listeners(o)  # one that fails is logged: a broken view never loses a call or breaks the loop
+
+    def _flush(self, writer: Writer | None) -> None:
+        """Turn the pending rows into columns (the caller holds the lock). With a file, also as the
+        writer's batch of SHARED calls or more falls due: the writer takes the columns of its batch
+        as the store made them, not building them a second time on its thread (the rows stay queued:
+        it builds any it takes before the store made them, and a small batch's)."""
+        store = self._store
+        first = store.rows
+        chunk = store.flush()
+        if writer is not None:
+            if chunk is not None:
+                writer.built(first, chunk)
+            self._let_go(writer)
 
     def record_episode(self, episode: Ended) -> None:
         """Keep an episode of a model in the loop as it ends (anything with `id` and `kept()`, as

@@ -227,15 +227,17 @@ class Store:
         self.pending.append(row)
         return row
 
-    def flush(self) -> None:
-        """Turn the pending rows into a chunk of columns."""
+    def flush(self) -> dict[str, np.ndarray] | None:
+        """Turn the pending rows into a chunk of columns; returns the chunk (None: no row was pending)."""
         rows, self.pending = self.pending, []
         if not rows:
-            return
-        for name, values in columns_of(rows).items():
+            return None
+        chunk = columns_of(rows)
+        for name, values in chunk.items():
             self.chunks[name].append(values)
         self.sizes.append(len(rows))
         self.rows += len(rows)
+        return chunk
 
     def tail(self, start: int, most: int | None = None, fresh: bool = False) -> dict[str, np.ndarray]:
         """Every column from row `start` on (rows in the chunks, still in memory), at most `most` rows,
@@ -304,12 +306,13 @@ class Store:
 
     def drop_before(self, seq: int, window: int, kept_from: int) -> None:
         """Forget the oldest chunks that end at or before `seq` (written to a file, or cleared without
-        one) and either end at or before `kept_from` (cleared) or leave `window` rows in memory."""
+        one) and either end at or before `kept_from` (cleared) or leave `window` rows in memory, the
+        pending ones counted."""
         sizes = self.sizes
         while (
             sizes
             and self.dropped + sizes[0] <= seq
-            and (self.dropped + sizes[0] <= kept_from or self.rows - self.dropped - sizes[0] >= window)
+            and (self.dropped + sizes[0] <= kept_from or self.recorded - self.dropped - sizes[0] >= window)
         ):
             self.drop_oldest()
 

@@ -4,7 +4,9 @@ The history hands each call over as it records it: the row its store keeps (the 
 nothing copied) goes into this writer's queue, with a timed-out call's Outcome (its server side
 may still end, and its fate is written again when it does). The thread takes what is queued a
 batch at a time, encodes it (records/encoding.py), writes it as a part, an Arrow IPC file, and
-merges parts as they accumulate (records/disk.py). How far it has written is a number it
+merges parts as they accumulate (records/disk.py). As a batch falls due, the history turns its
+pending rows into the store's columns and hands them over too (`built`): the thread encodes
+those rather than build them a second time (those of rows it takes before, it builds). How far it has written is a number it
 publishes (`written`), which the history reads to let its oldest calls leave memory. The writer
 knows nothing of the History: it is given rows and the vocabularies their codes name, and it
 never calls back.
@@ -84,6 +86,7 @@ KEPT_ROWS = 16_384  # the tables of parts this small (a write's, a first merge's
 LEND_S = 0.0005  # the GIL lent to the writer's thread to wake: it needs a few steps to start its clock
 LEND_MOST_S = 0.02  # the longest a lend for a batch lasts (it ends sooner when the writer is done: the docstring)
 GRACE = 32  # calls recorded after a batch fell due before the GIL is lent (within the crash bound: 960 + 32 < 1,024)
+BUILT_MOST = 4  # the store's latest chunks held for the rows queued (older ones cover calls taken long ago)
 CLOSE_LIMIT_S = 30.0  # the longest `close()` waits for the last write (a disk that hangs)
 
 log = logging.getLogger(__name__)
@@ -154,6 +157,7 @@ class Writer:
         self._idle = True  # the thread sleeps until a call comes
         self._since: float | None = None  # when the first call of the batch being filled was handed over
         self._due_at = start + WRITE_AT  # the batch being filled falls due when this seq is handed over
+        self._built: deque[tuple[int, dict[str, np.ndarray]]] = deque(maxlen=BUILT_MOST)  # (first seq, columns) the store made
         self._lend_at: int | None = None  # once a batch fell due, until it is written: the seq at which the GIL is lent next
         self._gap = GRACE  # calls between two lends: doubled while the writer does not move
         self._moved = (start, start)  # (taken, written) when the GIL was last lent
@@ -193,25 +197,45 @@ class Writer:
         self._queue.append(item)
         self.received += item.size
 
+    def built(self, first: int, columns: dict[str, np.ndarray]) -> None:
+        """The columns the store made of the calls from seq `first` on: the thread takes these for the
+        rows it was queued, rather than build them again. Only the latest few are held, and none once
+        writing stopped."""
+        if self.failed is None:
+            self._built.append((first, columns))
+
     def room(self) -> bool:
         """Whether calls `put` refused may be handed over now."""
         return self.failed is None and self.received - self.taken < QUEUE_MOST // 2
 
-    def recorded(self) -> None:
-        """Told by the thread that recorded a call, after `put`, outside the history's lock: wake the
-        writer's thread when it must run, and lend it the GIL then (the module's docstring)."""
-        if self.failed is not None:
-            return
-        received, lend, since = self.received, 0.0, self._since
+    def falls_due(self) -> bool:
+        """Told by the thread that recorded a call, after `put`, under the history's lock: whether the
+        batch being filled falls due with it. The history then turns its pending rows into columns and
+        hands them over (`built`), before `recorded(True)` wakes the thread to write them."""
+        if self.failed is not None or self._lend_at is not None:
+            return False
+        received, since = self.received, self._since
         if since is None:  # the first call of a batch (the writer's thread sets it back to None as it takes one)
             self._since = since = time.monotonic()
-        if self._lend_at is None:
-            if received >= self._due_at or time.monotonic() - since >= LATENCY_S:
-                self._gap, self._lend_at = GRACE, received + GRACE
-                self._rested.clear()
-                self._due.set()
-                lend = self._lend_s  # at once: the writer then encodes alone, not in a tug of war for the GIL
-        elif received >= self._lend_at:  # due, and not written yet: lend, again GRACE calls later while it moves
+        if received < self._due_at and time.monotonic() - since < LATENCY_S:
+            return False
+        self._gap, self._lend_at = GRACE, received + GRACE
+        self._rested.clear()
+        return True
+
+    def recorded(self, due: bool | None = None) -> None:
+        """Told by the thread that recorded a call, after `put`, outside the history's lock, with what
+        `falls_due` said (asked here when not given): wake the writer's thread when it must run, and
+        lend it the GIL then (the module's docstring)."""
+        if self.failed is not None:
+            return
+        if due is None:
+            due = self.falls_due()
+        received, lend, lend_at = self.received, 0.0, self._lend_at
+        if due:
+            self._due.set()
+            lend = self._lend_s  # at once: the writer then encodes alone, not in a tug of war for the GIL
+        elif lend_at is not None and received >= lend_at:  # due, not written yet: lend, again GRACE calls later while it moves
             moved = (self.taken, self.written)
             self._gap = GRACE if moved != self._moved else 2 * self._gap  # held, or a disk that hangs: ever more rarely
             self._moved, self._lend_at = moved, received + self._gap
@@ -304,6 +328,7 @@ class Writer:
                 self.cpu_s += time.thread_time() - began
             self._rested.set()
             if stopping and (not self._queue or self.failed is not None):
+                self._built.clear()
                 _writing.discard(self)
                 with self._progress:
                     self._progress.notify_all()
@@ -329,6 +354,7 @@ class Writer:
         """The queued calls (at most about WRITE_MOST), as columns; their first seq; their timed-out Outcomes."""
         queue, rows, parts = self._queue, [], []
         first, room = self.taken, WRITE_MOST
+        at = first  # the seq of the first of `rows`
         while queue and room > 0:
             item = queue.popleft()
             if type(item) is tuple:
@@ -336,15 +362,17 @@ class Writer:
                 room -= 1
                 continue
             if rows:
-                parts.append(columns_of(rows))
+                parts += self._columns_of(rows, at)
+                at += len(rows)
                 rows = []
             if item.size > room:  # the rest waits for the next part
                 queue.appendleft(Columns({name: values[room:] for name, values in item.columns.items()}))
                 item = Columns({name: values[:room] for name, values in item.columns.items()})
             parts.append(item.columns)
             room -= item.size
+            at += item.size
         if rows:
-            parts.append(columns_of(rows))
+            parts += self._columns_of(rows, at)
         columns = parts[0] if len(parts) == 1 else {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
         n = len(columns["call_id"])
         while self._timed_out and self._timed_out[0][0] < first + n:
@@ -355,6 +383,29 @@ class Writer:
             self._since = time.monotonic() if queue else None
             self._progress.notify_all()
         return columns, first, {seq - first: o for seq, o in self._watched.items() if first <= seq < first + n}
+
+    def _columns_of(self, rows: list[tuple[Any, ...]], seq: int) -> list[dict[str, np.ndarray]]:
+        """`rows`, the calls from `seq` on, as columns: slices of the store's chunks where it made
+        them already (`built`), the others made here. In order, one dict of columns per stretch."""
+        end, parts = seq + len(rows), []
+        chunks = [(first, columns) for first, columns in list(self._built) if first + len(columns["call_id"]) > seq]
+        at = seq
+        for first, columns in chunks:
+            if first >= end:
+                break
+            if first > at:  # rows queued before the store made a chunk of them
+                parts.append(columns_of(rows[at - seq : first - seq]))
+                at = first
+            size = len(columns["call_id"])
+            stop = min(first + size, end)
+            if (at, stop) == (first, first + size):
+                parts.append(columns)
+            else:
+                parts.append({name: values[at - first : stop - first] for name, values in columns.items()})
+            at = stop
+        if at < end:
+            parts.append(columns_of(rows[at - seq :]))
+        return parts
 
     def _write_batch(self) -> int:
         """Take the queued calls and write them as a part; how many."""
@@ -468,6 +519,7 @@ class Writer:
         with self._progress:
             self.failed = why or "mcp_nb's own error (its traceback is on the mcp_nb logger)"
             self._queue.clear()  # the calls are in the history's memory: none lost
+            self._built.clear()
             self._progress.notify_all()
 
 

@@ -23,8 +23,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mcp_nb.records.disk import write_json
+from mcp_nb.history_file import HistoryFileError, open_regular
+from mcp_nb.records.disk import why, write_json
 from mcp_nb.records.episode_log import row_of
+from mcp_nb.records.json_text import ENCODE
 
 _NAME = re.compile(r"^(?P<session>[0-9A-Za-z-]+)\.episode\.(?P<id>\d{12})\.json$")
 KEY = "mcp_nb_episode"  # what an episode file says it is: {"mcp_nb_episode": 1, "session": ..., "kept": [...]}
@@ -34,20 +36,11 @@ def name_of(session: str, episode_id: int) -> str:
     return f"{session}.episode.{episode_id:012d}.json"
 
 
-def scrubbed(value: Any, scrub: Callable[[str], str]) -> Any:
-    """`value` with every text in it (nested in lists, tuples and dicts, keys too) through `scrub`."""
-    if isinstance(value, str):
-        return scrub(value)
-    if isinstance(value, dict):
-        return {scrubbed(k, scrub): scrubbed(v, scrub) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [scrubbed(v, scrub) for v in value]
-    return value
-
-
 def write(folder: Path, session: str, kept: tuple[Any, ...], scrub: Callable[[str], str]) -> None:
-    """Write an episode kept as a tuple (`Episode.kept`) to the history file at `folder`. Raises OSError."""
-    text = json.dumps({KEY: 1, "session": session, "kept": scrubbed(kept, scrub)}, default=str, ensure_ascii=False)
+    """Write an episode kept as a tuple (`Episode.kept`) to the history file at `folder`, its JSON
+    text scrubbed as a part's nested values are (the secrets are known in their JSON spelling too).
+    Raises OSError; a value JSON cannot carry is written as its text (`json_text.ENCODE`), never raised."""
+    text = scrub(ENCODE({KEY: 1, "session": session, "kept": kept}))
     write_json(folder, name_of(session, kept[0]), text.encode("utf-8"))
 
 
@@ -62,16 +55,15 @@ def read(folder: Path, problems: list[str]) -> list[dict[str, Any]]:
         problems.append(f"{folder.name} (its episodes cannot be listed: {err.strerror or err})")
         return []
     for name, session in named:
-        path = folder / name
         try:
-            if not path.is_file() or path.is_symlink():
-                raise ValueError("not a regular file")
-            saved = json.loads(path.read_bytes())
+            # as a part is opened: no link followed, no wait on a named pipe put in its place
+            with os.fdopen(open_regular(folder / name), "rb") as f:
+                saved = json.loads(f.read())
             if not isinstance(saved, dict) or saved.get(KEY) != 1 or not isinstance(saved.get("kept"), list):
                 raise ValueError("not an episode of mcp_nb's")
             row = row_of(tuple(saved["kept"]))
-        except (OSError, ValueError, TypeError, KeyError) as err:
-            problems.append(f"{name} ({getattr(err, 'strerror', None) or err})")
+        except (HistoryFileError, OSError, ValueError, TypeError, KeyError) as err:
+            problems.append(f"{name} ({why(err)})")
             continue
         row["session"] = session  # its name's: the file a session wrote
         rows.append(row)

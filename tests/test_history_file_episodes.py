@@ -15,7 +15,7 @@ import warnings
 import pandas as pd
 import pytest
 from helpers import checkout_env
-from mcp.server.mcpserver.exceptions import ToolError
+from test_history_episodes import crashing, helpful
 
 import mcp_nb
 from mcp_nb import StandIn, agent
@@ -23,21 +23,8 @@ from mcp_nb.records.history import History, HistoryFileWarning
 
 pytestmark = pytest.mark.timeout(120)
 
-BOOKS = {"Dune": "Frank Herbert", "Emma": "Jane Austen"}
 SECRET = "hunter2-not-for-disk"
 TASK = f"Who wrote 'Dun'? (the catalog is at https://shop:{SECRET}@books.example/api)"
-
-
-def helpful(title: str) -> str:
-    """Who wrote a book, by its exact title."""
-    if title not in BOOKS:
-        raise ToolError(f"No book titled {title!r}. Known titles: {', '.join(map(repr, BOOKS))}")
-    return BOOKS[title]
-
-
-def crashing(title: str) -> str:
-    """Who wrote a book, by its exact title."""
-    return BOOKS[title]
 
 
 def two_episodes():

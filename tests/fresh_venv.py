@@ -58,6 +58,17 @@ def tail(text: str, lines: int = 40) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
+def first_failure(text: str, lines: int = 60) -> str:
+    """A pytest run's first failure, from its header on, then the run's last lines: in a notebook
+    run by nbval the first failing cell is the cause, and the cells after it mostly fail because
+    of it, so the tail alone can hide the one that matters."""
+    found = text.find("= FAILURES =")
+    if found < 0:
+        return tail(text, lines)
+    first = "\n".join(text[found:].splitlines()[1 : lines + 1])
+    return f"{first}\n[…]\n{tail(text, 20)}"
+
+
 def environment(base: Path, venv: Path) -> dict:
     """The environment a fresh machine's user has, with `venv` active."""
     env = {key: value for key, value in os.environ.items() if key not in LEAKY}

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from fresh_venv import make, once, run, tail
+from fresh_venv import first_failure, make, once, run, tail
 
 from mcp_nb.commands.student import has_exercises, student_version
 
@@ -166,7 +166,7 @@ def test_notebook_runs_top_to_bottom_in_the_binder_environment_and_shows_what_it
     kept = binder_env["base"] / "ci" / "notebooks" / notebook.name
     assert kept.read_bytes() == notebook.read_bytes()
     done = nbval(kept, binder_env)
-    assert done.returncode == 0, f"{notebook.name} failed in the Binder environment:\n" + tail(done.stdout + done.stderr, 80)
+    assert done.returncode == 0, f"{notebook.name} failed in the Binder environment:\n" + first_failure(done.stdout + done.stderr)
 
 
 def test_binder_opens_the_student_versions(binder_env):

@@ -67,7 +67,9 @@ def test_a_kernel_killed_mid_sweep_loses_at_most_its_last_second(tmp_path, kind)
     manager, client = start()
     try:
         run(client, "%load_ext mcp_nb\n" + SWEEP.format(log=str(log), path=str(path), kind=kind))
-        client.execute("mcp_nb.sweep('work', [{'x': x} for x in range(2_000_000)], concurrency=8, progress=False)")
+        # Far more calls than run before the kill (a few thousand a second), and few enough that the
+        # sweep starts at once: it prepares every call before the first runs (9 us each).
+        client.execute("mcp_nb.sweep('work', [{'x': x} for x in range(200_000)], concurrency=8, progress=False)")
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:  # well into the sweep: thousands of calls, several parts written
             time.sleep(0.5)

@@ -11,7 +11,7 @@ all, as `History.to_frame()`).
 The calls are `bench_history.py`'s mix (distinct arguments, content and structured results for
 every call). Both stores get the same rows, coded once by a History's store (as the kernel's writer
 gets them): the JSON of nested values is made by the same encoder for both. The process killed
-records into a `History` with a file (the real writer: WRITE_AT calls or a quarter second), or, for
+records into a `History` with a file (the real writer: WRITE_AT calls or half a second), or, for
 SQLite, hands the same rows to a thread that appends them every quarter second.
 
 Usage: python benchmarks/bench_history_store.py [--records 1000000] [--kill-after 3]

@@ -17,10 +17,10 @@ does for a call is counted, the cycle collector and the SDK's server side includ
            (`History.sync()`); the history file issue's target, read against in-loop, is 1.05
 
 The history is cleared every 300 calls, as bench_calls.py's pairs clear it (not with a file: the
-calls must reach it). The writer writes on a clock (a batch at most a quarter of a second after its
+calls must reach it). The writer writes on a clock (a batch at most half a second after its
 first call) or when WRITE_AT calls wait; valgrind runs the process some tens of times slower, so on
 the clock its batches would be that many times smaller than at full speed (where a sweep of a
-trivial tool fills a batch in about that quarter second), and how many parts a run writes would
+trivial tool fills a batch of WRITE_AT calls in about a third of a second), and how many parts a run writes would
 depend on the machine's load: a first version stretched the clock by a measured slowdown, and the
 few-call run of one tool counted more instructions than the many-call run. So the child turns the
 clock off: a batch is written at WRITE_AT calls, and the rest at the end (`History.sync()`), and

@@ -72,7 +72,12 @@ if TYPE_CHECKING:
     from mcp_nb.records.outcome import Outcome
     from mcp_nb.records.store import Vocabularies
 
-LATENCY_S = 0.25  # the longest a queued call waits before the write that keeps it begins, while calls come
+# The longest a queued call waits before the write that keeps it begins, while calls come. Where
+# calls come slowly (a cell's, a few hundred a second) this clock, not WRITE_AT, makes each batch,
+# and a batch costs its thread several times the CPU it costs one kept busy: the thread slept
+# since the last one and runs cold. Half a second halves those batches and leaves the other half
+# of the crash bound's second for the write.
+LATENCY_S = 0.5
 QUIET_S = 0.5  # and when no call follows it (the writer's own clock)
 WRITE_AT = 960  # or as soon as this many calls wait (the crash bound is 1,024: a margin for the calls queued while it is written)
 # The most calls one part takes. A writer that fell behind catches up a part of this size at a time:

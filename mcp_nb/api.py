@@ -26,7 +26,7 @@ from mcp_nb.calling.mcpservers import ConfigError, read_config
 from mcp_nb.calling.retry import Retry
 from mcp_nb.calling.surface import take as take_snapshot
 from mcp_nb.calling.watching import Watch, check_uri
-from mcp_nb.config import check_timeout, settings
+from mcp_nb.config import connect_seconds, settings
 from mcp_nb.episodes import evaluate as evaluation
 from mcp_nb.episodes import saved as saved_evaluations
 from mcp_nb.mistakes import BadValue
@@ -556,7 +556,7 @@ def connect(
         sampling_tools=sampling_tools,
     )
     eng = engine()
-    return _authorized(eng, eng.connect(spec, timeout), settings.timeout if timeout is None else timeout)
+    return _authorized(eng, eng.connect(spec, timeout), connect_seconds(timeout))
 
 
 def _authorized(eng: Engine, connection, seconds: float):
@@ -576,7 +576,7 @@ def complete_auth(url: str, *, timeout: float | None = None):
         raise BadValue("complete_auth takes the address the browser landed on after approving, as text")
     eng = engine()
     connection = eng.hand_back(url)
-    return eng.authorized(connection, settings.timeout if timeout is None else check_timeout(timeout, "the connect timeout"))
+    return eng.authorized(connection, connect_seconds(timeout))
 
 
 def disconnect(name: str):
@@ -626,7 +626,7 @@ def connect_config(
             raise ConfigError(f"auth names {', '.join(map(repr, unknown))}, which the configuration does not connect")
         for name, given in auth.items():
             entries[name]["auth"] = given
-    seconds = settings.timeout if timeout is None else check_timeout(timeout, "the connect timeout")
+    seconds = connect_seconds(timeout)
     specs = []
     for name, entry in entries.items():
         try:

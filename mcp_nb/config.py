@@ -64,6 +64,29 @@ def _history_file_from_env(environ=os.environ) -> str | None:
 
 
 HISTORY_FILE_AT_START = _history_file_from_env()
+
+# How long a server has to start and answer `initialize`, where it differs from a request's
+# deadline: a server fetched by `npx -y` or `uvx` on its first run, one that loads a model, or any
+# server on a loaded CI machine takes longer to start than a call should take to answer. Read once,
+# at import, as the other two are; a value that is no positive number is said, and not used.
+CONNECT_TIMEOUT_ENV = "MCP_NB_CONNECT_TIMEOUT"
+
+
+def _connect_timeout_from_env(environ=os.environ) -> float | None:
+    value = environ.get(CONNECT_TIMEOUT_ENV, "").strip()
+    if not value:
+        return None
+    try:
+        try:
+            seconds = float(value)
+        except ValueError:
+            raise BadValue(f"{CONNECT_TIMEOUT_ENV} must be a positive number of seconds, got {value!r}") from None
+        return check_timeout(seconds, CONNECT_TIMEOUT_ENV)
+    except ValueError as err:
+        warnings.warn(f"{err}; connecting uses the timeout setting", RuntimeWarning, stacklevel=2)
+        return None
+
+
 DEFAULT_WINDOW = 100_000  # calls the kernel keeps in memory when it has a history file
 MIN_WINDOW = 1024
 
@@ -87,6 +110,9 @@ def check_timeout(value: object, what: str = "timeout") -> float:
     return seconds
 
 
+CONNECT_TIMEOUT_AT_START = _connect_timeout_from_env()
+
+
 class SetAgain(Any):
     """A trait whose observers hear every assignment, the value it already holds included: setting
     `history_file` to the path it names is how a history file whose writing failed is retried (the
@@ -105,6 +131,14 @@ class SharedTraits(HasTraits):
     timeout = Float(
         DEFAULT_TIMEOUT,
         help="Client-wide deadline of every request, in seconds (a call's own timeout overrides it).",
+    ).tag(config=True)
+    connect_timeout = Float(
+        CONNECT_TIMEOUT_AT_START,
+        allow_none=True,
+        help=(
+            "Seconds a server has to start and answer initialize when a connect gives no timeout. None: the "
+            f"timeout setting. Starts from the environment variable {CONNECT_TIMEOUT_ENV}."
+        ),
     ).tag(config=True)
     show_server_logs = Bool(
         False,
@@ -163,6 +197,15 @@ class SharedTraits(HasTraits):
         except ValueError as err:
             raise TraitError(str(err)) from None
 
+    @validate("connect_timeout")
+    def _valid_connect_timeout(self, proposal):
+        if proposal["value"] is None:
+            return None
+        try:
+            return check_timeout(proposal["value"], "connect_timeout")
+        except ValueError as err:
+            raise TraitError(str(err)) from None
+
     @validate("max_depth")
     def _valid_depth(self, proposal):
         value = proposal["value"]
@@ -200,6 +243,7 @@ settings = Settings()
 
 CONFIGURABLE = (
     "timeout",
+    "connect_timeout",
     "show_server_logs",
     "history_rows",
     "max_depth",
@@ -232,3 +276,11 @@ def configure(**values: object) -> dict[str, object]:
     for name, value in checked.items():
         setattr(settings, name, value)
     return {name: getattr(settings, name) for name in CONFIGURABLE}
+
+
+def connect_seconds(timeout: object = None) -> float:
+    """The seconds a connect may take: its own `timeout`, checked; else the `connect_timeout`
+    setting; else the `timeout` setting."""
+    if timeout is not None:
+        return check_timeout(timeout, "the connect timeout")
+    return settings.connect_timeout if settings.connect_timeout is not None else settings.timeout

@@ -1,8 +1,18 @@
+import os
+
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-import mcp_nb
-from mcp_nb.config import DEFAULT_TIMEOUT, DEFAULT_WINDOW, settings
+# The time a server has to start and answer `initialize` in the tests, and in the kernels and
+# processes they start (which read MCP_NB_CONNECT_TIMEOUT): the parallel pass keeps four workers
+# and their pip, kernels and browser busy on two cores, where a Python MCP server that starts in
+# a second on a quiet machine took over 30 s. No test is about this default; the tests of
+# connect timeouts give their own.
+TESTS_CONNECT_S = 180.0
+os.environ.setdefault("MCP_NB_CONNECT_TIMEOUT", f"{TESTS_CONNECT_S:g}")
+
+import mcp_nb  # noqa: E402 - after the environment it reads at import
+from mcp_nb.config import DEFAULT_TIMEOUT, DEFAULT_WINDOW, settings  # noqa: E402
 
 # Notebooks under tests/ are fixtures that tests run themselves (the conformance suite's tools,
 # the browser's pages): pytest is not to collect them, with nbval on or off.
@@ -120,6 +130,7 @@ def fresh():
     settings.history_window = DEFAULT_WINDOW
     mcp_nb.reset()
     settings.timeout = DEFAULT_TIMEOUT
+    settings.connect_timeout = TESTS_CONNECT_S
     settings.show_server_logs = False
     settings.stable_output = False  # whatever MCP_NB_STABLE_OUTPUT says where the tests run
     settings.elicit = None
@@ -128,6 +139,7 @@ def fresh():
     settings.history_window = DEFAULT_WINDOW
     mcp_nb.reset()
     settings.timeout = DEFAULT_TIMEOUT
+    settings.connect_timeout = TESTS_CONNECT_S
     settings.show_server_logs = False
     settings.stable_output = False  # whatever MCP_NB_STABLE_OUTPUT says where the tests run
     settings.elicit = None

@@ -263,7 +263,16 @@ def test_connecting_mistakes_are_one_line_errors_that_leave_connections_untouche
         (
             lambda: mcp_nb.connect("hang", [sys.executable, "-c", "import time; time.sleep(60)"], timeout=1),
             ConnectError,
-            "did not answer initialize within 1 s",
+            "did not answer initialize within 1 s; its process was still running, and it wrote nothing on stderr",
+        ),
+        (  # a server still starting (or stuck) says so: on a loaded machine, the reason in its own words
+            lambda: mcp_nb.connect(
+                "slow",
+                [sys.executable, "-c", "import sys, time; print('loading the model', file=sys.stderr); time.sleep(60)"],
+                timeout=1,
+            ),
+            ConnectError,
+            "within 1 s; its process was still running; its stderr ended with: loading the model",
         ),
         (lambda: mcp_nb.connect("kernel", bookshop_url), ValueError, "the kernel's own server"),
         (lambda: mcp_nb.connect("", bookshop_url), ValueError, "non-empty string"),
@@ -291,6 +300,42 @@ def test_a_server_that_never_answers_leaves_no_process():
         mcp_nb.connect("hang", [sys.executable, "-c", "import time; time.sleep(60)"], timeout=1)
     started = [p for p in set(os.listdir("/proc")) - before if p.isdigit()]
     assert wait_until(lambda: not any(alive(int(p)) and _is_sleeper(int(p)) for p in started))
+
+
+def test_a_server_slow_to_start_is_said_as_such_without_its_secrets_and_gets_the_connect_timeout(shell):
+    slow = "import os, sys, time; print('loading with', os.environ['MODEL_API_KEY'], file=sys.stderr, flush=True); time.sleep(60)"
+    with pytest.raises(ConnectError) as caught:
+        mcp_nb.connect("slow", [sys.executable, "-c", slow], env={"MODEL_API_KEY": "sk-live-123456789"}, timeout=1)
+    said = str(caught.value)
+    assert "did not answer initialize within 1 s; its process was still running; its stderr ended with: loading with" in said
+    assert "sk-live-123456789" not in said and "connect_timeout" in said
+    # The connect_timeout setting is what a connect without timeout= gets; the request deadline stays.
+    mcp_nb.configure(connect_timeout=1.5)
+    assert mcp_nb.settings.timeout == 30.0
+    with pytest.raises(ConnectError, match="within 1.5 s"):
+        mcp_nb.connect("slow", [sys.executable, "-c", "import time; time.sleep(60)"])
+    assert shell.run_cell("%config McpMagics.connect_timeout = 2").success and mcp_nb.settings.connect_timeout == 2
+    failed = shell.run_cell(f"%mcp_connect slow -- {sys.executable} -c 'import time; time.sleep(60)'")
+    assert "within 2 s" in str(failed.error_in_exec)
+    # None again: connecting follows the timeout setting, as before there was a setting of its own.
+    mcp_nb.configure(connect_timeout=None, timeout=1)
+    with pytest.raises(ConnectError, match="within 1 s"):
+        mcp_nb.connect("slow", [sys.executable, "-c", "import time; time.sleep(60)"])
+    for bad in (0, -1, "soon", float("nan")):
+        with pytest.raises(ValueError, match="connect_timeout"):
+            mcp_nb.configure(connect_timeout=bad)
+    assert mcp_nb.settings.connect_timeout is None and list(mcp_nb.engine().connections) == ["kernel"]
+
+
+@pytest.mark.parametrize("value, expected", [("90", 90.0), (" 2.5 ", 2.5), ("", None), ("0", None), ("later", None)])
+def test_the_connect_timeout_starts_from_its_environment_variable(value, expected):
+    code = "import mcp_nb; print(mcp_nb.settings.connect_timeout)"
+    env = {**os.environ, "MCP_NB_CONNECT_TIMEOUT": value}
+    done = subprocess.run([sys.executable, "-W", "default", "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(expected)
+    if expected is None and value:  # a value that is no positive number is said, in one line, and not used
+        assert "MCP_NB_CONNECT_TIMEOUT must be a positive number" in done.stderr and done.stderr.count("Warning") == 1
 
 
 def _is_sleeper(pid: int) -> bool:

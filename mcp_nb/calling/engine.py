@@ -28,7 +28,7 @@ from mcp_nb.calling.deadline import Deadlines
 from mcp_nb.calling.era import check_era
 from mcp_nb.calling.loop import BLOCKS_OWN_LOOP, LoopThread
 from mcp_nb.calling.retry import Retry, check_idempotent, policy
-from mcp_nb.config import check_timeout, settings
+from mcp_nb.config import check_timeout, connect_seconds, settings
 from mcp_nb.elicitation import Ask, check_elicit, is_secret
 from mcp_nb.mistakes import BadValue, Mistake
 from mcp_nb.records.history import History
@@ -259,7 +259,7 @@ class Engine:
         A connection already under that name is replaced once the new one is connected;
         if the new one fails, the old one stays as it was.
         """
-        seconds = settings.timeout if timeout is None else check_timeout(timeout, "the connect timeout")
+        seconds = connect_seconds(timeout)
         return self.open(self.checked(spec), seconds)
 
     def checked(self, spec: ServerSpec) -> RemoteConnection:
@@ -352,7 +352,7 @@ class Engine:
             era: Connection = KernelConnection(self.server, self.registry, mode=mode)
         else:
             era = self.checked(dataclasses.replace(base.spec, mode=mode))
-            self.loop.run(era.open(settings.timeout if timeout is None else check_timeout(timeout, "the connect timeout")))
+            self.loop.run(era.open(connect_seconds(timeout)))
             if era.state == "authorizing":
                 self.loop.run(era.close())
                 raise BadValue(

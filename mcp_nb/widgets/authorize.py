@@ -16,7 +16,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from mcp_nb.config import settings
+from mcp_nb.config import connect_seconds
 from mcp_nb.mistakes import Mistake
 from mcp_nb.views.theme import BORDER, ERROR, MUTED, SURFACE
 
@@ -81,7 +81,7 @@ class AuthorizationBox:
 
     def _wait(self, connection: Any) -> None:
         try:
-            self.engine.authorized(connection, settings.timeout)
+            self.engine.authorized(connection, connect_seconds())
         except Exception as err:  # noqa: BLE001 - said in the box; the connection is gone (ConnectError) or never came
             self._hand_over(self._done, str(err))
             return

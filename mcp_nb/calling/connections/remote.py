@@ -251,12 +251,15 @@ class RemoteConnection(Connection):
             await self._abandon()
             raise
         except TimeoutError:
+            waited_for_person = self._flow is not None and self.state == "authorizing"
+            seen = await self._seen_meanwhile()
             await self._abandon()
-            if self._flow is not None and self.state == "authorizing":
+            if waited_for_person:
+                assert self._flow is not None
                 raise ConnectError(
                     f"could not connect to {self.name!r}: nobody approved the authorization within {self._flow.oauth.timeout:g} s"
                 ) from None
-            raise ConnectError(f"server {self.name!r} did not answer initialize within {timeout:g} s") from None
+            raise ConnectError(f"server {self.name!r} did not answer initialize within {timeout:g} s{seen}") from None
         except (ConnectError, ValueError):
             await self._abandon()
             raise
@@ -267,13 +270,9 @@ class RemoteConnection(Connection):
         """Why opening failed, in one line without the connection's secrets (nothing is left open)."""
         # Not its traceback, nor the whole of what a peer sent (an 8 MB error page).
         log.debug("connecting to %r failed: %s", self.name, self.redacted(one_line(repr(err), 2000)))
-        with contextlib.suppress(Exception):
-            await self.heard_all()  # a server that exits at once says why on stderr, first
-        said = [entry.message for entry in self.logs if entry.source == "stderr" and entry.message.strip()]
+        said = await self._stderr_tail()
         await self._abandon()
-        why = reason(err)
-        if said:  # "unknown time zone", "not a git repository": the reason, in the server's words
-            why += "; its stderr ended with: " + " | ".join(one_line(line, 200) for line in said[-3:])
+        why = reason(err) + said
         refused = flow_failure(err)
         http = self._http
         if refused is not None:  # the SDK's OAuth flow gave up: its reason, not the 401 that started it
@@ -283,6 +282,26 @@ class RemoteConnection(Connection):
         if self._flow is not None:
             self._oauth_step(f"failed: {why}")
         return f"could not connect to {self.name!r} ({self.target_text()}): {self.redacted(why)}"
+
+    async def _stderr_tail(self) -> str:
+        """Where a stdio server wrote on stderr, "; its stderr ended with: " and its last lines: "unknown
+        time zone", "not a git repository", a traceback's last line are the reason, in the server's words."""
+        with contextlib.suppress(Exception):
+            await self.heard_all()  # a server that exits at once says why on stderr, first
+        said = [entry.message for entry in self.logs if entry.source == "stderr" and entry.message.strip()]
+        return "; its stderr ended with: " + " | ".join(one_line(line, 200) for line in said[-3:]) if said else ""
+
+    async def _seen_meanwhile(self) -> str:
+        """What a connect that ran out of time saw of a stdio server: whether its process still ran
+        (a server still starting on a loaded machine, or one that never answers) and what it said."""
+        if self._stdio is None or self._stdio.pid is None:
+            return ""
+        said = await self._stderr_tail()
+        if not self._stdio.running():
+            return self.redacted("; its process had exited" + said)
+        # A server that is only slow to start (fetched by npx or uvx, loading a model) needs more time.
+        hint = " (more time: timeout= on the connect, or the connect_timeout setting)"
+        return self.redacted("; its process was still running" + (said or ", and it wrote nothing on stderr") + hint)
 
     async def _abandon(self) -> None:
         self.state = "failed"

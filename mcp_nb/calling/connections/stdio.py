@@ -81,6 +81,7 @@ class StdioTransport:
         self.spec, self.owner = spec, owner
         self.pid: int | None = None  # the server's, once started
         self.stderr: StderrReader | None = None
+        self._process: ServerProcess | None = None
         self._streams: StdioStreams | None = None
 
     async def __aenter__(self) -> TransportStreams:
@@ -94,7 +95,7 @@ class StdioTransport:
             raise
         finally:
             os.close(write_end)  # the process has its own copy: end-of-file comes when it is gone
-        self.pid = process.pid
+        self.pid, self._process = process.pid, process
         self.stderr = StderrReader(owner, read_end)
         process.watch_exit(lambda: owner.lost("the server's process exited"))
         self._streams = StdioStreams(process, self._not_a_message)
@@ -111,6 +112,10 @@ class StdioTransport:
         if self._streams is not None:
             await self._streams.close()
         return None
+
+    def running(self) -> bool:
+        """Whether the server's process was started and has not exited."""
+        return self._process is not None and self._process.state() == "running"
 
     def heard_all(self) -> None:
         """File what the server's stderr holds now (it writes about a call before it answers)."""

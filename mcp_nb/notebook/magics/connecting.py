@@ -64,7 +64,11 @@ class ConnectingMagics(Magics):
         help="a stdio server's environment variable (repeat it for each)",
     )
     @argument("--cwd", metavar="DIR", help="the folder a stdio server starts in")
-    @argument("--timeout", metavar="S", help="seconds connecting may take (default: %%config McpMagics.timeout)")
+    @argument(
+        "--timeout",
+        metavar="S",
+        help="seconds the server has to start and answer (default: %%config McpMagics.connect_timeout, else McpMagics.timeout)",
+    )
     def mcp_connect(self, line: str):
         """Connect to an outside MCP server, over streamable HTTP or as a stdio process.
 

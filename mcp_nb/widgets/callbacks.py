@@ -17,8 +17,10 @@ from __future__ import annotations
 import asyncio
 import html
 import logging
+import math
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -130,16 +132,28 @@ class Guard:
         self.recover = recover
         self.closed = closed
         self.depth = 0
+        # When the kernel last heard the user change a field (time.monotonic()): a click that
+        # comes right behind it may have overtaken the field's next value (Panel.clicked_call).
+        self.last_edit = -math.inf
 
-    def __call__(self, what: str, fn: Callable[..., Any], user: bool = True) -> Callable[..., None]:
+    def __call__(
+        self, what: str, fn: Callable[..., Any], user: bool = True, edit: bool = True, heard: bool = False
+    ) -> Callable[..., None]:
         """`fn` as a callback: `what` says what it does ("choosing an entry") when it fails.
 
         `user`: it answers something the user did, so once it succeeds, an earlier
-        failure on screen is out of date.
+        failure on screen is out of date. `edit`: what the user did changed a value (typing,
+        choosing), not a click; when the kernel heard it is kept in `last_edit`. `heard`: `fn`
+        is given that time first (a click that waited for the kernel's thread knows it did).
+        The time is taken on the thread the message came in on: JupyterLab sends a widget's
+        messages to a subshell of the kernel where it has one, and to the main shell before.
         """
 
         def callback(*args: Any) -> None:
-            self.thread.hand_over(self.run, what, fn, args, user)
+            now = time.monotonic()
+            if user and edit:
+                self.last_edit = now
+            self.thread.hand_over(self.run, what, fn, (now, *args) if heard else args, user)
 
         callback.__name__ = getattr(fn, "__name__", "callback")
         return callback

@@ -53,6 +53,8 @@ def lab(tmp_path_factory):
     served.mkdir()
     for demo in ("panel_demo.ipynb", "looks_demo.ipynb", "question_demo.ipynb"):
         shutil.copy(HERE / demo, served / demo)
+    # The same panel in a kernel of its own, for the test that keeps that kernel busy.
+    shutil.copy(HERE / "panel_demo.ipynb", served / "panel_busy.ipynb")
     shutil.copy(STORED, served / STORED.name)
     # question_demo.ipynb finds the pinned peers through tests/peers.py
     try:

@@ -27,8 +27,8 @@ from browser_pages import (
 )
 
 
-def open_and_run(page, lab) -> None:
-    open_notebook(page, lab, "panel_demo.ipynb")
+def open_and_run(page, lab, name: str = "panel_demo.ipynb") -> None:
+    open_notebook(page, lab, name)
     run_all(page)
     page.wait_for_selector(f"{PANEL} .mcp-nb-picker select", timeout=60_000)
 
@@ -48,6 +48,34 @@ def run_new_cell(page, code: str) -> None:
     page.keyboard.press("Enter")  # edit it
     page.keyboard.type(code)
     page.keyboard.press("Shift+Enter")
+
+
+def test_call_sends_what_the_form_shows_though_its_edits_queued_behind_a_busy_kernel(page, lab, artifacts):
+    """Typed while a cell runs, a field's changes can reach the kernel after the click on Call:
+    ipywidgets holds back a widget's next value while its last is unanswered (the timeout: "5"
+    goes, "1" waits), and JupyterLab sends a new field's first message to the main shell, queued
+    behind the cell, but the click to the widgets' subshell, heard at once (the title: "Du" and
+    "Dune" after the click). Both failed before Call waited for them (panel.py, SETTLE_S)."""
+    open_and_run(page, lab, "panel_busy.ipynb")  # its own kernel: the other tests count on theirs
+    for n, (tool, edits, outcome, said) in enumerate(
+        [
+            ("tool reindex", [("timeout", "5"), ("timeout", "1")], "timeout", "-32001 Timed out after 1s"),
+            ("tool get_author", [("title", "Du"), ("title", "Dune")], "result", "Frank Herbert"),
+        ]
+    ):
+        pick(page, tool)
+        run_new_cell(page, f"import time; print('busy {n}', flush=True); time.sleep(4)")
+        page.locator(".jp-CodeCell .jp-OutputArea-output", has_text=f"busy {n}").wait_for()
+        for where, text in edits:  # the first is sent and waits in the kernel's queue; the second is held back
+            if where == "timeout":
+                set_timeout(page, text)
+            else:
+                field(page, where).fill(text)
+        call(page)
+        outcome_badge(page, outcome, timeout=30_000)
+        assert said in outcome_text(page), outcome_text(page)
+        shot(page, artifacts, f"call-after-busy-{outcome}")
+        set_timeout(page, "30")
 
 
 def test_the_panel_calls_each_kind_of_tool_and_shows_each_outcome(page, lab, artifacts):

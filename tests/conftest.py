@@ -1,18 +1,15 @@
-import os
-
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-# The time a server has to start and answer `initialize` in the tests, and in the kernels and
-# processes they start (which read MCP_NB_CONNECT_TIMEOUT): the parallel pass keeps four workers
-# and their pip, kernels and browser busy on two cores, where a Python MCP server that starts in
-# a second on a quiet machine took over 30 s. No test is about this default; the tests of
-# connect timeouts give their own.
-TESTS_CONNECT_S = 180.0
-os.environ.setdefault("MCP_NB_CONNECT_TIMEOUT", f"{TESTS_CONNECT_S:g}")
+import mcp_nb
+from mcp_nb.config import DEFAULT_TIMEOUT, DEFAULT_WINDOW, settings
 
-import mcp_nb  # noqa: E402 - after the environment it reads at import
-from mcp_nb.config import DEFAULT_TIMEOUT, DEFAULT_WINDOW, settings  # noqa: E402
+# The time a server has to start and answer `initialize` in the tests' own processes: the
+# parallel pass keeps four workers and their pip, kernels and browser busy on two cores, where
+# a Python MCP server that starts in a second on a quiet machine took over 30 s. No test is
+# about this default (the tests of connect timeouts give their own); the kernels the tests
+# start keep the learner's default, which the course's stored outputs show.
+TESTS_CONNECT_S = 180.0
 
 # Notebooks under tests/ are fixtures that tests run themselves (the conformance suite's tools,
 # the browser's pages): pytest is not to collect them, with nbval on or off.

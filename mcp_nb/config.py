@@ -77,13 +77,10 @@ def _connect_timeout_from_env(environ=os.environ) -> float | None:
     if not value:
         return None
     try:
-        try:
-            seconds = float(value)
-        except ValueError:
-            raise BadValue(f"{CONNECT_TIMEOUT_ENV} must be a positive number of seconds, got {value!r}") from None
-        return check_timeout(seconds, CONNECT_TIMEOUT_ENV)
-    except ValueError as err:
-        warnings.warn(f"{err}; connecting uses the timeout setting", RuntimeWarning, stacklevel=2)
+        return check_timeout(float(value), CONNECT_TIMEOUT_ENV)
+    except ValueError:  # "later", "0", "nan"
+        said = f"{CONNECT_TIMEOUT_ENV} must be a positive number of seconds, got {value!r}"
+        warnings.warn(f"{said}; connecting uses the timeout setting", RuntimeWarning, stacklevel=2)
         return None
 
 

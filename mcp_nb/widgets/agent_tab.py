@@ -84,7 +84,8 @@ class AgentTab:
         self.widget.add_class("mcp-nb-agent-tab")
         self.batch: Any = None
         self.episode: Any = None
-        self.run_button.on_click(guard("running an episode", lambda _: self.run()))
+        self.run_button.on_click(guard.settled("running an episode", self.run))  # the task as typed, last keys included
+        guard.settle.watch(self.task, self.model, self.turns, self.policy)
         self.stop_button.on_click(guard("stopping the episode", lambda _: self.stop()))
 
     def show(self, visible: bool) -> None:

@@ -112,6 +112,74 @@ class KernelThread:
         return cancel
 
 
+# A click on a button can reach the kernel before the changes made in the fields just before it,
+# two ways: ipywidgets sends a widget's values one at a time (the next once the kernel has
+# answered the last) but a click at once (ipywidgets issue 252 on GitHub); and JupyterLab sends a
+# widget's messages to a subshell of the kernel, or to its main shell while that subshell is
+# being set up, so a click heard on a subshell while a cell runs is not behind a change queued
+# on the main shell. Each change still on its way comes within a round trip of the one before.
+SETTLE_S = 0.5
+WAITED_S = 0.1  # a click handed over to the kernel's thread later than this had to wait for it
+
+
+class Settle:
+    """When the kernel last heard the user change a value, and the clicks that wait for the
+    changes that may still be on their way.
+
+    A click heard within SETTLE_S of a change, or one that waited for the kernel's thread (a
+    cell was running), runs once no change has come for SETTLE_S; any other runs at once.
+    Outside a kernel there is no front end whose changes could be behind a click: at once.
+    """
+
+    def __init__(self, thread: KernelThread) -> None:
+        self.thread = thread
+        self.last_edit = -math.inf
+        self._waiting: dict[object, Callable[[], None]] = {}  # a click waiting, by button: its cancel
+
+    def edited(self, _change: object = None) -> None:
+        """A value changed (a widget observer, on whatever thread heard it)."""
+        self.last_edit = time.monotonic()
+
+    def watch(self, *widgets: Any, names: str = "value") -> None:
+        """Count every change of these widgets' `names` as an edit."""
+        for widget in widgets:
+            widget.observe(self.edited, names)
+
+    def stamping(self, what: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """A form's callback wrapper (`Form(schema, settle.stamping)`): each change is an edit."""
+
+        def stamped(*args: Any) -> Any:
+            self.edited()
+            return fn(*args)
+
+        return stamped
+
+    def click(
+        self,
+        heard: float | None,
+        fn: Callable[[], Any],
+        key: object,
+        rerun: Callable[[Callable[[], None]], None] | None = None,
+    ) -> None:
+        """On the kernel's thread: run `fn()` for a click the kernel heard at `heard`, now or once
+        the changes behind it are in. `key`: the button (a second click meanwhile is the same
+        click). `rerun(again)` runs the check again when the wait is over (a guard's `run`)."""
+        if key in self._waiting:
+            return
+        now = time.monotonic()
+        waited = heard is not None and now - heard > WAITED_S
+        wait = max(self.last_edit, now if waited else -math.inf) + SETTLE_S - now
+        if wait <= 0 or self.thread.loop is None:
+            fn()
+            return
+
+        def again() -> None:
+            self._waiting.pop(key, None)
+            self.click(None, fn, key, rerun)
+
+        self._waiting[key] = self.thread.later(wait, (lambda: rerun(again)) if rerun is not None else again)
+
+
 class Guard:
     """The one wrapper of every callback of a panel: hand over to the kernel's thread, run,
     and show whatever it raises.
@@ -132,9 +200,7 @@ class Guard:
         self.recover = recover
         self.closed = closed
         self.depth = 0
-        # When the kernel last heard the user change a field (time.monotonic()): a click that
-        # comes right behind it may have overtaken the field's next value (Panel.clicked_call).
-        self.last_edit = -math.inf
+        self.settle = Settle(thread)  # when the user last changed a value; the clicks that wait for it
 
     def __call__(
         self, what: str, fn: Callable[..., Any], user: bool = True, edit: bool = True, heard: bool = False
@@ -143,20 +209,27 @@ class Guard:
 
         `user`: it answers something the user did, so once it succeeds, an earlier
         failure on screen is out of date. `edit`: what the user did changed a value (typing,
-        choosing), not a click; when the kernel heard it is kept in `last_edit`. `heard`: `fn`
-        is given that time first (a click that waited for the kernel's thread knows it did).
-        The time is taken on the thread the message came in on: JupyterLab sends a widget's
-        messages to a subshell of the kernel where it has one, and to the main shell before.
+        choosing), not a click: `settle` hears of it. `heard`: `fn` is given first the time
+        the kernel heard the callback, taken on the thread the message came in on (JupyterLab
+        sends a widget's messages to a subshell of the kernel where it has one).
         """
 
         def callback(*args: Any) -> None:
             now = time.monotonic()
             if user and edit:
-                self.last_edit = now
+                self.settle.last_edit = now
             self.thread.hand_over(self.run, what, fn, (now, *args) if heard else args, user)
 
         callback.__name__ = getattr(fn, "__name__", "callback")
         return callback
+
+    def settled(self, what: str, fn: Callable[[], Any]) -> Callable[..., None]:
+        """A button's callback: `fn()`, guarded, with what the fields show (see `Settle`)."""
+
+        def clicked(heard: float, *_button: Any) -> None:
+            self.settle.click(heard, fn, clicked, lambda again: self.run(what, again, (), True))
+
+        return self(what, clicked, edit=False, heard=True)
 
     def enter(self, what: str, fn: Callable[..., Any], *args: Any) -> None:
         """From any thread: run `fn(*args)` on the kernel's thread, guarded (a listener's way in)."""

@@ -68,7 +68,8 @@ class HistoryTab:
         self.cases_path.add_class("mcp-nb-cases-path")
         self.save_button = w.Button(description="Save pinned as cases", disabled=True, layout=w.Layout(width="auto"))
         self.save_button.add_class("mcp-nb-save-cases")
-        self.save_button.on_click(guard("saving the pinned calls", lambda _: self.save_pinned()))
+        self.save_button.on_click(guard.settled("saving the pinned calls", self.save_pinned))  # to the path as typed
+        guard.settle.watch(self.cases_path)
         self.cases_status = w.HTML()
         self.cases_status.add_class("mcp-nb-cases-status")
         self.widget = w.VBox(
@@ -91,7 +92,7 @@ class HistoryTab:
             tooltip="pin two calls of the same tool, resource or prompt to see where they differ",
         )
         self.compare_button.add_class("mcp-nb-compare-pinned")
-        self.compare_button.on_click(guard("comparing the pinned calls", lambda _: self.compare_pinned()))
+        self.compare_button.on_click(guard.settled("comparing the pinned calls", self.compare_pinned))
         self.comparison = w.HTML()
         self.comparison.add_class("mcp-nb-comparison")
         self.widget.children = (*self.widget.children, self.compare_button, self.comparison)

@@ -28,8 +28,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
-import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -71,16 +69,6 @@ log = logging.getLogger(__name__)
 KIND_ORDER = {"tool": 0, "resource": 1, "prompt": 2}
 CACHED_FORMS = 24  # forms kept while switching entries (each keeps what was typed into it)
 FATE_POLL_S = 0.2
-# A click on Call can reach the kernel before the field changes made before it, two ways: ipywidgets
-# sends a widget's values one at a time (the next once the kernel has answered the last) but a
-# click at once (ipywidgets issue 252 on GitHub); and JupyterLab sends a widget's messages to a
-# subshell of the kernel, or to its main shell while that subshell is being set up, so a click
-# heard on a subshell while a cell runs is not behind a change queued on the main shell. Each
-# change that is still on its way comes within a round trip of the one before. So a click heard
-# within SETTLE_S of a change, or one that waited for the kernel's thread (a cell was running),
-# is sent once no change has come for SETTLE_S; any other click is sent at once.
-SETTLE_S = 0.5
-WAITED_S = 0.1  # a click handed over to the kernel's thread later than this had to wait for it
 
 
 class _Entry:
@@ -121,7 +109,6 @@ class Panel(PanelParts, w.VBox):
         self._thread = kernel_thread or KernelThread.of_kernel()
         self._lock = self._thread.lock
         self._call = None  # the Call in flight
-        self._settling: Any = None  # a click waiting for the edits behind it (its cancel function)
         self.last_call = None  # the latest Call the panel started, kept once done
         self._shown = None  # the outcome on screen (its server-side fate may still change)
         self._retired: Form | None = None  # a replaced entry's form, closed once the new one shows
@@ -149,9 +136,11 @@ class Panel(PanelParts, w.VBox):
         self.picker.observe(on("choosing an entry", self._picked), "value")
         self.mode.observe(on("switching between form and raw JSON", self._mode_changed), "value")
         self.raw.observe(on("editing the raw JSON", self._raw_edited), "value")
-        self.call_button.on_click(on("calling", lambda heard, _: self.clicked_call(heard), edit=False, heard=True))
-        self.timeout.observe(on("editing the timeout", lambda _: None), "value")  # kept as an edit
-        self.authorize.complete.on_click(on("completing an authorization", lambda _: self.authorize.finish(), edit=False))
+        # Call, Complete and the tabs' buttons send what the fields show, their last changes included
+        # (`Settle`): typed while a cell ran, those can reach the kernel after the click.
+        self.call_button.on_click(on.settled("calling", self.call))
+        on.settle.watch(self.timeout, self.reset_on_progress, self.authorize.address)
+        self.authorize.complete.on_click(on.settled("completing an authorization", self.authorize.finish))
         self.cancel_button.on_click(on("cancelling", lambda _: self.cancel(), edit=False))
         # The listeners: bound methods, which the engine, the history, the registry and the
         # connections hold weakly; traitlets keeps whatever it is given, so the settings get a
@@ -503,25 +492,6 @@ class Panel(PanelParts, w.VBox):
 
         variables = entry.form.value()
         return UriTemplate.parse(registration.uri).expand({k: v for k, v in variables.items() if v is not None})
-
-    def clicked_call(self, heard: float | None = None) -> None:
-        """The Call button: `call()`, once the field changes that may still be on their way are
-        in (see SETTLE_S). `heard`: when the kernel heard the click. Outside a kernel there is
-        no front end whose changes could be behind it: it calls at once."""
-        if self._settling is not None or self._call is not None:
-            return
-        now = time.monotonic()
-        waited = heard is not None and now - heard > WAITED_S
-        wait = max(self._guard.last_edit, now if waited else -math.inf) + SETTLE_S - now
-        if wait <= 0 or self._thread.loop is None:
-            self.call()
-            return
-
-        def settled() -> None:
-            self._settling = None
-            self._guard.run("calling", self.clicked_call, (), True)
-
-        self._settling = self._thread.later(wait, settled)
 
     def call(self):
         """Send what is on screen now. Returns the `Call`, or None if nothing was sent."""

@@ -86,7 +86,7 @@ class PanelParts:
         # controls and the outcome, until it is answered or the call ends.
         self.question = w.VBox(layout=w.Layout(width="100%", display="none"))
         self.question.add_class("mcp-nb-question-box")
-        self.asker = Asker(self._guard.enter, self._place_question, lambda: self._closed)
+        self.asker = Asker(self._guard.enter, self._place_question, lambda: self._closed, self._guard.settle)
         # What could not be sent shows under the controls, where an outcome would: above them,
         # its box appearing (on Call) and going (on the next keystroke) moved the Call button
         # under a pointer on its way to it.

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import html
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -25,7 +26,7 @@ from IPython.display import display
 
 from mcp_nb.elicitation import Answer
 from mcp_nb.views.theme import BORDER, MUTED, SURFACE
-from mcp_nb.widgets.callbacks import KernelThread, running_kernel
+from mcp_nb.widgets.callbacks import KernelThread, Settle, running_kernel
 from mcp_nb.widgets.form import Form, Invalid, close_tree, dotted
 from mcp_nb.widgets.style import problems_html
 
@@ -33,9 +34,13 @@ from mcp_nb.widgets.style import problems_html
 class Question:
     """One question on screen: the server's message, the form of its schema, three buttons."""
 
-    def __init__(self, message: str, schema: Any, url: str | None, answer: Callable[[Answer], None]) -> None:
+    def __init__(
+        self, message: str, schema: Any, url: str | None, answer: Callable[[Answer], None], settle: Settle | None = None
+    ) -> None:
         self._answer = answer
-        self.form = Form(schema) if url is None else None
+        # With `settle`, Accept sends what the form shows, its last changes included (`Settle`).
+        self._settle = settle
+        self.form = (Form(schema, settle.stamping) if settle is not None else Form(schema)) if url is None else None
         said = html.escape(message)
         if url is not None:
             link = html.escape(url, quote=True)
@@ -52,7 +57,7 @@ class Question:
         self.cancel = w.Button(description="Cancel", icon="ban", layout=_button())
         for button, name in ((self.accept, "accept"), (self.decline, "decline"), (self.cancel, "cancel")):
             button.add_class(f"mcp-nb-question-{name}")
-        self.accept.on_click(lambda _: self.answer("accept"))
+        self.accept.on_click(self._accepted)
         self.decline.on_click(lambda _: self.answer("decline"))
         self.cancel.on_click(lambda _: self.answer("cancel"))
         note = w.HTML(
@@ -67,6 +72,14 @@ class Question:
         self.widget = w.VBox(parts, layout=w.Layout(padding="4px 0", grid_gap="6px"))
         self.widget.add_class("mcp-nb-question")
         self.answered = False
+
+    def _accepted(self, _button: Any = None) -> None:
+        settle = self._settle
+        if settle is None:
+            self.answer("accept")
+            return
+        heard = time.monotonic()  # on the thread that heard the click
+        settle.thread.hand_over(settle.click, heard, lambda: self.answer("accept"), self.accept)
 
     def answer(self, action: str) -> None:
         """What a click does (on the kernel's thread): an accept sends the form's values, if they are valid."""
@@ -100,8 +113,15 @@ class Asker:
     thread, through `enter(what, fn, *args)` (the panel's guard).
     """
 
-    def __init__(self, enter: Callable[..., None], place: Callable[[list], None], closed: Callable[[], bool]) -> None:
+    def __init__(
+        self,
+        enter: Callable[..., None],
+        place: Callable[[list], None],
+        closed: Callable[[], bool],
+        settle: Settle | None = None,
+    ) -> None:
         self._enter = enter
+        self._settle = settle
         self._place = place
         self._closed = closed
         self.questions: dict[Callable[[Answer], None], Question] = {}  # on screen, by how each is answered
@@ -132,7 +152,7 @@ class Asker:
     def _show(self, message: str, schema: Any, url: str | None, give: Callable[[Answer], None]) -> None:
         if give not in self._waiting:
             return  # answered (a cancelled call) before it reached the screen
-        self.questions[give] = Question(message, schema, url, give)
+        self.questions[give] = Question(message, schema, url, give, self._settle)
         self._place([q.widget for q in self.questions.values()])
 
     def _hide(self, give: Callable[[Answer], None]) -> None:
@@ -179,7 +199,7 @@ def cell_asker() -> Asker | None:
         if boxes:
             boxes[0].children = tuple(widgets)
 
-    return Asker(enter, place, lambda: False)
+    return Asker(enter, place, lambda: False, Settle(thread))
 
 
 def _button() -> w.Layout:

@@ -55,7 +55,8 @@ def test_call_sends_what_the_form_shows_though_its_edits_queued_behind_a_busy_ke
     ipywidgets holds back a widget's next value while its last is unanswered (the timeout: "5"
     goes, "1" waits), and JupyterLab sends a new field's first message to the main shell, queued
     behind the cell, but the click to the widgets' subshell, heard at once (the title: "Du" and
-    "Dune" after the click). Both failed before Call waited for them (panel.py, SETTLE_S)."""
+    "Dune" after the click). Both failed before Call waited for them (callbacks.py, Settle); so
+    did the Agent tab's Run, which sent a task typed the same way as it stood before."""
     open_and_run(page, lab, "panel_busy.ipynb")  # its own kernel: the other tests count on theirs
     for n, (tool, edits, outcome, said) in enumerate(
         [
@@ -76,6 +77,17 @@ def test_call_sends_what_the_form_shows_though_its_edits_queued_behind_a_busy_ke
         assert said in outcome_text(page), outcome_text(page)
         shot(page, artifacts, f"call-after-busy-{outcome}")
         set_timeout(page, "30")
+    # The same class of click elsewhere: the Agent tab's Run sends the task as typed.
+    page.locator(f"{PANEL} .mcp-nb-tabs .lm-TabBar-tab", has_text="Agent").click()
+    task = page.locator(f"{PANEL} .mcp-nb-agent-task textarea")
+    task.wait_for()
+    run_new_cell(page, "import time; print('busy agent', flush=True); time.sleep(4)")
+    page.locator(".jp-CodeCell .jp-OutputArea-output", has_text="busy agent").wait_for()
+    task.fill("Who wrote")
+    task.fill("Who wrote Dune?")
+    page.locator(f"{PANEL} .mcp-nb-agent-run").click()
+    page.locator(f"{PANEL} .mcp-nb-agent-view", has_text="Who wrote Dune?").wait_for(timeout=30_000)
+    shot(page, artifacts, "run-after-busy-agent")
 
 
 def test_the_panel_calls_each_kind_of_tool_and_shows_each_outcome(page, lab, artifacts):

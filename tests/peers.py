@@ -250,7 +250,9 @@ def bookshop_http():
         stop(process)
 
 
-def wait_for_port(port: int, process: subprocess.Popen, limit: float = 30.0) -> None:
+def wait_for_port(port: int, process: subprocess.Popen, limit: float = 180.0) -> None:
+    # As long as a loaded CI machine may need to start a Python server (over 30 s was seen for
+    # one to answer `initialize`, tests/conftest.py); a peer that exits is said at once.
     end = time.monotonic() + limit
     while time.monotonic() < end:
         if process.poll() is not None:
@@ -447,7 +449,7 @@ def llama_server(key: str, n_ctx: int = 1024):
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=said)
         try:
             try:
-                wait_for_port(port, process, limit=120.0)
+                wait_for_port(port, process)
             except RuntimeError as err:
                 said.seek(0)
                 raise RuntimeError(f"{err}: {said.read().decode(errors='replace')[-2000:]}") from None

@@ -145,12 +145,13 @@ class Settle:
         for widget in widgets:
             widget.observe(self.edited, names)
 
-    def stamping(self, what: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """A form's callback wrapper (`Form(schema, settle.stamping)`): each change is an edit."""
+    def stamping(self, what: str, fn: Callable[..., Any]) -> Callable[..., None]:
+        """A form's callback wrapper (`Form(schema, settle.stamping)`): each change is an edit,
+        and its callback runs on the kernel's thread (JupyterLab may deliver it on a subshell's)."""
 
-        def stamped(*args: Any) -> Any:
+        def stamped(*args: Any) -> None:
             self.edited()
-            return fn(*args)
+            self.thread.hand_over(fn, *args)
 
         return stamped
 

@@ -58,8 +58,8 @@ class Question:
         for button, name in ((self.accept, "accept"), (self.decline, "decline"), (self.cancel, "cancel")):
             button.add_class(f"mcp-nb-question-{name}")
         self.accept.on_click(self._accepted)
-        self.decline.on_click(lambda _: self.answer("decline"))
-        self.cancel.on_click(lambda _: self.answer("cancel"))
+        self.decline.on_click(lambda _: self._on_kernel_thread(self.answer, "decline"))
+        self.cancel.on_click(lambda _: self._on_kernel_thread(self.answer, "cancel"))
         note = w.HTML(
             f'<span style="{MUTED}">the call waits for your answer; its deadline stands still meanwhile</span>',
             layout=w.Layout(flex="1 1 auto", min_width="0"),
@@ -72,6 +72,13 @@ class Question:
         self.widget = w.VBox(parts, layout=w.Layout(padding="4px 0", grid_gap="6px"))
         self.widget.add_class("mcp-nb-question")
         self.answered = False
+
+    def _on_kernel_thread(self, fn: Callable[..., Any], *args: Any) -> None:
+        # JupyterLab may deliver a click on a subshell's thread: the widgets change on the kernel's.
+        if self._settle is None:
+            fn(*args)
+        else:
+            self._settle.thread.hand_over(fn, *args)
 
     def _accepted(self, _button: Any = None) -> None:
         settle = self._settle

@@ -38,9 +38,10 @@ class Question:
         self, message: str, schema: Any, url: str | None, answer: Callable[[Answer], None], settle: Settle | None = None
     ) -> None:
         self._answer = answer
-        # With `settle`, Accept sends what the form shows, its last changes included (`Settle`).
-        self._settle = settle
-        self.form = (Form(schema, settle.stamping) if settle is not None else Form(schema)) if url is None else None
+        # Accept sends what the form shows, its last changes included (`Settle`; with no kernel's
+        # thread given, one that runs everything at once, as outside a kernel).
+        self._settle = settle if settle is not None else Settle(KernelThread())
+        self.form = Form(schema, self._settle.stamping) if url is None else None
         said = html.escape(message)
         if url is not None:
             link = html.escape(url, quote=True)
@@ -58,8 +59,9 @@ class Question:
         for button, name in ((self.accept, "accept"), (self.decline, "decline"), (self.cancel, "cancel")):
             button.add_class(f"mcp-nb-question-{name}")
         self.accept.on_click(self._accepted)
-        self.decline.on_click(lambda _: self._on_kernel_thread(self.answer, "decline"))
-        self.cancel.on_click(lambda _: self._on_kernel_thread(self.answer, "cancel"))
+        # JupyterLab may deliver a click on a subshell's thread: the widgets change on the kernel's.
+        self.decline.on_click(lambda _: self._settle.thread.hand_over(self.answer, "decline"))
+        self.cancel.on_click(lambda _: self._settle.thread.hand_over(self.answer, "cancel"))
         note = w.HTML(
             f'<span style="{MUTED}">the call waits for your answer; its deadline stands still meanwhile</span>',
             layout=w.Layout(flex="1 1 auto", min_width="0"),
@@ -73,19 +75,9 @@ class Question:
         self.widget.add_class("mcp-nb-question")
         self.answered = False
 
-    def _on_kernel_thread(self, fn: Callable[..., Any], *args: Any) -> None:
-        # JupyterLab may deliver a click on a subshell's thread: the widgets change on the kernel's.
-        if self._settle is None:
-            fn(*args)
-        else:
-            self._settle.thread.hand_over(fn, *args)
-
     def _accepted(self, _button: Any = None) -> None:
-        settle = self._settle
-        if settle is None:
-            self.answer("accept")
-            return
         heard = time.monotonic()  # on the thread that heard the click
+        settle = self._settle
         settle.thread.hand_over(settle.click, heard, lambda: self.answer("accept"), self.accept)
 
     def answer(self, action: str) -> None:
@@ -125,7 +117,7 @@ class Asker:
         enter: Callable[..., None],
         place: Callable[[list], None],
         closed: Callable[[], bool],
-        settle: Settle | None = None,
+        settle: Settle,
     ) -> None:
         self._enter = enter
         self._settle = settle

@@ -12,14 +12,13 @@ changes, as `elicitation.check_elicit` does for `elicit`.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import secrets
 import stat
 import time
 from pathlib import Path
 
-from mcp_nb.mistakes import BadValue
+from mcp_nb.mistakes import BadValue, read_json
 
 # One id per kernel start: its time (so that sessions sort in the order they began) and a few
 # random hex digits (so that two kernels started in the same second differ).
@@ -80,7 +79,7 @@ def format_of(folder: Path) -> int | None:
         why = err.strerror if isinstance(err, OSError) and err.strerror else "not text"
         raise HistoryFileError(f"cannot read {shown(marker)}: {why}") from None
     try:
-        number = json.loads(text)[KEY]
+        number = read_json(text)[KEY]
     except (ValueError, TypeError, KeyError):
         raise HistoryFileError(f"{shown(folder)} is not a history file: {MARKER} does not name its format") from None
     if isinstance(number, bool) or not isinstance(number, int) or number < 1:

@@ -92,21 +92,94 @@ class BadJson(BadValue):
         super().__init__(msg if lineno is None else f"{said} at line {lineno}, column {colno}")
 
 
-def read_json(text: str | bytes) -> Any:
-    """The value of JSON the user (or a file, or a server) wrote, or a `BadJson` saying why not.
+# JSON is read to at most this many levels of arrays and objects. Nothing deeper crosses MCP (the
+# SDK's reader, pydantic's, stops at 200 levels), and Python's reader would go on to the
+# interpreter's recursion limit, where whatever else Python runs in that moment (a finalizer the
+# garbage collector calls, a callback) fails for want of stack, and its work is lost. The margin
+# over 200 keeps readable what mcp_nb wrote around a value that did cross.
+JSON_DEPTH = 256
+_NOT_BRACKET = bytes(set(range(256)) - set(b"[]{}"))
+
+
+def nested_past(text: str | bytes | bytearray, limit: int = JSON_DEPTH) -> bool:
+    """Whether JSON `text` opens more than `limit` arrays or objects inside one another (brackets
+    inside strings do not count), found without parsing it: no recursion, so at any depth, and
+    in C but for one cumulative sum. Text with at most `limit` opening brackets in all, nearly
+    any text, costs two counts."""
+    if isinstance(text, str):
+        raw = text.encode("utf-8", "surrogatepass")
+    else:  # as Python's reader takes bytes: UTF-8, or UTF-16 or -32 by their first bytes
+        raw, encoding = bytes(text), json.detect_encoding(text)
+        if encoding != "utf-8" and raw.count(b"[") + raw.count(b"{") > limit:
+            raw = raw.decode(encoding, "replace").encode("utf-8", "surrogatepass")
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return False
+    # A backslash stands only inside a string, and escapes the character after it: without the
+    # escaped backslashes, then the escaped quotes, every quote left opens or closes a string.
+    outside = b"".join(raw.replace(b"\\\\", b"").replace(b'\\"', b"").split(b'"')[::2])
+    marks = outside.translate(None, _NOT_BRACKET)
+    import numpy  # here, not at the top: a leaf module every layer imports, and text this deep is rare
+
+    opens = numpy.frombuffer(marks, dtype=numpy.uint8) & 2  # set in "[" and "{", clear in "]" and "}"
+    return bool((numpy.cumsum(opens.astype(numpy.int64) - 1) > limit).any())
+
+
+def value_nested_past(value: Any, limit: int = JSON_DEPTH) -> bool:
+    """Whether a Python value holds more than `limit` lists, tuples or dicts inside one another:
+    the JSON written from it would be refused when read (`read_json`). Level by level, a loop,
+    not recursion (and a value that holds itself is deeper than any limit)."""
+    containers = (dict, list, tuple)
+    level, depth = ([value] if isinstance(value, containers) else []), 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        level = [
+            inner
+            for node in level
+            for inner in (node.values() if isinstance(node, dict) else node)
+            if isinstance(inner, containers)
+        ]
+    return False
+
+
+def read_json(text: str | bytes | bytearray, **options: Any) -> Any:
+    """The value of JSON the user (or a file, or a server) wrote, or a `BadJson` saying why not;
+    `options` go to `json.loads` (`parse_int=`, say).
 
     Python's own reader has three ways to refuse: a JSONDecodeError for text that is not JSON,
     a RecursionError for arrays or objects nested past the interpreter's limit, and a ValueError
-    for an integer of more digits than `sys.get_int_max_str_digits()` allows. Each reader of user
-    text needs all three said in one line, so they are said here once.
+    for an integer of more digits than `sys.get_int_max_str_digits()` allows. Each reader of
+    text from outside needs all three said in one line, so they are said here once; and text
+    nested past `JSON_DEPTH` is refused before Python's reader descends into it (see there).
     """
+    if nested_past(text):
+        raise BadJson(f"nested too deeply (more than {JSON_DEPTH} levels)")
     try:
-        return json.loads(text)
+        return json.loads(text, **options)
     except json.JSONDecodeError as err:
         raise BadJson(err.msg, err.lineno, err.colno, err.pos) from None
-    except RecursionError:
-        raise BadJson("nested too deeply") from None
+    except RecursionError:  # a limit set lower than JSON_DEPTH's margin needs
+        raise BadJson(f"nested too deeply (more than {JSON_DEPTH} levels)") from None
     except ValueError as err:  # an integer of more than 4300 digits (or a str that is not text)
+        raise BadJson(first_line(err)) from None
+
+
+_DECODER = json.JSONDecoder()
+
+
+def read_json_at(text: str, start: int) -> tuple[Any, int]:
+    """The JSON value that starts at `start` in `text` and where it ends (a magic's line holds
+    more after it), or a `BadJson` as `read_json` says it; `pos` counts from `start`."""
+    if nested_past(text[start:]):  # what follows the value counts too: only when it nests as deep
+        raise BadJson(f"nested too deeply (more than {JSON_DEPTH} levels)")
+    try:
+        return _DECODER.raw_decode(text, start)
+    except json.JSONDecodeError as err:
+        raise BadJson(err.msg, err.lineno, err.colno, err.pos - start) from None
+    except RecursionError:
+        raise BadJson(f"nested too deeply (more than {JSON_DEPTH} levels)") from None
+    except ValueError as err:
         raise BadJson(first_line(err)) from None
 
 

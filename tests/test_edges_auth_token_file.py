@@ -215,9 +215,11 @@ def test_two_kernels_authorizing_at_once_both_connect_and_keep_a_usable_file(con
         '{"tokens": "yes", "client_info": [1]}',
         '{"client_info": {"client_id": 7}}',
         "not JSON at all",
+        '{"tokens": ' + "[" * 100_000 + "]" * 100_000 + "}",  # nested past any reader
         b"\xff\xfe\x00",
         "fifo",
     ],
+    ids=["list", "token-number", "token-text", "client-id-number", "not-json", "deep", "not-utf8", "fifo"],
 )
 def test_a_token_file_that_is_not_tokens_starts_afresh_and_says_so(config, caplog, content):
     caplog.set_level(logging.WARNING, logger="mcp_nb")

@@ -6,7 +6,8 @@ JSON field; lists did not, so a list of itself (`items: {$ref: <the list>}`) loa
 900 levels deep built 900 levels of fields and raised RecursionError out of `Form.load`. The
 siblings checked here: objects of themselves, `$ref` chains, `allOf` and `anyOf` nested past
 the bound, `properties` and `items` nested thousands deep, a default too deep for JSON, and a
-value deeper than JSON can write (which the form refuses to show, and says why).
+value nested deeper than mcp_nb reads JSON (`mistakes.JSON_DEPTH`), which the form refuses to
+show, and says why: what it shows, it can read back and send.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import pytest
 
 from mcp_nb.calling.input_schema import MAX_DEPTH
+from mcp_nb.mistakes import JSON_DEPTH
 from mcp_nb.widgets.form import Form, Invalid, JsonField
 
 pytestmark = pytest.mark.timeout(120)
@@ -64,8 +66,8 @@ def reads_back(schema: dict, arguments: dict) -> Form:
     return form
 
 
-@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 100, 900])
-def test_a_list_of_itself_loads_a_value_of_any_depth_and_reads_it_back(depth):
+@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 100, JSON_DEPTH])
+def test_a_list_of_itself_loads_a_value_as_deep_as_json_is_read_and_reads_it_back(depth):
     form = reads_back(LIST_OF_ITSELF, {"tree": deep_list(depth)})
     try:
         field = form.fields["tree"]
@@ -77,8 +79,8 @@ def test_a_list_of_itself_loads_a_value_of_any_depth_and_reads_it_back(depth):
         form.close()
 
 
-@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 900])
-def test_an_object_of_itself_loads_a_value_of_any_depth_and_reads_it_back(depth):
+@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, JSON_DEPTH])
+def test_an_object_of_itself_loads_a_value_as_deep_as_json_is_read_and_reads_it_back(depth):
     reads_back(NODE, {"node": deep_object(depth)}).close()
 
 
@@ -104,8 +106,9 @@ def test_a_ref_chain_longer_than_the_bound_is_a_json_field():
         form.close()
 
 
-def test_a_value_deeper_than_json_writes_is_refused_in_one_line():
-    too_deep = deep_list(100_000)
+@pytest.mark.parametrize("depth", [JSON_DEPTH + MAX_DEPTH, 900, 100_000])  # the fields take MAX_DEPTH - 1 levels
+def test_a_value_deeper_than_json_is_read_is_refused_in_one_line(depth):
+    too_deep = deep_list(depth)
     form = reads_back(LIST_OF_ITSELF, {"tree": deep_list(MAX_DEPTH + 1)})
     try:
         item = form.fields["tree"]
@@ -113,7 +116,7 @@ def test_a_value_deeper_than_json_writes_is_refused_in_one_line():
             (item,) = item.items
         with pytest.raises(ValueError) as err:
             item.load(too_deep)
-        assert str(err.value) == "cannot be shown as JSON: nested too deeply"
+        assert str(err.value) == f"cannot be shown as JSON: nested too deeply (more than {JSON_DEPTH} levels)"
         assert form.load({"tree": too_deep}) is False  # the panel then shows the call as raw JSON
     finally:
         form.close()
@@ -139,6 +142,6 @@ def test_json_typed_too_deep_into_the_deep_field_is_one_problem():
             form.value()
         ((path, message),) = err.value.problems
         assert path == ("tree", *[0] * (MAX_DEPTH - 1))
-        assert message == "not JSON the form can read: nested too deeply"
+        assert message == f"not JSON the form can read: nested too deeply (more than {JSON_DEPTH} levels)"
     finally:
         form.close()

@@ -117,13 +117,18 @@ def test_every_sessions_episodes_after_a_restart(tmp_path):
     assert calls.groupby("session", observed=True)["episode"].max().tolist() == kernels
 
 
-def test_an_episode_file_that_cannot_be_read_is_said_once_and_the_others_are_kept(tmp_path):
+@pytest.mark.parametrize(
+    "broken",
+    ['{"mcp_nb_episode": 1, "kept": [', '{"mcp_nb_episode": 1, "kept": ' + "[" * 100_000 + "]" * 100_000 + "}"],
+    ids=["cut-short", "nested-past-any-reader"],
+)
+def test_an_episode_file_that_cannot_be_read_is_said_once_and_the_others_are_kept(tmp_path, broken):
     path = tmp_path / "calls.mcpnb"
     mcp_nb.configure(history_file=str(path))
     recovered, gave_up = two_episodes()
     mcp_nb.configure(history_file=None)
     first = sorted(path.glob("*.episode.*.json"))[0]
-    first.write_text('{"mcp_nb_episode": 1, "kept": [', encoding="utf-8")  # cut short
+    first.write_text(broken, encoding="utf-8")
     with pytest.warns(HistoryFileWarning, match=r"1 episode file\(s\) left out: .*episode"):
         back = History.open(path).episodes()
     assert back["episode"].tolist() == [gave_up.id]

@@ -51,7 +51,7 @@ from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull,
 from pydantic import ValidationError
 
 from mcp_nb.elicitation import in_thread
-from mcp_nb.mistakes import BadType, BadValue, Failure, first_line, one_line
+from mcp_nb.mistakes import BadType, BadValue, Failure, first_line, one_line, read_json
 from mcp_nb.numbers import as_float, shown
 
 try:  # the advisory lock of a token file: flock where there is one, else Windows' own
@@ -157,7 +157,7 @@ class TokenFile:
         finally:
             os.close(fd)
         try:
-            data = json.loads(text)
+            data = read_json(text)
         except ValueError:
             return self._unusable("is not JSON")
         return data if isinstance(data, dict) else self._unusable("holds JSON of another shape than mcp_nb's")
@@ -645,7 +645,7 @@ def answer_text(body: str, limit: int = 200) -> str:
     start = body.lstrip()[:1]
     if start == "{" and len(body) <= 1 << 20:  # an OAuth or JSON-RPC error is small; a megabyte is not one
         try:
-            data = json.loads(body)
+            data = read_json(body)
         except ValueError:
             data = None
         if isinstance(data, dict):

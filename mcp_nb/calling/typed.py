@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from mcp_nb.mistakes import BadJson, BadValue, one_line, read_json
+from mcp_nb.mistakes import JSON_DEPTH, BadJson, BadValue, one_line, read_json, value_nested_past
 from mcp_nb.numbers import is_number, non_finite_at
 
 _INTEGER = re.compile(r"[+-]?\d+")
@@ -50,7 +50,10 @@ def _unshown(value: Any) -> str:
 
 
 def dumps(value: Any) -> str:
-    """`value` as JSON text to edit, or BadValue when JSON cannot say it."""
+    """`value` as JSON text to edit, or BadValue when JSON cannot say it (or the text would be
+    refused when read back)."""
+    if value_nested_past(value):
+        raise BadValue(f"cannot be shown as JSON: nested too deeply (more than {JSON_DEPTH} levels)")
     try:
         return json.dumps(value, ensure_ascii=False)
     except RecursionError:

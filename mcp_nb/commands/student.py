@@ -155,7 +155,7 @@ def make(source: str | Path, target: str | Path) -> int:
 def has_exercises(path: Path) -> bool:
     """Whether the notebook at `path` has a solution cell (one it cannot read has none)."""
     try:
-        notebook = json.loads(path.read_text(encoding="utf-8"))
+        notebook = read_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
     cells = notebook.get("cells") if isinstance(notebook, dict) else None

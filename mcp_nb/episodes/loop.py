@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import json
 import threading
 import time
 from collections.abc import Sequence
@@ -56,15 +55,12 @@ INTERRUPTED = "interrupted"
 def read_arguments(text: str) -> tuple[dict[str, Any] | None, str | None]:
     """A tool call's arguments as the model wrote them: the object, or why they cannot be sent.
     No text at all is an empty object (what a model writes for a tool without parameters)."""
+    if not text or text.isspace():
+        return {}, None
     try:
-        value = json.loads(text)  # the common case first: a JSON object
-    except (ValueError, RecursionError):
-        if not text or text.isspace():
-            return {}, None
-        try:
-            value = read_json(text)  # said in one line, as every reader of JSON says it
-        except BadJson as err:
-            return None, f"they are not JSON ({err})"
+        value = read_json(text)  # said in one line, as every reader of JSON says it
+    except BadJson as err:
+        return None, f"they are not JSON ({err})"
     if isinstance(value, dict):
         return value, None
     return None, f"they are JSON {_json_kind(value)}, where an object is needed"

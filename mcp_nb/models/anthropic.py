@@ -23,7 +23,7 @@ import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
-from mcp_nb.mistakes import BadValue, one_line
+from mcp_nb.mistakes import BadValue, one_line, read_json
 from mcp_nb.models.chat_completions import check_options, check_url
 from mcp_nb.models.endpoint import Endpoint, where
 from mcp_nb.models.errors import BadReply
@@ -190,8 +190,8 @@ def _input(arguments: Any) -> dict[str, Any]:
     if isinstance(arguments, Mapping):
         return dict(arguments)
     try:
-        value = json.loads(arguments or "{}")
-    except (TypeError, ValueError, RecursionError):
+        value = read_json(arguments or "{}")
+    except (TypeError, ValueError):
         return {"_arguments": str(arguments)}
     return value if isinstance(value, dict) else {"_arguments": str(arguments)}
 

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 import httpx2
 
-from mcp_nb.mistakes import one_line
+from mcp_nb.mistakes import one_line, read_json
 from mcp_nb.models.errors import ModelError
 from mcp_nb.models.keys import scrub
 
@@ -120,8 +120,8 @@ def _decoded(raw: bytes, shown: str) -> Any:
     endpoint) that echoes the key in its words or a tool's arguments puts it nowhere here."""
     text = scrub(raw.decode("utf-8", "replace"))
     try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
+        return read_json(text)
+    except ValueError:
         raise ModelError(
             "bad_reply", f"{shown} answered with something that is not JSON: {one_line(text, 120) or 'nothing'}"
         ) from None
@@ -132,8 +132,8 @@ def _status_error(shown: str, status: int, headers: Any, raw: bytes) -> ModelErr
     text = raw.decode("utf-8", "replace")
     said = text
     try:
-        body = json.loads(raw)
-    except (ValueError, RecursionError):
+        body = read_json(raw)
+    except ValueError:
         body = None
     if isinstance(body, Mapping):
         error = body.get("error")

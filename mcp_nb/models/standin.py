@@ -28,7 +28,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mcp_nb.mistakes import BadType, BadValue, one_line
+from mcp_nb.mistakes import BadType, BadValue, one_line, read_json
 from mcp_nb.models.function import Model
 from mcp_nb.models.shape import Reply, ToolRequest
 
@@ -151,8 +151,8 @@ def _from_task(task: str, schema: Mapping[str, Any]) -> dict[str, Any]:
 
 def _repaired(request: ToolRequest, told: str, offered: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
     try:
-        arguments = json.loads(request.arguments or "{}")
-    except (ValueError, RecursionError):
+        arguments = read_json(request.arguments or "{}")
+    except ValueError:
         return None
     if not isinstance(arguments, dict):
         return None
@@ -182,8 +182,8 @@ def _near(a: str, b: str) -> float:
 def _canonical(arguments: Any) -> str:
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments or "{}")
-        except (ValueError, RecursionError):
+            arguments = read_json(arguments or "{}")
+        except ValueError:
             return arguments
     return json.dumps(arguments, sort_keys=True)
 

@@ -17,12 +17,9 @@ every line follows the same rules:
 
 from __future__ import annotations
 
-import json
-
-from mcp_nb.mistakes import BadValue
+from mcp_nb.mistakes import BadJson, BadValue, read_json_at
 
 _SPACE = " \t\r\n\f\v"
-_DECODER = json.JSONDecoder()
 
 
 class LineError(BadValue):
@@ -103,8 +100,8 @@ def _double_quoted(line: str, i: int) -> tuple[str, int]:
 def _json_end(line: str, i: int) -> int | None:
     """Where the JSON value starting at `i` ends, or None if no JSON value starts there."""
     try:
-        _, end = _DECODER.raw_decode(line, i)
-    except (ValueError, RecursionError):
+        _, end = read_json_at(line, i)
+    except BadJson:
         return None
     return end
 
@@ -125,10 +122,7 @@ def _verbatim_end(line: str, i: int) -> int:
 
 def _raise_invalid_json(line: str, i: int) -> None:
     try:
-        _DECODER.raw_decode(line, i)
-    except json.JSONDecodeError as err:
-        raise LineError(f"invalid JSON arguments: {err.msg} at column {err.pos - i + 1}") from None
-    except RecursionError:
-        raise LineError("invalid JSON arguments: nested too deeply") from None
-    except ValueError as err:  # JSON, but not for Python: an integer of more than 4300 digits
-        raise LineError(f"invalid JSON arguments: {err}") from None
+        read_json_at(line, i)
+    except BadJson as err:  # where, when Python's reader found it; else JSON, but too deep or an integer too long
+        at = "" if err.pos is None else f" at column {err.pos + 1}"
+        raise LineError(f"invalid JSON arguments: {err.msg}{at}") from None

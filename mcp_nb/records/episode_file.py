@@ -16,7 +16,6 @@ and said, as a part cut short is.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_nb.history_file import HistoryFileError, open_regular
+from mcp_nb.mistakes import read_json
 from mcp_nb.records.disk import why, write_json
 from mcp_nb.records.episode_log import row_of
 from mcp_nb.records.json_text import ENCODE
@@ -58,7 +58,7 @@ def read(folder: Path, problems: list[str]) -> list[dict[str, Any]]:
         try:
             # as a part is opened: no link followed, no wait on a named pipe put in its place
             with os.fdopen(open_regular(folder / name), "rb") as f:
-                saved = json.loads(f.read())
+                saved = read_json(f.read())
             if not isinstance(saved, dict) or saved.get(KEY) != 1 or not isinstance(saved.get("kept"), list):
                 raise ValueError("not an episode of mcp_nb's")
             row = row_of(tuple(saved["kept"]))

@@ -79,6 +79,8 @@ def check_input_schema(fn: Any, schema: Any) -> dict[str, Any]:
         declared = json.loads(json.dumps(schema))
     except (TypeError, ValueError) as err:
         raise BadType(f"input_schema of {name} is not JSON: {err}") from None
+    except RecursionError:
+        raise BadValue(f"input_schema of {name} is nested too deeply to be JSON") from None
     if declared.get("type") != "object":
         raise BadValue(f'input_schema of {name} must have "type": "object" (tool arguments are named)')
     properties = declared.get("properties", {})

@@ -37,6 +37,7 @@ from collections.abc import Callable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mcp_nb.mistakes import read_json
 from mcp_nb.serving import answers
 from mcp_nb.serving.limits import DEFAULT_HEADER_TIMEOUT, MIN_BODY_RATE
 from mcp_nb.serving.policy import Policy
@@ -278,8 +279,8 @@ def _request_key(body: bytes) -> str | None:
     if b'"id"' not in body:
         return None  # a notification or a response carries no id a request could share
     try:
-        message = json.loads(body)
-    except (ValueError, RecursionError):
+        message = read_json(body)
+    except ValueError:
         return None  # the SDK answers what is no JSON itself
     if not isinstance(message, dict) or "method" not in message or "id" not in message:
         return None

@@ -8,7 +8,6 @@ The cells run in the notebook's folder, with that folder importable, as in Jupyt
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from pathlib import Path
 from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
-from mcp_nb.mistakes import Mistake
+from mcp_nb.mistakes import BadJson, Mistake, read_json
 
 SKIP_TAG = "mcp-skip"
 
@@ -41,10 +40,10 @@ class CodeCell:
 def code_cells(path: Path) -> list[CodeCell]:
     """The notebook's code cells, in order."""
     try:
-        notebook = json.loads(path.read_text(encoding="utf-8"))
+        notebook = read_json(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise NotebookError(f"no notebook at {path}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+    except (OSError, UnicodeDecodeError, BadJson) as err:
         raise NotebookError(f"{path} is not a notebook (.ipynb JSON): {err}") from None
     if not isinstance(notebook, dict) or notebook.get("nbformat") != 4 or not isinstance(notebook.get("cells"), list):
         raise NotebookError(f"{path} is not a Jupyter notebook of format 4")

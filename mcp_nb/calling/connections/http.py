@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import json
 import logging
 from collections.abc import Callable
 from types import TracebackType
@@ -23,6 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_nb import sdk_compat
 from mcp_nb.calling.connections.inbound import Guarded
 from mcp_nb.calling.oauth import step_of
+from mcp_nb.mistakes import read_json
 
 if TYPE_CHECKING:  # the SDK names no public alias for a transport's two streams
     from mcp.client._transport import TransportStreams
@@ -48,7 +48,7 @@ class HttpError:
 def _request_of(content: bytes) -> tuple[str, dict[str, object]]:
     """The JSON-RPC method and params a request's body sent ("" and {} for a body that is no request)."""
     try:
-        sent: object = json.loads(content or b"{}")
+        sent: object = read_json(content or b"{}")
     except ValueError:
         return "", {}
     if not isinstance(sent, dict):

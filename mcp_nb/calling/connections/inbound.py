@@ -30,6 +30,8 @@ from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCNotification
 from pydantic import ValidationError
 
+from mcp_nb.mistakes import nested_past, read_json
+
 # The start of the message of the error a request gets for an answer that is no message the
 # protocol allows (`refused_answer`); a call recorded with it is `invalid_response`.
 REFUSED_ANSWER = "the server's answer is no message the protocol allows: "
@@ -46,12 +48,13 @@ def answered_id(line: bytes) -> str | int | None:
     broken the rest is: integers of any length are not converted, and a line nested too deep
     for the parser is read at its top level only."""
     members: object
-    try:
-        members = json.loads(line, parse_int=_short_int, parse_constant=lambda _: None)
-    except RecursionError:
+    if nested_past(line):
         members = _top_level(line[:SCANNED])
-    except ValueError:  # not JSON at all (a half line, bytes that are no UTF-8): nothing answers
-        return None
+    else:
+        try:
+            members = read_json(line, parse_int=_short_int, parse_constant=lambda _: None)
+        except ValueError:  # not JSON at all (a half line, bytes that are no UTF-8): nothing answers
+            return None
     if not isinstance(members, dict) or "method" in members or not ("result" in members or "error" in members):
         return None
     rid = members.get("id")

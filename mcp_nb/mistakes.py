@@ -55,8 +55,10 @@ A leaf module: every layer's checks raise these.
 from __future__ import annotations
 
 import json
+import operator
 import re
 import unicodedata
+from itertools import accumulate
 from typing import Any
 
 
@@ -93,12 +95,13 @@ class BadJson(BadValue):
 
 
 # JSON is read to at most this many levels of arrays and objects. Nothing deeper crosses MCP (the
-# SDK's reader, pydantic's, stops at 200 levels), and Python's reader would go on to the
-# interpreter's recursion limit, where whatever else Python runs in that moment (a finalizer the
-# garbage collector calls, a callback) fails for want of stack, and its work is lost. The margin
-# over 200 keeps readable what mcp_nb wrote around a value that did cross.
-JSON_DEPTH = 256
+# SDK's reader, pydantic's, stops at 200 levels), though a tool's text may hold deeper JSON, which
+# replays compare. Python's reader recurses, and at the interpreter's limit (1000 by default)
+# whatever else Python runs in that moment (a finalizer the garbage collector calls, a callback)
+# fails for want of stack and its work is lost: half the default is read, half left to the rest.
+JSON_DEPTH = 500
 _NOT_BRACKET = bytes(set(range(256)) - set(b"[]{}"))
+_TWO_FOR_OPENING = bytes.maketrans(b"[]{}", b"\x02\x00\x02\x00")
 
 
 def nested_past(text: str | bytes | bytearray, limit: int = JSON_DEPTH) -> bool:
@@ -117,11 +120,10 @@ def nested_past(text: str | bytes | bytearray, limit: int = JSON_DEPTH) -> bool:
     # A backslash stands only inside a string, and escapes the character after it: without the
     # escaped backslashes, then the escaped quotes, every quote left opens or closes a string.
     outside = b"".join(raw.replace(b"\\\\", b"").replace(b'\\"', b"").split(b'"')[::2])
-    marks = outside.translate(None, _NOT_BRACKET)
-    import numpy  # here, not at the top: a leaf module every layer imports, and text this deep is rare
-
-    opens = numpy.frombuffer(marks, dtype=numpy.uint8) & 2  # set in "[" and "{", clear in "]" and "}"
-    return bool((numpy.cumsum(opens.astype(numpy.int64) - 1) > limit).any())
+    # Each opening bracket as 2, each closing one as 0: after i + 1 brackets the running sum is
+    # twice the openings, and the depth there is that sum less i + 1.
+    twos = outside.translate(_TWO_FOR_OPENING, _NOT_BRACKET)
+    return any(map(operator.gt, accumulate(twos), range(limit + 1, limit + 1 + len(twos))))
 
 
 def value_nested_past(value: Any, limit: int = JSON_DEPTH) -> bool:

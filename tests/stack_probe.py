@@ -4,8 +4,8 @@ A reader that descends into nested text by recursion (Python's json module does)
 up to the interpreter's limit before it gives up. Whatever else Python runs in that moment fails
 for want of stack: the finalizer of an object the collector frees, a callback. It fails quietly
 ("Exception ignored in ..."), and its work is lost. Where it happens depends on when the
-collector runs, so a test would catch it once in a hundred runs; here it runs at every
-allocation of a container (`gc.set_threshold(1)`), with a probe that needs a little stack, so a
+collector runs, so a test would catch it once in a hundred runs; here it collects at every
+allocation of a container (`gc.set_threshold(1, ...)`) and runs a probe that needs a little stack, so a
 reader that goes that deep is caught every time.
 """
 

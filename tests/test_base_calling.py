@@ -365,7 +365,8 @@ def test_arguments_as_deep_as_the_limit_are_sent_and_recorded():
 
 def test_a_deep_json_argument_of_mcp_call_is_one_usage_error(shell):
     _deep_tools()
-    result = shell.run_cell('%mcp_call deep {"x": ' + "[" * 300 + "1" + "]" * 300 + "}")
+    # past the arguments' 100 levels, within the 256 any JSON is read to (tests/test_edges_deep_json.py)
+    result = shell.run_cell('%mcp_call deep {"x": ' + "[" * 150 + "1" + "]" * 150 + "}")
     err = result.error_in_exec or result.error_before_exec
     assert type(err).__name__ == "UsageError", repr(err)
     assert "more than 100 levels deep" in str(err) and "\n" not in str(err)

@@ -1,15 +1,16 @@
-"""Answers compared as JSON, however deep Python's JSON reader took them: a case's expected content
-nested hundreds of levels deep is judged (as the same answer, or as where it differs), never a
-RecursionError out of a replay."""
+"""Answers compared as JSON as deep as mcp_nb reads JSON (`mistakes.JSON_DEPTH`): a case's expected
+content nested hundreds of levels deep is judged (as the same answer, or as where it differs), and
+deeper content as text; never a RecursionError out of a replay."""
 
 from __future__ import annotations
 
 import json
 
 import mcp_nb
+from mcp_nb.mistakes import JSON_DEPTH
 from mcp_nb.records.compare import content_differences, json_differences
 
-LEVELS = 700  # well inside what Python's JSON reader takes, past what a recursive comparison can walk
+LEVELS = JSON_DEPTH  # as deep as JSON is read, past what a recursive comparison (two frames a level) can walk
 
 
 def deep_text(levels: int, leaf: str = "", spaced: bool = False) -> str:
@@ -43,6 +44,16 @@ def test_a_replayed_case_whose_answer_is_json_nested_hundreds_of_levels_deep_is_
     frame = mcp_nb.replay(cases_file(tmp_path, deep_text(LEVELS, "2", spaced=True)))
     assert frame["passed"].tolist() == [False]
     assert frame["reason"].iloc[0].startswith("content: expected")
+
+
+def test_content_nested_deeper_than_json_is_read_is_judged_as_text(tmp_path):
+    @mcp_nb.tool()
+    def deep() -> str:
+        return deep_text(JSON_DEPTH + 1, "1")
+
+    assert mcp_nb.replay(cases_file(tmp_path, deep_text(JSON_DEPTH + 1, "1")))["passed"].tolist() == [True]
+    frame = mcp_nb.replay(cases_file(tmp_path, deep_text(JSON_DEPTH + 1, "1", spaced=True)))  # other text
+    assert frame["passed"].tolist() == [False] and frame["reason"].iloc[0].startswith("content: expected")
 
 
 def test_the_places_two_deep_answers_differ_are_found_and_said():

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+from kernels import IpcKernelManager
 from nbclient import NotebookClient
 
 from mcp_nb.commands import student
@@ -58,6 +59,7 @@ class LearnerKernel:
             self.notebook,
             timeout=timeout,
             kernel_name="python3",
+            kernel_manager_class=IpcKernelManager,  # no TCP port another test can take (tests/kernels.py)
             allow_errors=True,
             resources={"metadata": {"path": str(path.parent)}},
         )

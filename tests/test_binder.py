@@ -23,12 +23,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 from fresh_venv import first_failure, make, once, run, tail
+from kernels import NBVAL_OVER_IPC
 
 from mcp_nb.commands.student import has_exercises, student_version
 
@@ -116,9 +116,7 @@ def nbval(notebook: Path, binder_env: dict):
     environment (its `python3` kernelspec, first on JUPYTER_PATH)."""
     return run(
         [
-            sys.executable,
-            "-m",
-            "pytest",
+            *NBVAL_OVER_IPC,  # the kernel on Unix sockets: no TCP port another test can take (tests/kernels.py)
             notebook,
             "--nbval",
             "--nbval-kernel-name=python3",

@@ -226,7 +226,7 @@ def test_the_interpreter_exiting_ends_the_stdio_process():
 
 
 def test_a_kernel_shutdown_ends_the_stdio_process():
-    from jupyter_client.manager import start_new_kernel
+    from kernels import start_new_kernel  # over ipc: no TCP port to lose
 
     manager, client = start_new_kernel()
     outputs: list = []

@@ -32,7 +32,7 @@ CALL = (
 
 @pytest.fixture
 def kernel():
-    from jupyter_client.manager import start_new_kernel
+    from kernels import start_new_kernel  # over ipc: no TCP port to lose
 
     manager, client = start_new_kernel()
     try:

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def start():
-    from jupyter_client.manager import start_new_kernel
+    from kernels import start_new_kernel  # over ipc: no TCP port to lose
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
     return start_new_kernel(env=env)

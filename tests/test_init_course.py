@@ -23,6 +23,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from fresh_venv import make, run, tail
+from kernels import IpcKernelManager
 from nbclient import NotebookClient
 
 import mcp_nb
@@ -140,7 +141,12 @@ def _run(path: Path) -> dict[str, tuple[str, str]]:
     """Execute a notebook in a kernel of this environment; the cells that failed, by id: (ename, evalue)."""
     notebook = nbformat.read(path, as_version=4)
     NotebookClient(
-        notebook, timeout=120, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(path.parent)}}
+        notebook,
+        timeout=120,
+        kernel_name="python3",
+        kernel_manager_class=IpcKernelManager,
+        allow_errors=True,
+        resources={"metadata": {"path": str(path.parent)}},
     ).execute()
     return {cell.id: (o.ename, o.evalue) for cell in notebook.cells for o in cell.get("outputs", []) if o.output_type == "error"}
 

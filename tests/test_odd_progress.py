@@ -111,7 +111,7 @@ print(said.count("done"), len(mcp_nb.history()))
 def test_in_a_real_kernel_where_the_bar_is_a_widget():
     # In a kernel tqdm draws a widget, whose count must be a number it can hold: this is where
     # a NaN made the cell fail.
-    from jupyter_client.manager import start_new_kernel
+    from kernels import start_new_kernel  # over ipc: no TCP port to lose
 
     manager, client = start_new_kernel()
     try:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from kernels import NBVAL_OVER_IPC
 
 from mcp_nb.config import STABLE_OUTPUT_ENV
 
@@ -106,9 +107,7 @@ def store(notebook: Path, env: dict) -> None:
 
 def check(notebook: Path, env: dict, sanitizer: Path | None) -> subprocess.CompletedProcess:
     command = [
-        sys.executable,
-        "-m",
-        "pytest",
+        *NBVAL_OVER_IPC,  # pytest, its kernel on Unix sockets: no TCP port another test can take (tests/kernels.py)
         "--nbval",
         "--nbval-current-env",
         "--nbval-cell-timeout=120",

@@ -197,7 +197,7 @@ print(json.dumps({
 
 def test_in_a_real_kernel_every_widget_changes_on_the_kernels_thread():
     pytest.importorskip("ipykernel")
-    from jupyter_client.manager import start_new_kernel
+    from kernels import start_new_kernel  # over ipc: no TCP port to lose
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     km, kc = start_new_kernel(kernel_name="python3", env=env)

@@ -1,0 +1,79 @@
+"""Kernels the tests start, reached over Unix sockets (ZeroMQ's `ipc` transport), not TCP ports.
+
+jupyter_client chooses a kernel's five TCP ports by binding port 0 and letting go of it; the kernel
+binds them a second or two later, once it has imported itself. While other tests open connections
+all the time (every client takes a port of the same range), another process can take one of those
+ports in between, and the kernel dies before it answers: nbval says "Kernel died before replying to
+kernel_info" for every cell, and the notebook never ran. Over `ipc` there is no port to lose, and
+nothing a notebook does depends on the transport. (JupyterLab's kernels, in the browser tests and
+the README's first command, are the server's to start: those stay on TCP, as a learner has them.)
+
+A socket's path must fit in 107 bytes, so the sockets live under a short folder of /tmp of their
+own, not in a runtime folder deep in pytest's temporary tree.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import sys
+import tempfile
+import uuid
+
+from jupyter_client.manager import KernelManager
+
+_FOLDER: str | None = None
+
+
+def ipc_prefix() -> str:
+    """A path for one kernel's five sockets (`PREFIX-1` ... `PREFIX-5`), short enough for any of them."""
+    global _FOLDER
+    if _FOLDER is None or not os.path.isdir(_FOLDER):
+        _FOLDER = tempfile.mkdtemp(prefix="k", dir="/tmp")
+        atexit.register(shutil.rmtree, _FOLDER, ignore_errors=True)
+    return os.path.join(_FOLDER, uuid.uuid4().hex[:12])
+
+
+class IpcKernelManager(KernelManager):
+    """A KernelManager whose kernel listens on Unix sockets (nbclient's `kernel_manager_class=`:
+    the client then owns the manager, and shuts its kernel down when it is done)."""
+
+    def __init__(self, **kwargs) -> None:
+        kwargs.setdefault("transport", "ipc")
+        kwargs.setdefault("ip", ipc_prefix())
+        super().__init__(**kwargs)
+
+
+def start_new_kernel(kernel_name: str = "python3", startup_timeout: float = 60, **kwargs):
+    """As `jupyter_client.manager.start_new_kernel`, over `ipc`: the manager and a ready client."""
+    manager = IpcKernelManager(kernel_name=kernel_name)
+    manager.start_kernel(**kwargs)
+    client = manager.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=startup_timeout)
+    except RuntimeError:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+        raise
+    return manager, client
+
+
+# nbval, in a process of its own, with the kernels it starts reached over `ipc`: the arguments
+# after these are pytest's. nbval makes its KernelManager itself, with no configuration to take.
+NBVAL_OVER_IPC = [
+    sys.executable,
+    "-c",
+    "import atexit, shutil, sys, tempfile, uuid\n"
+    "import nbval.kernel\n"
+    "from jupyter_client.manager import KernelManager\n"
+    "folder = tempfile.mkdtemp(prefix='k', dir='/tmp')\n"
+    "atexit.register(shutil.rmtree, folder, ignore_errors=True)\n"
+    "class OverIpc(KernelManager):\n"
+    "    def __init__(self, **kwargs):\n"
+    "        super().__init__(transport='ipc', ip=f'{folder}/{uuid.uuid4().hex[:12]}', **kwargs)\n"
+    "nbval.kernel.KernelManager = OverIpc\n"
+    "import pytest\n"
+    "sys.exit(pytest.main(sys.argv[1:]))\n",
+]

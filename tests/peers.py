@@ -438,15 +438,17 @@ def llama_server(key: str, n_ctx: int = 1024):
         str(port),
         "--n_ctx",
         str(n_ctx),
-        "--api_key",
-        key,
         "--verbose",
         "False",
     ]
+    # The key in the environment, where its settings (pydantic's) read API_KEY: on the command line
+    # anyone could read it in `ps`, and a key that starts with "-" (token_urlsafe gives one in 64)
+    # was taken by argparse for an option ("--api_key: expected one argument").
+    env = {**os.environ, "API_KEY": key}
     # Its stderr (llama.cpp's load log, uvicorn's line per request) goes to a file: a pipe nobody
     # reads fills up, and the server then stops in the middle of a write, answering nothing.
     with tempfile.TemporaryFile() as said:
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=said)
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=said, env=env)
         try:
             try:
                 wait_for_port(port, process)

@@ -64,6 +64,15 @@ def refused(stop: str, detail: str) -> bool:
     return stop == "model_failed" and detail.startswith("HTTP") and "maximum context length" not in detail
 
 
+def test_the_served_model_answers_only_to_its_key(smollm2, books, monkeypatch):
+    url, key = smollm2  # given to the server in its environment (peers.llama_server), not its command line
+    monkeypatch.setenv("MCP_NB_TEST_LLAMA_KEY", "not-" + key)
+    wrong = OpenAICompatible("smollm2", url, key="MCP_NB_TEST_LLAMA_KEY", retries=0)
+    episode = agent(TASKS[0]["task"], wrong, system=SYSTEM, max_turns=1, model_timeout=60)
+    assert episode.stop == "model_failed" and episode.detail.startswith("HTTP 401"), episode
+    assert key not in episode.detail
+
+
 def test_episodes_with_a_real_model_are_recorded_whatever_it_does(model, books):
     # Two tasks of three turns: each turn of this model costs seconds of both cores (its prompt is
     # the tools' schemas), and what is held here is the loop's record of a real model, not its skill.

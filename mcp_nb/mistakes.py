@@ -100,6 +100,7 @@ class BadJson(BadValue):
 # whatever else Python runs in that moment (a finalizer the garbage collector calls, a callback)
 # fails for want of stack and its work is lost: half the default is read, half left to the rest.
 JSON_DEPTH = 500
+_TOO_DEEP = f"nested too deeply (more than {JSON_DEPTH} levels)"
 _NOT_BRACKET = bytes(set(range(256)) - set(b"[]{}"))
 _TWO_FOR_OPENING = bytes.maketrans(b"[]{}", b"\x02\x00\x02\x00")
 
@@ -111,6 +112,8 @@ def nested_past(text: str | bytes | bytearray, limit: int = JSON_DEPTH) -> bool:
     any text, costs two counts."""
     if isinstance(text, str):
         raw = text.encode("utf-8", "surrogatepass")
+    elif not isinstance(text, (bytes, bytearray)):
+        return False  # not text: the reader says so itself (a TypeError)
     else:  # as Python's reader takes bytes: UTF-8, or UTF-16 or -32 by their first bytes
         raw, encoding = bytes(text), json.detect_encoding(text)
         if encoding != "utf-8" and raw.count(b"[") + raw.count(b"{") > limit:
@@ -156,13 +159,13 @@ def read_json(text: str | bytes | bytearray, **options: Any) -> Any:
     nested past `JSON_DEPTH` is refused before Python's reader descends into it (see there).
     """
     if nested_past(text):
-        raise BadJson(f"nested too deeply (more than {JSON_DEPTH} levels)")
+        raise BadJson(_TOO_DEEP)
     try:
         return json.loads(text, **options)
     except json.JSONDecodeError as err:
         raise BadJson(err.msg, err.lineno, err.colno, err.pos) from None
     except RecursionError:  # a limit set lower than JSON_DEPTH's margin needs
-        raise BadJson(f"nested too deeply (more than {JSON_DEPTH} levels)") from None
+        raise BadJson(_TOO_DEEP) from None
     except ValueError as err:  # an integer of more than 4300 digits (or a str that is not text)
         raise BadJson(first_line(err)) from None
 
@@ -174,13 +177,13 @@ def read_json_at(text: str, start: int) -> tuple[Any, int]:
     """The JSON value that starts at `start` in `text` and where it ends (a magic's line holds
     more after it), or a `BadJson` as `read_json` says it; `pos` counts from `start`."""
     if nested_past(text[start:]):  # what follows the value counts too: only when it nests as deep
-        raise BadJson(f"nested too deeply (more than {JSON_DEPTH} levels)")
+        raise BadJson(_TOO_DEEP)
     try:
         return _DECODER.raw_decode(text, start)
     except json.JSONDecodeError as err:
         raise BadJson(err.msg, err.lineno, err.colno, err.pos - start) from None
     except RecursionError:
-        raise BadJson(f"nested too deeply (more than {JSON_DEPTH} levels)") from None
+        raise BadJson(_TOO_DEEP) from None
     except ValueError as err:
         raise BadJson(first_line(err)) from None
 

@@ -93,6 +93,21 @@ def write_notebook(folder: Path, *cells) -> Path:
     return path
 
 
+@contextmanager
+def http_served(handler):
+    """`handler` (a BaseHTTPRequestHandler) answering on 127.0.0.1, a thread per request; yields
+    its address, `http://127.0.0.1:PORT`, and stops it after."""
+    from http.server import ThreadingHTTPServer
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def served_at(process) -> tuple[str, str, str]:
     """What `mcp-nb serve --http` said on stderr until it serves (its URL, all it said), and the token
     from the file it named: (its URL, its token, all it said)."""

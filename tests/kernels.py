@@ -60,6 +60,21 @@ def start_new_kernel(kernel_name: str = "python3", startup_timeout: float = 60, 
     return manager, client
 
 
+def execute(notebook, folder, timeout: float = 120, allow_errors: bool = False) -> None:
+    """Run every cell of `notebook` (nbformat's, changed in place) in a kernel over `ipc` whose
+    working folder is `folder`, as nbclient does; the kernel is shut down after."""
+    from nbclient import NotebookClient
+
+    NotebookClient(
+        notebook,
+        timeout=timeout,
+        kernel_name="python3",
+        kernel_manager_class=IpcKernelManager,
+        allow_errors=allow_errors,
+        resources={"metadata": {"path": str(folder)}},
+    ).execute()
+
+
 # nbval, in a process of its own, with the kernels it starts reached over `ipc`: the arguments
 # after these are pytest's. nbval makes its KernelManager itself, with no configuration to take.
 NBVAL_OVER_IPC = [

@@ -9,10 +9,10 @@ answers the handshake and the listing correctly, then each call with a broken an
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from helpers import http_served
 
 import mcp_nb
 
@@ -62,12 +62,8 @@ class Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def broken_url():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
-    server.shutdown()
-    server.server_close()
+    with http_served(Handler) as url:
+        yield f"{url}/mcp"
 
 
 @pytest.mark.parametrize("tool", BROKEN)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import peers
 import pytest
-from helpers import wait_until
+from helpers import http_served, wait_until
 from IPython.core.error import UsageError
 
 import mcp_nb
@@ -348,7 +348,6 @@ def _is_sleeper(pid: int) -> bool:
 
 def test_http_error_statuses_are_said_with_their_status_and_body():
     import http.server
-    import threading
 
     class Refuse(http.server.BaseHTTPRequestHandler):
         def do_POST(self):
@@ -362,16 +361,14 @@ def test_http_error_statuses_are_said_with_their_status_and_body():
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        with pytest.raises(
+    with (
+        http_served(Refuse) as url,
+        pytest.raises(
             ConnectError,
             match=r"HTTP 401: the server asks for credentials and none were sent .*; the server said: invalid_token$",
-        ):
-            mcp_nb.connect("locked", f"http://127.0.0.1:{server.server_port}/mcp", timeout=10)
-    finally:
-        server.shutdown()
+        ),
+    ):
+        mcp_nb.connect("locked", f"{url}/mcp", timeout=10)
 
 
 def test_a_restarted_http_server_gives_an_http_error_with_status_and_body():

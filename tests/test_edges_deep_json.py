@@ -14,10 +14,10 @@ still went deep would be caught every time, not once in a hundred runs.
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from helpers import http_served
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from IPython.core.error import UsageError
@@ -166,12 +166,8 @@ class DeepRefusal(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def refusing_url():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), DeepRefusal)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with http_served(DeepRefusal) as url:
+        yield url
 
 
 @pytest.mark.parametrize("status", [401, 500])

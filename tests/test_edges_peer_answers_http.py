@@ -13,11 +13,11 @@ converts a progress with `float()` whatever the transport: mcp_nb's guard on the
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from helpers import http_served
 
 import mcp_nb
 
@@ -93,12 +93,8 @@ class Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def broken_url():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
-    server.shutdown()
-    server.server_close()
+    with http_served(Handler) as url:
+        yield f"{url}/mcp"
 
 
 @pytest.mark.timeout(120)

@@ -23,8 +23,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from fresh_venv import make, run, tail
-from kernels import IpcKernelManager
-from nbclient import NotebookClient
+from kernels import execute
 
 import mcp_nb
 from mcp_nb.commands import course
@@ -140,14 +139,7 @@ def test_binders_build_of_the_course_opens_the_student_versions(tmp_path):
 def _run(path: Path) -> dict[str, tuple[str, str]]:
     """Execute a notebook in a kernel of this environment; the cells that failed, by id: (ename, evalue)."""
     notebook = nbformat.read(path, as_version=4)
-    NotebookClient(
-        notebook,
-        timeout=120,
-        kernel_name="python3",
-        kernel_manager_class=IpcKernelManager,
-        allow_errors=True,
-        resources={"metadata": {"path": str(path.parent)}},
-    ).execute()
+    execute(notebook, path.parent, allow_errors=True)
     return {cell.id: (o.ename, o.evalue) for cell in notebook.cells for o in cell.get("outputs", []) if o.output_type == "error"}
 
 

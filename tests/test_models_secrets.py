@@ -9,9 +9,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from kernels import IpcKernelManager
+from kernels import execute
 from model_servers import Answer, ModelServer, anthropic_check, completion, message, openai_check
-from nbclient import NotebookClient
 
 from mcp_nb import Key, OpenAICompatible
 from mcp_nb.mistakes import Mistake
@@ -81,13 +80,7 @@ def test_after_episodes_with_a_key_no_saved_notebook_case_file_history_file_or_d
             "mcp_nb.history().sync(); logging.shutdown()",
         ]
         notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in cells])
-        NotebookClient(
-            notebook,
-            timeout=120,
-            kernel_name="python3",
-            kernel_manager_class=IpcKernelManager,
-            resources={"metadata": {"path": str(tmp_path)}},
-        ).execute()
+        execute(notebook, tmp_path)
     saved = tmp_path / "episodes.ipynb"
     nbformat.write(notebook, saved)
     errors = [o for c in notebook.cells for o in c.outputs if o.output_type == "error"]

@@ -235,8 +235,7 @@ def test_after_a_full_flow_in_a_kernel_the_token_is_in_no_saved_notebook_case_fi
     import json
 
     import nbformat
-    from kernels import IpcKernelManager
-    from nbclient import NotebookClient
+    from kernels import execute
 
     cells = [
         "import logging, pathlib, re, subprocess, sys, httpx2\nimport mcp_nb\n"
@@ -255,13 +254,7 @@ def test_after_a_full_flow_in_a_kernel_the_token_is_in_no_saved_notebook_case_fi
         "mcp_nb.history().to_cases('cases.json')\nserver.terminate(); server.wait(10)",
     ]
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in cells])
-    NotebookClient(
-        notebook,
-        timeout=120,
-        kernel_name="python3",
-        kernel_manager_class=IpcKernelManager,
-        resources={"metadata": {"path": str(tmp_path)}},
-    ).execute()
+    execute(notebook, tmp_path)
     saved = tmp_path / "flow.ipynb"
     nbformat.write(notebook, saved)
     errors = [o for c in notebook.cells for o in c.outputs if o.output_type == "error"]

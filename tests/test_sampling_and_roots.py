@@ -9,7 +9,7 @@ from pathlib import Path
 
 import peers
 import pytest
-from helpers import wait_until
+from helpers import http_served, wait_until
 from IPython.core.error import UsageError
 
 import mcp_nb
@@ -210,8 +210,7 @@ def test_the_guides_chat_completions_adapter_samples_from_an_endpoint_of_that_fo
     (this machine has no model to ask: the endpoint answers as such a server does)."""
     import json
     import re
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from http.server import BaseHTTPRequestHandler
 
     guide = (Path(__file__).resolve().parent.parent / "docs" / "outside-server.md").read_text()
     block = next(b for b in re.findall(r"```python\n(.*?)```", guide, flags=re.S) if "def chat_completions" in b)
@@ -233,14 +232,10 @@ def test_the_guides_chat_completions_adapter_samples_from_an_endpoint_of_that_fo
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Endpoint)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with http_served(Endpoint) as url:
         names: dict = {}
         exec(block, names)
-        adapter = names["chat_completions"](
-            f"http://127.0.0.1:{server.server_port}/v1", "test-model", key_variable="MCP_NB_NO_KEY"
-        )
+        adapter = names["chat_completions"](f"{url}/v1", "test-model", key_variable="MCP_NB_NO_KEY")
         everything(sampling=adapter)
         outcome = sample("Say hi")
         assert outcome.outcome == "result" and "hello from the endpoint" in outcome.content, (outcome.samplings, outcome.content)
@@ -248,12 +243,8 @@ def test_the_guides_chat_completions_adapter_samples_from_an_endpoint_of_that_fo
         assert path == "/v1/chat/completions" and body["model"] == "test-model" and body["max_tokens"] == 50
         assert body["messages"][0]["role"] == "system" and "Say hi" in body["messages"][-1]["content"]
         assert outcome.samplings[0].model == "test-model"
-        server.shutdown()
-        server.server_close()
-        failed = sample("again")  # the endpoint is gone: the request is refused, and the record says why
-        assert failed.samplings[0].refused and "the sampling function raised" in failed.samplings[0].reason
-    finally:
-        server.server_close()
+    failed = sample("again")  # the endpoint is gone: the request is refused, and the record says why
+    assert failed.samplings[0].refused and "the sampling function raised" in failed.samplings[0].reason
 
 
 def test_a_sampling_function_that_never_replies_is_refused_in_time():

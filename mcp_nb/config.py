@@ -187,19 +187,13 @@ class SharedTraits(HasTraits):
             raise TraitError(str(err)) from None
         return proposal["value"]
 
-    @validate("timeout")
+    @validate("timeout", "connect_timeout")
     def _valid_timeout(self, proposal):
-        try:
-            return check_timeout(proposal["value"])
-        except ValueError as err:
-            raise TraitError(str(err)) from None
-
-    @validate("connect_timeout")
-    def _valid_connect_timeout(self, proposal):
-        if proposal["value"] is None:
+        value, name = proposal["value"], proposal["trait"].name
+        if value is None:  # connect_timeout only (timeout allows no None): the request timeout then
             return None
         try:
-            return check_timeout(proposal["value"], "connect_timeout")
+            return check_timeout(value, name)
         except ValueError as err:
             raise TraitError(str(err)) from None
 

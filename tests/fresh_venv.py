@@ -88,10 +88,15 @@ def environment(base: Path, venv: Path) -> dict:
 
 
 def make(base: Path, version: str) -> tuple[Path, dict]:
-    """A new venv of Python `version` in base/venv, and the environment to run it in."""
+    """A new venv of Python `version` in base/venv, with a current pip, and the environment to run it in.
+
+    A current pip, as Binder's image and a CI runner's Python have it (and the README's first command
+    asks for, with the same `--upgrade-deps`): the pip a Python bundles is as old as that Python, and
+    the one of 3.11 reads every file of every release on each project's index page to resolve
+    JupyterLab's packages, twice the CPU time of a current one for the same install."""
     venv = base / "venv"
     env = environment(base, venv)
-    created = run([interpreter(version), "-m", "venv", venv], cwd=base, env=env, timeout=300)
+    created = run([interpreter(version), "-m", "venv", "--upgrade-deps", venv], cwd=base, env=env, timeout=300)
     assert created.returncode == 0, tail(created.stderr)
     return venv, env
 

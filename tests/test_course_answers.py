@@ -6,8 +6,9 @@ tests/course_answers.py in turn, its cells run again from the answer to the chec
 once more; Run All again; then the right answers, the same way; Run All once more; and every
 exercise again after it. Each check gives the verdict its answer deserves every time: a wrong
 answer fails its check, and only its check, with an `mcp_nb.CheckFailed` that shows its
-explanation alone; a right answer passes; and no other cell fails, however often it ran. The
-solution version, with its hidden tests, fails the answers fitted to the visible checks.
+explanation alone; a right answer passes; and no other cell fails, however often it ran. Then,
+in the same kernel, each check gets its hidden tests back (as nbgrader's autograde puts them
+back): the answers fitted to the visible checks fail it, and the right answer passes.
 """
 
 from __future__ import annotations
@@ -75,15 +76,14 @@ def test_a_learners_wrong_answers_fail_and_right_ones_pass_however_often_the_cel
         assert failed == {}, [str(f) for f in failed.values()]
         for solution, check, _ in _answers(name):  # an exercise done again after Run All
             assert kernel.run_range(solution, check) == {}, solution
-
-
-@pytest.mark.timeout(900)
-@pytest.mark.parametrize("name", [name for name in NAMES if any(a["fitted"] for _, _, a in _answers(name))])
-def test_the_hidden_tests_fail_the_answers_fitted_to_the_visible_checks(name, tmp_path):
-    folder = course_copy(tmp_path, students=False)
-    with LearnerKernel(folder / name) as kernel:
-        assert kernel.run_all() == {}
+        # Graded: each check with its hidden tests back, as the solution version has it (what nbgrader's
+        # autograde runs). The answers fitted to the visible checks fail it; the right answer passes.
         for solution, check, answers in _answers(name):
+            if not answers["fitted"]:
+                continue
+            hidden = solution_source(name, check)
+            assert "### BEGIN HIDDEN TESTS" in hidden and kernel.source(check) != hidden, check
+            kernel.write(check, hidden)
             for fitted in answers["fitted"]:
                 kernel.write(solution, fitted)
                 failed = kernel.run_range(solution, check)

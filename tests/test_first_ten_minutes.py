@@ -122,7 +122,7 @@ def test_the_readme_has_its_two_commands_and_what_they_name_exists():
         assert checked.returncode == 0, checked.stderr
     steps = [step.strip() for step in setup.split("&&")]
     assert steps[:3] == [
-        "python3 -m venv .venv",
+        "python3 -m venv --upgrade-deps .venv",
         '.venv/bin/pip install -e ".[lab]"',
         ".venv/bin/python tests/peers.py install --notebooks",
     ]

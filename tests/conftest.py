@@ -15,7 +15,7 @@ TESTS_CONNECT_S = 180.0
 # the browser's pages): pytest is not to collect them, with nbval on or off.
 collect_ignore_glob = ["*.ipynb"]
 
-# How the parallel pass of .ci/run (`pytest -n 4 --dist loadfile`) is dealt out. pytest-xdist
+# How the parallel pass of .ci/run (`pytest -n 6 --dist loadfile`) is dealt out. pytest-xdist
 # hands each worker a group of tests (here: a file, or the one test named below), and a worker
 # takes the next group when its own run low. The groups that start processes of their own
 # (fresh venvs, kernels, a browser) take minutes; dealt last, the run would wait for the last

@@ -460,20 +460,9 @@ def llama_server(key: str, n_ctx: int = 1024):
             stop(process)
 
 
-def install_python() -> None:
-    """Only the Python peers (FastMCP's venv, llama.cpp's server and its model): they need nothing of
-    the test environment (Node comes with it), so .ci/run installs them while pip installs that."""
-    install_venvs()
-    install_llama()
-
-
 if __name__ == "__main__":
-    if sys.argv[1:] not in (["install"], ["install", "--notebooks"], ["install", "--python"]):
-        raise SystemExit(f"usage: {sys.executable} tests/peers.py install [--notebooks | --python]")
-    if sys.argv[2:] == ["--python"]:
-        install_python()
-        print(f"Python peers ready in {PEERS}: " + ", ".join(f"{n}=={v}" for n, v in {**PY_PINS, **LLAMA_PINS}.items()))
-        raise SystemExit(0)
+    if sys.argv[1:] not in (["install"], ["install", "--notebooks"]):
+        raise SystemExit(f"usage: {sys.executable} tests/peers.py install [--notebooks]")
     notebooks_only = sys.argv[2:] == ["--notebooks"]
     install(notebooks_only)
     ready = [f"{n}@{v}" for n, v in (FOR_NOTEBOOKS if notebooks_only else PINS).items()]

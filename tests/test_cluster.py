@@ -14,7 +14,6 @@ import sys
 import threading
 import time
 
-import distributed  # the test extra brings it (mcp-notebook[dask])
 import pandas as pd
 import peers
 import pytest
@@ -32,7 +31,11 @@ STARTED_ON_WORKERS: set[int] = set()  # the stdio servers the workers started: n
 
 def local_cluster(**workers):
     """Worker processes on 127.0.0.1; the scheduler's HTTP server (no dashboard) on a free port
-    of 127.0.0.1, not dask's 8787, which another cluster on the machine may hold."""
+    of 127.0.0.1, not dask's 8787, which another cluster on the machine may hold. dask is imported
+    here, not with the module: each pytest-xdist worker collects every test file, and most of them
+    never start a cluster."""
+    import distributed  # the test extra brings it (mcp-notebook[dask])
+
     return distributed.LocalCluster(
         processes=True,
         host="127.0.0.1",
@@ -44,6 +47,8 @@ def local_cluster(**workers):
 
 @pytest.fixture(scope="module")
 def client():
+    import distributed
+
     cluster = local_cluster(n_workers=2, threads_per_worker=1)
     client = distributed.Client(cluster, set_as_default=False)
     pids = set()
@@ -644,6 +649,8 @@ def test_partitions_sharing_a_worker_process_keep_their_own_records():
     @mcp_nb.tool(read_only=True)
     def outer(i: int) -> int:
         return int(mcp_nb.call("inner", {"i": i}).content) + 1
+
+    import distributed
 
     with (
         local_cluster(n_workers=1, threads_per_worker=2) as cluster,

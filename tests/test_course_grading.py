@@ -15,7 +15,6 @@ import nbformat
 import pytest
 from course_answers import ANSWERS
 from course_runs import ANSI, NOTEBOOKS, LearnerKernel, exercises, solution_source
-from nbgrader.api import Gradebook
 
 GRADED = ["02-tool-errors.ipynb", "04-bad-arguments.ipynb"]  # two of the course's notebooks, quick to run
 CONFIG = """c = get_config()
@@ -54,6 +53,8 @@ def answered(released: Path, answers: dict[str, str]) -> None:
 
 
 def scores(course: Path, student: str) -> dict[str, tuple[float, float]]:
+    from nbgrader.api import Gradebook  # here, not at collection: every pytest-xdist worker collects this file
+
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as book:
         submission = book.find_submission("day1", student)
         return {notebook.name: (notebook.score, notebook.max_score) for notebook in submission.notebooks}

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 
-import distributed  # the test extra brings it (mcp-notebook[dask])
 import pytest
 from helpers import wait_until
 from mcp.server.mcpserver.exceptions import ToolError
@@ -23,6 +22,8 @@ BOOKS = {"Dune": "Frank Herbert", "Emma": "Jane Austen"}
 
 @pytest.fixture(scope="module")
 def client():
+    import distributed  # the test extra brings it (mcp-notebook[dask]); imported here, not at collection
+
     cluster = distributed.LocalCluster(
         n_workers=2,
         threads_per_worker=1,

@@ -2,12 +2,14 @@
 
 tests/test_docs.py checks the build (offline, warnings as errors) and its pages; the browser
 tests (tests/browser) look at the same pages in Chromium. One Sphinx build (half a minute of
-CPU) serves both, whichever pytest-xdist worker asks first (`fresh_venv.once`).
+CPU) serves both, whichever pytest-xdist worker asks first (`fresh_venv.once`). It is made in a
+copy of the repository where a user has put broken notebooks of their own (`USERS_NOTEBOOKS`).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,8 +22,38 @@ DOCS = ROOT / "docs"
 NO_NETWORK = "http://127.0.0.1:9"  # the discard port: nothing listens
 
 
+# Where a user makes notebooks of their own in a clone: the course's folder, the learner's (learn/,
+# learn/mine/), docs/ itself. The one build is of a copy of the repository with a broken notebook in
+# each, so that it shows, besides the pages, that none of them is rendered or can break the build.
+USERS_NOTEBOOKS = (
+    "notebooks/Untitled.ipynb",
+    "learn/02-tool-errors.ipynb",
+    "learn/mine/Untitled.ipynb",
+    "docs/scratch.ipynb",
+    "docs/notebooks/mine.ipynb",
+)
+BROKEN = "{ this is not a notebook"
+
+
+def copy_repository(copy: Path) -> None:
+    """The repository's files (what git keeps, and what it would keep that is not committed yet) in `copy`."""
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    for name in filter(None, files):
+        source = ROOT / name
+        if source.is_file() and not source.is_symlink():
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, copy / name)
+
+
 def _build(folder: Path) -> dict:
-    return _build_at(ROOT, folder)
+    copy = folder / "repository"
+    copy_repository(copy)
+    for where in USERS_NOTEBOOKS:
+        (copy / where).parent.mkdir(parents=True, exist_ok=True)
+        (copy / where).write_text(BROKEN)
+    return {**_build_at(copy, folder), "copy": str(copy)}
 
 
 def _build_at(root: Path, folder: Path) -> dict:
@@ -49,6 +81,11 @@ def _build_at(root: Path, folder: Path) -> dict:
     return {"html": str(out)}
 
 
+def site(tmp_path_factory) -> dict:
+    """The build: its html folder (`html`) and the copy of the repository it was built from (`copy`)."""
+    return once(tmp_path_factory, "docs", _build)
+
+
 def built(tmp_path_factory) -> Path:
     """The built site's html folder."""
-    return Path(once(tmp_path_factory, "docs", _build)["html"])
+    return Path(site(tmp_path_factory)["html"])

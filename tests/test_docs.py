@@ -188,36 +188,15 @@ def docs_conf_notebooks() -> tuple[str, ...]:
     raise AssertionError("docs/conf.py has no NOTEBOOKS")
 
 
-BROKEN = "{ this is not a notebook"
-
-
-def test_a_notebook_of_the_users_own_cannot_break_the_build(tmp_path):
-    """A copy of the repository with broken notebooks where a user makes them (notebooks/, learn/,
-    learn/mine/, docs/ itself) builds with warnings as errors, and renders none of them."""
-    import shutil
-    import subprocess
-
-    copy = tmp_path / "repository"
-    files = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.split("\n")
-    for name in filter(None, files):
-        source = ROOT / name
-        if source.is_file() and not source.is_symlink():
-            (copy / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, copy / name)
-    for where in (
-        "notebooks/Untitled.ipynb",
-        "learn/02-tool-errors.ipynb",
-        "learn/mine/Untitled.ipynb",
-        "docs/scratch.ipynb",
-        "docs/notebooks/mine.ipynb",
-    ):
-        (copy / where).parent.mkdir(parents=True, exist_ok=True)
-        (copy / where).write_text(BROKEN)
-    built = docs_site._build_at(copy, tmp_path / "out")
-    assert not list(Path(built["html"]).rglob("Untitled.html")) and not list(Path(built["html"]).rglob("scratch.html"))
-    assert (copy / "docs" / "notebooks" / "mine.ipynb").read_text() == BROKEN  # a file of the user's own is left as it was
+def test_a_notebook_of_the_users_own_cannot_break_the_build(tmp_path_factory):
+    """The site is built from a copy of the repository with broken notebooks where a user makes them
+    (notebooks/, learn/, learn/mine/, docs/ itself: tests/docs_site.py), with warnings as errors: it
+    built, renders none of them, and left each as it was."""
+    made = docs_site.site(tmp_path_factory)
+    pages, copy = Path(made["html"]), Path(made["copy"])
+    assert not list(pages.rglob("Untitled.html")) and not list(pages.rglob("scratch.html")) and not list(pages.rglob("mine.html"))
+    for where in docs_site.USERS_NOTEBOOKS:
+        assert (copy / where).read_text() == docs_site.BROKEN, where  # a file of the user's own is left as it was
 
 
 # -- the pictures ------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ import mcp_nb
 from mcp_nb.config import DEFAULT_TIMEOUT, DEFAULT_WINDOW, settings
 
 # The time a server has to start and answer `initialize` in the tests' own processes: the
-# parallel pass keeps four workers and their pip, kernels and browser busy on two cores, where
+# parallel pass keeps six workers and their pip, kernels and browser busy on two cores, where
 # a Python MCP server that starts in a second on a quiet machine took over 30 s. No test is
 # about this default (the tests of connect timeouts give their own); the kernels the tests
 # start keep the learner's default, which the course's stored outputs show.

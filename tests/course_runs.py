@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
-from kernels import IpcKernelManager
-from nbclient import NotebookClient
+from kernels import notebook_client
 
 from mcp_nb.commands import student
 
@@ -55,14 +54,8 @@ class LearnerKernel:
         for cell in self.notebook.cells:
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
-        self.client = NotebookClient(
-            self.notebook,
-            timeout=timeout,
-            kernel_name="python3",
-            kernel_manager_class=IpcKernelManager,  # no TCP port another test can take (tests/kernels.py)
-            allow_errors=True,
-            resources={"metadata": {"path": str(path.parent)}},
-        )
+        # its kernel over ipc: no TCP port another test can take (tests/kernels.py)
+        self.client = notebook_client(self.notebook, path.parent, timeout, allow_errors=True)
         self._kernel = None
 
     def __enter__(self) -> LearnerKernel:

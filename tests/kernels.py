@@ -60,35 +60,39 @@ def start_new_kernel(kernel_name: str = "python3", startup_timeout: float = 60, 
     return manager, client
 
 
-def execute(notebook, folder, timeout: float = 120, allow_errors: bool = False) -> None:
-    """Run every cell of `notebook` (nbformat's, changed in place) in a kernel over `ipc` whose
-    working folder is `folder`, as nbclient does; the kernel is shut down after."""
+def notebook_client(notebook, folder, timeout: float = 120, allow_errors: bool = False):
+    """nbclient's NotebookClient for `notebook` (nbformat's, changed in place as it runs), its kernel
+    over `ipc` with `folder` as its working folder: the client starts and shuts down the kernel."""
     from nbclient import NotebookClient
 
-    NotebookClient(
+    return NotebookClient(
         notebook,
         timeout=timeout,
         kernel_name="python3",
         kernel_manager_class=IpcKernelManager,
         allow_errors=allow_errors,
         resources={"metadata": {"path": str(folder)}},
-    ).execute()
+    )
 
 
-# nbval, in a process of its own, with the kernels it starts reached over `ipc`: the arguments
-# after these are pytest's. nbval makes its KernelManager itself, with no configuration to take.
+def execute(notebook, folder, timeout: float = 120, allow_errors: bool = False) -> None:
+    """Run every cell of `notebook` in a kernel over `ipc` whose working folder is `folder`, as
+    nbclient does; the kernel is shut down after."""
+    notebook_client(notebook, folder, timeout, allow_errors).execute()
+
+
+# nbval, in a process of its own, with the kernels it starts reached over `ipc` (this module's
+# manager): the arguments after these are pytest's. nbval makes its KernelManager itself, with no
+# configuration to take. This folder leaves the path once the module is imported.
 NBVAL_OVER_IPC = [
     sys.executable,
     "-c",
-    "import atexit, shutil, sys, tempfile, uuid\n"
+    "import sys\n"
+    f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
+    "import kernels\n"
+    "del sys.path[0]\n"
     "import nbval.kernel\n"
-    "from jupyter_client.manager import KernelManager\n"
-    "folder = tempfile.mkdtemp(prefix='k', dir='/tmp')\n"
-    "atexit.register(shutil.rmtree, folder, ignore_errors=True)\n"
-    "class OverIpc(KernelManager):\n"
-    "    def __init__(self, **kwargs):\n"
-    "        super().__init__(transport='ipc', ip=f'{folder}/{uuid.uuid4().hex[:12]}', **kwargs)\n"
-    "nbval.kernel.KernelManager = OverIpc\n"
+    "nbval.kernel.KernelManager = kernels.IpcKernelManager\n"
     "import pytest\n"
     "sys.exit(pytest.main(sys.argv[1:]))\n",
 ]

@@ -9,13 +9,13 @@ copy of the repository where a user has put broken notebooks of their own (`USER
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from fresh_venv import once
+from helpers import copy_repository
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -33,18 +33,6 @@ USERS_NOTEBOOKS = (
     "docs/notebooks/mine.ipynb",
 )
 BROKEN = "{ this is not a notebook"
-
-
-def copy_repository(copy: Path) -> None:
-    """The repository's files (what git keeps, and what it would keep that is not committed yet) in `copy`."""
-    files = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.split("\n")
-    for name in filter(None, files):
-        source = ROOT / name
-        if source.is_file() and not source.is_symlink():
-            (copy / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, copy / name)
 
 
 def _build(folder: Path) -> dict:

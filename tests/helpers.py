@@ -3,6 +3,7 @@
 import contextlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -106,6 +107,17 @@ def http_served(handler):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def copy_repository(copy: Path) -> None:
+    """The repository's files in `copy`: what git keeps, and what it would keep that is not committed
+    yet (as a clone of this working tree holds them), without symlinks or git's own files."""
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True, check=True)
+    for name in filter(None, listed.stdout.decode().split("\0")):
+        source = ROOT / name
+        if source.is_file() and not source.is_symlink():
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, copy / name)
 
 
 def served_at(process) -> tuple[str, str, str]:

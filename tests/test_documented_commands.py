@@ -37,6 +37,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from helpers import copy_repository
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -61,12 +62,7 @@ def fresh_copy(user: str | None) -> Path:
     base = Path(tempfile.mkdtemp(prefix="mcp_nb-readme-"))
     base.chmod(0o755)  # an ordinary user reaches it (pytest's own tmp folders are root's alone)
     copy = base / "mcp_nb"
-    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True, check=True)
-    for name in filter(None, listed.stdout.decode().split("\0")):
-        source = ROOT / name
-        if source.is_file() and not source.is_symlink():
-            (copy / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, copy / name)
+    copy_repository(copy)
     if user is not None:
         subprocess.run(["chown", "-R", f"{user}:{user}", str(base)], check=True)
     return copy

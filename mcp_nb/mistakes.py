@@ -111,18 +111,17 @@ def nested_past(text: str | bytes | bytearray, limit: int = JSON_DEPTH) -> bool:
     in C but for one cumulative sum. Text with at most `limit` opening brackets in all, nearly
     any text, costs two counts."""
     if isinstance(text, str):
-        opening = text.count("[") + text.count("{")
-    elif isinstance(text, (bytes, bytearray)):  # in UTF-16 or -32 too, each bracket holds its byte
-        opening = text.count(b"[") + text.count(b"{")
-    else:
-        return False  # not text: the reader says so itself (a TypeError)
-    if opening <= limit:
-        return False
-    if isinstance(text, str):
+        if text.count("[") + text.count("{") <= limit:
+            return False
         raw = text.encode("utf-8", "surrogatepass")
-    else:  # as Python's reader takes bytes: UTF-8, or UTF-16 or -32 by their first bytes
+    elif isinstance(text, (bytes, bytearray)):  # in UTF-16 or -32 too, each bracket holds its byte
+        if text.count(b"[") + text.count(b"{") <= limit:
+            return False
+        # as Python's reader takes bytes: UTF-8, or UTF-16 or -32 by their first bytes
         encoding = json.detect_encoding(text)
         raw = bytes(text) if encoding == "utf-8" else text.decode(encoding, "replace").encode("utf-8", "surrogatepass")
+    else:
+        return False  # not text: the reader says so itself (a TypeError)
     # A backslash stands only inside a string, and escapes the character after it: without the
     # escaped backslashes, then the escaped quotes, every quote left opens or closes a string.
     outside = b"".join(raw.replace(b"\\\\", b"").replace(b'\\"', b"").split(b'"')[::2])

@@ -1,5 +1,8 @@
 """Processes the notebooks start: a pytest run and its JUnit report (notebook 09), a Python program in the background (06).
 
+A pytest run is the process `python -m pytest` would be, forked from one that imported pytest and the
+SDK once per kernel (lesson_tools/warm_pytest.py), which saves each run most of its second.
+
 run = pytest_run(folder, "test_bookshop.py")     # python -m pytest -v test_bookshop.py, in `folder`
 run.verdicts, run.summary, run.seen              # per test, the line pytest ends with, what each test recorded
 run.verdict_of("test_bookshop.py")               # a file's verdict, and its first failure's first line
@@ -10,10 +13,14 @@ job.lines()                                      # waits for it, then its output
 
 from __future__ import annotations
 
+import atexit
+import json
 import os
 import re
+import select
 import subprocess
 import sys
+import threading
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,31 +64,18 @@ def pytest_run(folder: Path, *test_files: str, timeout: float = 120) -> PytestRu
     # Only the plugins the lesson's tests use, as a course's environment has them: an environment
     # with many more installed (a developer's, the course's own CI) would load each in every run.
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-v",
-            "--no-header",
-            "--color=no",
-            "-p",
-            "anyio",
-            "-p",
-            "mcp_nb_pytest",
-            "-p",
-            "no:cacheprovider",
-            "-o",
-            "junit_family=xunit1",
-            f"--junitxml={report.name}",
-            *test_files,
-        ],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    args = ["-v", "--no-header", "--color=no", "-p", "mcp_nb_pytest", "-p", "no:cacheprovider"]
+    args += ["-o", "junit_family=xunit1", f"--junitxml={report.name}", *test_files]
+    done = _warm_run(Path(folder), env, args, timeout)
+    if done is None:  # no fork here (or the warm process would not start): a process of its own
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "anyio", *args],
+            cwd=folder,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     run = PytestRun(done.returncode, done.stdout)
     if not report.exists():
         return run
@@ -96,6 +90,69 @@ def pytest_run(folder: Path, *test_files: str, timeout: float = 120) -> PytestRu
         run.files.setdefault(file, []).append((name, run.verdicts[name], failure))
         run.seen[name] = {"verdict": run.verdicts[name], **{p.get("name"): p.get("value") for p in case.iter("property")}}
     return run
+
+
+class _WarmPytest:
+    """lesson_tools/warm_pytest.py: pytest, anyio and the SDK imported once, each run a fork of it.
+    Started at the kernel's first run; it ends when the kernel does (its stdin closes)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("warm_pytest.py"))],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        atexit.register(self.close)
+
+    def run(self, folder: Path, env: dict, args: list[str], timeout: float) -> subprocess.CompletedProcess:
+        request = {"cwd": str(folder.resolve()), "env": env, "args": args, "timeout": timeout}
+        with self.lock:
+            assert self.process.stdin and self.process.stdout
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+            # It ends a run itself at `timeout`; the margin is for a process that stopped answering.
+            ready, _, _ = select.select([self.process.stdout], [], [], timeout + 30)
+            line = self.process.stdout.readline() if ready else ""
+        if not line:
+            self.close()
+            raise OSError("the warm pytest process stopped answering")
+        answer = json.loads(line)
+        command = ["pytest", *args]
+        if answer["returncode"] is None:
+            raise subprocess.TimeoutExpired(command, timeout, output=answer["stdout"], stderr=answer["stderr"])
+        return subprocess.CompletedProcess(command, answer["returncode"], answer["stdout"], answer["stderr"])
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.stdin.close()  # its cue to end
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+_warm: _WarmPytest | None = None
+_cold = not hasattr(os, "fork")  # True: every run takes a process of its own
+
+
+def _warm_run(folder: Path, env: dict, args: list[str], timeout: float) -> subprocess.CompletedProcess | None:
+    """A run in a fork of the warm process, or None where there is none: no fork on this system, or
+    the warm process would not start or stopped answering (then this run and the kernel's next
+    take a process of their own, as they would without it)."""
+    global _warm, _cold
+    if _cold:
+        return None
+    try:
+        if _warm is None:
+            _warm = _WarmPytest()
+        return _warm.run(folder, env, args, timeout)
+    except OSError:
+        _cold = True
+        return None
 
 
 class PythonJob:

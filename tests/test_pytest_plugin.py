@@ -62,8 +62,13 @@ def project(tmp_path):
 LOAD = ["-p", "mcp_nb_pytest"]
 
 
-def pytest_run(where: Path, *args: str, path: tuple = ()) -> subprocess.CompletedProcess:
+def pytest_run(where: Path, *args: str, path: tuple = (), autoload: bool = False) -> subprocess.CompletedProcess:
+    """pytest in `where` with the plugin, as a project that has pytest and mcp_nb runs it. Not the
+    other plugins of this test environment (nbval, hypothesis, xdist...), which would each be loaded
+    in every run and are no part of what is tested, unless `autoload` (the entry point's test)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    if not autoload:
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     env["PYTHONPATH"] = os.pathsep.join([*map(str, path), str(ROOT)])
     return subprocess.run(
         [sys.executable, "-m", "pytest", *LOAD, "-p", "no:cacheprovider", "-rA", *args],
@@ -189,7 +194,7 @@ def test_installed_and_named_with_dash_p_it_is_one_plugin(project, tmp_path_fact
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     points = pyproject["project"]["entry-points"]["pytest11"]
     (info / "entry_points.txt").write_text("[pytest11]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()))
-    run = pytest_run(project, "--mcp-cases", "cases.json", "--mcp-notebook", "tools.ipynb", path=(site,))
+    run = pytest_run(project, "--mcp-cases", "cases.json", "--mcp-notebook", "tools.ipynb", path=(site,), autoload=True)
     assert "collected 3 items" in run.stdout and "1 failed, 2 passed" in run.stdout, run.stdout + run.stderr
 
 

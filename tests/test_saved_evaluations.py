@@ -112,6 +112,7 @@ def notebook(path: Path, failure: str) -> None:
 def pytest_run(where: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env["PYTHONPATH"] = str(ROOT)
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # the plugin named by -p, not every one of this environment's
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "mcp_nb_pytest", "-p", "no:cacheprovider", "-rA", "-v", *args],
         cwd=where,

@@ -172,7 +172,7 @@ def pytest_run(where: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "mcp_nb_pytest", "-p", "no:cacheprovider", "-rA", *args],
         cwd=where,
-        env=env(),
+        env={**env(), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},  # the plugin named by -p, not every one of this environment's
         capture_output=True,
         text=True,
         timeout=300,

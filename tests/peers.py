@@ -438,6 +438,13 @@ def llama_server(key: str, n_ctx: int = 1024):
         str(port),
         "--n_ctx",
         str(n_ctx),
+        # One thread: the tests share both cores with others, and llama.cpp's threads wait for one
+        # another spinning; with its default two, the model's tests took a quarter to half more
+        # CPU with both cores busy, and no less time.
+        "--n_threads",
+        "1",
+        "--n_threads_batch",
+        "1",
         "--verbose",
         "False",
     ]

@@ -44,6 +44,13 @@ class IpcKernelManager(KernelManager):
         kwargs.setdefault("ip", ipc_prefix())
         super().__init__(**kwargs)
 
+    async def _async_launch_kernel(self, kernel_cmd, **kw):
+        # The kernel's temporary files (a notebook's TemporaryDirectory, ipykernel's cell files) in
+        # a folder beside its sockets, removed with them: the tests end their kernels at once, as
+        # nbval does, and a kernel ended so removes nothing of its own.
+        kw["env"] = {**(kw.get("env") or os.environ), "TMPDIR": tempfile.mkdtemp(dir=os.path.dirname(self.ip))}
+        return await super()._async_launch_kernel(kernel_cmd, **kw)
+
 
 def start_new_kernel(kernel_name: str = "python3", startup_timeout: float = 60, **kwargs):
     """As `jupyter_client.manager.start_new_kernel`, over `ipc`: the manager and a ready client."""

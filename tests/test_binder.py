@@ -95,7 +95,7 @@ def build(base: Path) -> dict:
     spec = run(
         [venv / "bin" / "python", "-m", "ipykernel", "install", "--prefix", kernels, "--name", "python3"],
         cwd=base,
-        env=env,
+        env=dict(env, TMPDIR=str(base)),  # ipykernel stages the spec in a folder of TMPDIR it leaves behind
         timeout=120,
     )
     assert spec.returncode == 0, "binder/requirements.txt gives no kernel (ipykernel):\n" + tail(spec.stdout + spec.stderr)

@@ -299,10 +299,17 @@ SCENARIOS = {
 
 
 def main() -> int:
-    url = sys.argv[-1]
+    import shutil
     import tempfile
 
-    os.environ["MCP_NB_CONFIG_DIR"] = tempfile.mkdtemp(prefix="mcp_nb-conformance-")  # tokens of this run only
+    os.environ["MCP_NB_CONFIG_DIR"] = tokens = tempfile.mkdtemp(prefix="mcp_nb-conformance-")  # this run's only
+    try:
+        return run_scenario(sys.argv[-1])
+    finally:
+        shutil.rmtree(tokens, ignore_errors=True)
+
+
+def run_scenario(url: str) -> int:
     import logging
 
     said = logging.StreamHandler(sys.stderr)  # mcp_nb's own log, in the scenario's stderr.txt

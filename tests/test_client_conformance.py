@@ -2,7 +2,9 @@
 
 tests/conformance/client.py is a client program written with mcp_nb's public API; the suite
 runs it once per client scenario against a mock server of its own and judges what reached
-that server. Three legs: every scenario at 2025-11-25 (the handshake era), every scenario at
+that server. Each run is client.py forked from a process that imported mcp_nb's client path
+once (tests/conformance/warm.py): fifty interpreters each importing the SDK cost a minute of
+CPU. Three legs: every scenario at 2025-11-25 (the handshake era), every scenario at
 2026-07-28 (stateless), and the extension scenarios (no spec version). Each leg must pass but
 for its expected-failures file's `client:` entries, the same ones the SDK's own client fails.
 

@@ -90,7 +90,9 @@ def execute(notebook, folder, timeout: float = 120, allow_errors: bool = False) 
 
 # nbval, in a process of its own, with the kernels it starts reached over `ipc` (this module's
 # manager): the arguments after these are pytest's. nbval makes its KernelManager itself, with no
-# configuration to take. This folder leaves the path once the module is imported.
+# configuration to take. This folder leaves the path once the module is imported. nbval is the one
+# plugin it loads: the test environment's others (hypothesis, xdist, playwright...) would cost
+# each run half a second of CPU, and none of them acts on a notebook.
 NBVAL_OVER_IPC = [
     sys.executable,
     "-c",
@@ -101,5 +103,5 @@ NBVAL_OVER_IPC = [
     "import nbval.kernel\n"
     "nbval.kernel.KernelManager = kernels.IpcKernelManager\n"
     "import pytest\n"
-    "sys.exit(pytest.main(sys.argv[1:]))\n",
+    "sys.exit(pytest.main(['--disable-plugin-autoload', '-p', 'nbval', *sys.argv[1:]]))\n",
 ]

@@ -92,6 +92,9 @@ def test_every_python_block_runs_as_written(page, tmp_path):
         (language, body) for language, body in blocks(page) if language == "python" or (language == "bash" and page != README)
     ]
     env = dict(os.environ, IPYTHONDIR=str(tmp_path / "ipython"), MPLBACKEND="Agg")
+    # A page's `tempfile.mkdtemp()` is the reader's to remove; here it goes in the test's folder.
+    (tmp_path / "tmp").mkdir()
+    env["TMPDIR"] = str(tmp_path / "tmp")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     # `python`, `pytest`, `mcp-nb` in a page's commands: this environment's, as in the reader's activated one
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])

@@ -92,7 +92,8 @@ def execute(notebook, folder, timeout: float = 120, allow_errors: bool = False) 
 # manager): the arguments after these are pytest's. nbval makes its KernelManager itself, with no
 # configuration to take. This folder leaves the path once the module is imported. nbval is the one
 # plugin it loads: the test environment's others (hypothesis, xdist, playwright...) would cost
-# each run half a second of CPU, and none of them acts on a notebook.
+# each run half a second of CPU, and none of them acts on a notebook. (Given as a module, not by
+# `-p nbval`: imported already, pytest would warn that its asserts cannot be rewritten.)
 NBVAL_OVER_IPC = [
     sys.executable,
     "-c",
@@ -101,7 +102,8 @@ NBVAL_OVER_IPC = [
     "import kernels\n"
     "del sys.path[0]\n"
     "import nbval.kernel\n"
+    "import nbval.plugin\n"
     "nbval.kernel.KernelManager = kernels.IpcKernelManager\n"
     "import pytest\n"
-    "sys.exit(pytest.main(['--disable-plugin-autoload', '-p', 'nbval', *sys.argv[1:]]))\n",
+    "sys.exit(pytest.main(['--disable-plugin-autoload', *sys.argv[1:]], plugins=[nbval.plugin]))\n",
 ]

@@ -3,7 +3,7 @@
 tests/conformance/client.py is a client program written with mcp_nb's public API; the suite
 runs it once per client scenario against a mock server of its own and judges what reached
 that server. Each run is client.py forked from a process that imported mcp_nb's client path
-once (tests/conformance/warm.py): fifty interpreters each importing the SDK cost a minute of
+once (tests/warm.py): fifty interpreters each importing the SDK cost a minute of
 CPU. Three legs: every scenario at 2025-11-25 (the handshake era), every scenario at
 2026-07-28 (stateless), and the extension scenarios (no spec version). Each leg must pass but
 for its expected-failures file's `client:` entries, the same ones the SDK's own client fails.
@@ -15,19 +15,15 @@ did every step as it should (`mcp_nb-client: ok`); a scenario counts only with t
 
 import os
 import re
-import shutil
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 import peers
 import pytest
+import warm
 
 HERE = Path(__file__).resolve().parent / "conformance"
 CLIENT = HERE / "client.py"
-WARM = HERE / "warm.py"
 SUITE = "@modelcontextprotocol/conformance"
 LEGS = ("2025-11-25", "2026-07-28", "extensions")
 
@@ -52,21 +48,8 @@ def listed(leg: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def client_command():
-    """The command the suite runs per scenario: client.py, forked from a process that imported
-    mcp_nb's client path once (conformance/warm.py), which ends with this module's tests."""
-    folder = tempfile.mkdtemp(prefix="w", dir="/tmp")  # a Unix socket's path fits in 107 bytes
-    path = os.path.join(folder, "warm")
-    warm = subprocess.Popen([sys.executable, str(WARM), "--serve", path], stdin=subprocess.PIPE)
-    try:
-        for _ in range(600):
-            if os.path.exists(path) or warm.poll() is not None:
-                break
-            time.sleep(0.05)
-        assert os.path.exists(path), f"the warm client process did not start (status {warm.poll()})"
-        yield f"{sys.executable} {WARM} {path} {CLIENT}"
-    finally:
-        peers.stop(warm)
-        shutil.rmtree(folder, ignore_errors=True)
+    """The command the suite runs per scenario: client.py, started warm (tests/warm.py)."""
+    return " ".join(warm.command(CLIENT))
 
 
 def run(leg: str, results: str, command: str):
@@ -158,43 +141,3 @@ def test_the_client_program_uses_only_the_public_api():
     assert private == [], f"tests/conformance/client.py reaches past mcp_nb's public API: {private}"
     assert "mcp_nb.connect(" in source and "mcp_nb.call(" in source
     assert os.path.basename(CLIENT) == "client.py"
-
-
-def test_the_warm_start_runs_a_program_as_python_would_and_ends_it_with_its_launcher(client_command, tmp_path):
-    """conformance/warm.py, which starts the client program for the suite: its arguments,
-    environment, folder, output and exit status are the program's own, and a launcher ended
-    (the suite's timeout) ends the program and what it started."""
-    launcher = client_command.rsplit(" ", 1)[0].split(" ")  # python warm.py SOCKET
-    program = tmp_path / "program.py"
-    marker = tmp_path / "sleeper.pid"
-    program.write_text(
-        "import os, subprocess, sys, time\n"
-        "print(sys.argv[1:], os.environ.get('SCENARIO'), os.getcwd(), __name__, flush=True)\n"
-        "if sys.argv[1] == 'hang':\n"
-        f"    open({str(marker)!r}, 'w').write(str(subprocess.Popen(['sleep', '300']).pid))\n"
-        "    time.sleep(300)\n"
-        "sys.exit(int(sys.argv[1]))\n"
-    )
-    env = {**os.environ, "SCENARIO": "tools_call"}
-    done = subprocess.run([*launcher, str(program), "7"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 7
-    assert done.stdout == f"['7'] tools_call {tmp_path} __main__\n"
-
-    hanging = subprocess.Popen([*launcher, str(program), "hang"], cwd=tmp_path, stdout=subprocess.DEVNULL)
-    for _ in range(200):
-        if marker.exists() and marker.read_text():
-            break
-        time.sleep(0.05)
-    sleeper = int(marker.read_text())
-    hanging.kill()
-    hanging.wait()
-    for _ in range(100):
-        try:
-            state = Path(f"/proc/{sleeper}/stat").read_text().rpartition(")")[2].split()[0]
-        except FileNotFoundError:
-            break
-        if state == "Z":
-            break
-        time.sleep(0.05)
-    else:
-        pytest.fail("the program a killed launcher asked for (and what it started) ran on")

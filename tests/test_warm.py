@@ -1,0 +1,94 @@
+"""tests/warm.py, which starts the tests' MCP servers and clients warm: a program started so is
+the program `python PROGRAM ARGS` would run — its arguments, environment, folder, stdin, stdout,
+stderr and exit status its own, the signals sent to its launcher relayed to it — and a launcher
+killed outright ends the program and what it started."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import warm
+
+PROGRAM = """\
+import os, signal, subprocess, sys, time
+print(sys.argv[1:], os.environ.get("SCENARIO"), os.getcwd(), __name__, sys.stdin.readline().strip(), flush=True)
+if sys.argv[1] == "hang":
+    open(sys.argv[2], "w").write(str(subprocess.Popen(["sleep", "300"]).pid))
+    time.sleep(300)
+if sys.argv[1] == "polite":
+    signal.signal(signal.SIGTERM, lambda *_: (print("stopped politely", flush=True), sys.exit(0)))
+    open(sys.argv[2], "w").write("ready")
+    time.sleep(300)
+if sys.argv[1] == "plain":
+    open(sys.argv[2], "w").write("ready")
+    time.sleep(300)
+sys.exit(int(sys.argv[1]))
+"""
+
+
+def gone(pid: int) -> bool:
+    for _ in range(100):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+        except FileNotFoundError:
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def wait_for(marker: Path) -> str:
+    for _ in range(200):
+        if marker.exists() and marker.read_text():
+            return marker.read_text()
+        time.sleep(0.05)
+    pytest.fail("the program did not start")
+
+
+@pytest.fixture
+def program(tmp_path):
+    (tmp_path / "program.py").write_text(PROGRAM)
+    return tmp_path / "program.py"
+
+
+def test_a_program_started_warm_has_its_own_arguments_environment_folder_streams_and_status(program, tmp_path):
+    env = {**os.environ, "SCENARIO": "tools_call"}
+    done = subprocess.run(
+        warm.command(program, "7"), cwd=tmp_path, env=env, input="hello\n", capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 7
+    assert done.stdout == f"['7'] tools_call {tmp_path} __main__ hello\n"
+
+
+def test_signals_reach_the_program_and_it_ends_as_they_end_it(program, tmp_path):
+    marker = tmp_path / "ready"
+    polite = subprocess.Popen(
+        warm.command(program, "polite", marker), cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True
+    )
+    wait_for(marker)
+    polite.send_signal(signal.SIGTERM)
+    assert polite.wait(30) == 0 and "stopped politely" in polite.stdout.read()
+    marker.unlink()
+    plain = subprocess.Popen(
+        warm.command(program, "plain", marker), cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+    )
+    wait_for(marker)
+    plain.send_signal(signal.SIGTERM)
+    assert plain.wait(30) == -signal.SIGTERM  # ended by the signal, as the program was
+
+
+def test_a_killed_launcher_ends_the_program_and_what_it_started(program, tmp_path):
+    marker = tmp_path / "sleeper.pid"
+    hanging = subprocess.Popen(
+        warm.command(program, "hang", marker), cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+    )
+    sleeper = int(wait_for(marker))
+    hanging.kill()
+    hanging.wait()
+    assert gone(sleeper), "the program a killed launcher asked for (and what it started) ran on"

@@ -1,0 +1,249 @@
+"""Python programs the tests start, started warm: `python warm.py SOCKET PROGRAM ARGS` asks a
+process that imported the SDK (and mcp_nb's client path) once (`python warm.py --serve SOCKET`)
+to fork a child that runs PROGRAM as `python PROGRAM ARGS` would: with this process's stdin,
+stdout and stderr (passed over the socket), its environment, folder and arguments, PROGRAM run
+afresh as `__main__`. This process relays the signals it is sent (SIGTERM, SIGINT, SIGHUP) to
+the child, waits, and ends as the child ended (its status, or the signal that ended it).
+
+Why: the MCP servers and clients the tests start are real programs, and each spent most of its
+second of CPU importing the SDK (its pydantic models are built at import): the same work
+hundreds of times a run. Not for the tests about processes themselves (who signals whom,
+what outlives what): those start their servers as `python PROGRAM`.
+
+If this process is killed (SIGKILL), the warm process ends the child, and what the child started
+(its process group). The warm process ends with the process that started it: when its stdin
+closes, or at SIGTERM, ending its children first.
+
+    command(PROGRAM, *args)   # [python, warm.py, SOCKET, PROGRAM, *args]: this process's warm one,
+                              # started at the first call and ended at exit
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+
+RELAYED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def launch(path: str, argv: list[str]) -> int:
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.connect(path)
+        request = json.dumps({"argv": argv, "env": dict(os.environ), "cwd": os.getcwd()}).encode() + b"\n"
+        socket.send_fds(sock, [request], [0, 1, 2])
+        said = b""
+        while b"\n" not in said:  # the child's pid, first
+            chunk = sock.recv(64)
+            if not chunk:
+                return 1
+            said += chunk
+        pid_text, _, said = said.partition(b"\n")
+        child = int(pid_text)
+
+        def relay(number, _frame):
+            try:
+                os.kill(child, number)
+            except ProcessLookupError:
+                pass
+
+        for number in RELAYED:
+            signal.signal(number, relay)
+        while chunk := sock.recv(64):
+            said += chunk
+    status = int(said) if said.strip() else 1
+    if status < 0:  # ended by a signal: end so too, as the program would have
+        signal.signal(-status, signal.SIG_DFL)
+        os.kill(os.getpid(), -status)
+    return status
+
+
+def serve(path: str) -> None:
+    import runpy
+    import select
+    import threading
+
+    # What the tests' programs import, once: the SDK's client and server, the HTTP server they
+    # listen with, and mcp_nb's client path (it loads its modules lazily).
+    import mcp.client  # noqa: F401
+    import mcp.client.auth  # noqa: F401
+    import mcp.server.mcpserver  # noqa: F401
+    import starlette.applications  # noqa: F401
+    import uvicorn  # noqa: F401
+
+    import mcp_nb
+
+    mcp_nb.connect, mcp_nb.call, mcp_nb.reset  # noqa: B018 (the attribute loads its module)
+    # A fork copies only the thread that forks: another thread's lock would stay held in the child.
+    if threading.active_count() != 1:
+        raise SystemExit("warm.py: a thread was started at import, and a fork could deadlock")
+
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(path)
+    listener.listen(128)
+    running: dict[int, socket.socket] = {}  # a child's pid (and group) -> its launcher's connection
+
+    def end_all(*_) -> None:
+        for pid in running:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, end_all)
+
+    def start(conn: socket.socket) -> None:
+        data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+        while not data.endswith(b"\n"):
+            more = conn.recv(1 << 20)
+            if not more:
+                for fd in fds:
+                    os.close(fd)
+                conn.close()
+                return
+            data += more
+        request = json.loads(data)
+        pid = os.fork()
+        if pid:
+            try:
+                os.setpgid(pid, pid)  # here too: a kill before the child's own call must reach it
+            except OSError:
+                pass
+            for fd in fds:
+                os.close(fd)
+            try:
+                conn.sendall(f"{pid}\n".encode())
+            except OSError:
+                pass
+            running[pid] = conn
+            return
+        code = 1
+        try:  # the child: become `python PROGRAM ARGS`
+            os.setpgid(0, 0)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            listener.close()
+            for other in running.values():
+                other.close()
+            conn.close()
+            for fd, given in zip((0, 1, 2), fds):
+                os.dup2(given, fd)
+                os.close(given)
+            sys.stdin = open(0, closefd=False)  # noqa: SIM115
+            sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+            sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+            os.chdir(request["cwd"])
+            os.environ.clear()
+            os.environ.update(request["env"])
+            sys.argv = request["argv"]
+            sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))  # as `python PROGRAM` has it
+            try:
+                runpy.run_path(sys.argv[0], run_name="__main__")
+                code = 0
+            except SystemExit as done:
+                code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+                if not isinstance(done.code, (int, type(None))):
+                    print(done.code, file=sys.stderr)
+            except KeyboardInterrupt:  # SIGINT relayed, not handled by the program: as Python ends
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                os.kill(os.getpid(), signal.SIGINT)
+        except BaseException:  # noqa: BLE001 - as the interpreter would: the traceback, status 1
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except Exception:  # noqa: BLE001, S110
+                    pass
+            os._exit(code)
+
+    abandoned: set[int] = set()  # children whose launcher ended first, killed, not yet reaped
+    while True:
+        watched = [conn for pid, conn in running.items() if pid not in abandoned]
+        ready, _, _ = select.select([sys.stdin, listener, *watched], [], [], 0.05)
+        if sys.stdin in ready and not sys.stdin.buffer.read1(1):
+            end_all()  # the process that started this one is gone
+        if listener in ready:
+            start(listener.accept()[0])
+        for pid, conn in list(running.items()):
+            if conn in ready and not conn.recv(1):  # its launcher ended first: so does the child
+                abandoned.add(pid)
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        while running:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if not pid:
+                break
+            conn = running.pop(pid, None)
+            abandoned.discard(pid)
+            if conn is not None:
+                try:
+                    conn.sendall(str(os.waitstatus_to_exitcode(status)).encode())
+                except OSError:
+                    pass
+                conn.close()
+
+
+# -- in a test process: its warm process, started at the first command ---------------------------
+
+_started: tuple | None = None  # (the warm process, its socket's path)
+
+
+def socket_path() -> str:
+    """The socket of this process's warm process, started (once) if need be; it ends at exit."""
+    global _started
+    if _started is None or _started[0].poll() is not None:
+        import atexit
+        import shutil
+        import subprocess
+        import tempfile
+        import time
+
+        folder = tempfile.mkdtemp(prefix="w", dir="/tmp")  # a Unix socket's path fits in 107 bytes
+        path = os.path.join(folder, "warm")
+        process = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", path], stdin=subprocess.PIPE)
+
+        def stop() -> None:
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(5)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait(5)
+            shutil.rmtree(folder, ignore_errors=True)
+
+        atexit.register(stop)
+        for _ in range(600):
+            if os.path.exists(path) or process.poll() is not None:
+                break
+            time.sleep(0.05)
+        if not os.path.exists(path):
+            raise RuntimeError(f"the warm Python process did not start (status {process.poll()})")
+        _started = (process, path)
+    return _started[1]
+
+
+def command(program, *args) -> list[str]:
+    """`[python, PROGRAM, *args]`, started warm: what to give as a server's or a client's command."""
+    return [sys.executable, os.path.abspath(__file__), socket_path(), str(program), *map(str, args)]
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--serve":
+        # Run as a script, tests/ would come first on sys.path: a module of the SDK's importing a
+        # name that one of the tests' helpers has would find the helper.
+        if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
+            del sys.path[0]
+        serve(sys.argv[2])
+    else:
+        sys.exit(launch(sys.argv[1], sys.argv[2:]))

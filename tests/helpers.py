@@ -6,11 +6,12 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
+
+import warm
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTECTED = ROOT / "notebooks" / "servers" / "protected.py"
@@ -141,9 +142,7 @@ def served_at(process) -> tuple[str, str, str]:
 def protected_server(*options: str):
     """notebooks/servers/protected.py (an OAuth-protected MCP server) in a process of its own. Yields its /mcp URL and a dict whose "after" is, once the
     server has stopped, what it wrote to stderr past its first line."""
-    process = subprocess.Popen(
-        [sys.executable, str(PROTECTED), *options], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
+    process = subprocess.Popen(warm.command(PROTECTED, *options), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     said = {"after": ""}
     try:
         line = process.stderr.readline()

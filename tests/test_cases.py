@@ -1,12 +1,12 @@
 """Regression cases: the history saved as a cases file, edited, replayed and judged."""
 
 import json
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
+import warm
 from IPython.core.error import UsageError
 from mcp import MCPError
 from mcp.server.mcpserver.exceptions import ToolError
@@ -15,7 +15,7 @@ import mcp_nb
 from mcp_nb.records.cases import CasesError, load
 
 ROOT = Path(__file__).resolve().parent.parent
-BOOKSHOP = [sys.executable, str(ROOT / "notebooks" / "servers" / "bookshop.py"), "stdio"]
+BOOKSHOP = warm.command(ROOT / "notebooks" / "servers" / "bookshop.py", "stdio")  # started warm (tests/warm.py)
 CATALOG = {"Dune": "Frank Herbert", "Neuromancer": "William Gibson"}
 
 

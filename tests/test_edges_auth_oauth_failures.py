@@ -12,11 +12,11 @@ import logging
 import re
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx2
 import pytest
+import warm
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,7 +36,7 @@ def config(tmp_path, monkeypatch):
 @contextlib.contextmanager
 def hostile(at: str, answer: str):
     process = subprocess.Popen(
-        [sys.executable, str(HOSTILE), "--at", at, "--answer", answer],
+        warm.command(HOSTILE, "--at", at, "--answer", answer),  # started warm (tests/warm.py)
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

@@ -13,17 +13,17 @@ Real servers: tests/servers/crossings.py over stdio and over HTTP on 127.0.0.1.
 
 from __future__ import annotations
 
-import sys
 import threading
 from pathlib import Path
 
 import peers
 import pytest
+import warm
 from helpers import wait_until
 
 import mcp_nb
 
-CROSSINGS = [sys.executable, str(Path(__file__).parent / "servers" / "crossings.py")]
+CROSSINGS = warm.command(Path(__file__).parent / "servers" / "crossings.py")  # started warm (tests/warm.py)
 ERA = "2025-11-25"
 
 

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import random
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import peers
 import pytest
+import warm
 
 import mcp_nb
 from mcp_nb.calling.call import GRACE_S
 
-CROSSINGS = [sys.executable, str(Path(__file__).parent / "servers" / "crossings.py")]
+CROSSINGS = warm.command(Path(__file__).parent / "servers" / "crossings.py")  # started warm (tests/warm.py)
 T = 0.15  # each call's timeout, and how long its answer takes
 LOOP_HELD = pytest.mark.filterwarnings("ignore::mcp_nb.registering.loop_watch.LoopBlockedWarning")  # holding it is the point
 

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import peers
 import pytest
+import warm
 from helpers import wait_until
 
 import mcp_nb
 from mcp_nb.calling.watching import KEPT, PING_S
 
-CROSSINGS = [sys.executable, str(Path(__file__).parent / "servers" / "crossings.py"), "stdio"]
+CROSSINGS = warm.command(Path(__file__).parent / "servers" / "crossings.py", "stdio")  # started warm (tests/warm.py)
 URI = "memo://version"
 
 

@@ -11,14 +11,14 @@ held a value that stands in every traceback's paths, and later calls lost their 
 from __future__ import annotations
 
 import logging
-import sys
 from pathlib import Path
 
 import pytest
+import warm
 
 import mcp_nb
 
-SHELF = [sys.executable, str(Path(__file__).parent / "servers" / "shelf.py")]
+SHELF = warm.command(Path(__file__).parent / "servers" / "shelf.py")  # started warm (tests/warm.py)
 
 
 def _bookshop() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import peers
 import pytest
+import warm
 from helpers import wait_until
 from IPython.core.error import UsageError
 from mcp.server.mcpserver import Context
@@ -27,7 +28,9 @@ from mcp_nb.registering import context as context_logs
 from mcp_nb.views.cards import outcome_html
 from mcp_nb.widgets import show
 
-BOOKSHOP = [sys.executable, str(Path(__file__).resolve().parent.parent / "notebooks" / "servers" / "bookshop.py"), "stdio"]
+BOOKSHOP = warm.command(
+    Path(__file__).resolve().parent.parent / "notebooks" / "servers" / "bookshop.py", "stdio"
+)  # started warm (tests/warm.py)
 
 
 @pytest.fixture

@@ -10,8 +10,9 @@ a long name instead of letting it run out of the panel.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
+
+import warm
 
 import mcp_nb
 from mcp_nb.widgets import show
@@ -20,7 +21,9 @@ from mcp_nb.widgets.picker import NAME_SHOWN, NBSP
 LONG_TOOL = "summarize_the_quarterly_sales_report_for_every_region_and_product_line"
 LONG_URI = "reports://quarterly/sales/by-region/by-product-line/{region}/{product_line}/summary"
 LONG_PROMPT = "write_a_polite_reminder_to_a_customer_whose_invoice_is_overdue_by_months"
-BOOKSHOP = [sys.executable, str(Path(__file__).parent.parent / "notebooks" / "servers" / "bookshop.py"), "stdio"]
+BOOKSHOP = warm.command(
+    Path(__file__).parent.parent / "notebooks" / "servers" / "bookshop.py", "stdio"
+)  # started warm (tests/warm.py)
 
 
 def register_long_names() -> None:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+import warm
 from helpers import wait_until
 
 import mcp_nb
 from mcp_nb.widgets import Panel
 
-BOOKSHOP = [sys.executable, str(Path(__file__).parent.parent / "notebooks" / "servers" / "bookshop.py"), "stdio"]
+BOOKSHOP = warm.command(
+    Path(__file__).parent.parent / "notebooks" / "servers" / "bookshop.py", "stdio"
+)  # started warm (tests/warm.py)
 
 
 def shows(panel: Panel, *texts: str) -> str:

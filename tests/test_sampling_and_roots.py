@@ -3,12 +3,12 @@ model (sampling) and the folders it may work in (roots). Against server-everythi
 stdio, whose `trigger-sampling-request` samples and whose `get-roots-list` lists the roots."""
 
 import asyncio
-import sys
 import time
 from pathlib import Path
 
 import peers
 import pytest
+import warm
 from helpers import http_served, wait_until
 from IPython.core.error import UsageError
 
@@ -146,7 +146,7 @@ def test_the_magic_takes_sampling_and_roots(shell):
         shell.run_line_magic("mcp_connect", f"other --sampling nowhere -- {command}")
 
 
-PLANNER = [sys.executable, str(Path(__file__).parent / "servers" / "planner.py")]
+PLANNER = warm.command(Path(__file__).parent / "servers" / "planner.py")  # started warm (tests/warm.py)
 
 
 def model_with_tools(messages, request):

@@ -2,16 +2,16 @@
 result that breaks its own schema classified as `invalid_output`."""
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
+import warm
 from pydantic import BaseModel, ValidationError
 
 import mcp_nb
 from mcp_nb.records.structured import NotTabular
 
-SHELF = [sys.executable, str(Path(__file__).parent / "servers" / "shelf.py")]
+SHELF = warm.command(Path(__file__).parent / "servers" / "shelf.py")  # started warm (tests/warm.py)
 
 
 class Book(BaseModel):

@@ -68,12 +68,12 @@ def test_a_program_started_warm_has_its_own_arguments_environment_folder_streams
 
 def test_signals_reach_the_program_and_it_ends_as_they_end_it(program, tmp_path):
     marker = tmp_path / "ready"
-    polite = subprocess.Popen(
+    with subprocess.Popen(
         warm.command(program, "polite", marker), cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True
-    )
-    wait_for(marker)
-    polite.send_signal(signal.SIGTERM)
-    assert polite.wait(30) == 0 and "stopped politely" in polite.stdout.read()
+    ) as polite:
+        wait_for(marker)
+        polite.send_signal(signal.SIGTERM)
+        assert polite.wait(30) == 0 and "stopped politely" in polite.stdout.read()
     marker.unlink()
     plain = subprocess.Popen(
         warm.command(program, "plain", marker), cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL

@@ -213,13 +213,12 @@ def socket_path() -> str:
         process = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", path], stdin=subprocess.PIPE)
 
         def stop() -> None:
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(5)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait(5)
+            process.stdin.close()  # its cue to end, its children first
+            try:
+                process.wait(5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(5)
             shutil.rmtree(folder, ignore_errors=True)
 
         atexit.register(stop)

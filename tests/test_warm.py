@@ -24,6 +24,9 @@ if sys.argv[1] == "polite":
     signal.signal(signal.SIGTERM, lambda *_: (print("stopped politely", flush=True), sys.exit(0)))
     open(sys.argv[2], "w").write("ready")
     time.sleep(300)
+if sys.argv[1] == "closes":
+    os.close(1)  # its stdout closed, the program runs on: its reader sees the end
+    time.sleep(300)
 if sys.argv[1] == "plain":
     open(sys.argv[2], "w").write("ready")
     time.sleep(300)
@@ -64,6 +67,18 @@ def test_a_program_started_warm_has_its_own_arguments_environment_folder_streams
     )
     assert done.returncode == 7
     assert done.stdout == f"['7'] tools_call {tmp_path} __main__ hello\n"
+
+
+def test_a_program_that_closes_its_stdout_is_seen_to_close_it(program, tmp_path):
+    with subprocess.Popen(
+        warm.command(program, "closes"), cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as closing:
+        closing.stdin.write("hello\n")
+        closing.stdin.flush()
+        assert closing.stdout.readline().endswith("hello\n")
+        assert closing.stdout.read() == ""  # the end, while the program still runs
+        assert closing.poll() is None
+        closing.kill()
 
 
 def test_signals_reach_the_program_and_it_ends_as_they_end_it(program, tmp_path):

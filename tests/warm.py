@@ -34,6 +34,12 @@ def launch(path: str, argv: list[str]) -> int:
         sock.connect(path)
         request = json.dumps({"argv": argv, "env": dict(os.environ), "cwd": os.getcwd()}).encode() + b"\n"
         socket.send_fds(sock, [request], [0, 1, 2])
+        # The program's streams are the program's alone: held here too, a program that closes its
+        # stdout would not be seen to (the reader's end of the pipe would wait on this copy).
+        nothing = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(nothing, fd)
+        os.close(nothing)
         said = b""
         while b"\n" not in said:  # the child's pid, first
             chunk = sock.recv(64)

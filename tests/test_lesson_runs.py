@@ -6,6 +6,7 @@ with whatever it started when that limit passes, and the warm process gone with 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -142,3 +143,33 @@ def test_the_warm_process_ends_with_the_kernel_that_started_it_however_it_ends(t
     summary, _, pid = done.stdout.strip().rpartition(" ")
     assert summary == "1 failed, 1 passed", done.stdout + done.stderr
     assert gone(int(pid)), "the warm pytest process outlived the kernel that started it"
+
+
+def test_an_interrupted_run_ends_with_what_it_started_and_the_next_run_gets_its_own_answer(tmp_path):
+    marker = tmp_path / "sleeper.pid"
+    (tmp_path / "test_hangs.py").write_text(
+        textwrap.dedent(f"""\
+        import subprocess
+        import time
+
+        def test_hangs():
+            sleeper = subprocess.Popen(["sleep", "300"])
+            open({str(marker)!r}, "w").write(str(sleeper.pid))
+            time.sleep(300)
+        """)
+    )
+
+    def interrupt(*_):  # as the kernel's interrupt does: KeyboardInterrupt in the waiting cell
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 4)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            runs.pytest_run(tmp_path, "test_hangs.py", timeout=60)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert gone(int(marker.read_text())), "the interrupted run's process ran on"
+    write(tmp_path, 6)  # not the interrupted run's answer: this run's
+    assert runs.pytest_run(tmp_path, "test_shop.py").seen["test_a_call"]["edition"] == "6"

@@ -111,13 +111,19 @@ class _WarmPytest:
         request = {"cwd": str(folder.resolve()), "env": env, "args": args, "timeout": timeout}
         with self.lock:
             assert self.process.stdin and self.process.stdout
-            self.process.stdin.write(json.dumps(request) + "\n")
-            self.process.stdin.flush()
-            # It ends a run itself at `timeout`; the margin is for a process that stopped answering.
-            ready, _, _ = select.select([self.process.stdout], [], [], timeout + 30)
-            line = self.process.stdout.readline() if ready else ""
+            try:
+                self.process.stdin.write(json.dumps(request) + "\n")
+                self.process.stdin.flush()
+                # It ends a run itself at `timeout`; the margin is for a process that stopped answering.
+                ready, _, _ = select.select([self.process.stdout], [], [], timeout + 30)
+                line = self.process.stdout.readline() if ready else ""
+            except BaseException:
+                # Interrupted (the learner's ■): its answer would come to the next run, so this
+                # process ends, with the run under way; the next run starts another.
+                self.end()
+                raise
         if not line:
-            self.close()
+            self.end()
             raise OSError("the warm pytest process stopped answering")
         answer = json.loads(line)
         command = ["pytest", *args]
@@ -126,8 +132,18 @@ class _WarmPytest:
         return subprocess.CompletedProcess(command, answer["returncode"], answer["stdout"], answer["stderr"])
 
     def close(self) -> None:
+        """At the kernel's exit: the end of its stdin is its cue to end."""
         if self.process.poll() is None:
-            self.process.stdin.close()  # its cue to end
+            self.process.stdin.close()
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.end()
+
+    def end(self) -> None:
+        """At once, with the run under way (SIGTERM: it ends that run's process group first)."""
+        if self.process.poll() is None:
+            self.process.terminate()
             try:
                 self.process.wait(5)
             except subprocess.TimeoutExpired:
@@ -147,7 +163,7 @@ def _warm_run(folder: Path, env: dict, args: list[str], timeout: float) -> subpr
     if _cold:
         return None
     try:
-        if _warm is None:
+        if _warm is None or _warm.process.poll() is not None:  # not started yet, or ended by an interrupt
             _warm = _WarmPytest()
         return _warm.run(folder, env, args, timeout)
     except OSError:

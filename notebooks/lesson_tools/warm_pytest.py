@@ -82,6 +82,17 @@ def serve() -> None:
     # stay held in the child forever. The imports above start none; say so if one ever does.
     if threading.active_count() != 1:
         raise SystemExit("warm_pytest: a thread was started at import, and a fork could deadlock")
+    running = []  # the run under way, if any: ended with this process
+
+    def end(*_) -> None:  # SIGTERM: the kernel gave up on the run (an interrupt), or is going
+        for pid in running:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, end)
     answers = sys.stdout
     for line in sys.stdin:
         request = json.loads(line)
@@ -89,8 +100,15 @@ def serve() -> None:
             answers.flush()
             pid = os.fork()
             if pid == 0:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 run_in_child(request, out.fileno(), err.fileno())
+            try:
+                os.setpgid(pid, pid)  # here too: a kill before the child's own call must reach its group
+            except OSError:
+                pass
+            running.append(pid)
             returncode = wait(pid, request["timeout"])
+            running.remove(pid)
             said = []
             for file in (out, err):
                 file.seek(0)

@@ -14,6 +14,7 @@ job.lines()                                      # waits for it, then its output
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import re
@@ -149,6 +150,9 @@ class _WarmPytest:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            with contextlib.suppress(OSError):  # a write it never read: nobody to flush it to
+                stream.close()
 
 
 _warm: _WarmPytest | None = None

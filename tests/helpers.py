@@ -39,6 +39,16 @@ class FakeClock:
 
 
 @contextlib.contextmanager
+def ended(pid: int) -> bool:
+    """Whether process `pid` has ended: gone, or a zombie (ended, its status not yet collected by
+    whoever adopted it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] == "Z"  # the state, after the name
+    except OSError:
+        return True
+
+
 def interrupted_when(predicate, limit: float = 10.0):
     """Interrupt the main thread, as the kernel's stop button does, once `predicate()` holds.
 

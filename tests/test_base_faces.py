@@ -17,7 +17,7 @@ import comm
 import ipywidgets.widgets.widget as widget_module
 import peers
 import pytest
-from helpers import wait_until
+from helpers import ended, wait_until
 from IPython.core.error import UsageError
 from pydantic import Field
 
@@ -145,16 +145,8 @@ def test_a_connection_that_does_not_close_in_time_says_so_and_its_process_still_
     mcp_nb.engine().loop.submit(connection.close(timeout=0.2)).result(timeout=10)
     said = [r for r in caplog.records if r.name.startswith("mcp_nb.") and r.levelno == logging.DEBUG]
     assert any("'books'" in r.getMessage() and "not left within 0.2 s" in r.getMessage() for r in said), said
-    assert wait_until(lambda: gone(pid), 20)  # the SDK still ends the process, in the background
+    assert wait_until(lambda: ended(pid), 20)  # the SDK still ends the process, in the background
     assert (root.level, list(root.handlers)) == configured  # the root logger is the user's
-
-
-def gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split()[2] == "Z"
-    except OSError:
-        return True
 
 
 # -- 3. the template a read reaches: the server's, the registry's and the panel's answer agree -------

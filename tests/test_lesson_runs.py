@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import ended, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "notebooks"))
@@ -66,18 +67,19 @@ def test_a_failure():
 """
 
 
-def gone(pid: int) -> bool:
-    """Whether process `pid` ended, within a few seconds (a zombie has ended: its parent, gone too,
-    left it to be reaped by whoever adopted it)."""
-    for _ in range(100):
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-        except FileNotFoundError:
-            return True
-        if state == "Z":
-            return True
-        time.sleep(0.05)
-    return False
+def write_hanging_test(folder: Path, marker: Path) -> None:
+    """test_hangs.py: starts a `sleep` (its pid written to `marker`), then waits five minutes."""
+    (folder / "test_hangs.py").write_text(
+        textwrap.dedent(f"""\
+        import subprocess
+        import time
+
+        def test_hangs():
+            sleeper = subprocess.Popen(["sleep", "300"])
+            open({str(marker)!r}, "w").write(str(sleeper.pid))
+            time.sleep(300)
+        """)
+    )
 
 
 def write(folder: Path, edition: int) -> None:
@@ -109,22 +111,12 @@ def test_each_run_imports_the_folders_modules_afresh_with_the_kernels_environmen
 
 def test_a_run_past_its_limit_is_ended_with_what_it_started_and_the_next_run_works(tmp_path):
     marker = tmp_path / "sleeper.pid"
-    (tmp_path / "test_hangs.py").write_text(
-        textwrap.dedent(f"""\
-        import subprocess
-        import time
-
-        def test_hangs():
-            sleeper = subprocess.Popen(["sleep", "300"])
-            open({str(marker)!r}, "w").write(str(sleeper.pid))
-            time.sleep(300)
-        """)
-    )
+    write_hanging_test(tmp_path, marker)
     started = time.monotonic()
     with pytest.raises(subprocess.TimeoutExpired):
         runs.pytest_run(tmp_path, "test_hangs.py", timeout=5)
     assert time.monotonic() - started < 60
-    assert gone(int(marker.read_text())), "the process the timed-out run started is still running"
+    assert wait_until(lambda: ended(int(marker.read_text())), 5), "the process the timed-out run started is still running"
     write(tmp_path, 4)
     assert runs.pytest_run(tmp_path, "test_shop.py").seen["test_a_call"]["edition"] == "4"
 
@@ -142,22 +134,12 @@ def test_the_warm_process_ends_with_the_kernel_that_started_it_however_it_ends(t
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
     summary, _, pid = done.stdout.strip().rpartition(" ")
     assert summary == "1 failed, 1 passed", done.stdout + done.stderr
-    assert gone(int(pid)), "the warm pytest process outlived the kernel that started it"
+    assert wait_until(lambda: ended(int(pid)), 5), "the warm pytest process outlived the kernel that started it"
 
 
 def test_an_interrupted_run_ends_with_what_it_started_and_the_next_run_gets_its_own_answer(tmp_path):
     marker = tmp_path / "sleeper.pid"
-    (tmp_path / "test_hangs.py").write_text(
-        textwrap.dedent(f"""\
-        import subprocess
-        import time
-
-        def test_hangs():
-            sleeper = subprocess.Popen(["sleep", "300"])
-            open({str(marker)!r}, "w").write(str(sleeper.pid))
-            time.sleep(300)
-        """)
-    )
+    write_hanging_test(tmp_path, marker)
 
     def interrupt(*_):  # as the kernel's interrupt does: KeyboardInterrupt in the waiting cell
         raise KeyboardInterrupt
@@ -170,6 +152,6 @@ def test_an_interrupted_run_ends_with_what_it_started_and_the_next_run_gets_its_
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    assert gone(int(marker.read_text())), "the interrupted run's process ran on"
+    assert wait_until(lambda: ended(int(marker.read_text())), 5), "the interrupted run's process ran on"
     write(tmp_path, 6)  # not the interrupted run's answer: this run's
     assert runs.pytest_run(tmp_path, "test_shop.py").seen["test_a_call"]["edition"] == "6"

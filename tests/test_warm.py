@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import warm
+from helpers import ended, wait_until
 
 PROGRAM = """\
 import os, signal, subprocess, sys, time
@@ -32,18 +33,6 @@ if sys.argv[1] == "plain":
     time.sleep(300)
 sys.exit(int(sys.argv[1]))
 """
-
-
-def gone(pid: int) -> bool:
-    for _ in range(100):
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-        except FileNotFoundError:
-            return True
-        if state == "Z":
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def wait_for(marker: Path) -> str:
@@ -106,4 +95,4 @@ def test_a_killed_launcher_ends_the_program_and_what_it_started(program, tmp_pat
     sleeper = int(wait_for(marker))
     hanging.kill()
     hanging.wait()
-    assert gone(sleeper), "the program a killed launcher asked for (and what it started) ran on"
+    assert wait_until(lambda: ended(sleeper), 5), "the program a killed launcher asked for (and what it started) ran on"

@@ -38,7 +38,6 @@ class FakeClock:
         self.waits.append(seconds)
 
 
-@contextlib.contextmanager
 def ended(pid: int) -> bool:
     """Whether process `pid` has ended: gone, or a zombie (ended, its status not yet collected by
     whoever adopted it)."""
@@ -49,6 +48,7 @@ def ended(pid: int) -> bool:
         return True
 
 
+@contextlib.contextmanager
 def interrupted_when(predicate, limit: float = 10.0):
     """Interrupt the main thread, as the kernel's stop button does, once `predicate()` holds.
 

@@ -1,8 +1,9 @@
 """A newcomer's first ten minutes: the README and every docs page work as written.
 
 - Every ```python block of README.md and of each docs/*.md page runs, in order, in a fresh
-  IPython shell of its own (a subprocess: nothing loaded, nothing imported, as a newcomer
-  starts), magics and all; a line whose comment promises an outcome ("# result (ok)") is the
+  IPython shell of its own (a process of its own, as a newcomer starts: no extension loaded,
+  mcp_nb not imported; started warm, tests/warm.py, from a process that imported IPython and
+  the SDK), magics and all; a line whose comment promises an outcome ("# result (ok)") is the
   block's last, and the block shows that outcome (a cell shows only its last value).
 - Every ```bash block of a docs page runs as written, in its page's order with the python
   blocks, in the same folder.
@@ -24,6 +25,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+import warm
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -99,7 +101,7 @@ def test_every_python_block_runs_as_written(page, tmp_path):
     # `python`, `pytest`, `mcp-nb` in a page's commands: this environment's, as in the reader's activated one
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     done = subprocess.run(
-        [sys.executable, "-c", RUNNER],
+        warm.python("-c", RUNNER),
         input=json.dumps(sources),
         cwd=tmp_path,
         env=env,

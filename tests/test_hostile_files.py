@@ -20,6 +20,7 @@ import threading
 import time
 
 import pytest
+import warm
 from helpers import checkout_env
 
 import mcp_nb
@@ -299,7 +300,7 @@ def test_a_snapshot_file_of_odd_content_is_refused_in_one_line(tmp_path, kind):
 def test_mcp_nb_diff_on_a_file_of_odd_content_exits_2_with_one_line(tmp_path, kind):
     path = _write(tmp_path, "odd.json", SNAPSHOTS[kind])
     run = subprocess.run(
-        [sys.executable, "-m", "mcp_nb", "diff", str(path), str(path)],
+        warm.python("-m", "mcp_nb", "diff", path, path),
         env=checkout_env(),
         capture_output=True,
         text=True,

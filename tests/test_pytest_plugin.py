@@ -8,6 +8,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+import warm
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOKSHOP = f"{sys.executable} {ROOT / 'notebooks' / 'servers' / 'bookshop.py'} stdio"
@@ -71,7 +72,7 @@ def pytest_run(where: Path, *args: str, path: tuple = (), autoload: bool = False
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     env["PYTHONPATH"] = os.pathsep.join([*map(str, path), str(ROOT)])
     return subprocess.run(
-        [sys.executable, "-m", "pytest", *LOAD, "-p", "no:cacheprovider", "-rA", *args],
+        warm.python("-m", "pytest", *LOAD, "-p", "no:cacheprovider", "-rA", *args),
         cwd=where,
         env=env,
         capture_output=True,

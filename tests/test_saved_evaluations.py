@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+import warm
 from mcp.server.mcpserver.exceptions import ToolError
 
 import mcp_nb
@@ -114,7 +114,7 @@ def pytest_run(where: Path, *args: str) -> subprocess.CompletedProcess:
     env["PYTHONPATH"] = str(ROOT)
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # the plugin named by -p, not every one of this environment's
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "mcp_nb_pytest", "-p", "no:cacheprovider", "-rA", "-v", *args],
+        warm.python("-m", "pytest", "-p", "mcp_nb_pytest", "-p", "no:cacheprovider", "-rA", "-v", *args),
         cwd=where,
         env=env,
         capture_output=True,

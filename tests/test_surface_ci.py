@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import warm
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOKSHOP = f"{sys.executable} {ROOT / 'notebooks' / 'servers' / 'bookshop.py'} stdio"
@@ -37,9 +38,7 @@ def notebook(folder: Path, *cells: str, name: str = "tools.ipynb") -> Path:
 
 
 def mcp_nb_command(folder: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_nb", *args], cwd=folder, env=env(), capture_output=True, text=True, timeout=180
-    )
+    return subprocess.run(warm.python("-m", "mcp_nb", *args), cwd=folder, env=env(), capture_output=True, text=True, timeout=180)
 
 
 @pytest.fixture(scope="session")
@@ -170,7 +169,7 @@ def test_the_github_actions_steps_run_as_written(tmp_path):
 
 def pytest_run(where: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "mcp_nb_pytest", "-p", "no:cacheprovider", "-rA", *args],
+        warm.python("-m", "pytest", "-p", "mcp_nb_pytest", "-p", "no:cacheprovider", "-rA", *args),
         cwd=where,
         env={**env(), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},  # the plugin named by -p, not every one of this environment's
         capture_output=True,

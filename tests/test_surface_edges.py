@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+import warm
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -159,7 +160,7 @@ def test_a_snapshot_too_deep_to_compare_is_refused_in_one_line_by_load_diff_and_
     (sentence,) = said
     assert "\n" not in sentence and f"nested more than {MAX_DEPTH} levels deep (at tools.find.inputSchema." in sentence
     command = subprocess.run(
-        [sys.executable, "-m", "mcp_nb", "diff", str(tmp_path / "old.json"), str(tmp_path / "new.json")],
+        warm.python("-m", "mcp_nb", "diff", tmp_path / "old.json", tmp_path / "new.json"),
         capture_output=True,
         text=True,
         timeout=120,

@@ -12,6 +12,7 @@ from typing import Literal, TypedDict
 
 import peers
 import pytest
+import warm
 from helpers import checkout_env, served_at, write_notebook
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -291,7 +292,7 @@ def test_a_served_notebook_has_the_surface_of_its_notebook(tmp_path):
         new_code_cell("%%mcp_tool --read-only\ndef get_author(title: str) -> str:\n    '''Who wrote it.'''\n    return title"),
     )
     written = subprocess.run(
-        [sys.executable, "-m", "mcp_nb", "snapshot", str(notebook), "-o", str(tmp_path / "notebook.json")],
+        warm.python("-m", "mcp_nb", "snapshot", notebook, "-o", tmp_path / "notebook.json"),
         env=checkout_env(),
         capture_output=True,
         text=True,

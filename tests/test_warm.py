@@ -96,3 +96,36 @@ def test_a_killed_launcher_ends_the_program_and_what_it_started(program, tmp_pat
     hanging.kill()
     hanging.wait()
     assert wait_until(lambda: ended(sleeper), 5), "the program a killed launcher asked for (and what it started) ran on"
+
+
+def test_python_runs_a_module_code_or_a_program_as_python_would(program, tmp_path):
+    """`warm.python(...)` takes what `python` takes: `-m MODULE`, `-c CODE`, `PROGRAM`, each
+    with its arguments, `__main__`, the folder on sys.path where Python puts it, and the
+    PYTHONPATH of its own environment (not the warm process's)."""
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "shown.py").write_text("import sys\nprint(sys.argv[1:], __name__, sys.path[0])\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "lib")}
+    as_module = subprocess.run(
+        warm.python("-m", "shown", "a", "b"), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert as_module.stdout == f"['a', 'b'] __main__ {tmp_path}\n", as_module.stderr
+    code = "import sys, mcp_nb\nprint(sys.argv, __name__, repr(sys.path[0]), mcp_nb.settings.stable_output)"
+    stable = {**os.environ, "MCP_NB_STABLE_OUTPUT": "1"}
+    as_code = subprocess.run(warm.python("-c", code, "x"), cwd=tmp_path, env=stable, capture_output=True, text=True, timeout=60)
+    # mcp_nb reads its environment as it is imported: imported afresh, it reads this one's
+    assert as_code.stdout == "['-c', 'x'] __main__ '' True\n", as_code.stderr
+    as_program = subprocess.run(warm.python(program, "5"), cwd=tmp_path, input="hi\n", capture_output=True, text=True, timeout=60)
+    assert as_program.returncode == 5 and as_program.stdout.endswith("__main__ hi\n")
+
+
+def test_python_ends_as_the_interpreter_ends(tmp_path):
+    """Threads that are not daemons are waited for and atexit's functions run, even when the
+    program ends by SystemExit; its status is the one it gave."""
+    code = (
+        "import atexit, threading, time\n"
+        "atexit.register(print, 'atexit ran', flush=True)\n"
+        "threading.Thread(target=lambda: (time.sleep(0.3), print('thread ended', flush=True))).start()\n"
+        "raise SystemExit(3)\n"
+    )
+    done = subprocess.run(warm.python("-c", code), capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (3, "thread ended\natexit ran\n"), done.stderr

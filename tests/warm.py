@@ -14,8 +14,19 @@ If this process is killed (SIGKILL), the warm process ends the child, and what t
 (its process group). The warm process ends with the process that started it: when its stdin
 closes, or at SIGTERM, ending its children first.
 
-    command(PROGRAM, *args)   # [python, warm.py, SOCKET, PROGRAM, *args]: this process's warm one,
-                              # started at the first call and ended at exit
+Two kinds of warm process, each started at its first use and ended at exit:
+
+    command(PROGRAM, *args)   # [python, warm.py, SOCKET, PROGRAM, *args]: a server or client the
+                              # tests start, from a process that imported mcp_nb's client path too
+    python(*argv)             # what `python *argv` runs (`-m pytest ...`, `-m mcp_nb snapshot ...`,
+                              # `-c CODE`, `PROGRAM`), from a process that imported the SDK, pytest
+                              # and IPython but not mcp_nb: mcp_nb reads its environment at import,
+                              # so the child imports it afresh, with its own
+
+What differs from a cold start, and why it does not matter where these are used: the child's
+interpreter flags (-X, -W) and resource limits are the warm process's (nothing started so asks
+for others; the tests about limits start theirs cold), and the modules named above are imported
+already. The child's sys.path is the one its PYTHONPATH gives.
 """
 
 from __future__ import annotations
@@ -66,22 +77,55 @@ def launch(path: str, argv: list[str]) -> int:
     return status
 
 
-def serve(path: str) -> None:
-    import runpy
-    import select
-    import threading
-
-    # What the tests' programs import, once: the SDK's client and server, the HTTP server they
-    # listen with, and mcp_nb's client path (it loads its modules lazily).
+def preload(kind: str) -> None:
+    """What the tests' programs import, once: the SDK's client and server and the HTTP server they
+    listen with; for `command`'s programs mcp_nb's client path too (it loads its modules lazily),
+    for `python`'s commands pytest, IPython's shell and nbformat instead."""
     import mcp.client  # noqa: F401
     import mcp.client.auth  # noqa: F401
     import mcp.server.mcpserver  # noqa: F401
     import starlette.applications  # noqa: F401
     import uvicorn  # noqa: F401
 
-    import mcp_nb
+    if kind == "programs":
+        import mcp_nb
 
-    mcp_nb.connect, mcp_nb.call, mcp_nb.reset  # noqa: B018 (the attribute loads its module)
+        mcp_nb.connect, mcp_nb.call, mcp_nb.reset  # noqa: B018 (the attribute loads its module)
+    else:
+        import IPython.core.interactiveshell  # noqa: F401
+        import nbformat  # noqa: F401
+        import pytest  # noqa: F401
+
+
+def run_as_main(argv: list[str], cwd: str) -> None:
+    """Run what `python *argv` runs, as `__main__`, sys.argv as it would have it."""
+    import runpy
+    import types
+
+    if argv[0] == "-m":
+        sys.argv = [argv[1], *argv[2:]]  # run_module puts the module's file first
+        sys.path[0] = cwd
+        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+    elif argv[0] == "-c":
+        sys.argv = ["-c", *argv[2:]]
+        sys.path[0] = ""
+        main = types.ModuleType("__main__")
+        sys.modules["__main__"] = main
+        exec(compile(argv[1], "<string>", "exec"), main.__dict__)  # noqa: S102 - what `python -c` does
+    else:
+        sys.argv = argv
+        sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))  # as `python PROGRAM` has it
+        runpy.run_path(argv[0], run_name="__main__")
+
+
+def serve(path: str, kind: str) -> None:
+    import atexit
+    import select
+    import threading
+
+    preload(kind)
+    # The entries this process's PYTHONPATH put on sys.path: a child has its own instead.
+    inherited = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
     # A fork copies only the thread that forks: another thread's lock would stay held in the child.
     if threading.active_count() != 1:
         raise SystemExit("warm.py: a thread was started at import, and a fork could deadlock")
@@ -143,10 +187,10 @@ def serve(path: str) -> None:
             os.chdir(request["cwd"])
             os.environ.clear()
             os.environ.update(request["env"])
-            sys.argv = request["argv"]
-            sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))  # as `python PROGRAM` has it
+            wanted = [entry for entry in request["env"].get("PYTHONPATH", "").split(os.pathsep) if entry]
+            sys.path[1:] = [*wanted, *(e for e in sys.path[1:] if e not in inherited and e not in wanted)]
             try:
-                runpy.run_path(sys.argv[0], run_name="__main__")
+                run_as_main(request["argv"], request["cwd"])
                 code = 0
             except SystemExit as done:
                 code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
@@ -160,6 +204,16 @@ def serve(path: str) -> None:
 
             traceback.print_exc()
         finally:
+            # What the interpreter does as it ends: it waits for the threads that are not daemons,
+            # then runs the functions given to atexit (the program's: a connection closed, a file
+            # written whole).
+            try:
+                threading._shutdown()  # type: ignore[attr-defined]
+                atexit._run_exitfuncs()
+            except BaseException:  # noqa: BLE001 - as the interpreter would: said, and the end all the same
+                import traceback
+
+                traceback.print_exc()
             for stream in (sys.stdout, sys.stderr):
                 try:
                     stream.flush()
@@ -201,13 +255,12 @@ def serve(path: str) -> None:
 
 # -- in a test process: its warm process, started at the first command ---------------------------
 
-_started: tuple | None = None  # (the warm process, its socket's path)
+_started: dict[str, tuple] = {}  # kind -> (the warm process, its socket's path)
 
 
-def socket_path() -> str:
-    """The socket of this process's warm process, started (once) if need be; it ends at exit."""
-    global _started
-    if _started is None or _started[0].poll() is not None:
+def socket_path(kind: str = "programs") -> str:
+    """The socket of this process's warm process of `kind`, started (once) if need be; it ends at exit."""
+    if kind not in _started or _started[kind][0].poll() is not None:
         import atexit
         import shutil
         import subprocess
@@ -216,7 +269,7 @@ def socket_path() -> str:
 
         folder = tempfile.mkdtemp(prefix="w", dir="/tmp")  # a Unix socket's path fits in 107 bytes
         path = os.path.join(folder, "warm")
-        process = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", path], stdin=subprocess.PIPE)
+        process = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", path, kind], stdin=subprocess.PIPE)
 
         def stop() -> None:
             process.stdin.close()  # its cue to end, its children first
@@ -234,13 +287,19 @@ def socket_path() -> str:
             time.sleep(0.05)
         if not os.path.exists(path):
             raise RuntimeError(f"the warm Python process did not start (status {process.poll()})")
-        _started = (process, path)
-    return _started[1]
+        _started[kind] = (process, path)
+    return _started[kind][1]
 
 
 def command(program, *args) -> list[str]:
     """`[python, PROGRAM, *args]`, started warm: what to give as a server's or a client's command."""
     return [sys.executable, os.path.abspath(__file__), socket_path(), str(program), *map(str, args)]
+
+
+def python(*argv) -> list[str]:
+    """`[python, *argv]` (`-m MODULE ...`, `-c CODE ...` or `PROGRAM ...`), started warm from a
+    process that has not imported mcp_nb."""
+    return [sys.executable, os.path.abspath(__file__), socket_path("commands"), *map(str, argv)]
 
 
 if __name__ == "__main__":
@@ -249,6 +308,6 @@ if __name__ == "__main__":
         # name that one of the tests' helpers has would find the helper.
         if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
             del sys.path[0]
-        serve(sys.argv[2])
+        serve(sys.argv[2], sys.argv[3])
     else:
         sys.exit(launch(sys.argv[1], sys.argv[2:]))

@@ -17,7 +17,6 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
-import sys
 import tempfile
 import uuid
 
@@ -93,10 +92,9 @@ def execute(notebook, folder, timeout: float = 120, allow_errors: bool = False) 
 # configuration to take. This folder leaves the path once the module is imported. nbval is the one
 # plugin it loads: the test environment's others (hypothesis, xdist, playwright...) would cost
 # each run half a second of CPU, and none of them acts on a notebook. (Given as a module, not by
-# `-p nbval`: imported already, pytest would warn that its asserts cannot be rewritten.)
-NBVAL_OVER_IPC = [
-    sys.executable,
-    "-c",
+# `-p nbval`: imported already, pytest would warn that its asserts cannot be rewritten.) Started
+# warm (tests/warm.py): pytest and what the kernel's client imports are imported once per worker.
+NBVAL_OVER_IPC = (
     "import sys\n"
     f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
     "import kernels\n"
@@ -105,5 +103,12 @@ NBVAL_OVER_IPC = [
     "import nbval.plugin\n"
     "nbval.kernel.KernelManager = kernels.IpcKernelManager\n"
     "import pytest\n"
-    "sys.exit(pytest.main(['--disable-plugin-autoload', *sys.argv[1:]], plugins=[nbval.plugin]))\n",
-]
+    "sys.exit(pytest.main(['--disable-plugin-autoload', *sys.argv[1:]], plugins=[nbval.plugin]))\n"
+)
+
+
+def nbval_over_ipc(*args) -> list[str]:
+    """The command that runs nbval so, with pytest's arguments `args`."""
+    import warm
+
+    return warm.python("-c", NBVAL_OVER_IPC, *args)

@@ -28,7 +28,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from fresh_venv import first_failure, make, once, run, tail
-from kernels import NBVAL_OVER_IPC
+from kernels import nbval_over_ipc
 
 from mcp_nb.commands.student import has_exercises, student_version
 
@@ -116,7 +116,7 @@ def nbval(notebook: Path, binder_env: dict):
     environment (its `python3` kernelspec, first on JUPYTER_PATH)."""
     return run(
         [
-            *NBVAL_OVER_IPC,  # the kernel on Unix sockets: no TCP port another test can take (tests/kernels.py)
+            *nbval_over_ipc(),  # the kernel on Unix sockets: no TCP port another test can take (tests/kernels.py)
             notebook,
             "--nbval",
             "--nbval-kernel-name=python3",

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from kernels import NBVAL_OVER_IPC
+from kernels import nbval_over_ipc
 
 from mcp_nb.config import STABLE_OUTPUT_ENV
 
@@ -107,7 +107,7 @@ def store(notebook: Path, env: dict) -> None:
 
 def check(notebook: Path, env: dict, sanitizer: Path | None) -> subprocess.CompletedProcess:
     command = [
-        *NBVAL_OVER_IPC,  # pytest, its kernel on Unix sockets: no TCP port another test can take (tests/kernels.py)
+        *nbval_over_ipc(),  # pytest, its kernel on Unix sockets: no TCP port another test can take (tests/kernels.py)
         "--nbval",
         "--nbval-current-env",
         "--nbval-cell-timeout=120",

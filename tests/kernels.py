@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import sys
 import tempfile
 import uuid
 
@@ -38,6 +39,8 @@ class IpcKernelManager(KernelManager):
     """A KernelManager whose kernel listens on Unix sockets (nbclient's `kernel_manager_class=`:
     the client then owns the manager, and shuts its kernel down when it is done)."""
 
+    warm = False  # see WarmIpcKernelManager
+
     def __init__(self, **kwargs) -> None:
         kwargs.setdefault("transport", "ipc")
         kwargs.setdefault("ip", ipc_prefix())
@@ -48,12 +51,27 @@ class IpcKernelManager(KernelManager):
         # a folder beside its sockets, removed with them: the tests end their kernels at once, as
         # nbval does, and a kernel ended so removes nothing of its own.
         kw["env"] = {**(kw.get("env") or os.environ), "TMPDIR": tempfile.mkdtemp(dir=os.path.dirname(self.ip))}
+        launcher = [part for part in kernel_cmd if part != "-Xfrozen_modules=off"]  # only for a debugger
+        if self.warm and launcher[:3] == [sys.executable, "-m", "ipykernel_launcher"]:
+            import warm
+
+            kernel_cmd = warm.python(*launcher[1:], preload="kernels")
         return await super()._async_launch_kernel(kernel_cmd, **kw)
 
 
-def start_new_kernel(kernel_name: str = "python3", startup_timeout: float = 60, **kwargs):
-    """As `jupyter_client.manager.start_new_kernel`, over `ipc`: the manager and a ready client."""
-    manager = IpcKernelManager(kernel_name=kernel_name)
+class WarmIpcKernelManager(IpcKernelManager):
+    """One whose kernel, a kernel of this environment, is started warm (tests/warm.py): forked
+    from a process that imported ipykernel and the SDK once, not mcp_nb. Its manager's signals
+    reach it (an interrupt, through its launcher), and killing its launcher kills it. For the many
+    kernels a test process starts; a process that starts one kernel (nbval's) starts it cold."""
+
+    warm = True
+
+
+def start_new_kernel(kernel_name: str = "python3", startup_timeout: float = 60, *, warm: bool = True, **kwargs):
+    """As `jupyter_client.manager.start_new_kernel`, over `ipc`: the manager and a ready client.
+    Started warm unless `warm` is false (the tests about what outlives a kernel)."""
+    manager = (WarmIpcKernelManager if warm else IpcKernelManager)(kernel_name=kernel_name)
     manager.start_kernel(**kwargs)
     client = manager.client()
     client.start_channels()
@@ -75,7 +93,7 @@ def notebook_client(notebook, folder, timeout: float = 120, allow_errors: bool =
         notebook,
         timeout=timeout,
         kernel_name="python3",
-        kernel_manager_class=IpcKernelManager,
+        kernel_manager_class=WarmIpcKernelManager,
         allow_errors=allow_errors,
         resources={"metadata": {"path": str(folder)}},
     )

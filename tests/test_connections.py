@@ -228,7 +228,7 @@ def test_the_interpreter_exiting_ends_the_stdio_process():
 def test_a_kernel_shutdown_ends_the_stdio_process():
     from kernels import start_new_kernel  # over ipc: no TCP port to lose
 
-    manager, client = start_new_kernel()
+    manager, client = start_new_kernel(warm=False)  # started as a kernel is: what ends with it is the point
     outputs: list = []
     try:
         code = f"import mcp_nb\nc = mcp_nb.connect('books', {BOOKSHOP + ['stdio-stubborn']!r})\nprint(c.pid)"

@@ -129,3 +129,25 @@ def test_python_ends_as_the_interpreter_ends(tmp_path):
     )
     done = subprocess.run(warm.python("-c", code), capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout) == (3, "thread ended\natexit ran\n"), done.stderr
+
+
+def test_a_kernel_started_warm_is_interrupted_and_ended_by_its_manager_as_a_kernel_is():
+    """tests/kernels.py starts the tests' kernels warm: its manager's interrupt reaches the running
+    cell, and a shutdown with `now` (a kill) ends the kernel, not only its launcher."""
+    from kernels import start_new_kernel
+
+    manager, client = start_new_kernel()
+    try:
+        said = []
+        reply = client.execute_interactive("import os; print(os.getpid())", timeout=60, output_hook=said.append)
+        kernel = int("".join(m["content"].get("text", "") for m in said if m["msg_type"] == "stream"))
+        assert kernel != manager.provisioner.process.pid  # the launcher's child, not the launcher
+        sent = client.execute("import time; time.sleep(60)")
+        time.sleep(0.5)
+        manager.interrupt_kernel()
+        reply = client.get_shell_msg(timeout=30)
+        assert reply["parent_header"]["msg_id"] == sent and reply["content"]["ename"] == "KeyboardInterrupt"
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    assert wait_until(lambda: ended(kernel), 10), "the kernel ran on after its manager killed it"

@@ -14,7 +14,7 @@ If this process is killed (SIGKILL), the warm process ends the child, and what t
 (its process group). The warm process ends with the process that started it: when its stdin
 closes, or at SIGTERM, ending its children first.
 
-Two kinds of warm process, each started at its first use and ended at exit:
+Three kinds of warm process, each started at its first use and ended at exit:
 
     command(PROGRAM, *args)   # [python, warm.py, SOCKET, PROGRAM, *args]: a server or client the
                               # tests start, from a process that imported mcp_nb's client path too
@@ -22,6 +22,8 @@ Two kinds of warm process, each started at its first use and ended at exit:
                               # `-c CODE`, `PROGRAM`), from a process that imported the SDK, pytest,
                               # nbval and IPython but not mcp_nb: mcp_nb reads its environment at import,
                               # so the child imports it afresh, with its own
+    python("-m", "ipykernel_launcher", ..., preload="kernels")
+                              # a kernel (tests/kernels.py), from a process that imported ipykernel
 
 What differs from a cold start, and why it does not matter where these are used: the child's
 interpreter flags (-X, -W) and resource limits are the warm process's (nothing started so asks
@@ -80,7 +82,8 @@ def launch(path: str, argv: list[str]) -> int:
 def preload(kind: str) -> None:
     """What the tests' programs import, once: the SDK's client and server and the HTTP server they
     listen with; for `command`'s programs mcp_nb's client path too (it loads its modules lazily),
-    for `python`'s commands pytest, nbval, IPython's shell and nbformat instead."""
+    for `python`'s commands pytest, nbval, IPython's shell and nbformat instead, for its kernels
+    ipykernel."""
     import mcp.client  # noqa: F401
     import mcp.client.auth  # noqa: F401
     import mcp.server.mcpserver  # noqa: F401
@@ -91,6 +94,10 @@ def preload(kind: str) -> None:
         import mcp_nb
 
         mcp_nb.connect, mcp_nb.call, mcp_nb.reset  # noqa: B018 (the attribute loads its module)
+    elif kind == "kernels":
+        import ipykernel.ipkernel  # noqa: F401
+        import ipykernel.kernelapp  # noqa: F401
+        import ipykernel.zmqshell  # noqa: F401
     else:
         import IPython.core.interactiveshell  # noqa: F401
         import nbformat  # noqa: F401
@@ -298,10 +305,10 @@ def command(program, *args) -> list[str]:
     return [sys.executable, os.path.abspath(__file__), socket_path(), str(program), *map(str, args)]
 
 
-def python(*argv) -> list[str]:
+def python(*argv, preload: str = "commands") -> list[str]:
     """`[python, *argv]` (`-m MODULE ...`, `-c CODE ...` or `PROGRAM ...`), started warm from a
-    process that has not imported mcp_nb."""
-    return [sys.executable, os.path.abspath(__file__), socket_path("commands"), *map(str, argv)]
+    process that has not imported mcp_nb; `preload="kernels"` for `-m ipykernel_launcher ...`."""
+    return [sys.executable, os.path.abspath(__file__), socket_path(preload), *map(str, argv)]
 
 
 if __name__ == "__main__":

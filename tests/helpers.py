@@ -16,6 +16,14 @@ import warm
 ROOT = Path(__file__).resolve().parent.parent
 PROTECTED = ROOT / "notebooks" / "servers" / "protected.py"
 
+# The deadline of a call whose handler must have started before it passed: to see a late result
+# or a late crash, a handler still running, the loop an async tool held. A handler that had not
+# started by its deadline is cancelled before it runs, so a short deadline made those tests fail
+# whenever the loaded machine (six workers on two cores) was slow to start it; 0.1 - 0.2 s did.
+# The handlers of those tests wait on an event set when the call has returned, so the deadline is
+# all such a test waits.
+STARTS_WITHIN = 2.0
+
 
 def wait_until(predicate, limit: float = 10.0) -> bool:
     """Poll `predicate` until it holds or `limit` seconds pass: for things that happen on

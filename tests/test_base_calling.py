@@ -22,14 +22,14 @@ import weakref
 from pathlib import Path
 
 import pytest
-from helpers import wait_until
+from helpers import STARTS_WITHIN, wait_until
 
 import mcp_nb
 from mcp_nb.records.cases import CasesError
 from mcp_nb.registering.loop_watch import LoopBlockedWarning
 
-HOLD_S = 1.0  # how long `hog` holds mcp_nb's loop without awaiting
-TIMEOUT_S = 0.2  # the deadline it overruns
+TIMEOUT_S = STARTS_WITHIN  # the deadline `hog` overruns: it must have started by then
+HOLD_S = TIMEOUT_S + 0.5  # how long `hog` holds mcp_nb's loop without awaiting, from its start
 
 
 def causes(history=None):

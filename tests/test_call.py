@@ -8,7 +8,7 @@ import time
 import warnings
 
 import pytest
-from helpers import wait_until
+from helpers import STARTS_WITHIN, wait_until
 
 import mcp_nb
 from mcp_nb.calling.call import Call, CallDepthError
@@ -299,13 +299,17 @@ def test_a_handler_that_outlives_its_call_cannot_start_new_calls():
     def add(a: int, b: int) -> int:
         return a + b
 
+    started, outlived = threading.Event(), threading.Event()
+
     @mcp_nb.tool()
     def late() -> int:
-        time.sleep(0.4)
+        started.set()
+        outlived.wait(30)
         return mcp_nb.call("add", {"a": 1, "b": 2}).content
 
-    o = mcp_nb.call("late", timeout=0.1)
-    assert (o.outcome, o.cause) == ("timeout", "deadline")
+    o = mcp_nb.call("late", timeout=STARTS_WITHIN)
+    outlived.set()
+    assert started.is_set() and (o.outcome, o.cause) == ("timeout", "deadline")
     assert wait_until(lambda: o.server_fate == "completed")
     assert (o.fate_outcome, o.fate_cause) == ("tool_error", "crash")
     assert causes() == [("late", "deadline")]  # the nested call was refused, not made
@@ -398,8 +402,11 @@ def test_a_tool_raising_cancelled_error_itself_is_a_crash_not_a_cancellation():
 def test_the_sync_face_returns_at_the_deadline_while_an_async_tool_holds_the_loop():
     release = threading.Event()
 
+    started = threading.Event()
+
     @mcp_nb.tool()
     async def hog() -> str:
+        started.set()
         release.wait(20)  # no await: holds mcp_nb's event loop  # noqa: ASYNC251
         return "done"
 
@@ -416,10 +423,10 @@ def test_the_sync_face_returns_at_the_deadline_while_an_async_tool_holds_the_loo
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         thread = threading.Thread(target=concurrent_call)
-        o = mcp_nb.call("hog", timeout=0.2)
+        o = mcp_nb.call("hog", timeout=STARTS_WITHIN)
         # Returned while the handler still holds the loop (before, it returned `result` when
         # the handler let go).
-        assert not release.is_set()
+        assert started.is_set() and not release.is_set()
         assert (o.outcome, o.cause, o.code) == ("timeout", "deadline", -32001)
         assert "mcp_nb's event loop was held by async tool 'hog'" in o.message
         thread.start()

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from helpers import STARTS_WITHIN
 from helpers import added as outcome
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
@@ -163,16 +164,17 @@ def test_reset_ends_the_writer_and_the_next_engine_writes_on(tmp_path):
 
 
 def test_a_timeouts_fate_that_changes_after_it_was_written_is_written_again(tmp_path):
-    release = threading.Event()
+    started, release = threading.Event(), threading.Event()
 
     @mcp_nb.tool()
     def slow() -> str:
-        release.wait(10)
+        started.set()
+        release.wait(30)
         return "late"
 
     mcp_nb.configure(history_file=str(tmp_path / "calls.mcpnb"))
-    o = mcp_nb.call("slow", {}, timeout=0.2)
-    assert o.outcome == "timeout"
+    o = mcp_nb.call("slow", {}, timeout=STARTS_WITHIN)
+    assert o.outcome == "timeout" and started.is_set()
     mcp_nb.history().sync()
     assert History.open(tmp_path / "calls.mcpnb").to_frame()["server_fate"].tolist() == ["running"]
     release.set()

@@ -31,10 +31,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 SETUP = """\
 %load_ext mcp_nb
+import threading
 import time
 import mcp_nb
 from mcp import MCPError
 from mcp.server.mcpserver.exceptions import ToolError
+let_go = threading.Event()  # lets the slow tool end
 """
 STABLE = "%config McpMagics.stable_output = True\n"
 CELLS = [
@@ -53,16 +55,17 @@ def lookup(title: str) -> str:
     """\
 %%mcp_tool
 def slow() -> str:
-    time.sleep(1.0)  # well past the deadline: the card shown at once says "still running"
+    let_go.wait(30)  # until the call has timed out: the card shown at once says "still running"
     return "late"
 """,
     "%mcp_call lookup title=Dune",
     "%mcp_call lookup title=Nothing",
     "%mcp_call lookup title=Broken",
     "%mcp_call lookup title=Offline",
-    "late = %mcp_call slow --timeout 0.1\nlate",
+    # A deadline the handler starts well within on a loaded machine (tests/helpers.py: STARTS_WITHIN)
+    "late = %mcp_call slow --timeout 2\nlate",
     # The late fate as a state: shown once the handler is known to have ended.
-    'while late.server_fate == "running":\n    time.sleep(0.02)\nlate',
+    'let_go.set()\nwhile late.server_fate == "running":\n    time.sleep(0.02)\nlate',
     "%mcp_history",
     'assert list(mcp_nb.history().to_frame()["outcome"]) == ["result", "tool_error", "tool_error", "protocol_error", "timeout"]',
 ]

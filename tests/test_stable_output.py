@@ -19,12 +19,11 @@ import re
 import subprocess
 import sys
 import threading
-import time
 import warnings
 from pathlib import Path
 
 import pytest
-from helpers import wait_until
+from helpers import STARTS_WITHIN, wait_until
 from mcp import MCPError
 from mcp.server.mcpserver.exceptions import ToolError
 from nbval.plugin import get_sanitize_patterns
@@ -38,7 +37,10 @@ from mcp_nb.views import cards, tables, theme
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def register_every_outcome() -> None:
+def register_every_outcome() -> threading.Event:
+    """Registers a tool for each outcome; returns the event that lets `slow` end."""
+    let_go = threading.Event()
+
     @mcp_nb.tool()
     def get_author(title: str) -> str:
         if title == "Nothing":
@@ -51,17 +53,22 @@ def register_every_outcome() -> None:
 
     @mcp_nb.tool()
     def slow() -> str:
-        time.sleep(0.3)
+        let_go.wait(30)  # let go once its call timed out: a late result
         return "late"
 
+    return let_go
 
-def every_outcome() -> list[mcp_nb.Outcome]:
-    register_every_outcome()
+
+def every_outcome(late: bool = True) -> list[mcp_nb.Outcome]:
+    let_go = register_every_outcome()
     calls = [mcp_nb.call("get_author", {"title": title}) for title in ("Dune", "Nothing", "Broken", "Offline")]
     calls.append(mcp_nb.call("get_author", {"title": 42}))  # invalid arguments: pydantic's text
-    late = mcp_nb.call("slow", timeout=0.05)
-    assert wait_until(lambda: late.server_fate == "completed")
-    return [*calls, late]
+    if not late:
+        return calls
+    timed_out = mcp_nb.call("slow", timeout=STARTS_WITHIN)
+    let_go.set()
+    assert wait_until(lambda: timed_out.server_fate == "completed"), timed_out.server_fate
+    return [*calls, timed_out]
 
 
 def nbval_sanitize(text: str) -> str:
@@ -171,7 +178,7 @@ def test_stable_cards_leave_out_timings_and_frames_and_keep_what_teaches():
     assert "No book titled &#x27;Nothing&#x27;." in cards.outcome_html(raised, stable=True)
     offline_card = cards.outcome_html(offline, stable=True)
     assert "-32050 catalog offline" in offline_card and "retry_after" in offline_card
-    assert "-32001 Timed out after 0.05s" in cards.outcome_html(late, stable=True)
+    assert f"-32001 Timed out after {STARTS_WITHIN:g}s" in cards.outcome_html(late, stable=True)
     # the late fate, as a state without the time it came
     assert re.search(
         r"completed after the client gave up: result \(ok\) at \d+\.\d\d s</div>", cards.outcome_html(late, stable=False)
@@ -185,7 +192,7 @@ def test_stable_cards_leave_out_timings_and_frames_and_keep_what_teaches():
 
 
 def test_the_stable_setting_is_what_the_views_read():
-    (o,) = every_outcome()[:1]
+    o = every_outcome(late=False)[0]
     mcp_nb.configure(stable_output=True)
     assert o._repr_html_() == cards.outcome_html(o, stable=True)
     assert mcp_nb.history()._repr_html_() == tables.history_html(mcp_nb.history().to_frame(), settings.history_rows, stable=True)
@@ -281,18 +288,20 @@ def test_what_libraries_print_is_rewritten():
 
 
 def test_the_time_an_async_tool_held_the_loop_is_rewritten_in_both_messages():
-    release = threading.Event()
+    started, release = threading.Event(), threading.Event()
 
     @mcp_nb.tool()
     async def hog() -> str:
-        release.wait(5)  # holds mcp_nb's loop without awaiting  # noqa: ASYNC101
+        started.set()
+        release.wait(30)  # holds mcp_nb's loop without awaiting  # noqa: ASYNC101
         return "done"
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LoopBlockedWarning)
-        threading.Timer(0.6, release.set).start()
-        o = mcp_nb.call("hog", timeout=0.2)
-        assert wait_until(lambda: o.server_fate == "completed")
+        o = mcp_nb.call("hog", timeout=STARTS_WITHIN)  # returns at its deadline, the loop still held
+        release.set()
+        assert started.is_set() and o.cause == "deadline"
+        assert wait_until(lambda: o.server_fate == "completed"), o.server_fate
     assert re.search(r"event loop was held by async tool 'hog' for \d+\.\d\d s\)", o.message)
     assert "event loop was held by async tool &#x27;hog&#x27; for SECONDS s)" in nbval_sanitize(o._repr_html_())
     assert "event loop was held by async tool 'hog' for SECONDS s)" in nbval_sanitize(repr(o))

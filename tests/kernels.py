@@ -15,6 +15,7 @@ own, not in a runtime folder deep in pytest's temporary tree.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import sys
@@ -24,6 +25,12 @@ import uuid
 from jupyter_client.manager import KernelManager
 
 _FOLDER: str | None = None
+
+# A kernel of another environment's interpreter (Binder's venv), started warm: the test process
+# started a warm process of that interpreter (`warm.kernels_of`) and names it to the nbval it runs
+# here, as `[python, socket]` in JSON; a kernel whose command is that interpreter's
+# `-m ipykernel_launcher` is forked from it. The variable is not passed on to the kernel.
+WARM_KERNELS = "MCP_NB_TESTS_WARM_KERNELS"
 
 
 def ipc_prefix() -> str:
@@ -51,12 +58,16 @@ class IpcKernelManager(KernelManager):
         # a folder beside its sockets, removed with them: the tests end their kernels at once, as
         # nbval does, and a kernel ended so removes nothing of its own.
         kw["env"] = {**(kw.get("env") or os.environ), "TMPDIR": tempfile.mkdtemp(dir=os.path.dirname(self.ip))}
-        if self.warm:
-            launcher = [part for part in kernel_cmd if part != "-Xfrozen_modules=off"]  # only for a debugger
-            if launcher[:3] == [sys.executable, "-m", "ipykernel_launcher"]:
-                import warm
+        other = kw["env"].pop(WARM_KERNELS, None)
+        launcher = [part for part in kernel_cmd if part != "-Xfrozen_modules=off"]  # only for a debugger
+        if self.warm and launcher[:3] == [sys.executable, "-m", "ipykernel_launcher"]:
+            import warm
 
-                kernel_cmd = warm.python(*launcher[1:], preload="kernels")
+            kernel_cmd = warm.python(*launcher[1:], preload="kernels")
+        elif other is not None:
+            python, socket = json.loads(other)
+            if launcher[:3] == [python, "-m", "ipykernel_launcher"]:
+                kernel_cmd = [python, os.path.join(os.path.dirname(os.path.abspath(__file__)), "warm.py"), socket, *launcher[1:]]
         return await super()._async_launch_kernel(kernel_cmd, **kw)
 
 

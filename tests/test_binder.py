@@ -27,8 +27,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import warm
 from fresh_venv import first_failure, make, once, run, tail
-from kernels import nbval_over_ipc
+from kernels import WARM_KERNELS, nbval_over_ipc
 
 from mcp_nb.commands.student import has_exercises, student_version
 
@@ -113,7 +114,11 @@ def binder_env(tmp_path_factory):
 
 def nbval(notebook: Path, binder_env: dict):
     """nbval, from the test environment, over `notebook`, with a kernel of the Binder
-    environment (its `python3` kernelspec, first on JUPYTER_PATH)."""
+    environment (its `python3` kernelspec, first on JUPYTER_PATH), started warm: forked from a
+    process of that environment's Python, in its environment, that imported ipykernel and the SDK
+    once for the test process (tests/warm.py), as the test environment's own kernels are."""
+    python = str(binder_env["venv"] / "bin" / "python")
+    env = dict(binder_env["env"], **{WARM_KERNELS: json.dumps([python, warm.kernels_of(python, binder_env["env"])])})
     return run(
         [
             *nbval_over_ipc(),  # the kernel on Unix sockets: no TCP port another test can take (tests/kernels.py)
@@ -128,7 +133,7 @@ def nbval(notebook: Path, binder_env: dict):
             "no:cacheprovider",
         ],
         cwd=ROOT,
-        env=binder_env["env"],
+        env=env,
         timeout=900,
     )
 
@@ -144,7 +149,11 @@ def test_the_kernel_runs_in_the_binder_environment(binder_env):
             "import pathlib, sys, mcp_nb\n"
             f"assert pathlib.Path(sys.prefix).resolve() == pathlib.Path({str(binder_env['venv'])!r}).resolve(), sys.prefix\n"
             f"assert '%d.%d' % sys.version_info[:2] == {binder_env['version']!r}, sys.version\n"
-            f"assert pathlib.Path(mcp_nb.__file__).resolve().is_relative_to({str(binder_env['repo'])!r}), mcp_nb.__file__"
+            f"assert pathlib.Path(mcp_nb.__file__).resolve().is_relative_to({str(binder_env['repo'])!r}), mcp_nb.__file__\n"
+            # forked from the warm process of that Python (its command line is the warm process's)
+            "assert '--serve' in sys.orig_argv and 'kernels' in sys.orig_argv, sys.orig_argv\n"
+            "import os\n"
+            f"assert {WARM_KERNELS!r} not in os.environ"
         )
     ]
     nbformat.write(notebook, probe)

@@ -26,6 +26,8 @@ Four kinds of warm process, each started at its first use and ended at exit:
                               # a kernel (tests/kernels.py), from a process that imported ipykernel
     python("-m", "nbgrader", ..., preload="nbgrader")
                               # nbgrader's commands, from a process that imported nbgrader
+    kernels_of(PYTHON, ENV)   # the socket of a "kernels" process of another environment's
+                              # interpreter (Binder's venv), for the kernels nbval starts there
 
 What differs from a cold start, and why it does not matter where these are used: the child's
 interpreter flags (-X, -W) and resource limits are the warm process's (nothing started so asks
@@ -270,12 +272,15 @@ def serve(path: str, kind: str) -> None:
 
 # -- in a test process: its warm process, started at the first command ---------------------------
 
-_started: dict[str, tuple] = {}  # kind -> (the warm process, its socket's path)
+_started: dict[str, tuple] = {}  # kind (and interpreter) -> (the warm process, its socket's path)
 
 
-def socket_path(kind: str = "programs") -> str:
-    """The socket of this process's warm process of `kind`, started (once) if need be; it ends at exit."""
-    if kind not in _started or _started[kind][0].poll() is not None:
+def socket_path(kind: str = "programs", python: str | None = None, env: dict | None = None) -> str:
+    """The socket of this process's warm process of `kind`, started (once) if need be; it ends at exit.
+    `python` and `env`: run by another interpreter (a venv the tests made) in its environment."""
+    python = python or sys.executable
+    key = kind if python == sys.executable else f"{kind} {python}"
+    if key not in _started or _started[key][0].poll() is not None:
         import atexit
         import shutil
         import subprocess
@@ -284,7 +289,7 @@ def socket_path(kind: str = "programs") -> str:
 
         folder = tempfile.mkdtemp(prefix="w", dir="/tmp")  # a Unix socket's path fits in 107 bytes
         path = os.path.join(folder, "warm")
-        process = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", path, kind], stdin=subprocess.PIPE)
+        process = subprocess.Popen([python, os.path.abspath(__file__), "--serve", path, kind], stdin=subprocess.PIPE, env=env)
 
         def stop() -> None:
             process.stdin.close()  # its cue to end, its children first
@@ -302,8 +307,14 @@ def socket_path(kind: str = "programs") -> str:
             time.sleep(0.05)
         if not os.path.exists(path):
             raise RuntimeError(f"the warm Python process did not start (status {process.poll()})")
-        _started[kind] = (process, path)
-    return _started[kind][1]
+        _started[key] = (process, path)
+    return _started[key][1]
+
+
+def kernels_of(python: str, env: dict) -> str:
+    """The socket of a warm process of kind "kernels" run by the interpreter `python` of another
+    environment (Binder's venv), in `env`, for the kernels of that environment (tests/kernels.py)."""
+    return socket_path("kernels", python=python, env=env)
 
 
 def command(program, *args) -> list[str]:

@@ -1,6 +1,7 @@
 """What the tests build once per run (`fresh_venv.once`), built before they ask for it: Binder's
-environment (tests/test_binder.py: a fresh venv, pip, postBuild) and the documentation site
-(tests/docs_site.py: one Sphinx build).
+environment (tests/test_binder.py: a fresh venv, pip, postBuild), the documentation site
+(tests/docs_site.py: one Sphinx build) and a course made by `init-course` on a fresh machine
+(tests/test_init_course.py: a wheel of this checkout, a fresh venv, the workflow's install step).
 
 `.ci/run` starts `python tests/prebuild.py NAME` for each, at the lowest priority (nice 19), beside
 the serial pass: that pass runs one test at a time, mostly waiting on its processes, and leaves a
@@ -30,7 +31,11 @@ def builder(name: str):
         import docs_site
 
         return docs_site._build
-    raise SystemExit(f"prebuild.py: no build named {name!r} (binder, docs)")
+    if name == "course":
+        import test_init_course
+
+        return test_init_course.build_course_machine
+    raise SystemExit(f"prebuild.py: no build named {name!r} (binder, docs, course)")
 
 
 def main(names: list[str]) -> int:

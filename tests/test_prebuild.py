@@ -1,7 +1,7 @@
-"""The builds made once per run (`fresh_venv.once`: Binder's environment, the docs site), and
-made ahead of the tests by tests/prebuild.py, which .ci/run starts beside the serial pass: a test
-gets the build made ahead, waits for one under way, and fails with the message of one that failed;
-nothing is built twice."""
+"""The builds made once per run (`fresh_venv.once`: Binder's environment, the docs site, a course
+on a fresh machine), and made ahead of the tests by tests/prebuild.py, which .ci/run starts beside
+the serial pass: a test gets the build made ahead, waits for one under way, and fails with the
+message of one that failed; nothing is built twice."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def test_a_build_that_failed_fails_whoever_asks_after_with_its_message(tmp_path)
     ("names", "env", "said"),
     [
         (["binder"], {}, f"{BUILT} must name a folder to build in"),
-        (["wheels"], None, "no build named 'wheels' (binder, docs)"),
+        (["wheels"], None, "no build named 'wheels' (binder, docs, course)"),
     ],
     ids=["no folder", "unknown build"],
 )

@@ -101,11 +101,6 @@ def make(base: Path, version: str) -> tuple[Path, dict]:
     return venv, env
 
 
-# The folder the builds of `once` are made in when it is given (.ci/run gives one, and builds in
-# it ahead of the tests: tests/prebuild.py); otherwise pytest's temporary folder of the run.
-BUILT = "MCP_NB_BUILT"
-
-
 def once(tmp_path_factory, name: str, build: Callable[[Path], dict]) -> dict:
     """`build(folder)` run once in the whole test run, by whichever pytest-xdist worker asks
     first; the others wait for it and get the same answer (a dict that JSON can hold).
@@ -114,24 +109,16 @@ def once(tmp_path_factory, name: str, build: Callable[[Path], dict]) -> dict:
     so they can run side by side once it exists. A build that failed fails every test that
     asks for it, with the same message, instead of being tried again by each worker.
     """
-    if os.environ.get(BUILT):
-        return built_once(Path(os.environ[BUILT]), name, build)
     root = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         root = root.parent  # each worker has its own basetemp under the run's
-    return built_once(root, name, build)
-
-
-def built_once(root: Path, name: str, build: Callable[[Path], dict]) -> dict:
-    """`build(root/name)`, unless its answer is in root/name.json: under root/name.lock, so
-    whoever asks while another process builds waits for that build and gets its answer."""
     answer = root / f"{name}.json"
     with open(root / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or the process ends
         if answer.exists():
             saved = json.loads(answer.read_text())
             if "failed" in saved:
-                pytest.fail(f"{name} (built once for the run): {saved['failed']}", pytrace=False)
+                pytest.fail(f"{name} (built by another worker): {saved['failed']}", pytrace=False)
             return saved
         folder = root / name
         folder.mkdir()

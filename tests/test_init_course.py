@@ -22,7 +22,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from fresh_venv import make, once, run, tail
+from fresh_venv import make, run, tail
 from kernels import execute
 
 import mcp_nb
@@ -281,10 +281,11 @@ def source_copy(base: Path) -> Path:
     return src
 
 
-def build_course_machine(base: Path) -> dict:
+@pytest.fixture(scope="module")
+def course_machine(tmp_path_factory):
     """The course folder, pinned to a wheel of this checkout, and a fresh venv where the
-    workflow's install step has run, in `base`: made once per run (`fresh_venv.once`), which
-    .ci/run makes ahead of the tests (tests/prebuild.py)."""
+    workflow's install step has run."""
+    base = tmp_path_factory.mktemp("course")
     version = "%d.%d" % sys.version_info[:2]  # what init-course writes into binder/runtime.txt
     venv, env = make(base, version)
     built = run(
@@ -310,13 +311,7 @@ def build_course_machine(base: Path) -> dict:
     assert found["imported_from_it"] and Path(found["module"]).is_relative_to(venv.resolve()), found
     assert found["provides_mcp_nb"] == ["mcp-notebook"] and found["own_version"] == mcp_nb.__version__, found
     assert not found["old_name_installed"], found
-    return {"root": str(root), "venv": str(venv), "env": env, "steps": steps}
-
-
-@pytest.fixture(scope="module")
-def course_machine(tmp_path_factory):
-    made = once(tmp_path_factory, "course", build_course_machine)
-    return {**made, "root": Path(made["root"]), "venv": Path(made["venv"])}
+    return {"root": root, "venv": venv, "env": env, "steps": steps}
 
 
 def test_the_course_runs_stores_and_passes_nbval_on_a_fresh_machine(course_machine):

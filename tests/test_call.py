@@ -519,9 +519,10 @@ def _reporting_tool():
 
 def test_the_waiting_thread_follows_a_deadline_that_progress_moves():
     _reporting_tool()
-    # 2.4 s of work against a 0.5 s timeout: a waiting thread that kept the first deadline would
-    # record a timeout of its own a second after it (the loop answering), long before the end.
-    o = mcp_nb.call("ticks", {"steps": 8, "pause": 0.3}, timeout=0.5, reset_on_progress=True, progress=False)
+    # 6 s of work against a 2 s timeout (STARTS_WITHIN: the first progress 0.75 s after the handler
+    # starts): a waiting thread that kept the first deadline would record a timeout of its own a
+    # second after it (the loop answering), long before the end.
+    o = mcp_nb.call("ticks", {"steps": 8, "pause": 0.75}, timeout=STARTS_WITHIN, reset_on_progress=True, progress=False)
     assert (o.outcome, o.deadline_resets) == ("result", 8), o
     assert causes() == [("ticks", "ok")]
 

@@ -7,6 +7,7 @@ from typing import Annotated
 import peers
 import pytest
 from asking import Name, ask_name, register_askers
+from helpers import STARTS_WITHIN
 from IPython.core.error import UsageError
 from mcp.server.elicitation import ElicitationResult
 from mcp.server.mcpserver import Context
@@ -141,12 +142,12 @@ def test_the_deadline_stands_still_while_an_answer_is_awaited():
     register()
 
     def slow(message, schema):
-        time.sleep(1.0)  # a person thinking: longer than the call's whole deadline
+        time.sleep(STARTS_WITHIN + 0.5)  # a person thinking: longer than the call's whole deadline
         return {"name": "Ada"}
 
-    outcome = mcp_nb.call("greet", timeout=0.5, elicit=slow)
+    outcome = mcp_nb.call("greet", timeout=STARTS_WITHIN, elicit=slow)
     assert (outcome.outcome, outcome.content) == ("result", "hello Ada")
-    assert outcome.elicitations[0].waited_ms >= 1000
+    assert outcome.elicitations[0].waited_ms >= (STARTS_WITHIN + 0.5) * 1000
 
 
 def test_the_deadline_still_holds_for_the_server_after_the_answer():
@@ -155,7 +156,7 @@ def test_the_deadline_still_holds_for_the_server_after_the_answer():
         await asyncio.sleep(30)
         return "too late"
 
-    outcome = mcp_nb.call("greet_slowly", timeout=0.5, elicit=[{"name": "Ada"}])
+    outcome = mcp_nb.call("greet_slowly", timeout=STARTS_WITHIN, elicit=[{"name": "Ada"}])  # asked within it
     assert (outcome.outcome, outcome.cause) == ("timeout", "deadline")
     assert outcome.elicitations[0].action == "accept"
 

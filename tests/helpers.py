@@ -17,11 +17,12 @@ ROOT = Path(__file__).resolve().parent.parent
 PROTECTED = ROOT / "notebooks" / "servers" / "protected.py"
 
 # The deadline of a call whose handler must have started before it passed: to see a late result
-# or a late crash, a handler still running, the loop an async tool held. A handler that had not
-# started by its deadline is cancelled before it runs, so a short deadline made those tests fail
-# whenever the loaded machine (six workers on two cores) was slow to start it; 0.1 - 0.2 s did.
-# The handlers of those tests wait on an event set when the call has returned, so the deadline is
-# all such a test waits.
+# or a late crash, a handler still running, the loop an async tool held; or must have reported
+# progress, asked its question or answered within it. A handler that had not started by its
+# deadline is cancelled before it runs, so a short deadline made those tests fail whenever the
+# loaded machine (six workers on two cores) was slow to start it; 0.1 - 0.2 s did. A handler that
+# only has to outlast its call waits on an event set when the call has returned, so the deadline
+# is all such a test waits; where the work must outlast the deadline, it is scaled with it.
 STARTS_WITHIN = 2.0
 
 

@@ -22,6 +22,7 @@ import sys
 import tempfile
 import uuid
 
+import warm
 from jupyter_client.manager import KernelManager
 
 _FOLDER: str | None = None
@@ -59,15 +60,13 @@ class IpcKernelManager(KernelManager):
         # nbval does, and a kernel ended so removes nothing of its own.
         kw["env"] = {**(kw.get("env") or os.environ), "TMPDIR": tempfile.mkdtemp(dir=os.path.dirname(self.ip))}
         other = kw["env"].pop(WARM_KERNELS, None)
-        launcher = [part for part in kernel_cmd if part != "-Xfrozen_modules=off"]  # only for a debugger
-        if self.warm and launcher[:3] == [sys.executable, "-m", "ipykernel_launcher"]:
-            import warm
-
-            kernel_cmd = warm.python(*launcher[1:], preload="kernels")
-        elif other is not None:
-            python, socket = json.loads(other)
+        if self.warm or other is not None:
+            # The interpreter whose kernel is forked warm, and its warm process (None: this
+            # process's own, started at the first kernel)
+            python, socket = (sys.executable, None) if self.warm else json.loads(other)
+            launcher = [part for part in kernel_cmd if part != "-Xfrozen_modules=off"]  # only for a debugger
             if launcher[:3] == [python, "-m", "ipykernel_launcher"]:
-                kernel_cmd = [python, os.path.join(os.path.dirname(os.path.abspath(__file__)), "warm.py"), socket, *launcher[1:]]
+                kernel_cmd = warm.launched(python, socket or warm.socket_path("kernels"), *launcher[1:])
         return await super()._async_launch_kernel(kernel_cmd, **kw)
 
 
@@ -139,6 +138,4 @@ NBVAL_OVER_IPC = (
 
 def nbval_over_ipc(*args) -> list[str]:
     """The command that runs nbval so, with pytest's arguments `args`."""
-    import warm
-
     return warm.python("-c", NBVAL_OVER_IPC, *args)

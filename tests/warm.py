@@ -317,15 +317,21 @@ def kernels_of(python: str, env: dict) -> str:
     return socket_path("kernels", python=python, env=env)
 
 
+def launched(python: str, socket: str, *argv) -> list[str]:
+    """The command that runs `python *argv` as a child of the warm process at `socket`, which
+    that `python` runs."""
+    return [python, os.path.abspath(__file__), socket, *map(str, argv)]
+
+
 def command(program, *args) -> list[str]:
     """`[python, PROGRAM, *args]`, started warm: what to give as a server's or a client's command."""
-    return [sys.executable, os.path.abspath(__file__), socket_path(), str(program), *map(str, args)]
+    return launched(sys.executable, socket_path(), program, *args)
 
 
 def python(*argv, preload: str = "commands") -> list[str]:
     """`[python, *argv]` (`-m MODULE ...`, `-c CODE ...` or `PROGRAM ...`), started warm from a
     process that has not imported mcp_nb; `preload="kernels"` for `-m ipykernel_launcher ...`."""
-    return [sys.executable, os.path.abspath(__file__), socket_path(preload), *map(str, argv)]
+    return launched(sys.executable, socket_path(preload), *argv)
 
 
 if __name__ == "__main__":

@@ -96,11 +96,15 @@ def test_a_tools_subprocesses_started_during_a_connect_are_neither_taken_nor_kil
 
     @mcp_nb.tool()
     def spawn_until_stopped() -> int:
-        """A sync tool that starts processes (as a tool running a command, or a dask worker, does)."""
-        count = 0
+        """A sync tool that starts processes (as a tool running a command, or a dask worker, does)
+        and waits for those that ended, as such a tool does: left unreaped, thousands of zombies
+        piled up, and every look at /proc (this test's, mcp_nb's at a disconnect) read them all."""
+        count, running = 0, []
         while not stop.is_set():
-            start()
+            running.append(start())
             count += 1
+            if count % 32 == 0:
+                running = [sleeper for sleeper in running if sleeper.poll() is None]
         return count
 
     spawner = threading.Thread(target=lambda: mcp_nb.call("spawn_until_stopped", timeout=300, progress=False))

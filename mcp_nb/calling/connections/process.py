@@ -51,6 +51,16 @@ READ_CHUNK = 1 << 16
 WAITING_KEPT = 4096  # the requests waiting for an answer a transport remembers (the oldest forgotten first)
 
 
+def _member(pid: str, group: bytes) -> bool:
+    """Whether process `pid` is in process group `group` and not a zombie (/proc/PID/stat)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return False  # gone meanwhile
+    return len(fields) > 2 and fields[2] == group and fields[0] not in (b"Z", b"X")
+
+
 class ServerProcess:
     """A stdio server's process, started by mcp_nb: its id, its exit, its group's end."""
 
@@ -108,22 +118,16 @@ class ServerProcess:
     def _group_lives(self) -> bool:
         """Whether a member of the group other than a zombie is left. Read from /proc on Linux;
         elsewhere the group counts as alive while its leader is unreaped (it is waited for)."""
+        group = str(self.pid).encode()
+        # The leader first: while it runs, the group lives, and the whole of /proc (every process
+        # of the machine, thousands on a busy one) need not be read to know it.
+        if _member(str(self.pid), group):
+            return True
         try:
             entries = os.listdir("/proc")
         except OSError:
             return self.state() != "gone"
-        group = str(self.pid).encode()
-        for entry in entries:
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as stat:
-                    fields = stat.read().rsplit(b")", 1)[1].split()
-            except (OSError, IndexError):
-                continue  # gone meanwhile
-            if len(fields) > 2 and fields[2] == group and fields[0] not in (b"Z", b"X"):
-                return True
-        return False
+        return any(_member(entry, group) for entry in entries if entry.isdigit())
 
     # -- its exit --------------------------------------------------------------------------------
 
@@ -186,11 +190,12 @@ class ServerProcess:
         the group's id stays the server's until this is done."""
         try:
             if self.signal_group(signal.SIGTERM):
-                waited = 0.0
-                while waited < TERM_GRACE_S and self._group_lives():
+                waited, lives = 0.0, self._group_lives()
+                while lives and waited < TERM_GRACE_S:
                     await asyncio.sleep(STEP_S)
                     waited += STEP_S
-                if self._group_lives():
+                    lives = self._group_lives()
+                if lives:
                     self.signal_group(signal.SIGKILL)
             await self._reaped()
         finally:

@@ -35,8 +35,15 @@ LEAKY = {
 
 
 def interpreter(version: str) -> str:
-    """This machine's interpreter of Python `version` ("3.11")."""
+    """This machine's interpreter of Python `version` ("3.11"): the one the tests run on, when it
+    is of that version (its installation's, not the test venv's), else the first on PATH.
+
+    The tests' own is the one .ci/run chose for the run (the system's, where it is recent enough:
+    see there), so a fresh venv's packages and kernels run on the same build as the rest."""
     here = f"{sys.version_info.major}.{sys.version_info.minor}"
+    own = Path(sys.base_prefix) / "bin" / f"python{version}"
+    if here == version and own.is_file() and os.access(own, os.X_OK):
+        return str(own)
     found = shutil.which(f"python{version}") or (sys.executable if here == version else None)
     assert found, f"Python {version} is asked for, and is not on this machine"
     return found

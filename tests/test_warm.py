@@ -5,6 +5,7 @@ killed outright ends the program and what it started."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -151,3 +152,30 @@ def test_a_kernel_started_warm_is_interrupted_and_ended_by_its_manager_as_a_kern
         client.stop_channels()
         manager.shutdown_kernel(now=True)
     assert wait_until(lambda: ended(kernel), 10), "the kernel ran on after its manager killed it"
+
+
+def test_a_kernel_started_warm_has_pandas_options_as_a_cold_kernel_has_them():
+    """The kernels' warm process imports pandas, which decides defaults at import from where it
+    runs (`display.max_columns` is 20 in a kernel, 0 in a terminal): every option a kernel forked
+    from it reads is the one a kernel that imported pandas itself reads."""
+    from kernels import start_new_kernel
+
+    code = (
+        "import json, pandas\n"
+        "from pandas._config.config import _registered_options\n"
+        "print(json.dumps({key: repr(pandas.get_option(key)) for key in sorted(_registered_options)}))"
+    )
+    seen = []
+    for warm_start in (True, False):
+        manager, client = start_new_kernel(warm=warm_start)
+        try:
+            said = []
+            client.execute_interactive(code, timeout=60, output_hook=said.append)
+            out = "".join(m["content"]["text"] for m in said if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
+            seen.append(json.loads(out.strip().splitlines()[-1]))
+        finally:
+            client.stop_channels()
+            manager.shutdown_kernel(now=True)
+    warm_options, cold_options = seen
+    assert warm_options["display.max_columns"] == "20"
+    assert warm_options == cold_options

@@ -87,7 +87,8 @@ def preload(kind: str) -> None:
     """What the tests' programs import, once: the SDK's client and server and the HTTP server they
     listen with; for `command`'s programs mcp_nb's client path too (it loads its modules lazily),
     for `python`'s commands pytest, nbval, IPython's shell and nbformat instead, for its kernels
-    ipykernel. nbgrader's commands need nbgrader alone (it imports Jupyter's server)."""
+    ipykernel and pandas (as a kernel imports it). nbgrader's commands need nbgrader alone (it
+    imports Jupyter's server)."""
     if kind == "nbgrader":
         import nbgrader.apps  # noqa: F401
 
@@ -106,12 +107,39 @@ def preload(kind: str) -> None:
         import ipykernel.ipkernel  # noqa: F401
         import ipykernel.kernelapp  # noqa: F401
         import ipykernel.zmqshell  # noqa: F401
+
+        _imported_as_in_a_kernel("pandas")  # what nearly every notebook's history shows
     else:
         import IPython.core.interactiveshell  # noqa: F401
         import nbformat  # noqa: F401
         import nbval.kernel  # noqa: F401
         import nbval.plugin  # noqa: F401
         import pytest  # noqa: F401
+
+
+def _imported_as_in_a_kernel(name: str) -> None:
+    """Import `name` as a kernel's cell would. pandas decides defaults at import from where it
+    runs: `display.max_columns` from whether a Jupyter kernel runs it (20 there, 0 in a terminal),
+    asking the `get_ipython` a kernel puts among the builtins, and `display.encoding` from
+    sys.stdout's (ipykernel's stream says "UTF-8"). A kernel forked from here must print frames as
+    one that imported pandas itself, so the import is given both as a kernel has them, taken back
+    after (tests/test_warm.py compares every option with a cold kernel's)."""
+    import builtins
+    import io
+
+    class _Kernel:
+        kernel = True
+
+    stdout = sys.stdout
+    builtins.get_ipython = _Kernel  # type: ignore[attr-defined]  # get_ipython() is a kernel's shell
+    sys.stdout = io.TextIOWrapper(io.BytesIO(), encoding="UTF-8")
+    try:
+        __import__(name)
+    except ImportError:
+        pass  # an environment without it imports nothing ahead
+    finally:
+        sys.stdout = stdout
+        del builtins.get_ipython  # type: ignore[attr-defined]
 
 
 def run_as_main(argv: list[str], cwd: str) -> None:

@@ -11,12 +11,12 @@ version's expected-failures file.
 
 import re
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import peers
 import pytest
+import warm
 
 import mcp_nb
 from mcp_nb.serving.notebook import code_cells
@@ -88,7 +88,7 @@ def test_the_suite_passes_against_python_m_mcp_nb_serve():
     peers.require(SUITE)
     version = VERSIONS[0]
     process = subprocess.Popen(
-        [sys.executable, "-m", "mcp_nb", "serve", str(FIXTURES), "--http", "--dangerously-no-auth"],
+        warm.python("-m", "mcp_nb", "serve", str(FIXTURES), "--http", "--dangerously-no-auth"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

@@ -9,11 +9,11 @@ import select
 import signal
 import stat
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+import warm
 from helpers import checkout_env, write_notebook
 from nbformat.v4 import new_code_cell
 from outside import client
@@ -65,7 +65,7 @@ def read_until(fd: int, marker: bytes, within: float = 120.0) -> bytes:
 def test_to_a_pipe_it_prints_no_cell_value_and_the_token_only_into_a_private_file(tmp_path):
     notebook = shop(tmp_path)
     process = subprocess.Popen(
-        [sys.executable, "-m", "mcp_nb", "serve", str(notebook), "--http"],
+        warm.python("-m", "mcp_nb", "serve", str(notebook), "--http"),
         env=checkout_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -104,7 +104,7 @@ def test_to_a_terminal_it_prints_the_token_for_its_user_and_still_no_cell_value(
     notebook = shop(tmp_path)
     leader, follower = pty.openpty()
     process = subprocess.Popen(
-        [sys.executable, "-m", "mcp_nb", "serve", str(notebook), "--http"],
+        warm.python("-m", "mcp_nb", "serve", str(notebook), "--http"),
         env=checkout_env(),
         stdin=subprocess.DEVNULL,
         stdout=follower,
@@ -134,7 +134,7 @@ def test_the_token_goes_to_the_file_named_and_the_file_goes_with_the_server(tmp_
     token_file.write_text("an older token\n")
     token_file.chmod(0o644)  # a file that was there, readable by others: made the user's alone first
     process = subprocess.Popen(
-        [sys.executable, "-m", "mcp_nb", "serve", str(notebook), "--http", "--token-file", str(token_file)],
+        warm.python("-m", "mcp_nb", "serve", str(notebook), "--http", "--token-file", str(token_file)),
         env=checkout_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

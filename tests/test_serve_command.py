@@ -3,11 +3,11 @@
 import asyncio
 import signal
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
+import warm
 from helpers import checkout_env, served_at, write_notebook
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -40,7 +40,8 @@ def test_over_stdio_the_sdk_client_calls_the_notebooks_tools_and_stdout_stays_cl
     errors = tmp_path / "stderr.txt"
 
     async def session_life():
-        params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_nb", "serve", str(notebook)], env=checkout_env())
+        python, *args = warm.python("-m", "mcp_nb", "serve", str(notebook))
+        params = StdioServerParameters(command=python, args=args, env=checkout_env())
         with errors.open("w") as log:
             async with Client(stdio_client(params, errlog=log)) as session:
                 names = [t.name for t in (await session.list_tools()).tools]
@@ -61,7 +62,7 @@ def test_a_cell_that_fails_stops_it_and_is_named(tmp_path):
         tmp_path, new_code_cell("%load_ext mcp_nb"), new_code_cell("x = 1"), new_code_cell("undefined_name + 1")
     )
     done = subprocess.run(
-        [sys.executable, "-m", "mcp_nb", "serve", str(notebook)], env=checkout_env(), capture_output=True, text=True, timeout=120
+        warm.python("-m", "mcp_nb", "serve", str(notebook)), env=checkout_env(), capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 1 and done.stdout == ""
     assert "code cell 3 of shop.ipynb failed ('undefined_name + 1'): NameError" in done.stderr
@@ -72,7 +73,7 @@ def test_not_a_notebook_is_one_line(tmp_path):
     (tmp_path / "x.ipynb").write_text("{not json")
     for path in (tmp_path / "x.ipynb", tmp_path / "missing.ipynb"):
         done = subprocess.run(
-            [sys.executable, "-m", "mcp_nb", "serve", str(path)], env=checkout_env(), capture_output=True, text=True, timeout=120
+            warm.python("-m", "mcp_nb", "serve", str(path)), env=checkout_env(), capture_output=True, text=True, timeout=120
         )
         assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
 
@@ -80,7 +81,7 @@ def test_not_a_notebook_is_one_line(tmp_path):
 def test_over_http_it_serves_with_a_token_until_terminated(tmp_path):
     notebook = shop(tmp_path)
     process = subprocess.Popen(
-        [sys.executable, "-m", "mcp_nb", "serve", str(notebook), "--http"],
+        warm.python("-m", "mcp_nb", "serve", str(notebook), "--http"),
         env=checkout_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

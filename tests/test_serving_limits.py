@@ -16,6 +16,7 @@ import time
 from urllib.parse import urlsplit
 
 import pytest
+import warm
 from helpers import checkout_env, served_at, write_notebook
 from IPython.core.error import UsageError
 from nbformat.v4 import new_code_cell
@@ -287,7 +288,7 @@ def test_the_command_takes_the_limits(tmp_path):
         new_code_cell("%%mcp_tool\ndef add(a: int, b: int) -> int:\n    return a + b"),
     )
     process = subprocess.Popen(
-        [sys.executable, "-m", "mcp_nb", "serve", str(notebook), "--http", "--max-connections", "2", "--header-timeout", "1"],
+        warm.python("-m", "mcp_nb", "serve", str(notebook), "--http", "--max-connections", "2", "--header-timeout", "1"),
         env=checkout_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

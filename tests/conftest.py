@@ -33,7 +33,6 @@ LONG_FIRST = (
     "tests/browser/",  # 140 s: JupyterLab, Voila and Chromium
     "tests/test_own_notebooks.py",  # 30 to 80 s each: stored by real kernels, checked by nbval
     "tests/test_course_answers.py::",  # 1 to 8 min each: a notebook in a kernel, answered many times, run all three times
-    "tests/test_student_version.py::test_each_notebooks",  # 10 to 40 s each: a student version run in a kernel
     "tests/test_pytest_plugin.py",  # 10 to 30 s each: pytest in a subprocess
     "tests/test_surface_ci.py",  # 5 to 30 s each: mcp-nb snapshot and pytest in subprocesses, a notebook run in each
     "tests/test_binder.py::test_notebook_runs",  # 15 to 60 s each, once the environment exists
@@ -47,7 +46,6 @@ ALONE = (
     "tests/test_binder.py::test_notebook_runs",
     "tests/test_own_notebooks.py::",
     "tests/test_pytest_plugin.py::",
-    "tests/test_student_version.py::test_each_notebooks",
     "tests/test_surface_ci.py::",
     "tests/test_course_answers.py::",
     "tests/test_documented_commands.py::",

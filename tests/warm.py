@@ -300,14 +300,14 @@ def serve(path: str, kind: str) -> None:
 
 # -- in a test process: its warm process, started at the first command ---------------------------
 
-_started: dict[str, tuple] = {}  # kind (and interpreter) -> (the warm process, its socket's path)
+_started: dict[tuple[str, str], tuple] = {}  # (kind, interpreter) -> (the warm process, its socket's path)
 
 
 def socket_path(kind: str = "programs", python: str | None = None, env: dict | None = None) -> str:
     """The socket of this process's warm process of `kind`, started (once) if need be; it ends at exit.
     `python` and `env`: run by another interpreter (a venv the tests made) in its environment."""
     python = python or sys.executable
-    key = kind if python == sys.executable else f"{kind} {python}"
+    key = (kind, python)
     if key not in _started or _started[key][0].poll() is not None:
         import atexit
         import shutil
